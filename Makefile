@@ -1,0 +1,62 @@
+# Trawl: `make run` sets everything up and starts the service; `make test` runs the whole suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+VENDOR := static/vendor
+
+.PHONY: run test install install-dev assets chromium services lint bench bench-quick clean
+
+run: install assets
+	$(BIN)/python -m webapp.launcher
+
+test: install-dev assets chromium services
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is needed"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements.txt
+	touch $@
+
+install-dev: $(VENV)/.installed-dev
+
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+	$(BIN)/python -m pip install -q -r requirements-dev.txt
+	touch $@
+
+# Browser assets (htmx, Swagger UI, ReDoc) come from the npm registry and are served by Trawl itself.
+assets: $(VENDOR)/.installed
+
+$(VENDOR)/.installed: package.json package-lock.json
+	@command -v npm >/dev/null || { echo "npm is needed for the browser assets (apt-get install npm)"; exit 1; }
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	rm -rf $(VENDOR) && mkdir -p $(VENDOR)/htmx $(VENDOR)/swagger-ui $(VENDOR)/redoc
+	cp node_modules/htmx.org/dist/htmx.min.js $(VENDOR)/htmx/
+	cp node_modules/swagger-ui-dist/swagger-ui-bundle.js node_modules/swagger-ui-dist/swagger-ui.css $(VENDOR)/swagger-ui/
+	cp node_modules/redoc/bundles/redoc.standalone.js $(VENDOR)/redoc/
+	touch $@
+
+# Debian's chromium for the browser tests (skipped with a message when it cannot be installed).
+chromium:
+	@test -x /usr/bin/chromium || { \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed: browser tests will be skipped"; \
+	  else echo "chromium missing and not root: browser tests will be skipped"; fi; }
+
+# Redis and PostgreSQL for the tests: started when the machine has them but they are not running.
+services:
+	@$(BIN)/python tests/services.py
+
+lint:
+	$(BIN)/ruff check .
+
+bench: install assets
+	$(BIN)/python -m bench.run
+
+bench-quick: install assets
+	$(BIN)/python -m bench.run --quick
+
+clean:
+	rm -rf $(VENV) node_modules $(VENDOR) .pytest_cache

@@ -1,0 +1,212 @@
+"""Search benchmark: index N synthetic documents, time exact/typo/prefix/filtered queries.
+
+Usage: python bench/search.py [--n 100000] [--queries 200] [--dir DIR] [--seed 1]
+Prints a Markdown table and writes bench/results/search-<n>.json. Queries run in-process
+through the backend; a runner with the same `search(SearchQuery)` shape can time HTTP later.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import shutil
+import statistics
+import string
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from webapp.search import SearchBackend, SearchQuery  # noqa: E402
+from webapp.search.tantivy_backend import TantivyBackend  # noqa: E402
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+TYPES = {"txt": "text", "md": "markdown", "py": "code", "pdf": "pdf", "docx": "docx",
+         "xlsx": "xlsx", "yaml": "config", "srt": "subtitle"}
+COMMON = ("the of and to in is for that with on as by this be are from at or an it was "
+          "which not have has will can all their we our more one about also into").split()
+ACCENTED = ["résumé", "café", "naïve", "façade", "déjà", "über", "straße", "crème", "señor"]
+
+
+class Corpus:
+    """Deterministic synthetic documents: Zipf-distributed vocabulary, realistic file names."""
+
+    def __init__(self, seed: int, vocab_size: int = 30_000) -> None:
+        self.rng = random.Random(seed)
+        self.vocab = self._vocabulary(vocab_size)
+        weights = [1 / (rank + 1) for rank in range(len(self.vocab))]
+        self.cum = list(_accumulate(weights))
+
+    def _vocabulary(self, size: int) -> list[str]:
+        syllables = [c + v for c in "bcdfghjklmnprstvwz" for v in "aeiou"] + ["tion", "ment"]
+        words = set(ACCENTED)
+        while len(words) < size:
+            n = self.rng.choice((2, 2, 3, 3, 3, 4, 5))
+            words.add("".join(self.rng.choice(syllables) for _ in range(n)))
+        ordered = sorted(words)
+        self.rng.shuffle(ordered)
+        return ordered
+
+    def words(self, k: int) -> list[str]:
+        """k words drawn by Zipf frequency, with common function words mixed in."""
+        drawn = self.rng.choices(self.vocab, cum_weights=self.cum, k=k)
+        return [w if self.rng.random() > 0.35 else self.rng.choice(COMMON) for w in drawn]
+
+    def content(self) -> str:
+        n_words = min(20_000, int(self.rng.lognormvariate(6.5, 0.9)))  # median ~660 words
+        words = self.words(n_words)
+        sentences, i = [], 0
+        while i < len(words):
+            step = self.rng.randint(6, 18)
+            sentence = " ".join(words[i : i + step])
+            sentences.append(sentence[:1].upper() + sentence[1:] + ".")
+            i += step
+        return " ".join(sentences)
+
+    def doc(self, i: int) -> dict:
+        source = f"src{i % 4}"
+        ext = self.rng.choice(list(TYPES))
+        stem = "_".join(self.words(2)).replace(" ", "-")
+        basename = f"{2015 + i % 10}-{stem}-{i}.{ext}"
+        return {
+            "id": f"{source}--{i:012x}", "source_id": source, "source_name": source.upper(),
+            "path": f"/data/{source}/{self.rng.choice(self.vocab)}/{basename}",
+            "basename": basename, "extension": ext, "type": TYPES[ext],
+            "size_bytes": self.rng.randint(100, 5_000_000),
+            "modified_at": 1_500_000_000 + self.rng.randint(0, 300_000_000),
+            "indexed_at": 1_800_000_000, "content": self.content(),
+            "title": " ".join(self.words(4)).title() if ext in ("pdf", "docx", "md") else None,
+            "metadata": {"pages": self.rng.randint(1, 300)},
+        }
+
+
+def _accumulate(values: list[float]) -> Iterator[float]:
+    total = 0.0
+    for v in values:
+        total += v
+        yield total
+
+
+def _typo(word: str, rng: random.Random) -> str:
+    """One substitution in the middle of the word."""
+    pos = rng.randint(1, len(word) - 2)
+    letter = rng.choice([c for c in string.ascii_lowercase if c != word[pos]])
+    return word[:pos] + letter + word[pos + 1 :]
+
+
+def make_queries(corpus: Corpus, count: int, seed: int) -> dict[str, list[SearchQuery]]:
+    """Query mixes per class, drawn from mid-frequency vocabulary (like a user's words)."""
+    rng = random.Random(seed + 1)
+    mid = [w for w in corpus.vocab[50:3000] if w.isascii()]
+    long_words = [w for w in mid if len(w) >= 6]
+    sorts = ["relevance", "modified_at:desc", "basename:asc"]
+    return {
+        "exact": [SearchQuery(q=f"{rng.choice(mid)} {rng.choice(mid)} ") for _ in range(count)],
+        "typo": [SearchQuery(q=_typo(rng.choice(long_words), rng) + " ") for _ in range(count)],
+        "prefix": [SearchQuery(q=rng.choice(long_words)[:4]) for _ in range(count)],
+        "filtered": [
+            SearchQuery(q=rng.choice(mid), source_id=f"src{rng.randint(0, 3)}",
+                        type=rng.choice(list(TYPES.values())), sort=rng.choice(sorts))
+            for _ in range(count)
+        ],
+    }
+
+
+def build_index(backend: SearchBackend, corpus: Corpus, n: int, batch: int) -> dict:
+    """Upsert n documents in batches (one commit per batch); returns timing figures."""
+    started, generated = time.perf_counter(), 0.0
+    for first in range(0, n, batch):
+        t0 = time.perf_counter()
+        docs = [corpus.doc(i) for i in range(first, min(n, first + batch))]
+        generated += time.perf_counter() - t0
+        backend.upsert(docs)
+    seconds = time.perf_counter() - started - generated
+    return {"docs": n, "seconds": round(seconds, 2), "docs_per_s": round(n / seconds)}
+
+
+def time_queries(run: Callable[[SearchQuery], int], queries: list[SearchQuery]) -> dict:
+    """Latency percentiles (ms) of running each query once after a short warm-up."""
+    for q in queries[:5]:
+        run(q)
+    times, hits = [], 0
+    for q in queries:
+        t0 = time.perf_counter()
+        hits += run(q)
+        times.append((time.perf_counter() - t0) * 1000)
+    cuts = statistics.quantiles(times, n=100)
+    return {"queries": len(times), "p50_ms": round(cuts[49], 2), "p95_ms": round(cuts[94], 2),
+            "p99_ms": round(cuts[98], 2), "mean_hits": round(hits / len(times), 1)}
+
+
+def in_process_runner(backend: SearchBackend) -> Callable[[SearchQuery], int]:
+    """Runs a query through the backend (snippets included); returns the total."""
+    return lambda q: backend.search(q).total
+
+
+def dir_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def markdown(report: dict) -> str:
+    idx = report["indexing"]
+    lines = [
+        f"Documents: {idx['docs']:,}; indexing {idx['docs_per_s']:,} docs/s "
+        f"({idx['seconds']} s); index {report['index_mb']} MB "
+        f"(raw text {report['raw_text_mb']} MB)",
+        "", "| query class | queries | p50 ms | p95 ms | p99 ms | mean total |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in report["queries"].items():
+        lines.append(f"| {name} | {r['queries']} | {r['p50_ms']} | {r['p95_ms']} | "
+                     f"{r['p99_ms']} | {r['mean_hits']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Build, measure, print and save."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--batch", type=int, default=5_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dir", help="index directory (default: a temp dir, removed after)")
+    args = parser.parse_args(argv)
+    index_dir = Path(args.dir or tempfile.mkdtemp(prefix="trawl-bench-"))
+    try:
+        corpus = Corpus(args.seed)
+        backend = TantivyBackend(index_dir)
+        indexing = build_index(backend, corpus, args.n, args.batch)
+        raw = sum(len(Corpus(args.seed).doc(i)["content"]) for i in range(min(args.n, 2000)))
+        runner = in_process_runner(backend)
+        queries = make_queries(corpus, args.queries, args.seed)
+        report = {
+            "backend": "tantivy", "mode": "in-process", "machine": platform.platform(),
+            "indexing": indexing, "index_mb": round(dir_size(index_dir) / 1e6, 1),
+            "raw_text_mb": round(raw * args.n / min(args.n, 2000) / 1e6, 1),
+            "queries": {name: time_queries(runner, qs) for name, qs in queries.items()},
+        }
+        report["queries"]["all"] = _merge(report["queries"])
+    finally:
+        if not args.dir:
+            shutil.rmtree(index_dir, ignore_errors=True)
+    print(markdown(report))
+    RESULTS_DIR.mkdir(exist_ok=True)
+    (RESULTS_DIR / f"search-{args.n}.json").write_text(json.dumps(report, indent=2) + "\n")
+
+
+def _merge(per_class: dict) -> dict:
+    """Overall row: the worst class percentiles (a conservative summary)."""
+    return {
+        "queries": sum(r["queries"] for r in per_class.values()),
+        **{k: max(r[k] for r in per_class.values()) for k in ("p50_ms", "p95_ms", "p99_ms")},
+        "mean_hits": round(statistics.mean(r["mean_hits"] for r in per_class.values()), 1),
+    }
+
+
+if __name__ == "__main__":
+    main()

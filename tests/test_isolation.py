@@ -1,0 +1,139 @@
+"""The extraction child: reuse, timeouts that kill, crashes, memory cap and size limits."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from webapp.indexing.extractors import Extracted, ExtractionSettings, ExtractorSpec
+from webapp.indexing.isolation import Extractor
+
+
+def _loop_forever(path: str, settings: ExtractionSettings) -> Extracted:
+    while True:
+        pass
+
+
+def _segfault(path: str, settings: ExtractionSettings) -> Extracted:
+    os.kill(os.getpid(), signal.SIGSEGV)
+    time.sleep(10)
+    raise AssertionError("not reached")
+
+
+def _hog_memory(path: str, settings: ExtractionSettings) -> Extracted:
+    hoard = [bytearray(64 * 1024 * 1024) for _ in range(64)]  # 4 GiB, far above the cap
+    return Extracted(type="text", content=str(len(hoard)))
+
+
+# Test-only extractors, handed to the child through Extractor(extra_extractors=...).
+TEST_EXTRACTORS = (
+    ExtractorSpec(type="text", extract=_loop_forever, extensions=("hang",)),
+    ExtractorSpec(type="pdf", extract=_segfault, extensions=("crash",)),
+    ExtractorSpec(type="text", extract=_hog_memory, extensions=("hog",)),
+)
+FAST = ExtractionSettings(timeout_text=0.5, timeout_pdf=0.5, memory_mb=256)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, str]:
+    """One file per test extractor plus an ordinary text file."""
+    paths = {}
+    for name, data in {"a.hang": "x", "b.crash": "x", "c.hog": "x",
+                       "ok.txt": "still serving files"}.items():
+        (tmp_path / name).write_text(data)
+        paths[name] = str(tmp_path / name)
+    return paths
+
+
+@pytest.fixture
+def extractor():
+    with Extractor(FAST, extra_extractors=TEST_EXTRACTORS) as ex:
+        yield ex
+
+
+def test_child_is_reused_between_files(extractor, files):
+    first = extractor.run(files["ok.txt"])
+    pid = extractor.pid
+    second = extractor.run(files["ok.txt"])
+    assert first.status == second.status == "success"
+    assert second.doc.content == "still serving files"
+    assert extractor.pid == pid and extractor.children_started == 1
+
+
+def test_endless_extractor_is_killed_at_timeout(extractor, files):
+    extractor.run(files["ok.txt"])
+    old_pid = extractor.pid
+    started = time.monotonic()
+    result = extractor.run(files["a.hang"])
+    assert time.monotonic() - started < 3
+    assert result.status == "failed"
+    assert result.error_message == "Extraction timed out after 0.5 s"
+    assert result.doc.type == "text" and result.doc.content == ""
+    with pytest.raises(ProcessLookupError):
+        os.kill(old_pid, 0)
+    after = extractor.run(files["ok.txt"])
+    assert after.status == "success" and extractor.pid != old_pid
+
+
+def test_segfault_is_a_failed_file(extractor, files):
+    result = extractor.run(files["b.crash"])
+    assert result.status == "failed"
+    assert result.error_message == "Extractor crashed on this file"
+    assert extractor.run(files["ok.txt"]).status == "success"
+
+
+def test_memory_cap_stops_a_greedy_file(extractor, files):
+    result = extractor.run(files["c.hog"])
+    assert result.status == "failed"
+    assert result.error_message in ("File needs too much memory to extract",
+                                    "Extractor crashed on this file")
+    assert extractor.run(files["ok.txt"]).status == "success"
+
+
+def test_oversize_file_is_skipped_unopened(tmp_path):
+    big = tmp_path / "big.hang"  # would hang if it were ever opened
+    big.write_bytes(b"x" * (1024 * 1024 + 1))
+    with Extractor(ExtractionSettings(max_file_size_mb=1), TEST_EXTRACTORS) as ex:
+        result = ex.run(str(big))
+        assert result.status == "skipped"
+        assert result.error_message == "File is larger than 1 MB"
+        assert result.doc.type == "text" and ex.children_started == 0
+
+
+def test_missing_file_fails_with_message(extractor, tmp_path):
+    result = extractor.run(str(tmp_path / "gone.txt"))
+    assert (result.status, result.error_message) == ("failed", "File no longer exists")
+
+
+def test_close_stops_the_child(files):
+    ex = Extractor(FAST)
+    ex.run(files["ok.txt"])
+    pid = ex.pid
+    ex.close()
+    assert ex.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_small_files_throughput(tmp_path):
+    for index in range(300):
+        (tmp_path / f"note{index}.txt").write_text(f"note number {index}\n" * 5)
+    paths = sorted(str(p) for p in tmp_path.iterdir())
+    with Extractor(ExtractionSettings()) as ex:
+        ex.run(paths[0])
+        started = time.monotonic()
+        results = [ex.run(p) for p in paths]
+        rate = len(paths) / (time.monotonic() - started)
+    assert all(r.status == "success" for r in results)
+    assert rate > 300  # per child; the service needs >150 files/s on 2 cores
+
+
+def test_spawn_start_method_also_works(files):
+    with Extractor(FAST, TEST_EXTRACTORS, start_method="spawn") as ex:
+        assert ex.run(files["ok.txt"]).doc.content == "still serving files"
+        assert ex.run(files["a.hang"]).error_message == "Extraction timed out after 0.5 s"
+        assert ex.run(files["ok.txt"]).status == "success"

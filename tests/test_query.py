@@ -1,0 +1,97 @@
+"""Query parsing, folding and typo rules; Python folding agrees with the Tantivy index."""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from webapp.search.query import (
+    QueryTerm,
+    allowed_typos,
+    fold,
+    parse_query,
+    tokens,
+    typo_match,
+)
+from webapp.search.tantivy_backend import build_analyzer
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+
+
+def test_tokens_split_on_separators_and_digit_letter_boundaries():
+    assert tokens("2024-invoice_acme.PDF") == ["2024", "invoice", "acme", "pdf"]
+    assert tokens("report2024 v2") == ["report", "2024", "v", "2"]
+    assert tokens("Straße Ærø naïve") == ["strasse", "aero", "naive"]
+    assert tokens("Москва Ελλάδα") == ["москва", "ελλάδα"]  # only Latin letters are folded
+
+
+def test_typo_budget_by_word_length():
+    assert [allowed_typos(w) for w in ("cat", "lazy", "basil", "document", "invoicing")] == [
+        0, 0, 1, 1, 2,
+    ]
+
+
+def test_last_word_is_prefix_only_when_it_ends_the_query():
+    assert parse_query("invoi").terms == (QueryTerm("invoi", 1, prefix=True),)
+    assert parse_query("invoi ").terms == (QueryTerm("invoi", 1, prefix=False),)
+    assert parse_query('acme "total due"').terms == (QueryTerm("acme", 0),)
+    assert parse_query('acme "total due"').phrases == (("total", "due"),)
+
+
+def test_query_words_are_capped():
+    parsed = parse_query(" ".join(f"w{i}" for i in range(30)))
+    assert len(parsed.terms) + sum(map(len, parsed.phrases)) <= 10
+    assert not parsed.terms[-1].prefix
+
+
+def test_punctuation_only_query_is_empty():
+    assert parse_query("!!! ...").is_empty
+
+
+@pytest.mark.parametrize(
+    ("term", "word", "expected"),
+    [
+        (QueryTerm("basel", 1), "basil", True),
+        (QueryTerm("basel", 1), "bsail", False),
+        (QueryTerm("tomatos", 1), "tomatoes", True),
+        (QueryTerm("recieved", 1), "received", True),  # a swap is one typo
+        (QueryTerm("lazi", 0), "lazy", False),
+        (QueryTerm("dapartmnet", 2), "department", True),
+        (QueryTerm("tomat", 1, prefix=True), "tomatoes", True),
+        (QueryTerm("tomaf", 1, prefix=True), "tomatoes", True),
+        (QueryTerm("tom", 0, prefix=True), "tomatoes", True),
+        (QueryTerm("tom", 0, prefix=False), "tomatoes", False),
+    ],
+)
+def test_typo_match(term, word, expected):
+    assert typo_match(term, word) is expected
+
+
+def _natural(word: str) -> bool:
+    """Words made of letters, digits and punctuation (mis-decoded bytes produce stray marks)."""
+    return all(c.isascii() or c.isdecimal() or unicodedata.category(c)[0] in "LP" for c in word)
+
+
+def _corpus_words(limit: int = 20_000) -> list[str]:
+    words: set[str] = set()
+    for path in sorted(CORPUS.rglob("*")):
+        if path.is_file() and path.suffix in {".txt", ".md", ".srt", ".csv", ".html", ".json"}:
+            text = path.read_bytes()[:200_000].decode("utf-8", "ignore")
+            words.update(w for w in text.split() if _natural(w))
+        if len(words) > limit:
+            break
+    return sorted(words)
+
+
+def test_python_folding_matches_the_index_tokenizer():
+    words = _corpus_words() + ["Ŝtraße", "Œuvre", "Ærøskøbing", "ﬁnance", "Łódź", "Ðóttir"]
+    assert len(words) > 500
+    analyzer = build_analyzer()
+    mismatches = [w for w in words if tokens(w) != analyzer.analyze(w)]
+    assert mismatches == []
+
+
+def test_fold_is_idempotent_and_lowercases():
+    assert fold("ÉCOLE") == "ecole" == fold(fold("ÉCOLE"))

@@ -1,0 +1,345 @@
+"""Search contract tests, run against every backend (Meilisearch only when MEILI_URL is set)."""
+
+from __future__ import annotations
+
+import html
+import multiprocessing
+import os
+import re
+import uuid
+
+import pytest
+
+from webapp.search import SORTS, SearchBackend, SearchBackendError, SearchQuery, make_backend
+from webapp.search.tantivy_backend import TantivyBackend
+
+MEILI_SKIP = "MEILI_URL not set: Meilisearch contract tests skipped"
+
+
+def make_doc(key: str, content: str, basename: str | None = None, **extra) -> dict:
+    """A document shaped like the scanner's, with sensible defaults."""
+    source_id = extra.pop("source_id", "docs")
+    basename = basename or f"{key}.txt"
+    doc = {
+        "id": f"{source_id}--{key}", "source_id": source_id, "source_name": source_id.title(),
+        "path": f"/data/{source_id}/{basename}", "basename": basename,
+        "extension": basename.rsplit(".", 1)[-1], "type": "text", "size_bytes": 100,
+        "modified_at": 1_700_000_000, "indexed_at": 1_700_000_100, "content": content,
+        "title": None, "metadata": {"lines": 1},
+    }
+    doc.update(extra)
+    return doc
+
+
+CORPUS = [
+    make_doc("budget", "Quarterly budget report for the marketing department.",
+             "budget-2024.xlsx", type="xlsx"),
+    make_doc("garden", "Notes about the garden: tomatoes, basil and a lazy cat.",
+             "garden_notes.md", type="markdown"),
+    make_doc("cv", "Curriculum vitae : mon résumé, expérience professionnelle.", "cv-final.pdf",
+             type="pdf", title="Résumé de Jeanne"),
+    make_doc("download", "Please resume the download when the network is back.", "howto.txt"),
+    make_doc("i18n", "An internationalization guide for developers.", "i18n.txt"),
+    make_doc("minutes", "Meeting minutes. Action items: call the plumber.", "minutes.txt",
+             source_id="other"),
+    make_doc("hostile", "<script>alert('pwned')</script> & invoice total due <b>now</b>",
+             "2024-invoice_acme.pdf", type="pdf"),
+    make_doc("receipt", "Thank you for shopping with us.", "2023-receipt_globex.pdf", type="pdf"),
+]
+
+
+def _backend_params():
+    return [
+        pytest.param("tantivy", id="tantivy"),
+        pytest.param(
+            "meilisearch", id="meilisearch",
+            marks=pytest.mark.skipif(not os.environ.get("MEILI_URL"), reason=MEILI_SKIP),
+        ),
+    ]
+
+
+@pytest.fixture(params=_backend_params())
+def backend(request, tmp_path):
+    """An empty backend of each kind (Tantivy in a temp dir, Meilisearch in a fresh index)."""
+    if request.param == "tantivy":
+        yield make_backend({"SEARCH_BACKEND": "tantivy", "SEARCH_INDEX_DIR": str(tmp_path / "ix")})
+        return
+    index = f"trawl-test-{uuid.uuid4().hex[:10]}"
+    settings = {
+        "SEARCH_BACKEND": "meilisearch", "MEILI_URL": os.environ["MEILI_URL"],
+        "MEILI_MASTER_KEY": os.environ.get("MEILI_MASTER_KEY"), "MEILI_INDEX": index,
+    }
+    b = make_backend(settings)
+    yield b
+    b.client.delete_index(index)
+
+
+@pytest.fixture
+def corpus(backend):
+    backend.upsert(CORPUS)
+    return backend
+
+
+def ids_of(backend: SearchBackend, q: str, **kw) -> list[str]:
+    return [r["id"].split("--", 1)[1] for r in backend.search(SearchQuery(q=q, **kw)).results]
+
+
+def visible(snippet: str) -> str:
+    """What a browser shows for a snippet (tags removed, entities decoded)."""
+    return html.unescape(re.sub(r"</?em>", "", snippet))
+
+
+# --- typo tolerance, prefix, phrases, accents ---------------------------------------------
+
+
+def test_four_letter_word_with_a_typo_does_not_match(corpus):
+    assert ids_of(corpus, "lazy garden") == ["garden"]
+    assert ids_of(corpus, "lazi garden") == []
+
+
+def test_five_letter_word_matches_with_one_typo_not_two(corpus):
+    assert ids_of(corpus, "basel garden") == ["garden"]
+    assert ids_of(corpus, "tomatos garden") == ["garden"]
+    assert ids_of(corpus, "tmatos garden") == []
+
+
+def test_nine_letter_word_matches_with_two_typos_not_three(corpus):
+    assert ids_of(corpus, "dapartmnet budget") == ["budget"]
+    assert ids_of(corpus, "dapartmnot budget") == []
+
+
+def test_last_word_matches_as_prefix(corpus):
+    assert ids_of(corpus, "tomat") == ["garden"]
+    assert ids_of(corpus, "internation") == ["i18n"]
+    assert ids_of(corpus, "tomat garden") == []  # only the last word is a prefix
+
+
+def test_all_words_must_match_in_any_field(corpus):
+    assert ids_of(corpus, "garden notes basil") == ["garden"]
+    assert ids_of(corpus, "invoice acme") == ["hostile"]  # acme is only in the file name
+    assert ids_of(corpus, "garden plumber") == []
+
+
+def test_quoted_phrase_matches_words_in_order(corpus):
+    assert ids_of(corpus, '"lazy cat"') == ["garden"]
+    assert ids_of(corpus, '"cat lazy"') == []
+    assert ids_of(corpus, '"marketing department" quarterly') == ["budget"]
+
+
+def test_accents_are_ignored_both_ways(corpus):
+    assert ids_of(corpus, "experience professionnelle") == ["cv"]
+    assert sorted(ids_of(corpus, "résumé")) == ["cv", "download"]
+    assert sorted(ids_of(corpus, "RESUME")) == ["cv", "download"]
+
+
+def test_file_name_parts_are_words(corpus):
+    assert ids_of(corpus, "receipt") == ["receipt"]
+    assert ids_of(corpus, "globex") == ["receipt"]
+    assert ids_of(corpus, "2023") == ["receipt"]
+
+
+def test_exact_match_ranks_above_typo_match(backend):
+    backend.upsert([
+        make_doc("typo", "The raport is ready for review today."),
+        make_doc("exact", "The report is ready for review today, with a long tail of words."),
+    ])
+    results = backend.search(SearchQuery(q="report ready")).results
+    assert [r["id"] for r in results] == ["docs--exact", "docs--typo"]
+    assert results[0]["score"] > results[1]["score"]
+
+
+def test_title_and_file_name_matches_rank_first(backend):
+    backend.upsert([
+        make_doc("body", "A zebra appears once in this text about animals."),
+        make_doc("named", "A list of animals seen at the park.", "zebra.txt"),
+        make_doc("titled", "Animals of the savanna and the park.", title="Zebra migration"),
+    ])
+    ranked = ids_of(backend, "zebra")
+    assert ranked[-1] == "body"
+    assert set(ranked) == {"body", "named", "titled"}
+
+
+# --- filters, sorting, pagination, totals -------------------------------------------------
+
+
+def test_filters_by_source_and_type(corpus):
+    assert ids_of(corpus, "minutes", source_id="other") == ["minutes"]
+    assert ids_of(corpus, "minutes", source_id="docs") == []
+    assert sorted(ids_of(corpus, "pdf", type="pdf")) == ["cv", "hostile", "receipt"]
+    assert ids_of(corpus, "pdf", type="pdf", source_id="other") == []
+
+
+LOREM = [
+    make_doc(f"l{i:02d}", f"lorem ipsum {'dolor ' * (i % 5)} entry {i}", f"{name}-{i}.txt",
+             size_bytes=(i * 37) % 101, modified_at=1_600_000_000 + (i * 7919) % 1000)
+    for i, name in enumerate(["Alpha", "beta", "Gamma", "delta", "epsilon", "Zeta"] * 5)
+]
+
+
+@pytest.mark.parametrize("sort", SORTS)
+def test_each_sort_pages_without_overlap_or_gaps(backend, sort):
+    backend.upsert(LOREM)
+    seen, offset = [], 0
+    while True:
+        page = backend.search(SearchQuery(q="lorem", limit=7, offset=offset, sort=sort))
+        assert page.total == len(LOREM)
+        if not page.results:
+            break
+        assert len(page.results) <= 7
+        seen.extend(page.results)
+        offset += 7
+    assert len(seen) == len(LOREM)
+    assert len({r["id"] for r in seen}) == len(LOREM)
+    field, _, direction = sort.partition(":")
+    if field == "relevance":
+        scores = [r["score"] for r in seen]
+        assert scores == sorted(scores, reverse=True)
+    else:
+        key = (lambda r: r["basename"].lower()) if field == "basename" else (lambda r: r[field])
+        keys = [key(r) for r in seen]
+        assert keys == sorted(keys, reverse=direction == "desc")
+
+
+def test_total_is_exact_beyond_the_page(backend):
+    backend.upsert(LOREM)
+    page = backend.search(SearchQuery(q="dolor", limit=3))
+    assert page.total == sum(1 for i in range(len(LOREM)) if i % 5)
+    assert len(page.results) == 3
+    assert isinstance(page.processing_time_ms, int)
+
+
+def test_limit_zero_and_placeholder_queries_do_not_crash(corpus):
+    page = corpus.search(SearchQuery(q="garden", limit=0))
+    assert page.results == [] and page.total == 1
+    assert corpus.search(SearchQuery(q="   ")).total == len(CORPUS)
+
+
+def test_result_fields(corpus):
+    (result,) = corpus.search(SearchQuery(q="quarterly")).results
+    assert result["id"] == "docs--budget"
+    assert result["basename"] == "budget-2024.xlsx"
+    assert result["source_name"] == "Docs"
+    assert result["type"] == "xlsx"
+    assert result["modified_at"] == 1_700_000_000 and result["size_bytes"] == 100
+    assert result["score"] > 0
+    assert "<em>Quarterly</em>" in result["snippet"]
+
+
+# --- snippets -----------------------------------------------------------------------------
+
+
+def test_snippet_escapes_file_text(corpus):
+    (result,) = corpus.search(SearchQuery(q="invoice")).results
+    snippet = result["snippet"]
+    assert "&lt;script&gt;" in snippet and "<script" not in snippet
+    assert re.sub(r"</?em>", "", snippet).count("<") == 0
+    assert "<em>invoice</em>" in snippet
+
+
+def test_snippet_window_length_and_cuts(backend):
+    filler = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 60
+    backend.upsert([make_doc("long", filler + "The needle was found here. " + filler)])
+    for length in (50, 300, 1000):
+        (result,) = backend.search(SearchQuery(q="needle", snippet_length=length)).results
+        text = visible(result["snippet"])
+        assert length * 0.6 <= len(text) <= length
+        assert text.startswith("…") and text.endswith("…")
+        assert "<em>needle</em>" in result["snippet"]
+
+
+def test_snippet_highlights_typo_and_prefix_matches(corpus):
+    (result,) = corpus.search(SearchQuery(q="internationalisation guid")).results
+    assert "<em>internationalization</em>" in result["snippet"]
+    assert "<em>guide</em>" in result["snippet"]
+
+
+def test_snippet_falls_back_to_file_name(corpus):
+    (result,) = corpus.search(SearchQuery(q="globex")).results
+    assert "<em>globex</em>" in result["snippet"]
+
+
+# --- documents: get, delete, rename, counts -----------------------------------------------
+
+
+def test_get_returns_the_document_as_upserted(corpus):
+    assert corpus.get("docs--cv") == CORPUS[2]
+    assert corpus.get("docs--nope") is None
+
+
+def test_upsert_replaces_a_document(corpus):
+    corpus.upsert([make_doc("garden", "Now about roses only.", "garden_notes.md")])
+    assert ids_of(corpus, "tomatoes") == []
+    assert ids_of(corpus, "roses") == ["garden"]
+    assert corpus.count() == len(CORPUS)
+
+
+def test_delete_ids_source_and_counts(corpus):
+    assert corpus.count() == len(CORPUS)
+    assert corpus.count("other") == 1
+    assert corpus.ids("other") == {"other--minutes"}
+    corpus.delete_ids(["docs--garden", "docs--unknown"])
+    assert ids_of(corpus, "tomatoes") == [] and corpus.get("docs--garden") is None
+    corpus.delete_source("docs")
+    assert corpus.count() == 1 and corpus.ids("docs") == set()
+    corpus.clear()
+    assert corpus.count() == 0
+
+
+def test_rename_source_updates_results(corpus):
+    corpus.rename_source("other", "Board meetings")
+    (result,) = corpus.search(SearchQuery(q="plumber")).results
+    assert result["source_name"] == "Board meetings"
+    assert corpus.get("other--minutes")["source_name"] == "Board meetings"
+    assert corpus.get("docs--cv")["source_name"] == "Docs"
+
+
+def test_health(backend):
+    assert backend.health() == "ok"
+
+
+# --- Tantivy: processes, locking, reopening -----------------------------------------------
+
+
+def _write_batches(index_dir: str, worker: str) -> None:
+    backend = TantivyBackend(index_dir)
+    for batch in range(10):
+        backend.upsert([
+            make_doc(f"w{worker}-{batch}-{n}", f"the {worker} worker wrote this") for n in range(5)
+        ])
+
+
+def test_two_processes_writing_lose_no_documents(tmp_path):
+    index_dir = str(tmp_path / "ix")
+    reader = TantivyBackend(index_dir)  # stands for the web process
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_write_batches, args=(index_dir, w)) for w in ("north", "south")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    assert reader.count() == 100
+    assert reader.search(SearchQuery(q="south worker")).total == 50
+
+
+def test_busy_writer_waits_then_raises(tmp_path):
+    holder = TantivyBackend(tmp_path / "ix")
+    other = TantivyBackend(tmp_path / "ix", writer_timeout=0.3)
+    with holder._writer():
+        with pytest.raises(SearchBackendError, match="busy"):
+            other.upsert([make_doc("x", "blocked")])
+    other.upsert([make_doc("x", "now it works")])
+    assert holder.count() == 1
+
+
+def test_reopened_index_still_folds_accents(tmp_path):
+    TantivyBackend(tmp_path / "ix").upsert(CORPUS)
+    reopened = TantivyBackend(tmp_path / "ix")
+    assert sorted(ids_of(reopened, "resume")) == ["cv", "download"]
+
+
+def test_make_backend_rejects_unknown_names():
+    with pytest.raises(ValueError, match="SEARCH_BACKEND"):
+        make_backend({"SEARCH_BACKEND": "solr"})
+    with pytest.raises(ValueError, match="MEILI_URL"):
+        make_backend({"SEARCH_BACKEND": "meilisearch"})

@@ -1,0 +1,132 @@
+"""Snippet builder: window around the best passage, escaping, <em> marks, cuts, fallbacks."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from webapp.search.query import TermMatcher, parse_query
+from webapp.search.snippets import build_snippet, find_matches, highlight_all
+
+
+def matcher(q: str) -> TermMatcher:
+    return TermMatcher.from_query(parse_query(q))
+
+
+def visible(snippet: str) -> str:
+    return html.unescape(re.sub(r"</?em>", "", snippet))
+
+
+FILLER = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 40
+
+
+def test_short_text_is_returned_whole_with_marks():
+    assert build_snippet("The quick brown fox", matcher("quick"), 300) == (
+        "The <em>quick</em> brown fox"
+    )
+
+
+def test_markup_in_text_is_escaped_and_only_em_is_markup():
+    text = '<script>alert("x")</script> <em>fake</em> invoice & <img src=x onerror=y>'
+    out = build_snippet(text, matcher("invoice"), 300)
+    assert "<em>invoice</em>" in out
+    assert re.sub(r"</?em>", "", out).count("<") == 0
+    assert "&lt;em&gt;fake&lt;/em&gt;" in out
+    assert visible(out) == text
+
+
+def test_matched_word_with_markup_chars_around_is_escaped_inside_em():
+    out = build_snippet("a&b invoice<x>", matcher("invoice"), 300)
+    assert out == "a&amp;b <em>invoice</em>&lt;x&gt;"
+
+
+@pytest.mark.parametrize("length", [50, 120, 300, 1000])
+def test_window_respects_length_and_marks_cuts(length):
+    text = FILLER + "Here the needle hides among words. " + FILLER
+    out = build_snippet(text, matcher("needle"), length)
+    shown = visible(out)
+    assert length * 0.6 <= len(shown) <= length
+    assert shown.startswith("…") and shown.endswith("…")
+    assert "<em>needle</em>" in out
+
+
+def test_window_at_the_start_has_no_leading_ellipsis():
+    out = build_snippet("needle first. " + FILLER, matcher("needle"), 100)
+    assert out.startswith("<em>needle</em>") and out.endswith("…")
+
+
+def test_cuts_do_not_split_words():
+    out = visible(build_snippet(FILLER + "needle " + FILLER, matcher("needle"), 80))
+    words = set(FILLER.replace(",", " ").replace(".", " ").split()) | {"needle"}
+    for word in out.strip("…").replace(",", " ").replace(".", " ").split():
+        assert word in words
+
+
+def test_best_passage_covers_most_query_words():
+    text = "alpha here. " + FILLER + " alpha and beta together. " + FILLER
+    out = build_snippet(text, matcher("alpha beta"), 100)
+    assert "<em>alpha</em> and <em>beta</em>" in out
+
+
+def test_typo_prefix_and_accent_matches_are_marked():
+    text = "Mon Résumé parle d'internationalization et de documents."
+    out = build_snippet(text, matcher("resume internationalisation docu"), 300)
+    assert "<em>Résumé</em>" in out
+    assert "<em>internationalization</em>" in out
+    assert "<em>documents</em>" in out
+
+
+def test_short_words_are_not_typo_matched():
+    assert find_matches("the lazy cat", matcher("lazi cat")) == [(9, 12, 1)]
+
+
+def test_parts_of_file_names_are_words():
+    out = build_snippet("2024-invoice_acme.pdf", matcher("invoice acme"), 300)
+    assert out == "2024-<em>invoice</em>_<em>acme</em>.pdf"
+
+
+def test_a_match_inside_a_longer_word_is_not_marked():
+    assert build_snippet("preacme acmeco", matcher("acme "), 300) == (
+        "preacme acmeco"
+    )
+
+
+def test_falls_back_to_title_then_file_name():
+    m = matcher("acme")
+    assert build_snippet("nothing relevant", m, 300, ["Acme report", "a.txt"]) == (
+        "<em>Acme</em> report"
+    )
+    assert build_snippet("", m, 300, [None, "acme.pdf"]) == "<em>acme</em>.pdf"
+
+
+def test_no_match_shows_the_start_of_the_text():
+    out = build_snippet(FILLER, matcher("zzz"), 60)
+    assert out.startswith("Lorem ipsum") and out.endswith("…") and "<em>" not in out
+    assert len(visible(out)) <= 60
+
+
+def test_nothing_to_show_gives_empty_string():
+    assert build_snippet(None, matcher("x"), 300) == ""
+
+
+def test_whitespace_runs_are_collapsed():
+    assert build_snippet("a\n\n\n   needle\t\tb", matcher("needle"), 300) == "a <em>needle</em> b"
+
+
+def test_one_huge_token_is_cut():
+    out = build_snippet("x" * 5000, matcher("x" * 5000), 100)
+    assert len(visible(out)) <= 100
+
+
+def test_highlight_all_marks_every_match_and_keeps_layout():
+    text = "Invoice 1\n<b>invoice</b> 2\n\ninvoices"
+    assert highlight_all(text, matcher("invoice ")) == (
+        "<em>Invoice</em> 1\n&lt;b&gt;<em>invoice</em>&lt;/b&gt; 2\n\n<em>invoices</em>"
+    )
+
+
+def test_matcher_from_engine_words():
+    m = TermMatcher.from_words(["Résumé"])
+    assert build_snippet("resume and RESUMES", m, 300) == "<em>resume</em> and RESUMES"

@@ -1,0 +1,149 @@
+"""Source endpoints: ids, defaults, validation, allowed roots, partial update, delete, test-path."""
+
+from __future__ import annotations
+
+import os
+
+from webapp.indexing.globs import DEFAULT_EXCLUDE
+
+
+def test_create_with_defaults_and_slug_id(client, auth, make_tree):
+    root = make_tree("photos", {"a.txt": "x"})
+    resp = client.post("/api/sources", headers=auth,
+                       json={"name": "Café Photos!", "root_path": str(root)})
+    assert resp.status_code == 201
+    body = resp.get_json()
+    assert body["id"] == "cafe-photos"
+    assert body["include_patterns"] == ["**/*"]
+    assert body["exclude_patterns"] == DEFAULT_EXCLUDE and "**/.git/**" in DEFAULT_EXCLUDE
+    assert body["scan_schedule"] is None and body["next_scan_at"] is None
+    assert body["state"] == "idle" and body["document_count"] == 0 and body["failed_count"] == 0
+    assert body["root_path"] == os.path.realpath(root)
+    assert "T" in body["created_at"] and not body["created_at"].endswith("Z")
+    again = client.post("/api/sources", headers=auth,
+                        json={"name": "Cafe photos", "root_path": str(root)})
+    assert again.get_json()["id"] == "cafe-photos-2"
+
+
+def test_given_id_must_be_valid_and_unused(client, auth, make_tree):
+    root = make_tree("docs", {})
+    ok = client.post("/api/sources", headers=auth,
+                     json={"id": "team-docs", "name": "Docs", "root_path": str(root)})
+    assert ok.status_code == 201 and ok.get_json()["id"] == "team-docs"
+    dup = client.post("/api/sources", headers=auth,
+                      json={"id": "team-docs", "name": "Docs", "root_path": str(root)})
+    assert dup.status_code == 409 and dup.get_json() == {"detail": "Source 'team-docs' already exists"}
+    for bad in ("Team", "-x", "a" * 64, "docs\n", "a b"):
+        resp = client.post("/api/sources", headers=auth,
+                           json={"id": bad, "name": "Docs", "root_path": str(root)})
+        assert resp.status_code == 400 and resp.get_json()["detail"].startswith("id:"), bad
+
+
+def test_invalid_input_is_400_naming_the_field(client, auth, make_tree):
+    root = str(make_tree("docs", {}))
+    cases = [
+        ({"root_path": root}, "name: is required"),
+        ({"name": "x"}, "root_path: is required"),
+        ({"name": "", "root_path": root}, "name:"),
+        ({"name": "x", "root_path": root, "colour": "red"}, "colour: unknown field"),
+        ({"name": "x", "root_path": root, "include_patterns": ["/etc/**"]}, "include_patterns:"),
+        ({"name": "x", "root_path": root, "exclude_patterns": ["../**"]}, "exclude_patterns:"),
+        ({"name": "x", "root_path": root, "include_patterns": [""]}, "include_patterns:"),
+        ({"name": "x", "root_path": root, "include_patterns": ["{a,b"]}, "include_patterns:"),
+        ({"name": "x", "root_path": root, "scan_schedule": "61 * * * *"}, "scan_schedule:"),
+        ({"name": "x", "root_path": root, "scan_schedule": "@sometimes"}, "scan_schedule:"),
+        ({"name": "x", "root_path": root + "/missing"}, "root_path: the path does not exist"),
+        ({"name": "x", "root_path": "relative/path"}, "root_path:"),
+        ({"name": 5, "root_path": root}, "name:"),
+    ]
+    for body, detail in cases:
+        resp = client.post("/api/sources", headers=auth, json=body)
+        assert resp.status_code == 400, body
+        assert set(resp.get_json()) == {"detail"}
+        assert resp.get_json()["detail"].startswith(detail), (body, resp.get_json())
+    assert client.get("/api/sources", headers=auth).get_json() == []
+
+
+def test_root_must_be_inside_allowed_roots_after_resolving_symlinks(client, auth, make_tree, scratch):
+    outside = scratch / "secret"
+    outside.mkdir()
+    inside = make_tree("docs", {})
+    link = inside.parent / "sneaky"
+    link.symlink_to(outside)
+    for path in (outside, link, "/etc"):
+        resp = client.post("/api/sources", headers=auth, json={"name": "x", "root_path": str(path)})
+        assert resp.status_code == 400
+        assert resp.get_json()["detail"] == "root_path: the path is outside the allowed roots"
+
+
+def test_a_file_is_not_a_root(client, auth, make_tree):
+    root = make_tree("docs", {"a.txt": "x"})
+    resp = client.post("/api/sources", headers=auth,
+                       json={"name": "x", "root_path": str(root / "a.txt")})
+    assert resp.get_json() == {"detail": "root_path: the path is not a directory"}
+
+
+def test_get_update_and_delete(client, auth, make_tree, make_source):
+    root = make_tree("docs", {})
+    other = make_tree("other", {})
+    src = make_source(root, name="Docs", scan_schedule="@daily")
+    assert src["next_scan_at"].endswith("02:00:00")
+    path = f"/api/sources/{src['id']}"
+    assert client.get(path, headers=auth).get_json() == src
+    upd = client.put(path, headers=auth, json={"name": "Team docs", "root_path": str(other),
+                                              "include_patterns": ["**/*.md"]})
+    assert upd.status_code == 200
+    body = upd.get_json()
+    assert body["name"] == "Team docs" and body["include_patterns"] == ["**/*.md"]
+    assert body["scan_schedule"] == "@daily" and body["id"] == src["id"]
+    assert body["updated_at"] >= src["updated_at"]
+    reset = client.put(path, headers=auth, json={"include_patterns": None, "scan_schedule": None})
+    assert reset.get_json()["include_patterns"] == ["**/*"]
+    assert reset.get_json()["scan_schedule"] is None and reset.get_json()["next_scan_at"] is None
+    bad = client.put(path, headers=auth, json={"id": "new-id"})
+    assert bad.status_code == 400
+    assert client.delete(path, headers=auth).status_code == 204
+    assert client.get(path, headers=auth).status_code == 404
+    assert client.get(path, headers=auth).get_json() == {"detail": f"Source '{src['id']}' not found"}
+    assert client.delete(path, headers=auth).status_code == 404
+    assert os.path.isdir(root)
+
+
+def test_unknown_source_is_404_everywhere(client, auth):
+    for method, url in (("get", "/api/sources/nope"), ("put", "/api/sources/nope"),
+                        ("delete", "/api/sources/nope"), ("post", "/api/sources/nope/reindex"),
+                        ("post", "/api/sources/nope/clear-stale"), ("get", "/api/status/nope")):
+        kwargs = {"json": {"name": "x"}} if method == "put" else {}
+        resp = getattr(client, method)(url, headers=auth, **kwargs)
+        assert resp.status_code == 404, url
+        assert set(resp.get_json()) == {"detail"}
+
+
+def test_sources_need_a_token(client):
+    for method, url in (("get", "/api/sources"), ("post", "/api/sources"),
+                        ("get", "/api/sources/x"), ("post", "/api/sources/test-path"),
+                        ("post", "/api/sources/x/reindex"), ("delete", "/api/sources/x")):
+        assert getattr(client, method)(url).status_code == 401
+
+
+def test_test_path_reports_without_disclosing_outside(client, auth, make_tree, scratch):
+    root = make_tree("docs", {"a.txt": "x"})
+    ok = client.post("/api/sources/test-path", headers=auth, json={"root_path": str(root)})
+    body = ok.get_json()
+    assert ok.status_code == 200 and body["ok"] is True
+    assert body["inside_allowed_roots"] and body["exists"] and body["is_directory"]
+    assert body["readable"] and body["visible"]
+    assert set(body) == {"path", "ok", "visible", "inside_allowed_roots", "exists",
+                         "is_directory", "readable", "allowed_roots", "message", "hint"}
+    missing = client.post("/api/sources/test-path", headers=auth,
+                          json={"root_path": str(root / "nope")}).get_json()
+    assert missing["inside_allowed_roots"] and not missing["exists"] and not missing["ok"]
+    outside = client.post("/api/sources/test-path", headers=auth,
+                          json={"root_path": str(scratch)}).get_json()
+    assert outside["inside_allowed_roots"] is False
+    assert outside["exists"] is outside["is_directory"] is outside["readable"] is False
+    assert outside["path"] == str(scratch)
+    etc = client.post("/api/sources/test-path", headers=auth,
+                      json={"root_path": "/etc/passwd"}).get_json()
+    assert etc["exists"] is False and etc["message"] == "The path is outside the allowed roots"
+    assert client.get("/api/sources", headers=auth).get_json() == []

@@ -1,0 +1,80 @@
+"""Document endpoints: full document, preview, download link, download."""
+
+from __future__ import annotations
+
+from flask import Response, render_template, send_file
+from flask.views import MethodView
+from flask_jwt_extended import current_user
+from flask_smorest import Blueprint
+
+from webapp.api import authenticated, errors
+from webapp.api.schemas import (
+    DocumentSchema,
+    DownloadArgsSchema,
+    DownloadLinkSchema,
+    PreviewArgsSchema,
+)
+from webapp.services import documents
+
+blp = Blueprint("documents", __name__, url_prefix="/api/documents",
+                description="Indexed documents and their original files")
+
+
+@blp.route("/<string:doc_id>")
+class Document(MethodView):
+    @authenticated(blp)
+    @blp.response(200, DocumentSchema)
+    @errors(blp, 404)
+    def get(self, doc_id):
+        """The full document: extracted content and metadata."""
+        return documents.get(doc_id)
+
+
+@blp.route("/<string:doc_id>/preview")
+class Preview(MethodView):
+    @blp.arguments(PreviewArgsSchema, location="query")
+    @blp.response(200, description="An image (JPEG/PNG) for images and RAW files, "
+                  "otherwise an HTML page of the text with the ?q= matches in <em>",
+                  content_type="text/html")
+    @authenticated(blp)
+    @errors(blp, 400, 403, 404)
+    def get(self, args, doc_id):
+        """A readable preview: scaled image, or the text page by page."""
+        doc = documents.get(doc_id)
+        if documents.is_image(doc):
+            data, mimetype = documents.image_preview(doc)
+            resp = Response(data, mimetype=mimetype)
+            resp.headers["Content-Disposition"] = documents.content_disposition(
+                "inline", doc["basename"])
+            return resp
+        page = documents.text_page(doc, args["q"], args["page"])
+        html = render_template("preview.html", doc=doc, q=args["q"], **page)
+        return Response(html, mimetype="text/html")
+
+
+@blp.route("/<string:doc_id>/download-link")
+class DownloadLink(MethodView):
+    @authenticated(blp)
+    @blp.response(200, DownloadLinkSchema)
+    @errors(blp, 404)
+    def post(self, doc_id):
+        """A short-lived link to download the original file."""
+        return documents.download_link(documents.get(doc_id), current_user.id)
+
+
+@blp.route("/<string:doc_id>/download")
+class Download(MethodView):
+    @blp.arguments(DownloadArgsSchema, location="query")
+    @blp.response(200, description="The original file, streamed",
+                  content_type="application/octet-stream")
+    @errors(blp, 401, 403, 404)
+    def get(self, args, doc_id):
+        """The original file; authenticated by the link's token instead of a bearer token."""
+        documents.check_download_token(args["token"], doc_id)
+        doc = documents.get(doc_id)
+        path = documents.open_path(doc)
+        resp = send_file(path, mimetype="application/octet-stream", conditional=True,
+                         max_age=0)
+        resp.headers["Content-Disposition"] = documents.content_disposition(
+            "attachment", doc["basename"])
+        return resp

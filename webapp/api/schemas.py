@@ -1,0 +1,268 @@
+"""Marshmallow schemas of the JSON API: request arguments, responses and the error body."""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from marshmallow import fields, validate
+
+from webapp.search import SORTS
+
+
+class StrictSchema(ma.Schema):
+    """Unknown keys are an error (400 naming the key)."""
+
+    class Meta:
+        unknown = ma.RAISE
+
+
+class ErrorSchema(ma.Schema):
+    """The one error body of the API."""
+
+    detail = fields.String(required=True, metadata={"example": "limit: must be between 1 and 100"})
+
+
+class MessageSchema(ma.Schema):
+    message = fields.String()
+
+
+# --- auth ---------------------------------------------------------------------------------------
+
+class AuthStatusSchema(ma.Schema):
+    setup_required = fields.Boolean()
+
+
+class CredentialsSchema(StrictSchema):
+    username = fields.String(required=True)
+    password = fields.String(required=True, load_only=True)
+
+
+class TokenSchema(ma.Schema):
+    access_token = fields.String()
+    token_type = fields.String(metadata={"example": "bearer"})
+    expires_in = fields.Integer(metadata={"description": "Seconds until the token expires"})
+
+
+class UserSchema(ma.Schema):
+    id = fields.Integer()
+    username = fields.String()
+    is_admin = fields.Boolean()
+    created_at = fields.String(metadata={"example": "2026-11-21T10:30:00"})
+
+
+# --- sources ------------------------------------------------------------------------------------
+
+_PATTERNS = fields.List(fields.String(), allow_none=True)
+
+
+class SourceCreateSchema(StrictSchema):
+    id = fields.String(load_default=None, allow_none=True,
+                       metadata={"description": "Optional; a slug of name when absent"})
+    name = fields.String(required=True, validate=validate.Length(
+        min=1, max=200, error="must be 1 to 200 characters"))
+    root_path = fields.String(required=True)
+    include_patterns = fields.List(fields.String(), allow_none=True,
+                                   metadata={"example": ["**/*"]})
+    exclude_patterns = fields.List(fields.String(), allow_none=True,
+                                   metadata={"example": ["**/.git/**"]})
+    scan_schedule = fields.String(allow_none=True, metadata={"example": "@daily"})
+
+
+class SourceUpdateSchema(StrictSchema):
+    name = fields.String(validate=validate.Length(min=1, max=200,
+                                                  error="must be 1 to 200 characters"))
+    root_path = fields.String()
+    include_patterns = fields.List(fields.String(), allow_none=True)
+    exclude_patterns = fields.List(fields.String(), allow_none=True)
+    scan_schedule = fields.String(allow_none=True)
+
+
+class SourceSchema(ma.Schema):
+    id = fields.String()
+    name = fields.String()
+    root_path = fields.String()
+    include_patterns = fields.List(fields.String())
+    exclude_patterns = fields.List(fields.String())
+    scan_schedule = fields.String(allow_none=True)
+    created_at = fields.String()
+    updated_at = fields.String()
+    last_scan_at = fields.String(allow_none=True)
+    next_scan_at = fields.String(allow_none=True)
+    state = fields.String(metadata={"description": "idle, queued or indexing"})
+    document_count = fields.Integer()
+    failed_count = fields.Integer()
+
+
+class PathTestArgsSchema(StrictSchema):
+    root_path = fields.String(required=True)
+
+
+class PathTestSchema(ma.Schema):
+    path = fields.String()
+    ok = fields.Boolean()
+    visible = fields.Boolean()
+    inside_allowed_roots = fields.Boolean()
+    exists = fields.Boolean()
+    is_directory = fields.Boolean()
+    readable = fields.Boolean()
+    allowed_roots = fields.List(fields.String())
+    message = fields.String()
+    hint = fields.String()
+
+
+class ReindexArgsSchema(ma.Schema):
+    full = fields.Boolean(load_default=False)
+    wait = fields.Integer(load_default=0, validate=validate.Range(
+        min=0, max=300, error="must be between 0 and 300"))
+
+
+class ErrorEntrySchema(ma.Schema):
+    path = fields.String()
+    error = fields.String()
+
+
+class ProgressSchema(ma.Schema):
+    done = fields.Integer()
+    total = fields.Integer()
+
+
+class RunStatsSchema(ma.Schema):
+    state = fields.String(metadata={"description": "queued, indexing, finished, failed, cancelled"})
+    started_at = fields.String(allow_none=True)
+    finished_at = fields.String(allow_none=True)
+    total_scanned = fields.Integer()
+    new_files = fields.Integer()
+    modified_files = fields.Integer()
+    unchanged_files = fields.Integer()
+    deleted_files = fields.Integer()
+    successful = fields.Integer()
+    failed = fields.Integer()
+    skipped = fields.Integer()
+    error_count = fields.Integer()
+    errors = fields.List(fields.Nested(ErrorEntrySchema))
+    progress = fields.Nested(ProgressSchema)
+    current_file = fields.String(allow_none=True)
+    message = fields.String(allow_none=True)
+
+
+class ReindexSchema(ma.Schema):
+    message = fields.String()
+    job_id = fields.String()
+    stats = fields.Nested(RunStatsSchema)
+
+
+class RemovedSchema(ma.Schema):
+    removed = fields.Integer()
+
+
+# --- status -------------------------------------------------------------------------------------
+
+class HealthSchema(ma.Schema):
+    status = fields.String(metadata={"description": "ok or degraded"})
+    version = fields.String()
+    setup_required = fields.Boolean()
+    components = fields.Dict(keys=fields.String(), values=fields.String())
+
+
+class SourceStatusSchema(ma.Schema):
+    source_id = fields.String()
+    source_name = fields.String()
+    state = fields.String()
+    total_files = fields.Integer()
+    successful = fields.Integer()
+    failed = fields.Integer()
+    skipped = fields.Integer()
+    last_indexed_at = fields.String(allow_none=True)
+    last_scan_at = fields.String(allow_none=True)
+    next_scan_at = fields.String(allow_none=True)
+    last_run = fields.Nested(RunStatsSchema, allow_none=True)
+    failed_files = fields.List(fields.Nested(ErrorEntrySchema))
+
+
+class QueueSchema(ma.Schema):
+    queued = fields.Integer()
+    started = fields.Integer()
+    failed = fields.Integer()
+    workers = fields.Integer()
+
+
+class StatusSchema(ma.Schema):
+    version = fields.String()
+    search_backend = fields.String()
+    documents = fields.Integer()
+    sources = fields.List(fields.Nested(SourceStatusSchema))
+    queue = fields.Nested(QueueSchema)
+
+
+# --- search and documents -----------------------------------------------------------------------
+
+class SearchArgsSchema(StrictSchema):
+    q = fields.String(required=True)
+    source_id = fields.String(load_default=None, allow_none=True)
+    type = fields.String(load_default=None, allow_none=True)
+    limit = fields.Integer(load_default=20, validate=validate.Range(
+        min=1, max=100, error="must be between 1 and 100"))
+    offset = fields.Integer(load_default=0, validate=validate.Range(
+        min=0, max=100_000, error="must be between 0 and 100000"))
+    sort = fields.String(load_default="relevance", validate=validate.OneOf(
+        SORTS, error="must be one of " + ", ".join(SORTS)))
+    snippet_length = fields.Integer(load_default=300, validate=validate.Range(
+        min=50, max=1000, error="must be between 50 and 1000"))
+
+    @ma.validates("q")
+    def _q(self, value: str, **kwargs) -> None:
+        if not value.strip():
+            raise ma.ValidationError("must not be empty")
+        if len(value) > 1000:
+            raise ma.ValidationError("must be at most 1000 characters")
+
+
+class SearchResultSchema(ma.Schema):
+    id = fields.String()
+    path = fields.String()
+    basename = fields.String()
+    source_name = fields.String()
+    type = fields.String()
+    size_bytes = fields.Integer()
+    modified_at = fields.Integer()
+    snippet = fields.String()
+    score = fields.Float()
+
+
+class SearchResponseSchema(ma.Schema):
+    results = fields.List(fields.Nested(SearchResultSchema))
+    total = fields.Integer()
+    limit = fields.Integer()
+    offset = fields.Integer()
+    processing_time_ms = fields.Integer()
+
+
+class DocumentSchema(ma.Schema):
+    id = fields.String()
+    source_id = fields.String()
+    source_name = fields.String()
+    path = fields.String()
+    basename = fields.String()
+    extension = fields.String()
+    type = fields.String()
+    size_bytes = fields.Integer()
+    modified_at = fields.Integer()
+    indexed_at = fields.Integer()
+    content = fields.String()
+    title = fields.String(allow_none=True)
+    metadata = fields.Dict()
+
+
+class PreviewArgsSchema(ma.Schema):
+    q = fields.String(load_default="")
+    page = fields.Integer(load_default=1, validate=validate.Range(
+        min=1, max=1_000_000, error="must be a page number from 1"))
+
+
+class DownloadLinkSchema(ma.Schema):
+    url = fields.String()
+    expires_in = fields.Integer()
+    filename = fields.String()
+
+
+class DownloadArgsSchema(ma.Schema):
+    token = fields.String(load_default="")

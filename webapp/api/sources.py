@@ -1,0 +1,97 @@
+"""Source endpoints: list, create, read, update, delete, path test, reindex, clear-stale."""
+
+from __future__ import annotations
+
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from webapp import jobs
+from webapp.api import authenticated, errors
+from webapp.api.schemas import (
+    PathTestArgsSchema,
+    PathTestSchema,
+    ReindexArgsSchema,
+    ReindexSchema,
+    RemovedSchema,
+    SourceCreateSchema,
+    SourceSchema,
+    SourceUpdateSchema,
+)
+from webapp.services import sources
+
+blp = Blueprint("sources", __name__, url_prefix="/api/sources",
+                description="Folders to index, their patterns and schedules")
+
+
+@blp.route("")
+class Sources(MethodView):
+    @authenticated(blp)
+    @blp.response(200, SourceSchema(many=True))
+    def get(self):
+        """All sources with their state and counts."""
+        return sources.list_json()
+
+    @authenticated(blp)
+    @blp.arguments(SourceCreateSchema)
+    @blp.response(201, SourceSchema)
+    @errors(blp, 400, 409)
+    def post(self, body):
+        """Create a source; the id is a slug of the name unless given."""
+        return sources.to_json(sources.create(body))
+
+
+@blp.route("/test-path")
+class TestPath(MethodView):
+    @authenticated(blp)
+    @blp.arguments(PathTestArgsSchema)
+    @blp.response(200, PathTestSchema)
+    @errors(blp, 400)
+    def post(self, body):
+        """Report whether a folder can be a source root (creates nothing)."""
+        return sources.diagnose_path(body["root_path"])
+
+
+@blp.route("/<string:source_id>")
+class SourceItem(MethodView):
+    @authenticated(blp)
+    @blp.response(200, SourceSchema)
+    @errors(blp, 404)
+    def get(self, source_id):
+        """One source."""
+        return sources.to_json(sources.get(source_id))
+
+    @authenticated(blp)
+    @blp.arguments(SourceUpdateSchema)
+    @blp.response(200, SourceSchema)
+    @errors(blp, 400, 404)
+    def put(self, body, source_id):
+        """Partial update; null patterns reset to the defaults, a null schedule means manual."""
+        return sources.to_json(sources.update(source_id, body))
+
+    @authenticated(blp)
+    @blp.response(204)
+    @errors(blp, 404)
+    def delete(self, source_id):
+        """Delete a source, its records and its documents (files on disk are never touched)."""
+        sources.delete(source_id)
+
+
+@blp.route("/<string:source_id>/reindex")
+class Reindex(MethodView):
+    @authenticated(blp)
+    @blp.arguments(ReindexArgsSchema, location="query")
+    @blp.response(200, ReindexSchema)
+    @errors(blp, 400, 404, 409)
+    def post(self, args, source_id):
+        """Queue a scan (full=true rebuilds every file); wait=N blocks up to N seconds."""
+        return jobs.request_scan(source_id, full=args["full"], wait=args["wait"])
+
+
+@blp.route("/<string:source_id>/clear-stale")
+class ClearStale(MethodView):
+    @authenticated(blp)
+    @blp.response(200, RemovedSchema)
+    @errors(blp, 404, 409)
+    def post(self, source_id):
+        """Remove the failed-file records so the next scan retries them."""
+        return {"removed": jobs.clear_stale(source_id)}

@@ -1,0 +1,40 @@
+"""Status endpoints: public health, overall status and per-source status."""
+
+from __future__ import annotations
+
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from webapp.api import authenticated, errors
+from webapp.api.schemas import HealthSchema, SourceStatusSchema, StatusSchema
+from webapp.services import status
+
+blp = Blueprint("status", __name__, url_prefix="/api", description="Health and indexing status")
+
+
+@blp.route("/health")
+class Health(MethodView):
+    @blp.response(200, HealthSchema)
+    @blp.alt_response(503, schema=HealthSchema, description="A component is not ok")
+    def get(self):
+        """Health of the database, Redis and the search engine (public)."""
+        return status.health()
+
+
+@blp.route("/status")
+class Status(MethodView):
+    @authenticated(blp)
+    @blp.response(200, StatusSchema)
+    def get(self):
+        """Documents, sources, queue and workers."""
+        return status.overall()
+
+
+@blp.route("/status/<string:source_id>")
+class SourceStatus(MethodView):
+    @authenticated(blp)
+    @blp.response(200, SourceStatusSchema)
+    @errors(blp, 404)
+    def get(self, source_id):
+        """Counts, latest run and failed files of one source."""
+        return status.one(source_id)

@@ -1,0 +1,133 @@
+"""Every Trawl setting in one place: its default, its type, and the environment variable that overrides it."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+VERSION = "0.1.0"
+
+
+class Settings:
+    """Defaults for every setting; an environment variable of the same name overrides each one."""
+
+    DATA_DIR = "./data"  # SQLite file, search index, generated secret, default sources folder
+    DATABASE_URL = ""  # SQLAlchemy URL; empty means sqlite:///DATA_DIR/trawl.db
+    REDIS_URL = "redis://127.0.0.1:6379/0"  # queues, revoked tokens, rate limits, scan state
+    SEARCH_BACKEND = "tantivy"  # "tantivy" (embedded) or "meilisearch"
+    SEARCH_INDEX_DIR = ""  # Tantivy index folder; empty means DATA_DIR/index
+    MEILI_URL = ""  # Meilisearch address when SEARCH_BACKEND=meilisearch
+    MEILI_MASTER_KEY = ""  # Meilisearch API key
+    MEILI_INDEX = "trawl"  # Meilisearch index name
+    ALLOWED_ROOTS = ""  # comma-separated folders sources may live in; empty means DATA_DIR/sources
+    SECRET_KEY = ""  # signing key; empty means generated once and kept in DATA_DIR/secret_key
+    SESSION_EXPIRE_HOURS = 24  # lifetime of API tokens and UI sessions
+    AUTH_RATE_LIMIT = "5/minute"  # login and setup attempts per client address
+    TRUSTED_PROXIES = ""  # comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed
+    HOST = "0.0.0.0"  # address the web server of `make run` listens on
+    PORT = 8000  # HTTP port of `make run`
+    WEB_CONCURRENCY = 0  # gunicorn worker processes; 0 means from the core count
+    WORKERS = 2  # RQ worker processes started by `make run`
+    SCHEDULE_TIMEZONE = "UTC"  # time zone in which cron schedules are evaluated
+    MAX_FILE_SIZE_MB = 100  # larger files are not opened (status skipped, findable by name)
+    MAX_CONTENT_CHARS = 5_000_000  # extracted text is cut here (the cut is recorded)
+    EXTRACT_TIMEOUT_PDF = 30.0  # seconds before a PDF extraction is killed
+    EXTRACT_TIMEOUT_TEXT = 5.0  # seconds for text, markdown, code, config and subtitles
+    EXTRACT_TIMEOUT_DEFAULT = 30.0  # seconds for every other type
+    EXTRACT_MEMORY_MB = 1024  # address-space cap of an extraction child process
+    INDEX_GPS = False  # index GPS coordinates from photos
+    PREVIEW_MAX_PX = 2048  # long side of image previews
+    DOWNLOAD_LINK_SECONDS = 300  # lifetime of a download link
+    SCAN_BATCH_SIZE = 200  # files per extraction batch (one index commit each)
+    SCAN_LOCK_SECONDS = 30  # a scan whose worker stops heartbeating is released after this
+    QUEUE_NAME = "trawl"  # RQ queue for scans and extraction
+    LOG_LEVEL = "INFO"  # logging level of web and workers
+    MAX_CONTENT_LENGTH = 1024 * 1024  # request bodies over this get 413
+
+
+_BOOL_TRUE = {"1", "true", "yes", "on"}
+
+
+def _coerce(default: Any, raw: str) -> Any:
+    """Turn an environment string into the type of the setting's default."""
+    if isinstance(default, bool):
+        return raw.strip().lower() in _BOOL_TRUE
+    if isinstance(default, int):
+        return int(raw)
+    if isinstance(default, float):
+        return float(raw)
+    return raw
+
+
+def defaults() -> dict[str, Any]:
+    """All settings with their default values."""
+    return {k: v for k, v in vars(Settings).items() if k.isupper()}
+
+
+def _environment() -> Mapping[str, str]:
+    """The process environment, with a `.env` file of the working folder filled in (never overriding)."""
+    from dotenv import load_dotenv
+
+    load_dotenv(".env", override=False)
+    return os.environ
+
+
+def env_value(name: str) -> str:
+    """The raw value of a setting in the environment (or `.env`), empty when unset."""
+    return _environment().get(name, "")
+
+
+def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> dict:
+    """Defaults, then the environment, then explicit overrides; derived paths filled in last."""
+    env = _environment() if environ is None else environ
+    cfg = defaults()
+    for key, default in cfg.items():
+        if env.get(key, "") != "":
+            try:
+                cfg[key] = _coerce(default, env[key])
+            except ValueError as exc:
+                raise SystemExit(f"Setting {key}: cannot read {env[key]!r} ({exc})") from exc
+    cfg.update(overrides or {})
+    return _derive(cfg)
+
+
+def _derive(cfg: dict) -> dict:
+    """Fill the settings whose default depends on another one."""
+    data_dir = Path(cfg["DATA_DIR"]).expanduser().resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    cfg["DATA_DIR"] = str(data_dir)
+    if not cfg["DATABASE_URL"]:
+        cfg["DATABASE_URL"] = f"sqlite:///{data_dir / 'trawl.db'}"
+    if not cfg["SEARCH_INDEX_DIR"]:
+        cfg["SEARCH_INDEX_DIR"] = str(data_dir / "index")
+    roots = cfg["ALLOWED_ROOTS"]
+    if isinstance(roots, str):
+        roots = [r.strip() for r in roots.split(",") if r.strip()]
+    if not roots:
+        default_root = data_dir / "sources"
+        default_root.mkdir(exist_ok=True)
+        roots = [str(default_root)]
+    cfg["ALLOWED_ROOTS"] = [os.path.realpath(os.path.expanduser(r)) for r in roots]
+    proxies = cfg["TRUSTED_PROXIES"]
+    if isinstance(proxies, str):
+        cfg["TRUSTED_PROXIES"] = [p.strip() for p in proxies.split(",") if p.strip()]
+    if not cfg["SECRET_KEY"]:
+        cfg["SECRET_KEY"] = _stored_secret(data_dir)
+    return cfg
+
+
+def _stored_secret(data_dir: Path) -> str:
+    """The generated signing key kept in the data folder, created on first start (mode 0600)."""
+    path = data_dir / "secret_key"
+    if not path.exists():
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # another process created it first; read theirs
+        else:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_urlsafe(48))
+    return path.read_text().strip()

@@ -1,0 +1,127 @@
+"""The one place that turns exceptions into API JSON ({"detail": ...}) or UI HTML."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+from flask import Flask, current_app, jsonify, render_template, request
+from flask_limiter.errors import RateLimitExceeded
+from werkzeug.exceptions import HTTPException, InternalServerError
+
+from webapp.exceptions import TrawlError
+from webapp.extensions import jwt, limiter
+
+log = logging.getLogger(__name__)
+
+_STATUS_DETAIL = {
+    400: "Bad request",
+    401: "Authentication required",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    409: "Conflict",
+    413: "Request body is too large (limit 1 MiB)",
+    415: "Unsupported media type",
+    500: "Internal server error",
+    503: "Service unavailable",
+}
+
+
+def wants_json() -> bool:
+    """API paths answer JSON; everything else (the UI) answers HTML."""
+    return request.path.startswith("/api/") or request.path == "/api"
+
+
+def error_response(status: int, detail: str, headers: dict | None = None):
+    """The single error body of the API, or the UI's error page."""
+    if wants_json():
+        resp = jsonify(detail=detail)
+    else:
+        resp = current_app.make_response(
+            (render_template("error.html", status=status, detail=detail), status))
+    resp.status_code = status
+    for key, value in (headers or {}).items():
+        resp.headers[key] = value
+    return resp
+
+
+def validation_detail(messages) -> str:
+    """Flatten marshmallow/webargs messages into 'field: rule' (the first problem)."""
+    if isinstance(messages, dict):
+        if set(messages) <= {"json", "query", "form", "files", "headers", "path"}:
+            for value in messages.values():
+                return validation_detail(value)
+        for field, value in messages.items():
+            inner = validation_detail(value)
+            if field == "_schema":
+                return inner
+            return f"{field}: {inner[0].lower() + inner[1:] if inner else 'is invalid'}"
+    if isinstance(messages, list | tuple) and messages:
+        return validation_detail(messages[0])
+    text = str(messages).rstrip(".")
+    return {"Missing data for required field": "is required",
+            "Unknown field": "unknown field",
+            "Field may not be null": "may not be null"}.get(text, text)
+
+
+def _retry_after() -> int:
+    """Seconds until the breached rate limit window resets."""
+    current = limiter.current_limit
+    if current is None:
+        return 60
+    return max(1, math.ceil(current.reset_at - time.time()))
+
+
+def handle_http_exception(error: HTTPException):
+    """Every HTTP error (404, 405, 413, 422, 429 ...) becomes one body shape."""
+    if isinstance(error, RateLimitExceeded):
+        wait = _retry_after()
+        return error_response(429, f"Too many login attempts, try again in {wait} seconds",
+                              {"Retry-After": str(wait)})
+    code = error.code or 500
+    data = getattr(error, "data", None) or {}
+    if code == 422 or "messages" in data or "errors" in data:
+        detail = validation_detail(data.get("messages") or data.get("errors") or error.description)
+        return error_response(400, detail)
+    if code >= 500:
+        if isinstance(error, InternalServerError) and error.original_exception:
+            log.exception("Unhandled error", exc_info=error.original_exception)
+        return error_response(code, _STATUS_DETAIL.get(code, "Server error"))
+    detail = data.get("message") or _STATUS_DETAIL.get(code) or error.description or error.name
+    if code == 404 and wants_json():
+        detail = data.get("message") or "Not found"
+    return error_response(code, detail, data.get("headers"))
+
+
+def handle_trawl_error(error: TrawlError):
+    """Domain errors carry their own status and message."""
+    return error_response(error.status, error.detail)
+
+
+def handle_unexpected(error: Exception):
+    """Anything else is a logged 500; the message never leaks internals."""
+    if isinstance(error, HTTPException):
+        return handle_http_exception(error)
+    log.exception("Unhandled error on %s %s", request.method, request.path)
+    return error_response(500, "Internal server error")
+
+
+def _jwt_401(detail: str):
+    return jsonify(detail=detail), 401
+
+
+def register(app: Flask) -> None:
+    """Install the handlers on the app and the JWT extension (after flask-smorest's own)."""
+    app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(TrawlError, handle_trawl_error)
+    app.register_error_handler(Exception, handle_unexpected)
+    jwt.unauthorized_loader(lambda reason: _jwt_401("Missing or invalid authentication token"))
+    jwt.invalid_token_loader(lambda reason: _jwt_401("Invalid authentication token"))
+    jwt.expired_token_loader(lambda header, payload: _jwt_401("Authentication token has expired"))
+    jwt.revoked_token_loader(lambda header, payload: _jwt_401("Authentication token has been revoked"))
+    jwt.needs_fresh_token_loader(lambda header, payload: _jwt_401("Fresh token required"))
+    jwt.user_lookup_error_loader(lambda header, payload: _jwt_401("User no longer exists"))
+    jwt.token_verification_failed_loader(
+        lambda header, payload: _jwt_401("Invalid authentication token"))

@@ -1,0 +1,1 @@
+"""Indexing: scanning, extraction and the indexing pipeline."""

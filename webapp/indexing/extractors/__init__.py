@@ -1,0 +1,125 @@
+"""The extractor registry: one explicit tuple of extractors, type detection and extraction."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import warnings
+from collections.abc import Iterable
+
+from . import comic, docx, epub, markdown, media, pdf, pptx, raw_image, rtf, subtitle, text, xlsx
+from ._util import cap_content, clean_str, json_safe
+from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
+from .image import IMAGE
+
+__all__ = [
+    "EXTRACTORS", "ExtractionError", "ExtractionSettings", "Extracted", "ExtractorSpec",
+    "detect_type", "extract", "find_extractor", "preload", "DOC_TYPES",
+]
+
+# Order matters only for extensions claimed twice (none today): first match wins.
+EXTRACTORS: tuple[ExtractorSpec, ...] = (
+    text.TEXT,
+    markdown.MARKDOWN,
+    text.CODE,
+    text.CONFIG,
+    pdf.PDF,
+    docx.DOCX,
+    xlsx.XLSX,
+    pptx.PPTX,
+    rtf.RTF,
+    epub.EPUB,
+    subtitle.SUBTITLE,
+    comic.COMIC,
+    IMAGE,
+    raw_image.RAW_IMAGE,
+    media.MEDIA,
+)
+DOC_TYPES = tuple(dict.fromkeys(spec.type for spec in EXTRACTORS)) + ("file",)
+FALLBACK_TYPE = "file"
+_LABELS = {
+    "pdf": "PDF", "docx": "DOCX", "xlsx": "XLSX", "pptx": "PPTX", "rtf": "RTF", "epub": "EPUB",
+    "comic": "comic archive", "raw_image": "RAW image", "media": "media", "image": "image",
+    "subtitle": "subtitle", "markdown": "markdown", "text": "text", "code": "source",
+    "config": "configuration",
+}
+
+
+def _name_keys(path: str) -> tuple[str, str]:
+    """(lower-case basename, extension without dot or '' for none/dotfiles)."""
+    name = os.path.basename(path).lower()
+    stem = name.lstrip(".")
+    ext = stem.rsplit(".", 1)[1] if "." in stem else ""
+    return name, ext
+
+
+def find_extractor(path: str, extra: Iterable[ExtractorSpec] = ()) -> ExtractorSpec | None:
+    """The registry entry handling this path (by file name, then extension), or None."""
+    name, ext = _name_keys(path)
+    specs = (*extra, *EXTRACTORS)
+    for spec in specs:
+        if name in spec.filenames or (ext and "." + ext in spec.filenames):
+            return spec
+    if ext:
+        for spec in specs:
+            if ext in spec.extensions:
+                return spec
+        return None
+    for spec in specs:  # no extension: e.g. "project-coveragerc", "README"
+        if any(name.endswith(f.lstrip(".")) for f in spec.filenames):
+            return spec
+    return None
+
+
+def detect_type(path: str) -> str:
+    """Document type by file name/extension; `file` when no extractor handles it."""
+    spec = find_extractor(path)
+    return spec.type if spec else FALLBACK_TYPE
+
+
+def extract(
+    path: str, settings: ExtractionSettings, extra: Iterable[ExtractorSpec] = ()
+) -> Extracted:
+    """Extract one file in this process; raises ExtractionError with a short message."""
+    spec = find_extractor(path, extra)
+    if spec is None:
+        return Extracted(type=FALLBACK_TYPE, metadata={})
+    label = _LABELS.get(spec.type, spec.type)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # libraries warn about every odd file
+            doc = spec.extract(path, settings)
+    except ExtractionError:
+        raise
+    except MemoryError as exc:
+        raise ExtractionError("File needs too much memory to extract") from exc
+    except RecursionError as exc:
+        raise ExtractionError(f"Not a valid {label} file (nested too deeply)") from exc
+    except FileNotFoundError as exc:
+        raise ExtractionError("File no longer exists") from exc
+    except PermissionError as exc:
+        raise ExtractionError("File is not readable") from exc
+    except Exception as exc:  # any library failure on a bad file is a failed file
+        raise ExtractionError(f"Not a valid {label} file") from exc
+    return _normalized(doc, settings)
+
+
+def _normalized(doc: Extracted, settings: ExtractionSettings) -> Extracted:
+    """Enforce the result contract: clean capped text and JSON-safe metadata."""
+    metadata = json_safe(doc.metadata or {})
+    content = cap_content(clean_str(doc.content or ""), settings, metadata)
+    title = clean_str(doc.title).strip() or None if isinstance(doc.title, str) else None
+    return Extracted(type=doc.type, content=content, title=title, metadata=metadata)
+
+
+def preload() -> list[str]:
+    """Import every extractor's heavy libraries (call before forking workers)."""
+    loaded = []
+    for spec in EXTRACTORS:
+        for module in spec.heavy_modules:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                continue
+            loaded.append(module)
+    return loaded

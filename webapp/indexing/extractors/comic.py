@@ -1,0 +1,191 @@
+"""Comic archives (cbz, cbr): page list, ComicInfo.xml, CoMet.xml and ComicBookInfo metadata."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import zipfile
+from typing import Any
+
+from ._util import (
+    cap_content,
+    check_zip,
+    clean_str,
+    json_safe,
+    local_name,
+    parse_xml,
+    read_member,
+    summary_lines,
+)
+from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
+
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff", ".avif",
+                    ".jxl", ".heic")
+MAX_MEMBER_NAMES = 5000
+MAX_XML_BYTES = 4 * 1024 * 1024
+_NATURAL = re.compile(r"(\d+)")
+_SUMMARY_KEYS = ("Title", "Series", "Number", "Volume", "Year", "Writer", "Penciller", "Artist",
+                 "Publisher", "Summary", "Genre", "Description", "Tags")
+
+
+def _natural_key(name: str) -> list[Any]:
+    return [int(p) if p.isdigit() else p.lower() for p in _NATURAL.split(name)]
+
+
+def _is_junk(name: str) -> bool:
+    base = posixpath.basename(name.rstrip("/"))
+    return name.startswith("__MACOSX/") or base.startswith(".") or not base
+
+
+def _xml_fields(data: bytes) -> dict[str, Any]:
+    """Flat leaf fields of a ComicInfo.xml / CoMet.xml document."""
+    root = parse_xml(data)
+    fields: dict[str, Any] = {}
+    for element in root.iter():
+        if len(element) == 0 and element.text and element.text.strip():
+            key = local_name(element.tag)
+            key = key[:1].upper() + key[1:]
+            value = clean_str(element.text.strip())
+            if key in fields:
+                old = fields[key]
+                fields[key] = (old if isinstance(old, list) else [old]) + [value]
+            else:
+                fields[key] = value
+    return fields
+
+
+def _cbi_fields(comment: bytes | str | None) -> dict[str, Any]:
+    """ComicBookInfo JSON stored in the archive comment."""
+    if not comment:
+        return {}
+    text = comment.decode("utf-8", "replace") if isinstance(comment, bytes) else comment
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    info = data.get("ComicBookInfo/1.0") if isinstance(data, dict) else None
+    if not isinstance(info, dict):
+        return {}
+    fields = {k[:1].upper() + k[1:]: v for k, v in info.items()}
+    credits = info.get("credits")
+    if isinstance(credits, list):
+        fields["Credits"] = [f"{c.get('person')} ({c.get('role')})" for c in credits
+                             if isinstance(c, dict)]
+    return json_safe(fields)
+
+
+class _Archive:
+    """Uniform view over ZIP and RAR archives."""
+
+    def __init__(self, path: str) -> None:
+        self.kind = "zip" if zipfile.is_zipfile(path) else "rar"
+        if self.kind == "zip":
+            self.handle: Any = zipfile.ZipFile(path)
+            check_zip(self.handle)
+            self.names = [i.filename for i in self.handle.infolist() if not i.is_dir()]
+            self.comment: Any = self.handle.comment
+        else:
+            self.handle = _open_rar(path)
+            self.names = [i.filename for i in self.handle.infolist() if not i.is_dir()]
+            self.comment = self.handle.comment
+
+    def read(self, name: str) -> bytes | None:
+        """A small member's bytes, or None when it cannot be read (e.g. no unrar tool)."""
+        if self.kind == "zip":
+            return read_member(self.handle, name, MAX_XML_BYTES)
+        import rarfile
+
+        info = self.handle.getinfo(name)
+        if info.file_size > MAX_XML_BYTES:
+            return None
+        try:
+            return self.handle.read(name)
+        except (rarfile.Error, OSError):
+            return None
+
+
+def _open_rar(path: str) -> Any:
+    import rarfile
+
+    try:
+        return rarfile.RarFile(path)
+    except rarfile.PasswordRequired as exc:
+        raise ExtractionError("Archive is password protected") from exc
+    except (rarfile.Error, OSError, EOFError) as exc:
+        raise ExtractionError("Not a valid comic archive") from exc
+
+
+def _metadata(archive: _Archive) -> tuple[dict[str, Any], list[str]]:
+    meta: dict[str, Any] = {}
+    notes: list[str] = []
+    for name in archive.names:
+        base = posixpath.basename(name).lower()
+        if base not in ("comicinfo.xml", "comet.xml") or _is_junk(name):
+            continue
+        data = archive.read(name)
+        if data is None:
+            notes.append(f"{posixpath.basename(name)} could not be read")
+            continue
+        try:
+            meta["comicinfo" if base == "comicinfo.xml" else "comet"] = _xml_fields(data)
+        except ExtractionError:
+            notes.append(f"{posixpath.basename(name)} is not valid XML")
+    cbi = _cbi_fields(archive.comment)
+    if cbi:
+        meta["comicbookinfo"] = cbi
+    return meta, notes
+
+
+def _summary(meta: dict[str, Any]) -> str:
+    blocks = []
+    for source in ("comicinfo", "comet", "comicbookinfo"):
+        fields = meta.get(source) or {}
+        blocks.append(summary_lines((k, fields.get(k)) for k in _SUMMARY_KEYS))
+        if source == "comicbookinfo":
+            blocks.append(summary_lines([("Credits", fields.get("Credits"))]))
+    return "\n".join(b for b in blocks if b)
+
+
+def _title(meta: dict[str, Any]) -> str | None:
+    for source in ("comicinfo", "comet", "comicbookinfo"):
+        fields = meta.get(source) or {}
+        title, series = fields.get("Title"), fields.get("Series")
+        if isinstance(title, str) and title:
+            return title
+        if isinstance(series, str) and series:
+            number = fields.get("Number") or fields.get("Issue")
+            return f"{series} #{number}" if number else series
+    return None
+
+
+def extract_comic(path: str, settings: ExtractionSettings) -> Extracted:
+    """Extract a comic archive; a plain .zip that is not mostly images becomes a `file`."""
+    try:
+        archive = _Archive(path)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise ExtractionError("Not a valid comic archive") from exc
+    with archive.handle:
+        names = sorted((n for n in archive.names if not _is_junk(n)), key=_natural_key)
+        meta, notes = _metadata(archive)
+    pages = [n for n in names if n.lower().endswith(IMAGE_EXTENSIONS)]
+    meta.update(archive_format=archive.kind, page_count=len(pages), file_count=len(names))
+    if notes:
+        meta["notes"] = notes
+    listing = "\n".join(names[:MAX_MEMBER_NAMES])
+    content = "\n\n".join(p for p in (_summary(meta), "Files:\n" + listing) if p)
+    doc_type = "comic"
+    if path.lower().endswith(".zip") and len(pages) * 2 < max(len(names), 1):
+        doc_type = "file"
+    meta = json_safe(meta)
+    content = cap_content(content, settings, meta)
+    return Extracted(type=doc_type, content=content, title=_title(meta), metadata=meta)
+
+
+COMIC = ExtractorSpec(
+    type="comic",
+    extract=extract_comic,
+    extensions=("cbz", "cbr", "zip"),
+    mime_types=("application/vnd.comicbook+zip", "application/vnd.comicbook-rar"),
+    heavy_modules=("rarfile", "lxml.etree"),
+)

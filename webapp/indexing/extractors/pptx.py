@@ -1,0 +1,80 @@
+"""PowerPoint (.pptx): slide text in order (groups and tables included) and speaker notes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._util import cap_content, json_safe, local_name
+from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
+from .ooxml import open_package, package_metadata, paragraph_text, read_xml, relationships
+
+_PRESENTATION = "ppt/presentation.xml"
+
+
+def _paragraphs(root: Any) -> list[str]:
+    lines = []
+    for element in root.iter():
+        if local_name(element.tag) == "p":
+            text = paragraph_text(element)
+            if text.strip():
+                lines.append(text)
+    return lines
+
+
+def _slide_parts(archive: Any) -> list[str]:
+    """Slide part names in presentation order."""
+    root = read_xml(archive, _PRESENTATION)
+    if root is None:
+        raise ExtractionError("Not a valid PPTX file")
+    rels = relationships(archive, _PRESENTATION)
+    parts = []
+    for element in root.iter():
+        if local_name(element.tag) == "sldId":
+            rid = next((v for k, v in element.attrib.items() if local_name(k) == "id"
+                        and k != "id"), None)
+            rel = rels.get(rid or "")
+            if rel and rel["type"] == "slide":
+                parts.append(rel["target"])
+    return parts
+
+
+def _slide_text(archive: Any, part: str) -> tuple[list[str], list[str]]:
+    root = read_xml(archive, part)
+    lines = _paragraphs(root) if root is not None else []
+    notes: list[str] = []
+    for rel in relationships(archive, part).values():
+        if rel["type"] == "notesSlide":
+            notes_root = read_xml(archive, rel["target"])
+            if notes_root is not None:
+                notes.extend(n for n in _paragraphs(notes_root) if not n.strip().isdigit())
+    return lines, notes
+
+
+def extract_pptx(path: str, settings: ExtractionSettings) -> Extracted:
+    """Extract a .pptx file."""
+    sections: list[str] = []
+    with open_package(path, "PPTX") as archive:
+        slides = _slide_parts(archive)
+        note_count = 0
+        for number, part in enumerate(slides, start=1):
+            lines, notes = _slide_text(archive, part)
+            block = [f"Slide {number}"] + lines
+            if notes:
+                note_count += 1
+                block += ["Notes:"] + notes
+            sections.append("\n".join(block))
+        meta = package_metadata(archive)
+    meta["slide_count"] = len(slides)
+    meta["slides_with_notes"] = note_count
+    content = cap_content("\n\n".join(sections), settings, meta)
+    return Extracted(type="pptx", content=content, title=meta.get("title"),
+                     metadata=json_safe(meta))
+
+
+PPTX = ExtractorSpec(
+    type="pptx",
+    extract=extract_pptx,
+    extensions=("pptx", "pptm", "ppsx", "potx"),
+    mime_types=("application/vnd.openxmlformats-officedocument.presentationml.presentation",),
+    heavy_modules=("lxml.etree",),
+)

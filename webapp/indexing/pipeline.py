@@ -1,0 +1,327 @@
+"""One scan of a source: walk, compare with the records, extract what changed, write index and records.
+
+The coordinator (the scan job) is the only writer of a run: it writes documents to the search
+backend first and records second, so a worker that dies between the two leaves documents that the
+next scan overwrites (same id), never records without documents. Extraction fans out: the
+coordinator pushes batches of files to a Redis list that helper jobs on other workers drain too,
+and their results come back through another list.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+
+from flask import Flask
+from sqlalchemy import delete, select
+
+from webapp.extensions import db
+from webapp.indexing.extractors import ExtractionSettings
+from webapp.indexing.globs import PatternSet
+from webapp.indexing.scanner import FileStat, check_root, diff, doc_id, path_hash, walk
+from webapp.indexing.state import Heartbeat, ScanLock, new_stats, stamp
+from webapp.models import IndexedFile, Source, utcnow
+from webapp.runtime import get_queue, get_redis, get_search
+
+log = logging.getLogger(__name__)
+MAX_ERRORS = 100
+RESULT_WAIT = 1.0  # seconds the coordinator blocks on helpers' results before looking around
+INFLIGHT_TTL = 120  # a helper batch not refreshed for this long is handed out again
+
+_extractor = None  # one extraction child per worker process, reused across batches
+
+
+def _keys(run_id: str) -> dict[str, str]:
+    base = f"trawl:run:{run_id}"
+    return {"todo": f"{base}:todo", "results": f"{base}:results", "inflight": f"{base}:inflight"}
+
+
+def get_extractor(app: Flask):
+    """The process's extraction child (created on first use, replaced by isolation on a crash)."""
+    global _extractor
+    if _extractor is None:
+        from webapp.indexing.isolation import Extractor
+
+        _extractor = Extractor(ExtractionSettings.from_config(app.config))
+    return _extractor
+
+
+def _epoch(dt_ns: int) -> datetime:
+    return datetime.fromtimestamp(dt_ns / 1e9, UTC).replace(tzinfo=None, microsecond=0)
+
+
+def extract_batch(app: Flask, source: dict, files: Iterable[list],
+                  on_file: Callable[[], None] | None = None) -> dict:
+    """Extract a batch of files into documents and record rows (no writes)."""
+    extractor = get_extractor(app)
+    docs, records = [], []
+    now = int(time.time())
+    for path, size, mtime_ns in files:
+        if on_file:
+            on_file()
+        result = extractor.run(path)
+        doc = result.doc
+        basename = os.path.basename(path)
+        ext = os.path.splitext(basename)[1].lstrip(".").lower()
+        docs.append({
+            "id": doc_id(source["id"], path), "source_id": source["id"],
+            "source_name": source["name"], "path": path, "basename": basename,
+            "extension": ext, "type": doc.type, "size_bytes": size,
+            "modified_at": int(mtime_ns // 1_000_000_000), "indexed_at": now,
+            "content": doc.content or "", "title": doc.title, "metadata": doc.metadata or {}})
+        records.append({"path": path, "size_bytes": size, "mtime_ns": mtime_ns,
+                        "doc_type": doc.type, "status": result.status,
+                        "error_message": result.error_message})
+    return {"docs": docs, "records": records}
+
+
+def upsert_records(source_id: str, rows: list[dict]) -> None:
+    """Insert or update the records of one batch in a single statement."""
+    if not rows:
+        return
+    now = utcnow()
+    values = [{**r, "source_id": source_id, "hash": path_hash(r["path"]), "indexed_at": now,
+               "modified_at": _epoch(r["mtime_ns"])} for r in rows]
+    dialect = db.engine.dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    stmt = insert(IndexedFile).values(values)
+    cols = ("size_bytes", "mtime_ns", "modified_at", "indexed_at", "hash", "doc_type",
+            "status", "error_message")
+    stmt = stmt.on_conflict_do_update(index_elements=["source_id", "path"],
+                                      set_={c: stmt.excluded[c] for c in cols})
+    db.session.execute(stmt)
+    db.session.commit()
+
+
+def delete_records(source_id: str, paths: list[str]) -> None:
+    """Remove the records of these paths (in chunks the database accepts)."""
+    for i in range(0, len(paths), 500):
+        db.session.execute(delete(IndexedFile).where(
+            IndexedFile.source_id == source_id, IndexedFile.path.in_(paths[i:i + 500])))
+    db.session.commit()
+
+
+class ScanRun:
+    """The coordinator of one run of one source."""
+
+    def __init__(self, app: Flask, source_id: str, run_id: str, full: bool):
+        self.app = app
+        self.source_id = source_id
+        self.run_id = run_id
+        self.full = full
+        self.redis = get_redis(app)
+        self.lock = ScanLock(self.redis, source_id, app.config["SCAN_LOCK_SECONDS"])
+        self.keys = _keys(run_id)
+        self.stats = new_stats("indexing")
+        self.stats["started_at"] = stamp()
+        self._last_publish = 0.0
+
+    # -- stats -------------------------------------------------------------------------------
+    def error(self, path: str, message: str) -> None:
+        """Count an error, keeping the first MAX_ERRORS for the stats."""
+        self.stats["error_count"] += 1
+        if len(self.stats["errors"]) < MAX_ERRORS:
+            self.stats["errors"].append({"path": path, "error": message})
+
+    def publish(self, force: bool = False) -> None:
+        """Write the live stats to Redis (at most a few times a second)."""
+        now = time.monotonic()
+        if force or now - self._last_publish > 0.3:
+            self.lock.write_stats(self.stats)
+            self._last_publish = now
+
+    # -- run ---------------------------------------------------------------------------------
+    def run(self) -> dict:
+        """Do the whole scan; returns the final stats."""
+        if not self.lock.start(self.run_id):
+            log.info("Scan %s of %s no longer owns the source; skipped", self.run_id, self.source_id)
+            return self.stats
+        self.publish(force=True)
+        try:
+            with Heartbeat(self.lock, self.run_id) as beat:
+                self._scan(beat)
+        except Exception as exc:
+            self._finish("failed", f"Scan failed: {exc}")
+            raise
+        finally:
+            self.lock.release(self.run_id)
+            self.redis.delete(*self.keys.values())
+        return self.stats
+
+    def _scan(self, beat: Heartbeat) -> None:
+        source = db.session.get(Source, self.source_id)
+        if source is None:
+            self.stats["state"] = "cancelled"
+            return
+        problem = check_root(source.root_path)
+        if problem:
+            self._finish("failed", problem)  # nothing is deleted when the root is missing
+            return
+        self.source = {"id": source.id, "name": source.name}
+        unclean = not source.last_run or source.last_run.get("state") != "finished"
+        patterns = PatternSet(source.include_patterns, source.exclude_patterns)
+        disk = list(walk(source.root_path, patterns, self.error))
+        records = {p: (size, mtime) for p, size, mtime in db.session.execute(
+            select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
+            .where(IndexedFile.source_id == self.source_id))}
+        changes = diff(disk, records, full=self.full)
+        self._count(changes, len(disk))
+        if changes.deleted:
+            get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in changes.deleted])
+            delete_records(self.source_id, changes.deleted)
+        if unclean or self.full:
+            self._remove_orphans()
+        self._extract_all(changes.to_index, beat)
+        self._finish("cancelled" if self._stopped(beat) else "finished")
+
+    def _count(self, changes, scanned: int) -> None:
+        s = self.stats
+        s["total_scanned"] = scanned
+        s["new_files"], s["modified_files"] = len(changes.new), len(changes.modified)
+        s["unchanged_files"], s["deleted_files"] = len(changes.unchanged), len(changes.deleted)
+        s["progress"] = {"done": 0, "total": len(changes.to_index)}
+        self.publish(force=True)
+
+    def _remove_orphans(self) -> None:
+        """Delete documents of this source that have no record (left by a crash)."""
+        known = {doc_id(self.source_id, p) for (p,) in db.session.execute(
+            select(IndexedFile.path).where(IndexedFile.source_id == self.source_id))}
+        search = get_search(self.app)
+        orphans = search.ids(self.source_id) - known
+        if orphans:
+            log.info("Removing %d orphan documents of %s", len(orphans), self.source_id)
+            search.delete_ids(sorted(orphans))
+
+    def _stopped(self, beat: Heartbeat) -> bool:
+        return beat.lost or self.lock.cancelled(self.run_id)
+
+    # -- fan-out -----------------------------------------------------------------------------
+    def _extract_all(self, files: list[FileStat], beat: Heartbeat) -> None:
+        size = self.app.config["SCAN_BATCH_SIZE"]
+        batches = [[[f.path, f.size, f.mtime_ns] for f in files[i:i + size]]
+                   for i in range(0, len(files), size)]
+        if not batches:
+            return
+        payloads = [json.dumps({"n": n, "files": b}) for n, b in enumerate(batches)]
+        self.redis.rpush(self.keys["todo"], *payloads)
+        self.redis.expire(self.keys["todo"], 86400)
+        self._start_helpers(len(batches))
+        pending = set(range(len(batches)))
+        while pending and not self._stopped(beat):
+            self._drain_results(pending)
+            raw = self.redis.lpop(self.keys["todo"])
+            if raw is not None:
+                task = json.loads(raw)
+                self._write(task["n"], extract_batch(self.app, self.source, task["files"]),
+                            pending)
+                continue
+            self._wait_for_helpers(pending, payloads)
+
+    def _start_helpers(self, n_batches: int) -> None:
+        from rq import Worker
+
+        from webapp import jobs
+
+        queue = get_queue(self.app)
+        others = max(0, Worker.count(queue=queue) - 1)
+        for _ in range(min(others, n_batches - 1)):
+            queue.enqueue(jobs.extract_batches, self.run_id, self.source_id,
+                          job_timeout=24 * 3600, result_ttl=60, failure_ttl=3600)
+
+    def _drain_results(self, pending: set[int]) -> None:
+        while True:
+            raw = self.redis.lpop(self.keys["results"])
+            if raw is None:
+                return
+            result = json.loads(raw)
+            self._write(result["n"], result, pending)
+
+    def _wait_for_helpers(self, pending: set[int], payloads: list[str]) -> None:
+        """Block briefly on results; hand out again any batch whose helper went silent."""
+        item = self.redis.blpop([self.keys["results"]], timeout=RESULT_WAIT)
+        if item is not None:
+            result = json.loads(item[1])
+            self._write(result["n"], result, pending)
+            return
+        alive = {int(n) for n in self.redis.hkeys(self.keys["inflight"])
+                 if self._inflight_fresh(n)}
+        for n in sorted(pending - alive):
+            log.warning("Batch %d of run %s was lost by its worker; extracting it again",
+                        n, self.run_id)
+            self.redis.hdel(self.keys["inflight"], n)
+            self.redis.rpush(self.keys["todo"], payloads[n])
+
+    def _inflight_fresh(self, n: bytes) -> bool:
+        seen = self.redis.hget(self.keys["inflight"], n)
+        return seen is not None and time.time() - float(seen) < INFLIGHT_TTL
+
+    def _write(self, n: int, result: dict, pending: set[int]) -> None:
+        """Documents first, then records; then the counters."""
+        if n not in pending:
+            return  # a batch handed out twice: the first result won
+        if self.lock.cancelled(self.run_id):
+            return
+        get_search(self.app).upsert(result["docs"])
+        upsert_records(self.source_id, result["records"])
+        pending.discard(n)
+        s = self.stats
+        for rec in result["records"]:
+            status = rec["status"]
+            s["successful" if status == "success" else status] += 1
+            if rec["error_message"] and status == "failed":
+                self.error(rec["path"], rec["error_message"])
+        s["progress"]["done"] += len(result["records"])
+        if result["records"]:
+            s["current_file"] = result["records"][-1]["path"]
+        self.publish()
+
+    def _finish(self, state: str, message: str | None = None) -> None:
+        """Persist the final stats on the source (they outlive Redis) and publish them."""
+        self.stats["state"] = state
+        self.stats["finished_at"] = stamp()
+        self.stats["current_file"] = None
+        if message:
+            self.stats["message"] = message
+            if state == "failed":
+                self.error(self.stats.get("root", ""), message)
+        db.session.rollback()
+        source = db.session.get(Source, self.source_id)
+        if source is not None:
+            source.last_run = dict(self.stats)
+            if state == "finished":
+                source.last_scan_at = utcnow()
+            db.session.commit()
+        self.publish(force=True)
+
+
+def help_extract(app: Flask, run_id: str, source_id: str) -> int:
+    """A helper job: take batches of a run until none are left; results go back to the coordinator."""
+    r = get_redis(app)
+    keys = _keys(run_id)
+    source = db.session.get(Source, source_id)
+    if source is None:
+        return 0
+    info = {"id": source.id, "name": source.name}
+    done = 0
+    while True:
+        raw = r.lpop(keys["todo"])
+        if raw is None:
+            return done
+        task = json.loads(raw)
+        r.expire(keys["inflight"], 86400)
+
+        def alive(n: int = task["n"]) -> None:
+            r.hset(keys["inflight"], n, time.time())
+
+        result = extract_batch(app, info, task["files"], on_file=alive)
+        result["n"] = task["n"]
+        r.rpush(keys["results"], json.dumps(result))
+        r.expire(keys["results"], 86400)
+        done += 1

@@ -1,0 +1,172 @@
+"""A source's scan state in Redis: one lock per source (queued or indexing) and the live run stats.
+
+The lock of a running scan expires unless its worker heartbeats, so a killed worker cannot leave
+a source stuck in `indexing`; a queued lock is checked against its RQ job.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+
+import redis
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from webapp.models import iso, utcnow
+
+QUEUED_TTL = 7 * 24 * 3600  # a queued scan waits for a free worker; its job is checked on read
+_ALIVE_JOB = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED}
+
+
+def _lock_key(source_id: str) -> str:
+    return f"trawl:scan:{source_id}"
+
+
+def _stats_key(source_id: str) -> str:
+    return f"trawl:stats:{source_id}"
+
+
+def _cancel_key(run_id: str) -> str:
+    return f"trawl:cancel:{run_id}"
+
+
+def new_stats(state: str = "queued") -> dict:
+    """An empty stats object of a run (the shape of decisions.md)."""
+    return {"state": state, "started_at": None, "finished_at": None, "total_scanned": 0,
+            "new_files": 0, "modified_files": 0, "unchanged_files": 0, "deleted_files": 0,
+            "successful": 0, "failed": 0, "skipped": 0, "error_count": 0, "errors": [],
+            "progress": {"done": 0, "total": 0}, "current_file": None, "message": None}
+
+
+class ScanLock:
+    """Who holds a source's scan slot, and the run's live stats."""
+
+    def __init__(self, conn: redis.Redis, source_id: str, ttl: int = 30):
+        self.conn = conn
+        self.source_id = source_id
+        self.ttl = ttl
+
+    def read(self) -> dict | None:
+        """The lock value ({run_id, job_id, state, full}) or None when idle."""
+        raw = self.conn.get(_lock_key(self.source_id))
+        return json.loads(raw) if raw else None
+
+    def acquire_queued(self, job_id: str, full: bool) -> str | None:
+        """Take the slot for a queued run; None when another run holds it."""
+        run_id = uuid.uuid4().hex
+        value = json.dumps({"run_id": run_id, "job_id": job_id, "state": "queued", "full": full})
+        if self.conn.set(_lock_key(self.source_id), value, nx=True, ex=QUEUED_TTL):
+            self.write_stats(new_stats("queued"))
+            return run_id
+        if self.state() == "idle":  # a stale lock was cleared by state(); try once more
+            if self.conn.set(_lock_key(self.source_id), value, nx=True, ex=QUEUED_TTL):
+                self.write_stats(new_stats("queued"))
+                return run_id
+        return None
+
+    def set_job(self, run_id: str, job_id: str) -> None:
+        """Record the RQ job id of a queued run (known only after enqueueing)."""
+        lock = self.read()
+        if lock and lock["run_id"] == run_id:
+            lock["job_id"] = job_id
+            self.conn.set(_lock_key(self.source_id), json.dumps(lock), xx=True, keepttl=True)
+
+    def state(self) -> str:
+        """idle, queued or indexing; a queued lock whose job is gone is released."""
+        lock = self.read()
+        if lock is None:
+            return "idle"
+        if lock["state"] == "queued" and not self._job_alive(lock.get("job_id")):
+            self.release(lock["run_id"])
+            return "idle"
+        return lock["state"]
+
+    def _job_alive(self, job_id: str | None) -> bool:
+        if not job_id:
+            return True  # being enqueued right now
+        try:
+            return Job.fetch(job_id, connection=self.conn).get_status() in _ALIVE_JOB
+        except NoSuchJobError:
+            return False
+
+    def start(self, run_id: str) -> bool:
+        """Move a queued run to indexing; False when the run no longer owns the slot."""
+        lock = self.read()
+        if not lock or lock["run_id"] != run_id:
+            return False
+        lock["state"] = "indexing"
+        self.conn.set(_lock_key(self.source_id), json.dumps(lock), ex=self.ttl)
+        return True
+
+    def heartbeat(self, run_id: str) -> bool:
+        """Extend the lock of a running scan; False when it was lost (cancelled or expired)."""
+        lock = self.read()
+        if not lock or lock["run_id"] != run_id:
+            return False
+        return bool(self.conn.expire(_lock_key(self.source_id), self.ttl))
+
+    def release(self, run_id: str) -> None:
+        """Free the slot if this run still holds it."""
+        lock = self.read()
+        if lock and lock["run_id"] == run_id:
+            self.conn.delete(_lock_key(self.source_id))
+
+    def cancel(self) -> None:
+        """Ask the running scan to stop, and free the slot at once."""
+        lock = self.read()
+        if lock:
+            self.conn.set(_cancel_key(lock["run_id"]), "1", ex=3600)
+            self.conn.delete(_lock_key(self.source_id))
+
+    def cancelled(self, run_id: str) -> bool:
+        """Whether this run was asked to stop."""
+        return bool(self.conn.exists(_cancel_key(run_id)))
+
+    def write_stats(self, stats: dict) -> None:
+        """Publish the live stats of the current run."""
+        self.conn.set(_stats_key(self.source_id), json.dumps(stats), ex=7 * 24 * 3600)
+
+    def read_stats(self) -> dict | None:
+        """The stats of the current or latest run, while Redis has them."""
+        raw = self.conn.get(_stats_key(self.source_id))
+        return json.loads(raw) if raw else None
+
+    def forget(self) -> None:
+        """Drop everything Redis holds about the source."""
+        self.conn.delete(_lock_key(self.source_id), _stats_key(self.source_id))
+
+
+class Heartbeat:
+    """Background thread that keeps a running scan's lock alive until stopped."""
+
+    def __init__(self, lock: ScanLock, run_id: str):
+        self.lock = lock
+        self.run_id = run_id
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="scan-heartbeat")
+
+    def _beat(self) -> None:
+        interval = max(1.0, self.lock.ttl / 3)
+        while not self._stop.wait(interval):
+            try:
+                if not self.lock.heartbeat(self.run_id):
+                    self.lost = True
+                    return
+            except redis.RedisError:
+                continue  # Redis restarting: try again next beat
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def stamp() -> str:
+    """Now, as the stats write datetimes."""
+    return iso(utcnow())

@@ -1,0 +1,63 @@
+"""Check that records, search index and disk agree for a source, and repair what does not."""
+
+from __future__ import annotations
+
+from webapp.extensions import db
+from webapp.indexing.globs import PatternSet
+from webapp.indexing.pipeline import delete_records
+from webapp.indexing.scanner import check_root, doc_id, walk
+from webapp.models import IndexedFile
+from webapp.runtime import get_search
+from webapp.services.sources import get
+
+SAMPLE = 20
+
+
+def verify_source(source_id: str, repair: bool = True) -> dict:
+    """Counts of each disagreement (with a sample of paths); repaired when asked.
+
+    Repair deletes orphan documents and records of vanished files, and drops records whose
+    document is missing so that the next scan extracts those files again.
+    """
+    source = get(source_id)
+    problem = check_root(source.root_path)
+    if problem:
+        return {"source_id": source_id, "problems": 1, "root": problem, "repaired": False}
+    records = {p for (p,) in db.session.query(IndexedFile.path).filter_by(source_id=source.id)}
+    by_id = {doc_id(source.id, p): p for p in records}
+    indexed = get_search().ids(source.id)
+    patterns = PatternSet(source.include_patterns, source.exclude_patterns)
+    on_disk = {f.path for f in walk(source.root_path, patterns, lambda path, msg: None)}
+    orphans = sorted(indexed - set(by_id))
+    missing_docs = sorted(by_id[i] for i in set(by_id) - indexed)
+    vanished = sorted(records - on_disk)
+    unrecorded = sorted(on_disk - records)
+    report = {
+        "source_id": source.id, "records": len(records), "documents": len(indexed),
+        "files_on_disk": len(on_disk),
+        "orphan_documents": len(orphans), "records_without_document": len(missing_docs),
+        "records_of_vanished_files": len(vanished), "files_not_indexed": len(unrecorded),
+        "sample": {"orphan_documents": orphans[:SAMPLE],
+                   "records_without_document": missing_docs[:SAMPLE],
+                   "records_of_vanished_files": vanished[:SAMPLE],
+                   "files_not_indexed": unrecorded[:SAMPLE]},
+    }
+    report["problems"] = len(orphans) + len(missing_docs) + len(vanished) + len(unrecorded)
+    report["repaired"] = False
+    if repair and report["problems"]:
+        _repair(source.id, orphans, vanished, missing_docs)
+        report["repaired"] = True
+        report["note"] = ("Orphans and vanished files removed; run a scan to index "
+                          "the files not indexed") if unrecorded or missing_docs else ""
+    return report
+
+
+def _repair(source_id: str, orphans: list[str], vanished: list[str], missing: list[str]) -> None:
+    search = get_search()
+    if orphans:
+        search.delete_ids(orphans)
+    if vanished:
+        search.delete_ids([doc_id(source_id, p) for p in vanished])
+    stale = sorted(set(vanished) | set(missing))
+    if stale:
+        delete_records(source_id, stale)

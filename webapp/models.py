@@ -1,0 +1,70 @@
+"""Database models: users, sources and the per-file index records."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from webapp.extensions import db
+
+
+def utcnow() -> datetime:
+    """Naive UTC now, second precision (the API's datetime format)."""
+    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+
+
+def iso(value: datetime | None) -> str | None:
+    """ISO 8601 without zone, as the API writes datetimes."""
+    return value.replace(microsecond=0).isoformat() if value else None
+
+
+class User(db.Model):
+    """An account that can log in; the first one is created by setup and is an admin."""
+
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(50), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    is_admin: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Source(db.Model):
+    """A directory root with its patterns and schedule."""
+
+    __tablename__ = "sources"
+    id: Mapped[str] = mapped_column(String(63), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    root_path: Mapped[str] = mapped_column(Text)
+    include_patterns: Mapped[list] = mapped_column(JSON)
+    exclude_patterns: Mapped[list] = mapped_column(JSON)
+    scan_schedule: Mapped[str | None] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_scan_at: Mapped[datetime | None]
+    next_scan_at: Mapped[datetime | None]
+    last_run: Mapped[dict | None] = mapped_column(JSON)  # stats of the latest finished run
+
+
+class IndexedFile(db.Model):
+    """What the last scan recorded about one file of a source."""
+
+    __tablename__ = "indexed_files"
+    __table_args__ = (
+        UniqueConstraint("source_id", "path", name="uq_indexed_files_source_path"),
+        Index("ix_indexed_files_source_status", "source_id", "status"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source_id: Mapped[str] = mapped_column(
+        String(63), ForeignKey("sources.id", ondelete="CASCADE"))
+    path: Mapped[str] = mapped_column(Text)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    mtime_ns: Mapped[int] = mapped_column(BigInteger)  # exact, for change detection
+    modified_at: Mapped[datetime]
+    indexed_at: Mapped[datetime] = mapped_column(default=utcnow)
+    hash: Mapped[str] = mapped_column(String(64))  # SHA-256 of the path
+    doc_type: Mapped[str] = mapped_column(String(32), default="file")
+    status: Mapped[str] = mapped_column(String(16))  # success | failed | skipped
+    error_message: Mapped[str | None] = mapped_column(Text)

@@ -1,0 +1,250 @@
+"""Meilisearch search backend (official client).
+
+Long contents: Meilisearch indexes at most 65,535 word positions per attribute and silently
+ignores words past that (a hard separator such as `.` counts 8 positions). We split the
+content of a document into chunks whose estimated position count stays under 60,000, store
+each chunk as its own Meilisearch document (`uid` = `<id>_c<n>`, the other fields copied),
+and collapse chunks with `distinctAttribute: id`, so a word anywhere in a long file is found
+and results and totals count documents, not chunks. `get` joins the chunks back in order.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+import meilisearch
+from meilisearch.errors import MeilisearchError
+
+from webapp.search import SearchBackendError, SearchPage, SearchQuery, validate_doc
+from webapp.search.query import TOKEN_RE, TermMatcher, parse_query
+from webapp.search.snippets import build_snippet
+
+MAX_POSITIONS = 60_000  # below the engine's 65,535 limit, with margin for our estimate
+HARD_SEPARATOR_COST = 8
+_HARD_SEPARATORS = re.compile(r"[.!?;:\n]")
+_WORD_RE = re.compile(r"\S+\s*|\s+")
+PAGE = 1000  # documents per page when listing, per batch when writing
+SORTS = {
+    "modified_at:desc": "modified_at:desc",
+    "modified_at:asc": "modified_at:asc",
+    "size_bytes:desc": "size_bytes:desc",
+    "basename:asc": "basename_sort:asc",
+}
+RESULT_ATTRIBUTES = [
+    "id", "path", "basename", "source_name", "type", "size_bytes", "modified_at", "title",
+]
+INDEX_SETTINGS = {
+    "searchableAttributes": ["title", "basename", "path", "content"],  # order = weight
+    "filterableAttributes": ["id", "source_id", "type", "extension", "modified_at", "chunk"],
+    "sortableAttributes": ["modified_at", "size_bytes", "basename_sort"],
+    "distinctAttribute": "id",
+    # `sort` first: an explicit sort orders the whole result set, not only ties.
+    "rankingRules": ["sort", "words", "typo", "proximity", "attribute", "exactness"],
+    "typoTolerance": {"enabled": True, "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 9}},
+    "pagination": {"maxTotalHits": 100_000},
+}
+
+
+def split_content(text: str, max_positions: int = MAX_POSITIONS) -> list[str]:
+    """Cut text at word boundaries into chunks of at most `max_positions` estimated positions.
+
+    "".join(chunks) == text, so nothing is lost and the original can be rebuilt.
+    """
+    chunks, start, positions = [], 0, 0
+    for m in _WORD_RE.finditer(text):
+        word = m.group(0)
+        cost = len(TOKEN_RE.findall(word)) + HARD_SEPARATOR_COST * len(
+            _HARD_SEPARATORS.findall(word)
+        )
+        if positions + cost > max_positions and m.start() > start:
+            chunks.append(text[start : m.start()])
+            start, positions = m.start(), 0
+        positions += cost
+    chunks.append(text[start:])
+    return chunks
+
+
+def _quote(value: str) -> str:
+    """A string literal for a Meilisearch filter expression."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class MeiliBackend:
+    """SearchBackend over one Meilisearch index; writes wait for their tasks."""
+
+    def __init__(
+        self, url: str, api_key: str | None, index: str = "trawl", task_timeout: float = 300.0
+    ) -> None:
+        self.client = meilisearch.Client(url, api_key, timeout=30)
+        self.uid = index
+        self.index = self.client.index(index)
+        self.task_timeout_ms = int(task_timeout * 1000)
+        self._ready = False
+
+    # --- plumbing ------------------------------------------------------------------------
+
+    def _wait(self, task_info) -> None:
+        """Block until a task is done; a failed task raises."""
+        task = self.client.wait_for_task(
+            task_info.task_uid, timeout_in_ms=self.task_timeout_ms, interval_in_ms=50
+        )
+        if task.status != "succeeded":
+            raise SearchBackendError(f"meilisearch task {task.uid} {task.status}: {task.error}")
+
+    def ensure_index(self) -> None:
+        """Create the index (if missing) and apply the settings, once per backend object."""
+        if self._ready:
+            return
+        try:
+            self._wait(self.client.create_index(self.uid, {"primaryKey": "uid"}))
+        except SearchBackendError as exc:
+            if "index_already_exists" not in str(exc):
+                raise
+        self._wait(self.index.update_settings(dict(INDEX_SETTINGS)))
+        self._ready = True
+
+    def _call(self, fn, *args, **kwargs):
+        """Run a client call, mapping client errors to SearchBackendError."""
+        try:
+            self.ensure_index()
+            return fn(*args, **kwargs)
+        except MeilisearchError as exc:
+            raise SearchBackendError(f"meilisearch: {exc}") from exc
+
+    def _list(self, filter_: str, fields: list[str] | None = None) -> Iterator[dict]:
+        """Every stored chunk matching a filter, page by page."""
+        offset = 0
+        while True:
+            params = {"filter": filter_, "limit": PAGE, "offset": offset}
+            if fields:
+                params["fields"] = fields
+            page = self._call(self.index.get_documents, params)
+            for doc in page.results:
+                yield dict(doc)
+            offset += PAGE
+            if offset >= page.total:
+                return
+
+    # --- writing -------------------------------------------------------------------------
+
+    @staticmethod
+    def _chunks(doc: dict) -> list[dict]:
+        """The Meilisearch documents of one document: one per content chunk."""
+        base = {k: v for k, v in doc.items() if k != "content"}
+        base["basename_sort"] = doc["basename"].lower()
+        out = []
+        for n, part in enumerate(split_content(doc["content"])):
+            chunk = dict(base, uid=f"{doc['id']}_c{n}", chunk=n, content=part)
+            if n:
+                chunk["metadata"] = {}
+            out.append(chunk)
+        return out
+
+    def _delete_filter(self, filter_: str) -> None:
+        self._wait(self._call(self.index.delete_documents, filter=filter_))
+
+    def upsert(self, docs: list[dict]) -> None:
+        """Replace documents: old chunks removed, new chunks added; waits for both tasks."""
+        prepared = {d["id"]: validate_doc(d) for d in docs}
+        ids = list(prepared)
+        for i in range(0, len(ids), PAGE):
+            batch = ids[i : i + PAGE]
+            self._delete_filter("id IN [" + ", ".join(_quote(x) for x in batch) + "]")
+            chunks = [c for x in batch for c in self._chunks(prepared[x])]
+            self._wait(self._call(self.index.add_documents, chunks, "uid"))
+
+    def delete_ids(self, ids: list[str]) -> None:
+        """Remove documents (all their chunks) by id."""
+        for i in range(0, len(ids), PAGE):
+            batch = ids[i : i + PAGE]
+            self._delete_filter("id IN [" + ", ".join(_quote(x) for x in batch) + "]")
+
+    def delete_source(self, source_id: str) -> None:
+        """Remove every document of a source."""
+        self._delete_filter(f"source_id = {_quote(source_id)}")
+
+    def rename_source(self, source_id: str, name: str) -> None:
+        """Partial update of `source_name` on every chunk of the source."""
+        uids = [d["uid"] for d in self._list(f"source_id = {_quote(source_id)}", ["uid"])]
+        for i in range(0, len(uids), PAGE):
+            updates = [{"uid": u, "source_name": name} for u in uids[i : i + PAGE]]
+            self._wait(self._call(self.index.update_documents, updates, "uid"))
+
+    def clear(self) -> None:
+        """Remove every document."""
+        self._wait(self._call(self.index.delete_all_documents))
+
+    # --- reading -------------------------------------------------------------------------
+
+    def get(self, doc_id: str) -> dict | None:
+        """The full document, chunks joined back in order, or None."""
+        chunks = sorted(self._list(f"id = {_quote(doc_id)}"), key=lambda c: c["chunk"])
+        if not chunks:
+            return None
+        doc = {k: v for k, v in chunks[0].items() if k not in ("uid", "chunk", "basename_sort")}
+        doc["content"] = "".join(c.get("content") or "" for c in chunks)
+        return doc
+
+    def count(self, source_id: str | None = None) -> int:
+        """Number of documents (first chunks), overall or of one source."""
+        filter_ = "chunk = 0"
+        if source_id is not None:
+            filter_ += f" AND source_id = {_quote(source_id)}"
+        return self._call(self.index.get_documents, {"filter": filter_, "limit": 1}).total
+
+    def ids(self, source_id: str) -> set[str]:
+        """All document ids of a source."""
+        filter_ = f"source_id = {_quote(source_id)} AND chunk = 0"
+        return {d["id"] for d in self._list(filter_, ["id"])}
+
+    def health(self) -> str:
+        """'ok' when the server answers healthy, else a short error."""
+        try:
+            status = self.client.health().get("status")
+        except Exception as exc:  # noqa: BLE001 - any failure is reported, not raised
+            return f"meilisearch: {exc}"[:200]
+        return "ok" if status == "available" else f"meilisearch: {status}"
+
+    def search(self, query: SearchQuery) -> SearchPage:
+        """Run a query; a second (page-mode) query gives the exact total."""
+        started = time.perf_counter()
+        filters = []
+        if query.source_id is not None:
+            filters.append(f"source_id = {_quote(query.source_id)}")
+        if query.type is not None:
+            filters.append(f"type = {_quote(query.type)}")
+        common: dict = {"indexUid": self.uid, "q": query.q}
+        if filters:
+            common["filter"] = " AND ".join(filters)
+        if query.sort in SORTS:
+            common["sort"] = [SORTS[query.sort]]
+        hits_query = dict(
+            common, limit=max(0, query.limit), offset=max(0, query.offset),
+            attributesToRetrieve=RESULT_ATTRIBUTES, attributesToCrop=["content"],
+            cropLength=max(10, query.snippet_length // 4), cropMarker="…",
+            showRankingScore=True,
+        )
+        count_query = dict(common, hitsPerPage=1, page=1, attributesToRetrieve=["id"])
+        answer = self._call(self.client.multi_search, [hits_query, count_query])
+        hits, counted = answer["results"]
+        matcher = TermMatcher.from_query(parse_query(query.q))
+        results = [_result(h, matcher, query.snippet_length) for h in hits["hits"]]
+        elapsed = int((time.perf_counter() - started) * 1000)
+        return SearchPage(results, int(counted["totalHits"]), elapsed)
+
+
+def _result(hit: dict, matcher: TermMatcher, snippet_length: int) -> dict:
+    """One search result; the snippet is ours, built from Meilisearch's cropped content."""
+    cropped = (hit.get("_formatted") or {}).get("content") or ""
+    snippet = build_snippet(
+        cropped, matcher, snippet_length,
+        fallbacks=(hit.get("title"), hit.get("basename"), hit.get("path")),
+    )
+    return {
+        "id": hit["id"], "path": hit["path"], "basename": hit["basename"],
+        "source_name": hit["source_name"], "type": hit["type"],
+        "size_bytes": hit["size_bytes"], "modified_at": hit["modified_at"],
+        "snippet": snippet, "score": float(hit.get("_rankingScore", 0.0)),
+    }

@@ -1,0 +1,157 @@
+"""HTML snippets: a window around the best passage with matched words in <em>, all else escaped."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from html import escape
+
+from webapp.search.query import TOKEN_RE, TermMatcher
+
+ELLIPSIS = "…"
+_SPACE_RE = re.compile(r"\s+")
+_DIGIT_RE = re.compile(r"\d")
+_LETTER_RE = re.compile(r"[^\W\d_]")
+# How far (in characters) a window edge may move to avoid cutting a word in half.
+_WORD_SNAP = 20
+
+Span = tuple[int, int, int]  # start, end, index of the query term matched
+
+
+def _char_class(char: str) -> str:
+    """Tokenizer class of a character: 'd' digit, 'l' letter, '' separator."""
+    if _DIGIT_RE.match(char):
+        return "d"
+    return "l" if _LETTER_RE.match(char) else ""
+
+
+def _is_whole_token(text: str, start: int, end: int) -> bool:
+    """True when text[start:end] is a complete token, not a piece of a longer one."""
+    if start > 0 and _char_class(text[start - 1]) == _char_class(text[start]):
+        return False
+    return end >= len(text) or _char_class(text[end]) != _char_class(text[end - 1])
+
+
+def find_matches(text: str, matcher: TermMatcher) -> list[Span]:
+    """Character spans of every word in `text` that the matcher accepts, in text order."""
+    matched: dict[str, int] = {}
+    for word in set(TOKEN_RE.findall(text)):
+        term = matcher.match(word)
+        if term is not None:
+            matched[word] = term
+    if not matched:
+        return []
+    alternatives = "|".join(re.escape(w) for w in sorted(matched, key=len, reverse=True))
+    pattern = re.compile(alternatives)
+    return [
+        (m.start(), m.end(), matched[m.group(0)])
+        for m in pattern.finditer(text)
+        if _is_whole_token(text, m.start(), m.end())
+    ]
+
+
+def _best_window(spans: list[Span], length: int) -> tuple[int, int]:
+    """Span index range [i, j) whose matches fit in `length` chars and cover most terms."""
+    best, best_key = (0, 1), (-1, -1)
+    j = 0
+    for i in range(len(spans)):
+        j = max(j, i + 1)
+        while j < len(spans) and spans[j][1] - spans[i][0] <= length:
+            j += 1
+        window = spans[i:j]
+        key = (len({s[2] for s in window}), len(window))
+        if key > best_key:
+            best, best_key = (i, j), key
+    return best
+
+
+def _snap_start(text: str, start: int) -> int:
+    """Move a cut forward to the next word start so no word is shown half."""
+    if start <= 0:
+        return 0
+    if not text[start - 1].isalnum() or not text[start].isalnum():
+        return start
+    for k in range(start, min(len(text), start + _WORD_SNAP)):
+        if not text[k].isalnum():
+            return k + 1
+    return start
+
+
+def _snap_end(text: str, end: int) -> int:
+    """Move a cut back to the previous word end so no word is shown half."""
+    if end >= len(text):
+        return len(text)
+    if not text[end - 1].isalnum() or not text[end].isalnum():
+        return end
+    for k in range(end - 1, max(0, end - _WORD_SNAP), -1):
+        if not text[k].isalnum():
+            return k
+    return end
+
+
+def _window(text: str, spans: list[Span], length: int) -> tuple[int, int, list[Span]]:
+    """Choose [start, end) of about `length` chars around the best passage."""
+    i, j = _best_window(spans, length)
+    first, last = spans[i][0], spans[j - 1][1]
+    slack = max(0, length - (last - first))
+    start = max(0, first - slack // 3)  # a little context before, more after
+    end = min(len(text), start + length)
+    start = max(0, min(start, end - length))
+    if first < start or last > end:  # a single huge token: show its head
+        start, end = first, min(len(text), first + length)
+    start, end = _snap_start(text, start), _snap_end(text, end)
+    if end <= start:
+        end = min(len(text), start + length)
+    inside = [s for s in spans if s[0] >= start and s[1] <= end]
+    return start, end, inside
+
+
+def _render(text: str, start: int, end: int, spans: list[Span]) -> str:
+    """Escape text[start:end] and wrap the given spans in <em>."""
+    out, pos = [], start
+    for s, e, _ in spans:
+        out.append(escape(text[pos:s]))
+        out.append(f"<em>{escape(text[s:e])}</em>")
+        pos = e
+    out.append(escape(text[pos:end]))
+    return "".join(out)
+
+
+def _clean(text: str) -> str:
+    """Normalize to NFC and collapse whitespace runs so windows hold words, not blanks."""
+    return _SPACE_RE.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+def _cut(text: str, spans: list[Span], length: int) -> str:
+    """Snippet of one cleaned text, with `…` marks where it was cut."""
+    if len(text) <= length:
+        return _render(text, 0, len(text), spans)
+    budget = max(1, length - 2)  # room for the two ellipses
+    if spans:
+        start, end, inside = _window(text, spans, budget)
+    else:
+        start, end, inside = 0, _snap_end(text, budget), []
+    body = _render(text, start, end, inside)
+    return (ELLIPSIS if start > 0 else "") + body + (ELLIPSIS if end < len(text) else "")
+
+
+def build_snippet(
+    text: str | None, matcher: TermMatcher, length: int = 300, fallbacks: Sequence[str | None] = ()
+) -> str:
+    """HTML snippet of about `length` visible chars around the best match in `text`.
+
+    When `text` has no match, the first fallback (title, basename, ...) that has one is used;
+    when nothing matches, the start of `text` (or of the first non-empty fallback) is shown.
+    """
+    candidates = [_clean(t) for t in (text, *fallbacks) if t and t.strip()]
+    for candidate in candidates:
+        spans = find_matches(candidate, matcher)
+        if spans:
+            return _cut(candidate, spans, length)
+    return _cut(candidates[0], [], length) if candidates else ""
+
+
+def highlight_all(text: str, matcher: TermMatcher) -> str:
+    """The whole text HTML-escaped with every matched word wrapped in <em> (for previews)."""
+    return _render(text, 0, len(text), find_matches(text, matcher))

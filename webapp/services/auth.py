@@ -1,0 +1,105 @@
+"""Accounts, passwords, access tokens and their revocation."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from flask_jwt_extended import create_access_token, decode_token
+
+from webapp.exceptions import Conflict, InvalidInput, Unauthorized
+from webapp.extensions import db, jwt
+from webapp.models import User
+from webapp.runtime import get_redis
+
+USERNAME_RE = re.compile(r"^[A-Za-z0-9._-]{3,50}$")
+MIN_PASSWORD = 8
+_hasher = PasswordHasher()
+_DUMMY_HASH = _hasher.hash("trawl-dummy-password")  # verified for unknown users: equal timing
+_REVOKED = "trawl:revoked:"
+
+
+def validate_credentials(username: str, password: str) -> None:
+    """Setup and create-admin rules: username 3-50 of letters, digits, ._- ; password 8+."""
+    if not USERNAME_RE.match(username or ""):
+        raise InvalidInput("username: must be 3-50 characters of letters, digits, '.', '_' or '-'")
+    if len(password or "") < MIN_PASSWORD:
+        raise InvalidInput(f"password: must be at least {MIN_PASSWORD} characters")
+
+
+def setup_required() -> bool:
+    """True until the first account exists."""
+    return db.session.query(User.id).first() is None
+
+
+def create_user(username: str, password: str, is_admin: bool = True) -> User:
+    """Create an account (409 when the name is taken)."""
+    validate_credentials(username, password)
+    if db.session.query(User.id).filter_by(username=username).first():
+        raise Conflict(f"User '{username}' already exists")
+    user = User(username=username, password_hash=_hasher.hash(password), is_admin=is_admin)
+    db.session.add(user)
+    db.session.commit()
+    return user
+
+
+def setup(username: str, password: str) -> User:
+    """First-run creation of the admin account; refused once any account exists."""
+    if not setup_required():
+        raise Conflict("Setup already completed")
+    return create_user(username, password, is_admin=True)
+
+
+def authenticate(username: str, password: str) -> User:
+    """The user for these credentials; the same 401 for an unknown name and a wrong password."""
+    user = db.session.query(User).filter_by(username=username or "").first()
+    try:
+        _hasher.verify(user.password_hash if user else _DUMMY_HASH, password or "")
+    except (VerificationError, InvalidHashError):
+        user = None
+    if user is None:
+        raise Unauthorized("Invalid username or password")
+    return user
+
+
+def issue_token(user: User) -> dict:
+    """The token response of login and setup."""
+    token = create_access_token(identity=str(user.id))
+    claims = decode_token(token)
+    return {"access_token": token, "token_type": "bearer",
+            "expires_in": int(claims["exp"] - claims["iat"])}
+
+
+def revoke(claims: dict) -> None:
+    """Deny this token's jti until it would have expired anyway."""
+    ttl = max(1, int(claims["exp"] - time.time()))
+    get_redis().set(_REVOKED + claims["jti"], "1", ex=ttl)
+
+
+def user_json(user: User) -> dict:
+    """The current-user response."""
+    from webapp.models import iso
+
+    return {"id": user.id, "username": user.username, "is_admin": user.is_admin,
+            "created_at": iso(user.created_at)}
+
+
+@jwt.token_in_blocklist_loader
+def _is_revoked(header: dict, payload: dict) -> bool:
+    return bool(get_redis().exists(_REVOKED + payload["jti"]))
+
+
+@jwt.user_lookup_loader
+def _load_user(header: dict, payload: dict) -> User | None:
+    try:
+        return db.session.get(User, int(payload["sub"]))
+    except (TypeError, ValueError):
+        return None
+
+
+@jwt.token_verification_loader
+def _access_only(header: dict, payload: dict) -> bool:
+    """Only access tokens authenticate API calls (never a download token)."""
+    return payload.get("type") == "access"

@@ -1,0 +1,231 @@
+"""Sources: validation of roots, patterns and schedules; create, update, delete; path diagnostics."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import func
+
+from webapp import schedule as cron
+from webapp import slugs
+from webapp.exceptions import Conflict, InvalidInput, NotFound
+from webapp.extensions import db
+from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, validate_pattern
+from webapp.models import IndexedFile, Source, iso, utcnow
+
+PATTERN_FIELDS = {"include_patterns": DEFAULT_INCLUDE, "exclude_patterns": DEFAULT_EXCLUDE}
+
+
+def allowed_roots() -> list[str]:
+    """The resolved folders sources may live in."""
+    return list(current_app.config["ALLOWED_ROOTS"])
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    for root in roots:
+        try:
+            if os.path.commonpath([path, root]) == root:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def diagnose_path(raw: str) -> dict:
+    """What the service sees at a path, disclosing nothing outside the allowed roots."""
+    roots = allowed_roots()
+    report = {"path": raw, "ok": False, "visible": False, "inside_allowed_roots": False,
+              "exists": False, "is_directory": False, "readable": False,
+              "allowed_roots": roots, "message": "", "hint": ""}
+    if not raw or not os.path.isabs(raw) or "\x00" in raw:
+        report["message"] = "The path must be absolute"
+        report["hint"] = f"Use a full path such as {os.path.join(roots[0], 'documents')}"
+        return report
+    resolved = os.path.realpath(raw)
+    if not _inside(resolved, roots):
+        report["message"] = "The path is outside the allowed roots"
+        report["hint"] = "Set ALLOWED_ROOTS to include it, or pick a folder under " + ", ".join(roots)
+        return report
+    report["inside_allowed_roots"] = True
+    report["path"] = resolved
+    report["visible"] = os.path.lexists(raw)
+    report["exists"] = os.path.exists(resolved)
+    report["is_directory"] = os.path.isdir(resolved)
+    report["readable"] = report["is_directory"] and os.access(resolved, os.R_OK | os.X_OK)
+    report["ok"] = report["readable"]
+    report["message"], report["hint"] = _path_message(report)
+    return report
+
+
+def _path_message(r: dict) -> tuple[str, str]:
+    if not r["exists"]:
+        return "The path does not exist", "Check the spelling, or mount the folder into the service"
+    if not r["is_directory"]:
+        return "The path is not a directory", "A source root must be a folder"
+    if not r["readable"]:
+        return "The directory is not readable", "Give the service's user read and execute permission"
+    return "The path can be indexed", ""
+
+
+def resolve_root(raw: Any) -> str:
+    """The resolved root_path, or a 400 that says what is wrong with it."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise InvalidInput("root_path: is required")
+    report = diagnose_path(raw)
+    if not report["ok"]:
+        raise InvalidInput(f"root_path: {report['message'][0].lower()}{report['message'][1:]}")
+    return report["path"]
+
+
+def _patterns(field: str, value: Any) -> list[str]:
+    """A validated pattern list; None means the default list."""
+    if value is None:
+        return list(PATTERN_FIELDS[field])
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise InvalidInput(f"{field}: must be a list of glob patterns")
+    for pattern in value:
+        problem = validate_pattern(pattern)
+        if problem:
+            raise InvalidInput(f"{field}: {pattern!r} {problem}")
+    return list(value)
+
+
+def _schedule(value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    value = str(value).strip()
+    problem = cron.validate_schedule(value)
+    if problem:
+        raise InvalidInput(f"scan_schedule: {problem}")
+    return value
+
+
+def next_scan(schedule: str | None):
+    """The next run of a schedule in UTC, or None for a manual source."""
+    if not schedule:
+        return None
+    return cron.next_runs(schedule, utcnow(), current_app.config["SCHEDULE_TIMEZONE"], 1)[0]
+
+
+def _new_id(data: Mapping) -> str:
+    taken = {sid for (sid,) in db.session.query(Source.id)}
+    if data.get("id") is None:
+        return slugs.unique_slug(slugs.slugify(data["name"]), taken)
+    sid = data["id"]
+    if not isinstance(sid, str) or not slugs.is_valid_source_id(sid):
+        raise InvalidInput("id: must match ^[a-z0-9][a-z0-9_-]{0,62}$")
+    if sid in taken:
+        raise Conflict(f"Source '{sid}' already exists")
+    return sid
+
+
+def create(data: Mapping) -> Source:
+    """Validate and store a new source, and put it on its schedule."""
+    root = resolve_root(data.get("root_path"))
+    source = Source(
+        id=_new_id(data), name=data["name"].strip(), root_path=root,
+        include_patterns=_patterns("include_patterns", data.get("include_patterns")),
+        exclude_patterns=_patterns("exclude_patterns", data.get("exclude_patterns")),
+        scan_schedule=_schedule(data.get("scan_schedule")))
+    source.next_scan_at = next_scan(source.scan_schedule)
+    db.session.add(source)
+    db.session.commit()
+    _reschedule(source)
+    return source
+
+
+def get(source_id: str) -> Source:
+    """The source, or 404."""
+    source = db.session.get(Source, source_id)
+    if source is None:
+        raise NotFound(f"Source '{source_id}' not found")
+    return source
+
+
+def update(source_id: str, data: Mapping) -> Source:
+    """Partial update: absent fields stay, null patterns reset, null schedule means manual."""
+    source = get(source_id)
+    old_name = source.name
+    if "name" in data:
+        source.name = data["name"].strip()
+    if "root_path" in data:
+        source.root_path = resolve_root(data["root_path"])
+    for field in PATTERN_FIELDS:
+        if field in data:
+            setattr(source, field, _patterns(field, data[field]))
+    if "scan_schedule" in data:
+        source.scan_schedule = _schedule(data["scan_schedule"])
+        source.next_scan_at = next_scan(source.scan_schedule)
+    source.updated_at = utcnow()
+    db.session.commit()
+    if source.name != old_name:
+        _rename_documents(source)
+    _reschedule(source)
+    return source
+
+
+def delete(source_id: str) -> None:
+    """Cancel its scan, remove its documents and records; files on disk are never touched."""
+    from webapp import jobs
+
+    source = get(source_id)
+    jobs.cancel_scan(source.id)
+    jobs.unschedule(source.id)
+    _search().delete_source(source.id)
+    db.session.query(IndexedFile).filter_by(source_id=source.id).delete()
+    db.session.delete(source)
+    db.session.commit()
+
+
+def _search():
+    from webapp.runtime import get_search
+
+    return get_search()
+
+
+def _rename_documents(source: Source) -> None:
+    _search().rename_source(source.id, source.name)
+
+
+def _reschedule(source: Source) -> None:
+    from webapp import jobs
+
+    jobs.schedule_source(source.id, source.next_scan_at)
+
+
+def counts() -> dict[str, dict[str, int]]:
+    """Per source: records by status, in one query."""
+    rows = (db.session.query(IndexedFile.source_id, IndexedFile.status, func.count())
+            .group_by(IndexedFile.source_id, IndexedFile.status))
+    out: dict[str, dict[str, int]] = {}
+    for sid, status, n in rows:
+        out.setdefault(sid, {})[status] = n
+    return out
+
+
+def to_json(source: Source, by_status: Mapping[str, int] | None = None) -> dict:
+    """The source object of the API, with its live state and counts."""
+    from webapp import jobs
+
+    if by_status is None:
+        by_status = counts().get(source.id, {})
+    return {
+        "id": source.id, "name": source.name, "root_path": source.root_path,
+        "include_patterns": source.include_patterns, "exclude_patterns": source.exclude_patterns,
+        "scan_schedule": source.scan_schedule,
+        "created_at": iso(source.created_at), "updated_at": iso(source.updated_at),
+        "last_scan_at": iso(source.last_scan_at), "next_scan_at": iso(source.next_scan_at),
+        "state": jobs.scan_state(source.id),
+        "document_count": sum(by_status.values()),
+        "failed_count": by_status.get("failed", 0),
+    }
+
+
+def list_json() -> list[dict]:
+    """Every source as the API shows it, ordered by name."""
+    by_source = counts()
+    return [to_json(s, by_source.get(s.id, {}))
+            for s in db.session.query(Source).order_by(Source.name, Source.id)]
