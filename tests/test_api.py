@@ -98,3 +98,16 @@ def test_docs_pages_are_served_from_this_server(client):
         assert asset in html and "http" not in html.split("<body>")[1].split("</body>")[0]
         src = next(part.split('"')[0] for part in html.split('src="')[1:] if asset in part)
         assert client.get(src).status_code == 200, src
+
+
+def test_redis_down_is_503_with_a_detail(app, auth):
+    from webapp.runtime import get_redis
+
+    real = get_redis(app)
+    app.extensions["trawl.redis"] = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
+    try:
+        resp = app.test_client().get("/api/auth/me", headers=auth)
+    finally:
+        app.extensions["trawl.redis"] = real
+    assert resp.status_code == 503
+    assert resp.get_json() == {"detail": "Redis is unavailable; try again shortly"}

@@ -110,6 +110,9 @@ def _register_blueprints(app: Flask) -> None:
 
     register_api(app)
     register_ui(app)
+    from webapp import rqdash
+
+    rqdash.register(app)
 
 
 def _request_hooks(app: Flask) -> None:

@@ -6,8 +6,10 @@ import logging
 import math
 import time
 
+import redis
 from flask import Flask, current_app, jsonify, render_template, request
 from flask_limiter.errors import RateLimitExceeded
+from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from webapp.exceptions import TrawlError
@@ -108,6 +110,13 @@ def handle_unexpected(error: Exception):
     return error_response(500, "Internal server error")
 
 
+def handle_unavailable(error: Exception):
+    """Redis or the database cannot be reached: 503, logged once with the cause."""
+    log.error("Backing service unavailable on %s: %s", request.path, error)
+    what = "Redis" if isinstance(error, redis.RedisError) else "The database"
+    return error_response(503, f"{what} is unavailable; try again shortly")
+
+
 def _jwt_401(detail: str):
     return jsonify(detail=detail), 401
 
@@ -116,6 +125,8 @@ def register(app: Flask) -> None:
     """Install the handlers on the app and the JWT extension (after flask-smorest's own)."""
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(TrawlError, handle_trawl_error)
+    app.register_error_handler(redis.RedisError, handle_unavailable)
+    app.register_error_handler(OperationalError, handle_unavailable)
     app.register_error_handler(Exception, handle_unexpected)
     jwt.unauthorized_loader(lambda reason: _jwt_401("Missing or invalid authentication token"))
     jwt.invalid_token_loader(lambda reason: _jwt_401("Invalid authentication token"))

@@ -32,7 +32,7 @@ MAX_ERRORS = 100
 RESULT_WAIT = 1.0  # seconds the coordinator blocks on helpers' results before looking around
 INFLIGHT_TTL = 120  # a helper batch not refreshed for this long is handed out again
 
-_extractor = None  # one extraction child per worker process, reused across batches
+_extractor: tuple | None = None  # (settings, Extractor): one child per worker process, reused
 
 
 def _keys(run_id: str) -> dict[str, str]:
@@ -41,13 +41,16 @@ def _keys(run_id: str) -> dict[str, str]:
 
 
 def get_extractor(app: Flask):
-    """The process's extraction child (created on first use, replaced by isolation on a crash)."""
+    """The process's extraction child, created on first use and again when the settings change."""
     global _extractor
-    if _extractor is None:
+    settings = ExtractionSettings.from_config(app.config)
+    if _extractor is None or _extractor[0] != settings:
         from webapp.indexing.isolation import Extractor
 
-        _extractor = Extractor(ExtractionSettings.from_config(app.config))
-    return _extractor
+        if _extractor is not None:
+            _extractor[1].close()
+        _extractor = (settings, Extractor(settings))
+    return _extractor[1]
 
 
 def _epoch(dt_ns: int) -> datetime:

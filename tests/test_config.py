@@ -1,0 +1,48 @@
+"""Settings: defaults, environment overrides, the generated secret, and the docs kept in step."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from tests.conftest import REPO
+from webapp import config
+
+
+def test_every_setting_is_documented():
+    documented = (REPO / "docs" / "configuration.md").read_text()
+    for key in config.defaults():
+        assert f"`{key}`" in documented, key
+
+
+def test_environment_overrides_with_types(tmp_path):
+    env = {"DATA_DIR": str(tmp_path), "PORT": "9001", "INDEX_GPS": "true",
+           "EXTRACT_TIMEOUT_PDF": "12.5", "ALLOWED_ROOTS": f"{tmp_path}/a, {tmp_path}/b"}
+    cfg = config.load(environ=env)
+    assert cfg["PORT"] == 9001 and cfg["INDEX_GPS"] is True and cfg["EXTRACT_TIMEOUT_PDF"] == 12.5
+    assert cfg["ALLOWED_ROOTS"] == [f"{tmp_path}/a", f"{tmp_path}/b"]
+    assert cfg["DATABASE_URL"] == f"sqlite:///{tmp_path}/trawl.db"
+    assert cfg["SEARCH_INDEX_DIR"] == f"{tmp_path}/index"
+
+
+def test_default_allowed_root_is_the_data_folders_sources(tmp_path):
+    cfg = config.load(environ={"DATA_DIR": str(tmp_path)})
+    assert cfg["ALLOWED_ROOTS"] == [str(tmp_path / "sources")]
+    assert (tmp_path / "sources").is_dir()
+
+
+def test_a_bad_number_stops_with_the_setting_named(tmp_path):
+    with pytest.raises(SystemExit, match="PORT"):
+        config.load(environ={"DATA_DIR": str(tmp_path), "PORT": "eighty"})
+
+
+def test_secret_is_generated_once_private_and_never_a_default(tmp_path):
+    first = config.load(environ={"DATA_DIR": str(tmp_path)})["SECRET_KEY"]
+    second = config.load(environ={"DATA_DIR": str(tmp_path)})["SECRET_KEY"]
+    other = config.load(environ={"DATA_DIR": str(tmp_path / "other")})["SECRET_KEY"]
+    assert first == second and first != other and len(first) >= 40
+    mode = stat.S_IMODE(os.stat(tmp_path / "secret_key").st_mode)
+    assert mode == 0o600
+    assert config.load(environ={"DATA_DIR": str(tmp_path), "SECRET_KEY": "given"})["SECRET_KEY"] == "given"
