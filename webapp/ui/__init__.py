@@ -1,4 +1,4 @@
-"""Server-rendered pages (Jinja + htmx): API reference pages now, the search UI on top."""
+"""Server-rendered pages (Jinja + htmx): search, documents, sources, status, API reference."""
 
 from __future__ import annotations
 
@@ -20,7 +20,10 @@ def redoc():
 
 
 def register_ui(app: Flask) -> None:
-    """Register the UI blueprint (and the pages module that extends it)."""
-    from webapp.ui import pages  # noqa: F401  (routes attach to bp)
+    """Register the UI blueprint, its session handling and the page modules that extend it."""
+    # account, pages, sources and status only attach their routes to bp
+    from webapp.ui import account, filters, pages, session, sources, status  # noqa: F401
 
+    session.init_app(app)
+    filters.init_app(app)
     app.register_blueprint(bp)

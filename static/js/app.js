@@ -1,0 +1,148 @@
+// Trawl's small enhancements: keyboard search, match navigation, copy buttons, htmx messages.
+// Loaded with `defer`; everything here is optional (pages work without JavaScript).
+(function () {
+  "use strict";
+
+  function isTyping(el) {
+    if (!el) return false;
+    var tag = el.tagName;
+    return el.isContentEditable || tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT";
+  }
+
+  // -- toasts: short messages from htmx responses --------------------------------------------
+  function toast(message, level) {
+    var box = document.getElementById("toasts");
+    if (!box || !message) return;
+    var item = document.createElement("p");
+    item.className = "toast alert alert-" + (level || "info");
+    item.textContent = message;
+    box.appendChild(item);
+    setTimeout(function () { item.remove(); }, level === "error" ? 9000 : 5000);
+  }
+
+  function errorText(xhr) {
+    try {
+      var doc = new DOMParser().parseFromString(xhr.responseText || "", "text/html");
+      var detail = doc.querySelector("[data-detail]");
+      if (detail && detail.textContent.trim()) return detail.textContent.trim();
+    } catch (e) { /* fall through to the status line */ }
+    return "The server answered " + xhr.status + (xhr.statusText ? " " + xhr.statusText : "");
+  }
+
+  document.addEventListener("htmx:responseError", function (evt) {
+    toast(errorText(evt.detail.xhr), "error");
+  });
+  document.addEventListener("htmx:sendError", function () {
+    toast("Cannot reach Trawl. Check your connection and try again.", "error");
+  });
+  document.addEventListener("trawl:notify", function (evt) {
+    toast(evt.detail && evt.detail.message, evt.detail && evt.detail.level);
+  });
+
+  // -- search page: focus keys and arrow navigation --------------------------------------------
+  function searchBox() { return document.getElementById("q"); }
+  function resultLinks() { return Array.prototype.slice.call(document.querySelectorAll("#results .result-link")); }
+
+  function moveFocus(step) {
+    var links = resultLinks();
+    if (!links.length) return false;
+    var index = links.indexOf(document.activeElement);
+    if (index === -1) {
+      if (step < 0) return false;
+      links[0].focus();
+      return true;
+    }
+    var next = index + step;
+    if (next < 0) { searchBox().focus(); return true; }
+    links[Math.min(next, links.length - 1)].focus();
+    return true;
+  }
+
+  document.addEventListener("keydown", function (evt) {
+    var box = searchBox();
+    var ctrlK = (evt.ctrlKey || evt.metaKey) && !evt.altKey && evt.key.toLowerCase() === "k";
+    if (ctrlK || (evt.key === "/" && !isTyping(document.activeElement) && !evt.ctrlKey && !evt.metaKey)) {
+      evt.preventDefault();
+      if (box) { box.focus(); box.select(); } else { window.location.href = "/"; }
+      return;
+    }
+    if (!box) return;
+    var inResults = document.activeElement && document.activeElement.classList.contains("result-link");
+    if ((document.activeElement === box || inResults) && (evt.key === "ArrowDown" || evt.key === "ArrowUp")) {
+      if (moveFocus(evt.key === "ArrowDown" ? 1 : -1)) evt.preventDefault();
+    } else if (inResults && evt.key === "Escape") {
+      box.focus();
+    }
+  });
+
+  document.addEventListener("htmx:afterSettle", function (evt) {
+    if (evt.detail.target && evt.detail.target.id === "results") {
+      var box = searchBox();
+      var q = box ? box.value.trim() : "";
+      document.title = (q ? q + " – " : "") + "Search – Trawl";
+    }
+  });
+
+  // -- document page: next/previous match ------------------------------------------------------
+  function setupMatches() {
+    var text = document.getElementById("preview-text");
+    var nav = document.getElementById("match-nav");
+    if (!text || !nav) return;
+    var marks = text.querySelectorAll("em");
+    var count = document.getElementById("match-count");
+    var current = -1;
+
+    function show(index) {
+      if (!marks.length) return;
+      if (current >= 0) marks[current].classList.remove("current");
+      current = (index + marks.length) % marks.length;
+      var mark = marks[current];
+      mark.classList.add("current");
+      mark.scrollIntoView({ block: "center", behavior: "smooth" });
+      count.textContent = "Match " + (current + 1) + " of " + marks.length + " on this page";
+    }
+
+    document.getElementById("next-match").addEventListener("click", function () { show(current + 1); });
+    document.getElementById("prev-match").addEventListener("click", function () { show(current - 1); });
+    document.addEventListener("keydown", function (evt) {
+      if (isTyping(document.activeElement) || evt.ctrlKey || evt.metaKey || evt.altKey) return;
+      if (evt.key === "n") show(current + 1);
+      else if (evt.key === "N") show(current - 1);
+    });
+    if (marks.length) show(0);
+  }
+
+  // -- copy buttons ----------------------------------------------------------------------------
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    return new Promise(function (resolve, reject) {
+      var area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.style.position = "fixed";
+      area.style.opacity = "0";
+      document.body.appendChild(area);
+      area.select();
+      var ok = document.execCommand("copy");
+      area.remove();
+      if (ok) { resolve(); } else { reject(new Error("copy refused")); }
+    });
+  }
+
+  document.addEventListener("click", function (evt) {
+    var button = evt.target.closest("[data-copy]");
+    if (!button) return;
+    var source = document.querySelector(button.getAttribute("data-copy"));
+    if (!source) return;
+    copyText(source.textContent).then(function () {
+      var label = button.textContent;
+      button.textContent = "Copied";
+      toast("Path copied to the clipboard", "success");
+      setTimeout(function () { button.textContent = label; }, 1500);
+    }, function () {
+      toast("Copying is not allowed here; select the path and copy it by hand.", "error");
+    });
+  });
+
+  setupMatches();
+})();

@@ -1,0 +1,318 @@
+"""A newcomer's first session in a real browser (Playwright driving Debian's chromium).
+
+The app is served by werkzeug in a thread; scans run in a real `python worker.py` process over
+the same data folder, Redis database and SQLite file. Screenshots land in test-output/screenshots/.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.ui_helpers import ADMIN
+
+CHROMIUM = "/usr/bin/chromium"
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"browser tests need Debian's chromium at {CHROMIUM} (apt-get install chromium)",
+                allow_module_level=True)
+try:
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:
+    pytest.skip("browser tests need the playwright package (pip install playwright)",
+                allow_module_level=True)
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parent.parent
+SHOTS = REPO / "test-output" / "screenshots"
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run"]
+WAIT_MS = 20_000
+STORY = ("The lighthouse keeper wrote in his log every night.\n" * 3
+         + "A storm came; the lighthouse keeper kept the lamp burning.\n"
+         + "Later pages talk about gulls, tides and the supply boat.\n" * 40)
+
+
+def _flush(url: str) -> None:
+    """Empty the test Redis database, keeping the claim marker of conftest."""
+    conn = redis.Redis.from_url(url)
+    claim = conn.get("trawl-test-claim")
+    conn.flushdb()
+    if claim:
+        conn.set("trawl-test-claim", claim, ex=6 * 3600)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, redis_url):
+    """The app on a free port, a worker process, and the folder a newcomer will add."""
+    from werkzeug.serving import make_server
+
+    from webapp import create_app
+
+    tmp = tmp_path_factory.mktemp("browser")
+    data, roots = tmp / "data", tmp / "roots"
+    folder = roots / "logbooks"
+    (folder / "archive").mkdir(parents=True)
+    (folder / "keeper.txt").write_text(STORY, encoding="utf-8")
+    (folder / "danger.md").write_text("# Note\n\n<script>alert('x')</script> near the lighthouse\n")
+    for i in range(150):
+        (folder / "archive" / f"entry{i:03d}.txt").write_text(f"entry {i}: calm sea, light wind")
+    _flush(redis_url)
+    env = {"DATA_DIR": str(data), "REDIS_URL": redis_url, "ALLOWED_ROOTS": str(roots),
+           "DATABASE_URL": f"sqlite:///{data / 'trawl.db'}", "SEARCH_BACKEND": "tantivy",
+           "SEARCH_INDEX_DIR": "", "SECRET_KEY": "", "LOG_LEVEL": "WARNING", "WORKERS": "1"}
+    app = create_app({**env, "AUTH_RATE_LIMIT": "100/minute", "TRUSTED_PROXIES": ""})
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    log = open(SHOTS.parent / "browser-worker.log", "w")  # noqa: SIM115  (closed below)
+    worker = subprocess.Popen([sys.executable, str(REPO / "worker.py")], cwd=str(REPO),
+                              env={**os.environ, **env, "PYTHONPATH": str(REPO)},
+                              stdout=log, stderr=subprocess.STDOUT)
+    yield {"url": f"http://127.0.0.1:{server.server_port}", "folder": folder, "app": app}
+    worker.terminate()
+    try:
+        worker.wait(10)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+    log.close()
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless chromium for the module."""
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, site):
+    """A fresh browser tab (own cookies) with a base URL; console errors fail the test."""
+    context = browser.new_context(base_url=site["url"], accept_downloads=True,
+                                  viewport={"width": 1200, "height": 900})
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    tab.set_default_timeout(WAIT_MS)
+    yield tab
+    context.close()
+    unexpected = [e for e in errors if "status of 40" not in e]  # 4xx answers are tested states
+    assert not unexpected, unexpected
+
+
+def shot(page, name: str, full_page: bool = True) -> None:
+    """Save a screenshot for people to look at."""
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
+
+
+def _ensure_ready(page, site) -> None:
+    """Admin, source and a finished scan exist (when the first-session test did not run first)."""
+    api = page.request
+    api.post("/api/auth/setup", data=ADMIN)
+    token = api.post("/api/auth/login", data=ADMIN).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    if not api.get("/api/sources/logbooks", headers=headers).ok:
+        api.post("/api/sources", headers=headers,
+                 data={"name": "Logbooks", "root_path": str(site["folder"])})
+        api.post("/api/sources/logbooks/reindex?wait=30", headers=headers)
+
+
+def login(page) -> None:
+    """Log in through the form."""
+    page.goto("/login")
+    page.get_by_label("Username").fill(ADMIN["username"])
+    page.get_by_label("Password").fill(ADMIN["password"])
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("button", name="Log out")).to_be_visible()
+
+
+def test_first_session(page, site):
+    """Setup, login, add a source, scan with live progress, typo search, preview, download."""
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/setup$"))
+    page.get_by_label("Username").fill(ADMIN["username"])
+    page.get_by_label("Password", exact=True).fill(ADMIN["password"])
+    page.get_by_label("Repeat the password").fill(ADMIN["password"])
+    shot(page, "01-setup")
+    page.get_by_role("button", name="Create account").click()
+    expect(page).to_have_url(re.compile(r"/sources/new$"))
+
+    page.get_by_role("button", name="Log out").click()
+    expect(page).to_have_url(re.compile(r"/login$"))
+    page.get_by_label("Username").fill(ADMIN["username"])
+    page.get_by_label("Password").fill("not the password")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator(".alert-error")).to_have_text("Invalid username or password")
+    shot(page, "02-login-error")
+    login(page)
+
+    _add_source(page, site)
+    _scan_until_done(page)
+    _search_open_download(page)
+
+
+def _add_source(page, site) -> None:
+    page.goto("/sources/new")
+    page.get_by_label("Name").fill("Logbooks")
+    page.get_by_label("Folder").fill(str(site["folder"]) + "/missing")
+    page.get_by_role("button", name="Test path").click()
+    expect(page.locator("#path-test")).to_contain_text("The path does not exist")
+    page.get_by_label("Folder").fill(str(site["folder"]))
+    page.get_by_role("button", name="Test path").click()
+    expect(page.locator("#path-test")).to_contain_text("The path can be indexed")
+    page.get_by_label("Custom (cron)").check()
+    page.get_by_label("Cron expression").fill("30 1 * * 1-5")
+    expect(page.locator("#schedule-preview")).to_contain_text("Monday to Friday at 01:30")
+    expect(page.locator("#schedule-preview li")).to_have_count(3)
+    shot(page, "03-add-source")
+    page.get_by_label("Manual only").check()
+    expect(page.locator("#schedule-preview")).to_contain_text("only when you start them")
+    page.get_by_role("button", name="Add source").click()
+    expect(page).to_have_url(re.compile(r"/sources#source-logbooks$"))
+    expect(page.locator("#source-logbooks")).to_contain_text("Never scanned")
+
+
+def _scan_until_done(page) -> None:
+    page.evaluate("""() => {
+      window.__seen = [];
+      document.body.addEventListener('htmx:afterSettle', () => {
+        const el = document.getElementById('status-logbooks');
+        const bar = el && el.querySelector('progress');
+        window.__seen.push([el && el.dataset.state, bar ? bar.value : null, bar ? bar.max : null]);
+      });
+    }""")
+    card = page.locator("#source-logbooks")
+    card.get_by_role("button", name="Scan now").click()
+    expect(page.locator(".toast")).to_contain_text("Scan of 'logbooks' queued")
+    expect(card.locator("progress")).to_be_visible()
+    shot(page, "04-scan-progress")
+    status = page.locator("#status-logbooks")
+    expect(status).to_have_attribute("data-state", "idle", timeout=45_000)
+    expect(status).to_contain_text("Last scan finished")
+    expect(status).to_contain_text("152 files")
+    seen = page.evaluate("window.__seen")
+    assert seen[0][0] in ("queued", "indexing") and seen[-1][0] == "idle", seen
+    shot(page, "05-scan-done")
+
+
+def _search_open_download(page) -> None:
+    page.get_by_role("link", name="Search").click()
+    box = page.get_by_label("Search your files")
+    box.press_sequentially("lighthose keper", delay=40)  # two typos, no Enter
+    results = page.locator("#results .result")
+    expect(results.first).to_contain_text("keeper.txt")
+    expect(page).to_have_url(re.compile(r"/\?q=lighthose\+keper$"))
+    first_mark = page.locator("#results .snippet em").first
+    expect(first_mark).to_have_text(re.compile("lighthouse", re.IGNORECASE))
+    shot(page, "06-search-typo")
+
+    results.first.locator(".result-link").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("keeper.txt")
+    current = page.locator("#preview-text em.current")
+    expect(current).to_have_text(re.compile("lighthouse", re.IGNORECASE))
+    expect(current).to_be_in_viewport()
+    expect(page.locator("#match-count")).to_have_text(re.compile(r"Match 1 of \d+ on this page"))
+    page.get_by_role("button", name="↓ Next").click()
+    expect(page.locator("#match-count")).to_contain_text("Match 2 of")
+    shot(page, "07-document")
+
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Download keeper.txt").click()
+    download = info.value
+    assert download.suggested_filename == "keeper.txt"
+    assert Path(download.path()).read_text(encoding="utf-8") == STORY
+
+
+def test_keyboard_and_history(page, site):
+    """`/` and Ctrl-K focus the box, arrows move through results, Enter opens, Back restores."""
+    _ensure_ready(page, site)
+    login(page)
+    page.goto("/")
+    page.locator("h2").first.click()  # focus away from the box
+    page.keyboard.press("/")
+    expect(page.get_by_label("Search your files")).to_be_focused()
+    page.keyboard.type("calm sea")
+    links = page.locator("#results .result-link")
+    expect(links.first).to_be_visible()
+    page.keyboard.press("ArrowDown")
+    expect(links.nth(0)).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(links.nth(1)).to_be_focused()
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowUp")
+    expect(page.get_by_label("Search your files")).to_be_focused()
+    page.locator("body").click(position={"x": 5, "y": 300})
+    page.keyboard.press("Control+k")
+    expect(page.get_by_label("Search your files")).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    name = links.nth(0).inner_text()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", level=1)).to_have_text(name)
+    page.go_back()
+    expect(page.get_by_label("Search your files")).to_have_value("calm sea")
+    expect(page.locator("#results .result").first).to_be_visible()
+    page.get_by_label("Per page").select_option("10")
+    expect(page).to_have_url(re.compile(r"limit=10"))
+    expect(page.locator("#results .result")).to_have_count(10)
+    page.get_by_role("link", name="Next →").click()
+    expect(page).to_have_url(re.compile(r"page=2"))
+    expect(page.locator(".result-meta")).to_contain_text("11–20 of")
+    shot(page, "08-search-page-2")
+
+
+def test_error_states(page, site):
+    """No results, invalid parameters, an invalid form, an unknown document."""
+    _ensure_ready(page, site)
+    login(page)
+    page.goto("/")
+    page.get_by_label("Search your files").fill("qqqzzzxxx")
+    expect(page.locator("#results")).to_contain_text("No results for “qqqzzzxxx”")
+    shot(page, "09-no-results")
+    page.goto("/?q=sea&limit=0")
+    expect(page.locator("#results .alert-error")).to_contain_text(
+        "limit: must be between 1 and 100")
+    page.goto("/sources/new")
+    page.get_by_label("Name").fill("Outside")
+    page.get_by_label("Folder").fill("/etc")
+    page.get_by_role("button", name="Add source").click()
+    expect(page.locator("#root_path-error")).to_contain_text("outside the allowed roots")
+    expect(page.get_by_label("Folder")).to_have_attribute("aria-invalid", "true")
+    shot(page, "10-form-error")
+    page.goto("/documents/logbooks--000000000000")
+    expect(page.locator(".error-page")).to_contain_text("not found")
+    page.goto("/status")
+    expect(page.locator(".health")).to_contain_text("Workers")
+    shot(page, "11-status")
+
+
+def test_phone_and_dark(browser, site):
+    """The search page at phone width and in dark mode (screenshots only, plus no overflow)."""
+    context = browser.new_context(base_url=site["url"], viewport={"width": 390, "height": 844},
+                                  color_scheme="dark", device_scale_factor=2)
+    tab = context.new_page()
+    _ensure_ready(tab, site)
+    login(tab)
+    tab.goto("/?q=lighthouse")
+    expect(tab.locator("#results .result").first).to_be_visible()
+    # a file's <script> shows as text and never becomes an element
+    danger = tab.locator("#results .snippet", has_text="alert(")
+    expect(danger).to_contain_text("<script>alert('x')</script>")
+    expect(tab.locator("#results script")).to_have_count(0)
+    width = tab.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"the page scrolls sideways on a phone ({width}px)"
+    shot(tab, "12-phone-dark-search")
+    tab.goto("/sources")
+    shot(tab, "13-phone-dark-sources")
+    context.close()

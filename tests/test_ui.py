@@ -1,0 +1,417 @@
+"""The web UI through the Flask test client: login, CSRF, search, documents, sources, status."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.ui_helpers import ADMIN, csrf, post, setup_admin
+
+HX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def ui(client):
+    """A client whose session is the logged-in admin (created through the setup page)."""
+    setup_admin(client)
+    return client
+
+
+@pytest.fixture
+def indexed(ui, make_tree, run_jobs):
+    """A source over a few files, scanned by a real RQ worker; returns its id."""
+    root = make_tree("notes", {
+        "hello.txt": "hello wonderful world of searching",
+        "xss.md": "# Danger\n\nthis file says <script>alert(1)</script> to the wonderful reader",
+        "deep/plan.txt": "the quarterly plan " + "filler words here. " * 40,
+    })
+    resp = post(ui, "/sources/new", {"name": "Notes", "root_path": str(root),
+                                     "schedule_choice": "manual"})
+    assert resp.status_code == 302
+    assert post(ui, "/sources/notes/reindex").status_code == 302
+    run_jobs()
+    return "notes"
+
+
+def _text(resp) -> str:
+    return resp.get_data(as_text=True)
+
+
+# -- first run, login, logout, sessions ---------------------------------------------------------
+
+def test_first_visit_goes_to_setup_and_setup_logs_in(client):
+    resp = client.get("/sources")
+    assert resp.status_code == 302 and resp.headers["Location"].endswith("/setup")
+    assert client.get("/login").headers["Location"].endswith("/setup")
+    setup_admin(client)
+    page = client.get("/sources")
+    assert page.status_code == 200 and "Add a source" in _text(page)
+    assert ADMIN["username"] in _text(page)
+    # setup is over: the page sends people on instead of creating a second admin
+    assert client.get("/setup").status_code == 302
+
+
+def test_setup_shows_inline_errors(client):
+    token = csrf(client, "/setup")
+    cases = [
+        ({"username": "admin", "password": "long enough 1", "password_confirm": "different 12"},
+         "do not match"),
+        ({"username": "a", "password": "long enough 1", "password_confirm": "long enough 1"},
+         "username: must be 3-50 characters"),
+        ({"username": "admin", "password": "short", "password_confirm": "short"},
+         "password: must be at least 8 characters"),
+    ]
+    for data, message in cases:
+        resp = client.post("/setup", data={"csrf_token": token, **data})
+        assert resp.status_code == 400 and message in _text(resp), data
+        assert 'value="' + data["username"] + '"' in _text(resp)  # the name is kept
+    assert client.get("/setup").status_code == 200  # still no account
+
+
+def test_pages_redirect_to_login_with_next(ui):
+    post(ui, "/logout")
+    for path in ("/", "/sources", "/status", "/documents/x--abc", "/sources/new"):
+        resp = ui.get(path)
+        assert resp.status_code == 302, path
+        assert "/login" in resp.headers["Location"], path
+    resp = ui.get("/?q=plan&limit=10")
+    assert resp.headers["Location"].endswith("/login?next=/?q%3Dplan%26limit%3D10")
+
+
+def test_htmx_requests_get_hx_redirect_instead(ui):
+    post(ui, "/logout")
+    resp = ui.get("/?q=x", headers=HX)
+    assert resp.status_code == 401 and resp.headers["HX-Redirect"] == "/login"
+
+
+def test_login_logout_and_next(ui):
+    assert post(ui, "/logout").headers["Location"].endswith("/login")
+    assert ui.get("/sources").status_code == 302
+    token = csrf(ui, "/login")
+    bad = ui.post("/login", data={"csrf_token": token, "username": "admin", "password": "nope"})
+    assert bad.status_code == 401 and "Invalid username or password" in _text(bad)
+    ok = ui.post("/login", data={"csrf_token": token, **ADMIN, "next": "/status"})
+    assert ok.status_code == 302 and ok.headers["Location"] == "/status"
+    assert ui.get("/status").status_code in (200, 503)
+
+
+def test_login_refuses_offsite_next(ui):
+    post(ui, "/logout")
+    for target in ("https://evil.example/", "//evil.example/x", "/\\evil.example"):
+        token = csrf(ui, "/login")
+        resp = ui.post("/login", data={"csrf_token": token, **ADMIN, "next": target})
+        assert resp.headers["Location"] == "/", target
+        post(ui, "/logout")
+
+
+def test_session_expires_and_deleted_user_is_logged_out(app, ui):
+    assert ui.get("/sources").status_code == 200
+    with ui.session_transaction() as sess:
+        sess["iat"] = int(time.time()) - app.config["SESSION_EXPIRE_HOURS"] * 3600 - 5
+    assert "/login" in ui.get("/sources").headers["Location"]
+    setup_free = ui.post("/login", data={"csrf_token": csrf(ui), **ADMIN})
+    assert setup_free.status_code == 302
+    with ui.session_transaction() as sess:
+        sess["uid"] = 999
+    assert "/login" in ui.get("/sources").headers["Location"]
+
+
+def test_session_cookie_is_httponly_lax_and_secure_over_https(app):
+    resp = app.test_client().get("/setup")
+    cookie = resp.headers["Set-Cookie"]
+    assert cookie.startswith("trawl_session=") and "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    assert "Secure" not in cookie
+    secure = app.test_client().get("/setup", base_url="https://localhost")
+    assert "Secure" in secure.headers["Set-Cookie"]
+
+
+def test_login_shares_the_api_rate_limit(client):
+    setup_admin(client)
+    post(client, "/logout")
+    token = csrf(client, "/login")
+    codes = [client.post("/login", data={"csrf_token": token, "username": "admin",
+                                         "password": "wrong password"}).status_code
+             for _ in range(4)]  # setup already used one of the five attempts
+    assert codes == [401, 401, 401, 401]
+    blocked = client.post("/login", data={"csrf_token": token, **ADMIN})
+    assert blocked.status_code == 429 and "Too many login attempts" in _text(blocked)
+    api = client.post("/api/auth/login", json=ADMIN)
+    assert api.status_code == 429  # one bucket for the page and the API
+
+
+# -- CSRF -----------------------------------------------------------------------------------------
+
+def test_state_changing_requests_need_the_csrf_token(ui, make_tree):
+    root = make_tree("docs", {"a.txt": "x"})
+    attempts = [
+        ("/logout", {}),
+        ("/sources/new", {"name": "Docs", "root_path": str(root)}),
+        ("/sources/test-path", {"root_path": str(root)}),
+    ]
+    for path, data in attempts:
+        for token in (None, "forged-token"):
+            body = dict(data, **({"csrf_token": token} if token else {}))
+            resp = ui.post(path, data=body)
+            assert resp.status_code == 400, (path, token)
+            assert "security token" in _text(resp)
+    assert ui.get("/sources").status_code == 200  # still logged in
+    assert "Docs" not in _text(ui.get("/sources"))
+    header = ui.post("/sources/test-path", data={"root_path": str(root)},
+                     headers={**HX, "X-CSRF-Token": csrf(ui, "/sources")})
+    assert header.status_code == 200 and "can be indexed" in _text(header)
+
+
+def test_login_form_needs_csrf_too(client):
+    setup_admin(client)
+    post(client, "/logout")
+    resp = client.post("/login", data=ADMIN)
+    assert resp.status_code == 400
+
+
+def test_body_carries_the_token_for_htmx(ui):
+    html = _text(ui.get("/"))
+    token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+    assert f'hx-headers=\'{{"X-CSRF-Token": "{token}"}}\'' in html
+
+
+# -- search ---------------------------------------------------------------------------------------
+
+def test_search_page_renders_results_with_escaping(ui, indexed):
+    resp = ui.get("/?q=wonderfull")  # one typo
+    html = _text(resp)
+    assert resp.status_code == 200
+    assert "hello.txt" in html and "xss.md" in html
+    assert "<em>wonderful</em>" in html
+    assert "<script>alert(1)" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert re.search(r"<strong>2</strong>\s*results · \d+ ms", html)
+    assert 'href="/documents/notes--' in html and "q=wonderfull" in html
+    assert 'value="wonderfull"' in html  # the box shows the query of a shared link
+
+
+def test_search_fragment_for_htmx_only(ui, indexed):
+    frag = ui.get("/?q=plan", headers=HX)
+    html = _text(frag)
+    assert html.lstrip().startswith('<section id="results"')
+    assert "<html" not in html and "plan.txt" in html
+    assert "HX-Request" in frag.headers["Vary"]
+    assert frag.headers["HX-Push-Url"] == "/?q=plan"
+    for extra in ({"HX-Boosted": "true"}, {"HX-History-Restore-Request": "true"}):
+        full = ui.get("/?q=plan", headers={**HX, **extra})
+        assert "<html" in _text(full), extra
+    assert "<html" in _text(ui.get("/?q=plan"))
+
+
+def test_search_filters_sort_and_pagination(app, ui, indexed, make_tree, run_jobs):
+    root = make_tree("more", {f"note{i:02d}.txt": f"wonderful note number {i}" for i in range(12)})
+    post(ui, "/sources/new", {"name": "More", "root_path": str(root)})
+    post(ui, "/sources/more/reindex")
+    run_jobs()
+    first = _text(ui.get("/?q=wonderful&source=more&limit=10&sort=basename:asc"))
+    assert "1–10 of <strong>12</strong>" in first
+    assert "note00.txt" in first and "note10.txt" not in first and "hello.txt" not in first
+    next_link = "/?q=wonderful&amp;source=more&amp;sort=basename:asc&amp;limit=10&amp;page=2"
+    assert f'href="{next_link}"' in first
+    second = _text(ui.get("/?q=wonderful&source=more&limit=10&sort=basename:asc&page=2"))
+    assert "11–12 of" in second and "note11.txt" in second and "note00.txt" not in second
+    typed = _text(ui.get("/?q=wonderful&type=markdown"))
+    assert "xss.md" in typed and "hello.txt" not in typed
+    assert '<option value="markdown" selected>' in typed
+
+
+def test_search_states(ui, indexed):
+    empty = _text(ui.get("/"))
+    assert "Search 3 files" in empty
+    none = ui.get("/?q=zzzqqqxxx")
+    assert none.status_code == 200 and "No results for “zzzqqqxxx”" in _text(none)
+    for query, message in (("q=a&limit=0", "limit: must be between 1 and 100"),
+                           ("q=a&sort=size", "sort: must be one of"),
+                           ("q=a&page=abc", "page: must be a whole number")):
+        bad = ui.get("/?" + query)
+        assert bad.status_code == 400 and message in _text(bad), query
+        assert "Cannot search" in _text(bad)
+        frag = ui.get("/?" + query, headers=HX)
+        assert frag.status_code == 400 and message in _text(frag)
+
+
+def test_search_page_without_sources_points_to_setup_of_one(ui):
+    html = _text(ui.get("/"))
+    assert "Nothing to search yet" in html and 'href="/sources/new"' in html
+
+
+# -- documents ------------------------------------------------------------------------------------
+
+def _doc_id(ui, q: str) -> str:
+    html = _text(ui.get(f"/?q={q}"))
+    return re.search(r'href="/documents/([^"?]+)\?', html).group(1)
+
+
+def test_document_page_shows_preview_highlights_and_facts(ui, indexed):
+    doc_id = _doc_id(ui, "alert")
+    resp = ui.get(f"/documents/{doc_id}?q=wonderful")
+    html = _text(resp)
+    assert resp.status_code == 200
+    assert "xss.md" in html and "notes/xss.md" in html and "Notes" in html
+    assert "<em>wonderful</em>" in html
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "1 match on this page" in html
+    assert 'data-copy="#doc-path"' in html and "Download xss.md" in html
+    assert "Metadata" in html  # markdown title and front matter land in the metadata table
+
+
+def test_document_unknown_is_a_404_page(ui, indexed):
+    resp = ui.get("/documents/notes--000000000000")
+    assert resp.status_code == 404 and "<html" in _text(resp)
+    assert "not found" in _text(resp)
+
+
+def test_download_button_redirects_to_a_working_link(ui, indexed):
+    doc_id = _doc_id(ui, "quarterly")
+    resp = post(ui, f"/documents/{doc_id}/download", page=f"/documents/{doc_id}")
+    assert resp.status_code == 303
+    url = resp.headers["Location"]
+    assert url.startswith(f"/api/documents/{doc_id}/download?token=")
+    file = ui.get(url)
+    assert file.status_code == 200 and file.data.startswith(b"the quarterly plan")
+    assert "attachment" in file.headers["Content-Disposition"]
+
+
+def test_image_documents_get_an_image_preview(ui, make_tree, run_jobs):
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 40), "red").save(buf, "PNG")
+    root = make_tree("pics", {"red.png": buf.getvalue()})
+    post(ui, "/sources/new", {"name": "Pics", "root_path": str(root)})
+    post(ui, "/sources/pics/reindex")
+    run_jobs()
+    doc_id = _doc_id(ui, "red")
+    html = _text(ui.get(f"/documents/{doc_id}"))
+    assert f'<img src="/documents/{doc_id}/image"' in html
+    img = ui.get(f"/documents/{doc_id}/image")
+    assert img.status_code == 200 and img.mimetype in ("image/png", "image/jpeg")
+    assert Image.open(io.BytesIO(img.data)).size == (64, 40)
+
+
+# -- sources --------------------------------------------------------------------------------------
+
+def test_add_source_form_shows_defaults_and_inline_errors(ui, make_tree):
+    form = _text(ui.get("/sources/new"))
+    assert "**/.git/**" in form and "**/*" in form and "Manual only" in form
+    root = make_tree("docs", {"a.txt": "x"})
+    cases = [
+        ({"name": "", "root_path": str(root)}, "name", "name: must be 1-200 characters"),
+        ({"name": "Docs", "root_path": str(root) + "/missing"}, "root_path",
+         "root_path: the path does not exist"),
+        ({"name": "Docs", "root_path": "/etc"}, "root_path", "outside the allowed roots"),
+        ({"name": "Docs", "root_path": str(root), "include_patterns": "/abs/**"},
+         "include_patterns", "include_patterns:"),
+        ({"name": "Docs", "root_path": str(root), "schedule_choice": "custom",
+          "cron": "61 * * * *"}, "cron", "scan_schedule:"),
+    ]
+    for data, field, message in cases:
+        resp = post(ui, "/sources/new", data, page="/sources/new")
+        html = _text(resp)
+        assert resp.status_code == 400, data
+        assert f'id="{field}-error"' in html and message in html, (data, html[:200])
+        assert re.search(rf'id="{field}"[^>]*aria-invalid="true"', html, re.S), field
+    assert "Docs" not in _text(ui.get("/sources"))
+
+
+def test_add_edit_and_delete_a_source(ui, make_tree):
+    root = make_tree("docs", {"a.txt": "x"})
+    resp = post(ui, "/sources/new", {
+        "name": "Team Docs", "root_path": str(root), "include_patterns": "**/*.txt\n\n**/*.md",
+        "exclude_patterns": "", "schedule_choice": "daily"}, page="/sources/new")
+    assert resp.status_code == 302
+    page = _text(ui.get("/sources"))
+    assert "Team Docs" in page and "Every day at 02:00" in page and "Never scanned" in page
+    edit = _text(ui.get("/sources/team-docs/edit"))
+    assert "**/*.txt\n**/*.md</textarea>" in edit and "**/node_modules/**" in edit
+    assert re.search(r'value="daily"\s+checked', edit)
+    resp = post(ui, "/sources/team-docs/edit", {
+        "name": "Renamed", "root_path": str(root), "include_patterns": "**/*",
+        "exclude_patterns": "**/tmp/**", "schedule_choice": "custom", "cron": "30 1 * * 1-5"},
+        page="/sources/team-docs/edit")
+    assert resp.status_code == 302
+    page = _text(ui.get("/sources"))
+    assert "Renamed" in page and "Monday to Friday at 01:30" in page
+    confirm = _text(ui.get("/sources/team-docs/delete"))
+    assert "Delete “Renamed”?" in confirm and "not</strong> touched" in confirm
+    assert post(ui, "/sources/team-docs/delete", page="/sources").status_code == 302
+    assert 'id="source-team-docs"' not in _text(ui.get("/sources"))
+    assert root.joinpath("a.txt").exists()
+
+
+def test_test_path_fragment(ui, make_tree):
+    root = make_tree("docs", {"a.txt": "x"})
+    token = csrf(ui, "/sources/new")
+    ok = ui.post("/sources/test-path", data={"csrf_token": token, "root_path": str(root)},
+                 headers=HX)
+    html = _text(ok)
+    assert html.startswith('<div id="path-test"') and "The path can be indexed" in html
+    bad = _text(ui.post("/sources/test-path", data={"csrf_token": token, "root_path": "/etc"},
+                        headers=HX))
+    assert "outside the allowed roots" in bad and "Inside the allowed roots" in bad
+    page = ui.post("/sources/test-path", data={"csrf_token": token, "root_path": "/etc"})
+    assert "<html" in _text(page)  # without JavaScript: a page
+
+
+def test_schedule_preview_fragment(ui):
+    daily = _text(ui.get("/sources/schedule-preview?schedule_choice=daily", headers=HX))
+    assert daily.startswith('<div id="schedule-preview"')
+    assert "Every day at 02:00 (UTC)" in daily and daily.count("02:00 UTC") == 3
+    custom = _text(ui.get("/sources/schedule-preview?schedule_choice=custom&cron=*/15+*+*+*+*",
+                          headers=HX))
+    assert custom.count("<li>") == 3
+    bad = _text(ui.get("/sources/schedule-preview?schedule_choice=custom&cron=99+*+*+*+*",
+                       headers=HX))
+    assert "Invalid schedule: minute: 99 is out of range 0-59" in bad
+    manual = _text(ui.get("/sources/schedule-preview?schedule_choice=manual", headers=HX))
+    assert "only when you start them" in manual
+
+
+def test_reindex_progress_polls_until_done_and_conflict_is_a_message(ui, make_tree, run_jobs):
+    root = make_tree("docs", {"a.txt": "alpha", "b.txt": "beta"})
+    post(ui, "/sources/new", {"name": "Docs", "root_path": str(root)})
+    token = csrf(ui, "/sources")
+    queued = ui.post("/sources/docs/reindex", data={"csrf_token": token}, headers=HX)
+    html = _text(queued)
+    assert html.startswith('<div id="status-docs"') and 'hx-trigger="every 1s"' in html
+    assert "Scan of 'docs' queued" in queued.headers["HX-Trigger"]
+    again = ui.post("/sources/docs/reindex", data={"csrf_token": token}, headers=HX)
+    assert "already queued" in again.headers["HX-Trigger"] and '"level": "error"' in again.headers[
+        "HX-Trigger"]
+    run_jobs()
+    done = _text(ui.get("/sources/docs/status", headers=HX))
+    assert "every 1s" not in done and "Last scan finished" in done
+    assert "<strong>2</strong> files" in done
+    nojs = post(ui, "/sources/docs/clear-stale", page="/sources")
+    assert nojs.status_code == 302
+    assert "Removed 0 failed file records." in _text(ui.get("/sources"))
+
+
+def test_unknown_source_pages_are_404(ui):
+    assert ui.get("/sources/nope/edit").status_code == 404
+    assert post(ui, "/sources/nope/reindex", page="/sources").status_code == 404
+
+
+# -- status ---------------------------------------------------------------------------------------
+
+def test_status_page_shows_health_counts_failures_and_links(ui, make_tree, run_jobs):
+    root = make_tree("docs", {"good.txt": "fine", "broken.pdf": b"%PDF-1.4 not really a pdf"})
+    post(ui, "/sources/new", {"name": "Docs", "root_path": str(root)})
+    post(ui, "/sources/docs/reindex")
+    run_jobs()
+    resp = ui.get("/status")
+    html = _text(resp)
+    assert resp.status_code == 200
+    for text in ("Database", "Redis", "Search engine", "Workers", "Docs"):
+        assert text in html, text
+    assert "1 failed file" in html and "broken.pdf" in html
+    for link in ('href="/docs"', 'href="/redoc"', 'href="/admin/rq"'):
+        assert link in html

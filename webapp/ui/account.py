@@ -1,0 +1,71 @@
+"""First-run setup, login and logout pages (session cookie; the API keeps bearer tokens)."""
+
+from __future__ import annotations
+
+from flask import current_app, flash, g, redirect, render_template, request, url_for
+
+from webapp.exceptions import TrawlError
+from webapp.extensions import limiter
+from webapp.services import auth
+from webapp.ui import bp, session
+
+# the same bucket as POST /api/auth/login and /api/auth/setup: one budget per client address
+_auth_limit = limiter.shared_limit(lambda: current_app.config["AUTH_RATE_LIMIT"], scope="auth",
+                                   methods=["POST"])
+
+
+def _after_login() -> str:
+    return session.safe_next(request.values.get("next")) or url_for("ui.index")
+
+
+@bp.route("/setup", methods=["GET", "POST"])
+@_auth_limit
+def setup():
+    """Create the first admin account (only while no account exists), then log it in."""
+    if not auth.setup_required():
+        return redirect(url_for("ui.index") if g.user else url_for("ui.login"))
+    form = {"username": request.form.get("username", "").strip()}
+    if request.method == "GET":
+        return render_template("setup.html", form=form, error=None)
+    password = request.form.get("password", "")
+    error = None
+    if password != request.form.get("password_confirm", ""):
+        error = "password: the two passwords do not match"
+    else:
+        try:
+            user = auth.setup(form["username"], password)
+        except TrawlError as exc:
+            error = exc.detail
+    if error:
+        return render_template("setup.html", form=form, error=error), 400
+    session.login(user)
+    flash(f"Welcome, {user.username}. Add a folder to index to get started.", "success")
+    return redirect(url_for("ui.source_new"))
+
+
+@bp.route("/login", methods=["GET", "POST"])
+@_auth_limit
+def login():
+    """The login form; a wrong name or password re-shows it with one message for both."""
+    if auth.setup_required():
+        return redirect(url_for("ui.setup"))
+    nxt = session.safe_next(request.values.get("next"))
+    form = {"username": request.form.get("username", "").strip()}
+    if request.method == "GET":
+        if g.user:
+            return redirect(nxt or url_for("ui.index"))
+        return render_template("login.html", form=form, next=nxt, error=None)
+    try:
+        user = auth.authenticate(form["username"], request.form.get("password", ""))
+    except TrawlError as exc:
+        return render_template("login.html", form=form, next=nxt, error=exc.detail), exc.status
+    session.login(user)
+    return redirect(_after_login())
+
+
+@bp.post("/logout")
+def logout():
+    """End the session (POST with the CSRF token, so no other site can log you out)."""
+    session.logout()
+    flash("You have been logged out.", "info")
+    return redirect(url_for("ui.login"))

@@ -1,0 +1,93 @@
+"""Jinja filters of the UI: human sizes, relative and absolute dates, schedule descriptions."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from flask import Flask
+from markupsafe import Markup
+
+from webapp import schedule
+
+_UNITS = ("bytes", "KB", "MB", "GB", "TB")
+_NOT_EM = re.compile(r"<(?!/?em>)")
+
+
+def filesize(value: int | None) -> str:
+    """1536 -> '1.5 KB' (powers of 1024, like file managers)."""
+    if value is None:
+        return "–"
+    size = float(value)
+    for unit in _UNITS:
+        if size < 1024 or unit == _UNITS[-1]:
+            if unit == "bytes":
+                return f"{int(size)} byte" + ("" if int(size) == 1 else "s")
+            return f"{size:.1f} {unit}" if size < 10 else f"{size:.0f} {unit}"
+        size /= 1024
+    return f"{size:.0f} TB"
+
+
+def to_datetime(value: int | float | str | datetime | None) -> datetime | None:
+    """A naive UTC datetime from Unix seconds, an ISO string or a datetime."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=None) if value.tzinfo is None else \
+            value.astimezone(UTC).replace(tzinfo=None)
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC).replace(tzinfo=None)
+    try:
+        return to_datetime(datetime.fromisoformat(value))
+    except ValueError:
+        return None
+
+
+def _ago(seconds: float, future: bool) -> str:
+    steps = ((3600, 60, "minute"), (86400, 3600, "hour"), (86400 * 30, 86400, "day"))
+    for limit, div, name in steps:
+        if seconds < limit:
+            n = max(1, int(seconds // div))
+            text = f"{n} {name}{'' if n == 1 else 's'}"
+            return f"in {text}" if future else f"{text} ago"
+    return ""
+
+
+def reltime(value, now: datetime | None = None) -> str:
+    """'just now', '5 minutes ago', 'in 3 hours', '4 days ago'; the date when older than 30 days."""
+    when = to_datetime(value)
+    if when is None:
+        return "never"
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    delta = (now - when).total_seconds()
+    if abs(delta) < 60:
+        return "just now"
+    return _ago(abs(delta), delta < 0) or when.strftime("%d %b %Y")
+
+
+def fulltime(value) -> str:
+    """'2026-11-21 10:30 UTC' (the exact time, shown as a tooltip and in tables)."""
+    when = to_datetime(value)
+    return when.strftime("%Y-%m-%d %H:%M UTC") if when else "–"
+
+
+def isotime(value) -> str:
+    """ISO 8601 with a Z, for <time datetime=...>."""
+    when = to_datetime(value)
+    return when.isoformat() + "Z" if when else ""
+
+
+def describe_schedule(value: str | None) -> str:
+    """The schedule in words ('Every day at 02:00', 'Manual only')."""
+    return schedule.describe(value)
+
+
+def highlighted(html: str | None) -> Markup:
+    """Backend HTML whose only markup is <em>: any other '<' is escaped, so no other tag lives."""
+    return Markup(_NOT_EM.sub("&lt;", html or ""))
+
+
+def init_app(app: Flask) -> None:
+    """Register the filters on the app's Jinja environment."""
+    for func in (filesize, reltime, fulltime, isotime, describe_schedule, highlighted):
+        app.add_template_filter(func)

@@ -1,0 +1,30 @@
+"""htmx helpers: is this a real htmx request, fragment-or-page rendering, client-side redirects."""
+
+from __future__ import annotations
+
+from flask import make_response, render_template, request
+from werkzeug.wrappers import Response
+
+
+def is_htmx() -> bool:
+    """A real htmx request: not boosted and not a history restore (those want the full page)."""
+    headers = request.headers
+    return (headers.get("HX-Request") == "true" and headers.get("HX-Boosted") != "true"
+            and headers.get("HX-History-Restore-Request") != "true")
+
+
+def render(page_template: str, fragment_template: str, status: int = 200, /,
+           **context) -> Response:
+    """The fragment for htmx requests, the full page otherwise; both vary on HX-Request."""
+    template = fragment_template if is_htmx() else page_template
+    resp = make_response(render_template(template, **context), status)
+    resp.vary.add("HX-Request")
+    return resp
+
+
+def client_redirect(url: str, status: int = 200) -> Response:
+    """Make htmx load `url` as a full page (a plain 3xx would be followed inside the swap)."""
+    resp = make_response("", status)
+    resp.headers["HX-Redirect"] = url
+    resp.vary.add("HX-Request")
+    return resp

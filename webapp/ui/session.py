@@ -1,0 +1,132 @@
+"""Session login of the UI: who is logged in, the login gate of every page, and CSRF tokens.
+
+The session is Flask's signed cookie (HttpOnly, SameSite=Lax, name set in create_app). It holds
+the user id, the time it was issued and a CSRF token; a session older than SESSION_EXPIRE_HOURS
+or of a deleted user counts as logged out.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+from urllib.parse import urlsplit
+
+from flask import Flask, current_app, g, redirect, request, session, url_for
+from flask.sessions import SecureCookieSessionInterface
+from werkzeug.wrappers import Response
+
+from webapp.exceptions import InvalidInput
+from webapp.extensions import db
+from webapp.models import User
+from webapp.services import auth
+from webapp.ui import bp
+from webapp.ui.htmx import client_redirect
+
+CSRF_FIELD = "csrf_token"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+# pages reachable without a session (the API reference pages are public like /openapi.json)
+PUBLIC_ENDPOINTS = {"ui.login", "ui.setup", "ui.swagger_ui", "ui.redoc"}
+CSRF_MESSAGE = ("The form's security token is missing or has expired. "
+                "Reload the page and try again.")
+
+
+class TrawlSessionInterface(SecureCookieSessionInterface):
+    """Flask's signed-cookie session, marked Secure whenever the request came over HTTPS."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        """Secure when configured, or when this request is HTTPS (directly or via a proxy)."""
+        return bool(app.config.get("SESSION_COOKIE_SECURE")) or request.is_secure
+
+
+def init_app(app: Flask) -> None:
+    """Install the session interface and make csrf_token() and the user available to templates."""
+    app.session_interface = TrawlSessionInterface()
+
+    @app.context_processor
+    def _template_globals() -> dict:
+        user = g.user if "user" in g else session_user()
+        return {"csrf_token": csrf_token, "current_user": user}
+
+
+def csrf_token() -> str:
+    """This session's CSRF token, created on first use."""
+    token = session.get("csrf")
+    if not token:
+        token = session["csrf"] = secrets.token_urlsafe(32)
+    return token
+
+
+def check_csrf() -> None:
+    """Refuse a state-changing request whose form field or header does not carry the token."""
+    sent = request.form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER) or ""
+    expected = session.get("csrf") or ""
+    if not expected or not hmac.compare_digest(sent.encode(), expected.encode()):
+        raise InvalidInput(CSRF_MESSAGE)
+
+
+def login(user: User) -> None:
+    """Start a fresh session for this user (a new CSRF token: no fixation across the login)."""
+    session.clear()
+    session.permanent = True
+    session["uid"] = user.id
+    session["iat"] = int(time.time())
+    csrf_token()
+
+
+def logout() -> None:
+    """Forget the session."""
+    session.clear()
+
+
+def session_user() -> User | None:
+    """The logged-in user, or None when there is no session, it expired or the user is gone."""
+    uid, issued = session.get("uid"), session.get("iat")
+    if uid is None or not isinstance(issued, int):
+        return None
+    lifetime = current_app.permanent_session_lifetime.total_seconds()
+    user = db.session.get(User, uid) if time.time() - issued < lifetime else None
+    if user is None:
+        session.pop("uid", None)
+        session.pop("iat", None)
+    return user
+
+
+def safe_next(target: str | None) -> str | None:
+    """`target` when it is a path on this site (never another host), else None."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return None
+    parts = urlsplit(target)
+    return target if not parts.scheme and not parts.netloc else None
+
+
+def _to(endpoint: str, **values) -> Response:
+    """Redirect there; htmx requests get a 401 with HX-Redirect so the whole page changes."""
+    url = url_for(endpoint, **values)
+    return client_redirect(url, 401) if request.headers.get("HX-Request") else redirect(url)
+
+
+def _next_value() -> str | None:
+    if request.method != "GET" or request.headers.get("HX-Request"):
+        return None
+    path = request.full_path.rstrip("?")
+    return path if path != "/" else None
+
+
+@bp.before_request
+def gate() -> Response | None:
+    """Check CSRF on every state-changing request; send anyone not logged in to setup or login."""
+    g.user = None
+    if request.method not in SAFE_METHODS:
+        check_csrf()
+    if request.endpoint in PUBLIC_ENDPOINTS:
+        g.user = session_user()
+        return None
+    if auth.setup_required():
+        return _to("ui.setup")
+    g.user = session_user()
+    if g.user is None:
+        nxt = _next_value()
+        return _to("ui.login", next=nxt) if nxt else _to("ui.login")
+    return None

@@ -1,0 +1,211 @@
+"""Sources admin: list, add, edit, delete, path test, schedule preview, scans and their progress."""
+
+from __future__ import annotations
+
+import json
+
+from flask import current_app, flash, redirect, render_template, request, url_for
+
+from webapp import jobs, schedule
+from webapp.exceptions import InvalidInput, TrawlError
+from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
+from webapp.models import utcnow
+from webapp.services import sources, status, ui_support
+from webapp.ui import bp
+from webapp.ui.htmx import is_htmx, render
+
+SCHEDULE_PRESETS = {"manual": None, "hourly": "@hourly", "daily": "@daily", "weekly": "@weekly"}
+SCHEDULE_LABELS = {"manual": "Manual only", "hourly": "Every hour", "daily": "Every day at 02:00",
+                   "weekly": "Every Sunday at 02:00", "custom": "Custom (cron)"}
+FIELDS = ("name", "id", "root_path", "include_patterns", "exclude_patterns", "scan_schedule")
+
+
+# -- form handling --------------------------------------------------------------------------------
+
+def _lines(text: str) -> list[str] | None:
+    """One pattern a line; an empty box means the default list."""
+    patterns = [line.strip() for line in text.splitlines() if line.strip()]
+    return patterns or None
+
+
+def schedule_from_form(form) -> str | None:
+    """The scan_schedule of the form's schedule choice and cron box."""
+    choice = form.get("schedule_choice", "manual")
+    if choice == "custom":
+        return form.get("cron", "").strip() or None
+    return SCHEDULE_PRESETS.get(choice)
+
+
+def form_to_data(form, creating: bool) -> dict:
+    """The create/update body of the service from the submitted form."""
+    name = form.get("name", "").strip()
+    if not name or len(name) > 200:
+        raise InvalidInput("name: must be 1-200 characters")
+    data = {"name": name, "root_path": form.get("root_path", "").strip(),
+            "include_patterns": _lines(form.get("include_patterns", "")),
+            "exclude_patterns": _lines(form.get("exclude_patterns", "")),
+            "scan_schedule": schedule_from_form(form)}
+    if creating and form.get("id", "").strip():
+        data["id"] = form["id"].strip()
+    return data
+
+
+def _form_state(source=None, form=None) -> dict:
+    """What the form shows: the submitted values, the source's, or the defaults."""
+    if form is not None:
+        return {"name": form.get("name", ""), "id": form.get("id", ""),
+                "root_path": form.get("root_path", ""),
+                "include_patterns": form.get("include_patterns", ""),
+                "exclude_patterns": form.get("exclude_patterns", ""),
+                "schedule_choice": form.get("schedule_choice", "manual"),
+                "cron": form.get("cron", "")}
+    value = source.scan_schedule if source else None
+    choice = next((k for k, v in SCHEDULE_PRESETS.items() if v == value), "custom")
+    return {"name": source.name if source else "", "id": source.id if source else "",
+            "root_path": source.root_path if source else "",
+            "include_patterns": "\n".join(source.include_patterns if source else DEFAULT_INCLUDE),
+            "exclude_patterns": "\n".join(source.exclude_patterns if source else DEFAULT_EXCLUDE),
+            "schedule_choice": choice, "cron": value if choice == "custom" else ""}
+
+
+def _error_field(detail: str) -> str | None:
+    """The form field an error message names ('root_path: ...' -> 'root_path')."""
+    field = detail.split(":", 1)[0]
+    if field == "scan_schedule":
+        return "cron"
+    return field if field in FIELDS else None
+
+
+def _render_form(source, values: dict, error: str | None = None, status_code: int = 200):
+    return render_template(
+        "source_form.html", source=source, values=values, error=error,
+        error_field=_error_field(error) if error else None, schedule_labels=SCHEDULE_LABELS,
+        default_include=DEFAULT_INCLUDE, default_exclude=DEFAULT_EXCLUDE,
+        allowed_roots=sources.allowed_roots(), preview=_schedule_preview(values)), status_code
+
+
+# -- pages ----------------------------------------------------------------------------------------
+
+@bp.get("/sources")
+def sources_page():
+    """Every source with its state, counts, schedule and scan buttons."""
+    return render_template("sources.html", rows=ui_support.source_rows())
+
+
+@bp.route("/sources/new", methods=["GET", "POST"])
+def source_new():
+    """Add a source; validation errors are shown next to the form."""
+    if request.method == "GET":
+        return _render_form(None, _form_state())
+    try:
+        created = sources.create(form_to_data(request.form, creating=True))
+    except TrawlError as exc:
+        return _render_form(None, _form_state(form=request.form), exc.detail, 400)
+    flash(f"Source “{created.name}” added. Start its first scan with “Scan now”.", "success")
+    return redirect(url_for("ui.sources_page") + f"#source-{created.id}")
+
+
+@bp.route("/sources/<source_id>/edit", methods=["GET", "POST"])
+def source_edit(source_id: str):
+    """Edit a source's name, folder, patterns and schedule."""
+    source = sources.get(source_id)
+    if request.method == "GET":
+        return _render_form(source, _form_state(source))
+    try:
+        sources.update(source_id, form_to_data(request.form, creating=False))
+    except TrawlError as exc:
+        return _render_form(source, _form_state(form=request.form), exc.detail, 400)
+    flash(f"Source “{source.name}” saved.", "success")
+    return redirect(url_for("ui.sources_page") + f"#source-{source_id}")
+
+
+@bp.route("/sources/<source_id>/delete", methods=["GET", "POST"])
+def source_delete(source_id: str):
+    """Ask for confirmation (GET), then delete the source and its index entries (POST)."""
+    source = sources.get(source_id)
+    if request.method == "GET":
+        return render_template("source_delete.html", source=sources.to_json(source))
+    name = source.name
+    sources.delete(source_id)
+    flash(f"Source “{name}” deleted. Its files on disk were not touched.", "success")
+    return redirect(url_for("ui.sources_page"))
+
+
+# -- htmx helpers of the form ---------------------------------------------------------------------
+
+@bp.post("/sources/test-path")
+def source_test_path():
+    """Path diagnostics for the form's root_path (a fragment, or a page without JavaScript)."""
+    report = sources.diagnose_path(request.form.get("root_path", "").strip())
+    return render("path_test.html", "_path_test.html", report=report)
+
+
+def _schedule_preview(values) -> dict:
+    """Description and next three runs of the chosen schedule, or why it is invalid."""
+    value = schedule_from_form(values)
+    if value is None:
+        return {"value": None, "text": "Scans run only when you start them.", "runs": [],
+                "error": None}
+    problem = schedule.validate_schedule(value)
+    if problem:
+        return {"value": value, "text": "", "runs": [], "error": f"Invalid schedule: {problem}"}
+    tz = current_app.config["SCHEDULE_TIMEZONE"]
+    runs = schedule.next_runs(value, utcnow(), tz, 3)
+    return {"value": value, "text": schedule.describe(value) + f" ({tz})", "runs": runs,
+            "error": None}
+
+
+@bp.get("/sources/schedule-preview")
+def schedule_preview():
+    """The schedule preview fragment (the form asks for it as the choice or cron box changes)."""
+    return render("schedule_preview.html", "_schedule_preview.html",
+                  preview=_schedule_preview(request.args))
+
+
+# -- scans ----------------------------------------------------------------------------------------
+
+def _status_fragment(source_id: str):
+    """The live status cell of one source (it polls itself while a scan is queued or running)."""
+    source = sources.get(source_id)
+    return render("source.html", "_source_status.html", info=status.source_status(source),
+                  source=sources.to_json(source))
+
+
+def _action(source_id: str, run):
+    """Run a scan action; htmx gets the status cell and a message event, others a redirect."""
+    sources.get(source_id)  # an unknown source is a 404 page, not a message
+    try:
+        message, level = run(), "success"
+    except TrawlError as exc:
+        message, level = exc.detail, "error"
+    if is_htmx():
+        resp = _status_fragment(source_id)
+        resp.headers["HX-Trigger"] = json.dumps(
+            {"trawl:notify": {"message": message, "level": level}})
+        return resp
+    flash(message, level)
+    return redirect(url_for("ui.sources_page") + f"#source-{source_id}")
+
+
+@bp.post("/sources/<source_id>/reindex")
+def source_reindex(source_id: str):
+    """Queue a scan (full=1: a full rebuild); 409 while busy is shown as a message."""
+    full = request.form.get("full") == "1"
+    return _action(source_id, lambda: jobs.request_scan(source_id, full=full)["message"])
+
+
+@bp.post("/sources/<source_id>/clear-stale")
+def source_clear_stale(source_id: str):
+    """Remove the failed-file records so the next scan retries them."""
+
+    def run() -> str:
+        removed = jobs.clear_stale(source_id)
+        return f"Removed {removed} failed file record{'' if removed == 1 else 's'}."
+
+    return _action(source_id, run)
+
+
+@bp.get("/sources/<source_id>/status")
+def source_status(source_id: str):
+    """The live status cell of a source (polled every second while it scans)."""
+    return _status_fragment(source_id)

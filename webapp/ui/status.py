@@ -1,0 +1,25 @@
+"""The status page: health of the backing services, the queue, and every source's files."""
+
+from __future__ import annotations
+
+from flask import render_template
+
+from webapp.services import status
+from webapp.ui import bp
+
+
+def _overall() -> tuple[dict | None, str | None]:
+    """status.overall(), or why it could not be read (the page still shows the health checks)."""
+    try:
+        return status.overall(), None
+    except Exception as exc:  # a down Redis or search engine must not hide the health table
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+
+@bp.get("/status")
+def status_page():
+    """Health (database, Redis, search, workers), queue counts, per-source counts and failures."""
+    health, code = status.health()
+    overall, error = _overall()
+    return render_template("status.html", health=health, overall=overall, error=error,
+                           rq_dashboard="/admin/rq"), 200 if code == 200 else 503
