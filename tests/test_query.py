@@ -95,3 +95,18 @@ def test_python_folding_matches_the_index_tokenizer():
 
 def test_fold_is_idempotent_and_lowercases():
     assert fold("ÉCOLE") == "ecole" == fold(fold("ÉCOLE"))
+
+
+def test_bulk_matcher_agrees_with_single_word_rule():
+    import random
+
+    from webapp.search.query import TermMatcher
+
+    rng = random.Random(7)
+    words = ["".join(rng.choice("abcde") for _ in range(rng.randint(1, 10))) for _ in range(3000)]
+    parsed = parse_query("abcde badcab abcd")
+    matcher = TermMatcher.from_query(parsed)
+    bulk = matcher.match_many(words)
+    for word in words:
+        expected = next((i for i, t in enumerate(parsed.terms) if typo_match(t, word)), None)
+        assert bulk.get(word) == expected, word

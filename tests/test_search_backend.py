@@ -195,6 +195,10 @@ def test_each_sort_pages_without_overlap_or_gaps(backend, sort):
         scores = [r["score"] for r in seen]
         assert scores == sorted(scores, reverse=True)
     else:
+        if isinstance(backend, TantivyBackend):  # a sorted page still carries real scores
+            relevance = backend.search(SearchQuery(q="lorem", limit=100)).results
+            by_id = {r["id"]: r["score"] for r in relevance}
+            assert [r["score"] for r in seen] == [pytest.approx(by_id[r["id"]]) for r in seen]
         key = (lambda r: r["basename"].lower()) if field == "basename" else (lambda r: r[field])
         keys = [key(r) for r in seen]
         assert keys == sorted(keys, reverse=direction == "desc")
@@ -343,3 +347,17 @@ def test_make_backend_rejects_unknown_names():
         make_backend({"SEARCH_BACKEND": "solr"})
     with pytest.raises(ValueError, match="MEILI_URL"):
         make_backend({"SEARCH_BACKEND": "meilisearch"})
+
+
+def test_meilisearch_chunks_keep_every_word_under_the_position_limit():
+    from webapp.search.meili_backend import MAX_POSITIONS, MeiliBackend, split_content
+
+    text = "Word after word. " * 40_000 + "needle at the very end."
+    chunks = split_content(text)
+    assert "".join(chunks) == text and len(chunks) > 1
+    # each "." is a hard separator that Meilisearch counts as 8 positions
+    assert all(len(c.split()) + 8 * c.count(".") <= MAX_POSITIONS for c in chunks)
+    assert max(len(c.split()) for c in chunks) > 10_000  # chunks are not needlessly small
+    parts = MeiliBackend._chunks(make_doc("big", text))
+    assert [p["chunk"] for p in parts] == list(range(len(chunks)))
+    assert len({p["uid"] for p in parts}) == len(parts) and parts[0]["metadata"] == {"lines": 1}

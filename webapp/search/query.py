@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 # A token is a run of letters or a run of digits: `2024-invoice_acme.pdf` gives
@@ -142,10 +143,43 @@ class TermMatcher:
 
     def match(self, word: str) -> int | None:
         """Index of the first query term that surface `word` matches, or None."""
-        if word in self._cache:
-            return self._cache[word]
-        folded = fold(word)
-        result = next((i for i, t in enumerate(self.terms) if typo_match(t, folded)), None)
-        if len(self._cache) < 100_000:
-            self._cache[word] = result
-        return result
+        return self.match_many([word]).get(word)
+
+    def match_many(self, words: Iterable[str]) -> dict[str, int]:
+        """The words (surface forms) that match, each with the index of its query term."""
+        cache = self._cache
+        words = list(words)
+        misses = list({w for w in words if w not in cache})
+        if misses:
+            if len(cache) > 200_000:
+                cache.clear()
+            cache.update(zip(misses, self._match_uncached(misses), strict=True))
+        return {w: cache[w] for w in words if cache[w] is not None}
+
+    def _match_uncached(self, words: list[str]) -> list[int | None]:
+        """Bulk matching: exact and prefix by string ops, typos by rapidfuzz in C++."""
+        folded = [fold(w) for w in words]
+        found: list[int | None] = [None] * len(words)
+        for index in range(len(self.terms) - 1, -1, -1):  # first term wins: assign last
+            for j in self._term_hits(self.terms[index], folded):
+                found[j] = index
+        return found
+
+    @staticmethod
+    def _term_hits(term: QueryTerm, folded: list[str]) -> set[int]:
+        """Positions in `folded` that match one term."""
+        text, d = term.text, term.typos
+        if term.prefix:
+            hits = {j for j, w in enumerate(folded) if w.startswith(text)}
+        else:
+            hits = {j for j, w in enumerate(folded) if w == text}
+        if not d:
+            return hits
+        if not term.prefix:
+            found = process.extract(text, folded, scorer=OSA.distance, score_cutoff=d, limit=None)
+            return hits | {j for _, _, j in found}
+        for length in range(max(1, len(text) - d), len(text) + d + 1):
+            heads = [w[:length] if len(w) >= length else "" for w in folded]
+            found = process.extract(text, heads, scorer=OSA.distance, score_cutoff=d, limit=None)
+            hits |= {j for _, _, j in found}
+        return hits

@@ -35,11 +35,7 @@ def _is_whole_token(text: str, start: int, end: int) -> bool:
 
 def find_matches(text: str, matcher: TermMatcher) -> list[Span]:
     """Character spans of every word in `text` that the matcher accepts, in text order."""
-    matched: dict[str, int] = {}
-    for word in set(TOKEN_RE.findall(text)):
-        term = matcher.match(word)
-        if term is not None:
-            matched[word] = term
+    matched = matcher.match_many(set(TOKEN_RE.findall(text)))
     if not matched:
         return []
     alternatives = "|".join(re.escape(w) for w in sorted(matched, key=len, reverse=True))
@@ -123,9 +119,9 @@ def _clean(text: str) -> str:
     return _SPACE_RE.sub(" ", unicodedata.normalize("NFC", text)).strip()
 
 
-def _cut(text: str, spans: list[Span], length: int) -> str:
-    """Snippet of one cleaned text, with `…` marks where it was cut."""
-    if len(text) <= length:
+def _cut(text: str, spans: list[Span], length: int, cut_before: bool, cut_after: bool) -> str:
+    """Snippet of one cleaned text, with `…` marks where it (or its source) was cut."""
+    if len(text) <= length and not (cut_before or cut_after):
         return _render(text, 0, len(text), spans)
     budget = max(1, length - 2)  # room for the two ellipses
     if spans:
@@ -133,7 +129,19 @@ def _cut(text: str, spans: list[Span], length: int) -> str:
     else:
         start, end, inside = 0, _snap_end(text, budget), []
     body = _render(text, start, end, inside)
-    return (ELLIPSIS if start > 0 else "") + body + (ELLIPSIS if end < len(text) else "")
+    before = ELLIPSIS if start > 0 or cut_before else ""
+    return before + body + (ELLIPSIS if end < len(text) or cut_after else "")
+
+
+def _region(text: str, matcher: TermMatcher, length: int) -> tuple[str, int, int] | None:
+    """The raw slice around the best passage (with margin), so only it needs cleaning."""
+    spans = find_matches(text, matcher)
+    if not spans:
+        return None
+    i, j = _best_window(spans, length)
+    margin = 2 * length  # whitespace collapsing shrinks text; keep enough around
+    lo, hi = max(0, spans[i][0] - margin), min(len(text), spans[j - 1][1] + margin)
+    return text[lo:hi], lo, hi
 
 
 def build_snippet(
@@ -144,12 +152,18 @@ def build_snippet(
     When `text` has no match, the first fallback (title, basename, ...) that has one is used;
     when nothing matches, the start of `text` (or of the first non-empty fallback) is shown.
     """
-    candidates = [_clean(t) for t in (text, *fallbacks) if t and t.strip()]
+    candidates = [t for t in (text, *fallbacks) if t and not t.isspace()]
     for candidate in candidates:
-        spans = find_matches(candidate, matcher)
-        if spans:
-            return _cut(candidate, spans, length)
-    return _cut(candidates[0], [], length) if candidates else ""
+        region = _region(candidate, matcher, length)
+        if region is not None:
+            raw, lo, hi = region
+            cleaned = _clean(raw)
+            spans = find_matches(cleaned, matcher)
+            return _cut(cleaned, spans, length, lo > 0, hi < len(candidate))
+    if not candidates:
+        return ""
+    head = candidates[0][: 4 * length]
+    return _cut(_clean(head), [], length, False, len(head) < len(candidates[0]))
 
 
 def highlight_all(text: str, matcher: TermMatcher) -> str:

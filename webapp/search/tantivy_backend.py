@@ -204,7 +204,8 @@ class TantivyBackend:
     def ids(self, source_id: str) -> set[str]:
         """All document ids of a source, read from the term dictionary (no stored docs)."""
         searcher = self._searcher()
-        terms = searcher.terms_with_prefix("id", "", filter_query=self._term("source_id", source_id))
+        only_source = self._term("source_id", source_id)
+        terms = searcher.terms_with_prefix("id", "", filter_query=only_source)
         return {term for term, freq in terms if freq > 0}
 
     def health(self) -> str:
@@ -226,14 +227,32 @@ class TantivyBackend:
         kwargs = {"order_by_field": sort[0], "order": sort[1]} if sort else {}
         # limit=0 panics inside tantivy: fetch one and drop it.
         result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
+        hits = result.hits[:limit]
+        docs = [_stored(searcher, address) for _, address in hits]
+        if sort is None:
+            scores = [float(key) for key, _ in hits]
+        else:
+            scores = self._scores(searcher, tquery, docs, [a for _, a in hits])
         matcher = TermMatcher.from_query(parsed)
-        results = []
-        for key, address in result.hits[:limit]:
-            score = float(key) if sort is None else _explain_score(tquery, searcher, address)
-            doc = _stored(searcher, address)
-            results.append(_result(doc, score, matcher, query.snippet_length))
+        results = [
+            _result(doc, score, matcher, query.snippet_length)
+            for doc, score in zip(docs, scores, strict=True)
+        ]
         elapsed = int((time.perf_counter() - started) * 1000)
         return SearchPage(results=results, total=result.count, processing_time_ms=elapsed)
+
+    def _scores(
+        self, searcher: tantivy.Searcher, tquery: Query, docs: list[dict], addresses: list
+    ) -> list[float]:
+        """Relevance scores of a field-sorted page: one scored search limited to its ids."""
+        if not docs:
+            return []
+        ids = Query.term_set_query(self.schema, "id", [d["id"] for d in docs])
+        only_page = Query.const_score_query(ids, 0.0)  # a filter: adds nothing to scores
+        scored = Query.boolean_query([(Occur.Must, tquery), (Occur.Must, only_page)])
+        hits = searcher.search(scored, len(docs), count=False).hits
+        by_address = {(a.segment_ord, a.doc): float(score) for score, a in hits}
+        return [by_address.get((a.segment_ord, a.doc), 0.0) for a in addresses]
 
     # --- query building ------------------------------------------------------------------
 
@@ -289,9 +308,6 @@ def _stored(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> dict:
     return json.loads(searcher.doc(address).get_first("doc"))
 
 
-def _explain_score(query: Query, searcher: tantivy.Searcher, address: tantivy.DocAddress) -> float:
-    """Relevance score of one hit when results are sorted by a field (not by score)."""
-    return float(json.loads(query.explain(searcher, address).to_json())["value"])
 
 
 def _result(doc: dict, score: float, matcher: TermMatcher, snippet_length: int) -> dict:
