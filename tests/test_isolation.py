@@ -86,12 +86,15 @@ def test_segfault_is_a_failed_file(extractor, files):
     assert extractor.run(files["ok.txt"]).status == "success"
 
 
-def test_memory_cap_stops_a_greedy_file(extractor, files):
-    result = extractor.run(files["c.hog"])
-    assert result.status == "failed"
-    assert result.error_message in ("File needs too much memory to extract",
-                                    "Extractor crashed on this file")
-    assert extractor.run(files["ok.txt"]).status == "success"
+def test_memory_cap_stops_a_greedy_file(files):
+    # a generous timeout, so that only the memory cap can stop it even on a loaded machine
+    settings = ExtractionSettings(timeout_text=30, memory_mb=256)
+    with Extractor(settings, extra_extractors=TEST_EXTRACTORS) as extractor:
+        result = extractor.run(files["c.hog"])
+        assert result.status == "failed"
+        assert result.error_message in ("File needs too much memory to extract",
+                                        "Extractor crashed on this file")
+        assert extractor.run(files["ok.txt"]).status == "success"
 
 
 def test_oversize_file_is_skipped_unopened(tmp_path):
