@@ -169,6 +169,7 @@ def test_rename_updates_source_name_in_results(client, auth, make_tree, make_sou
     sid = make_source(make_tree("docs", FILES), name="Old name")["id"]
     _scan(client, auth, run_jobs, sid)
     client.put(f"/api/sources/{sid}", headers=auth, json={"name": "New name"})
+    run_jobs()  # a worker rewrites the documents
     assert _search(client, auth, "alpha")["results"][0]["source_name"] == "New name"
 
 

@@ -86,7 +86,23 @@ def scheduled_scan(source_id: str) -> str:
         return "scanned"
 
 
+def rename_documents(source_id: str) -> int:
+    """Write the source's current name into its documents (after a rename)."""
+    app = _app()
+    with app.app_context():
+        source = db.session.get(Source, source_id)
+        if source is None:
+            return 0
+        get_search(app).rename_source(source.id, source.name)
+        return 1
+
+
 # -- requests from the API, UI and CLI ----------------------------------------------------------
+
+def enqueue_rename(source_id: str) -> None:
+    """Queue the rewrite of source_name in the source's documents."""
+    get_queue().enqueue(rename_documents, source_id, job_timeout=3600, result_ttl=600)
+
 
 def scan_state(source_id: str) -> str:
     """idle, queued or indexing."""

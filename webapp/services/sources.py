@@ -187,7 +187,10 @@ def _search():
 
 
 def _rename_documents(source: Source) -> None:
-    _search().rename_source(source.id, source.name)
+    """Rewriting every document of a big source takes a while: a worker does it."""
+    from webapp import jobs
+
+    jobs.enqueue_rename(source.id)
 
 
 def _reschedule(source: Source) -> None:
