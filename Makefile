@@ -9,8 +9,22 @@ VENDOR := static/vendor
 run: install assets
 	$(BIN)/python -m webapp.launcher
 
+# The suite runs twice: on SQLite, then on PostgreSQL (a database made for the run on the local
+# server, user postgres) when one answers on 127.0.0.1:5432; browser tests only in the first pass.
+PG_CHECK := import psycopg; psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3").close()
+
 test: install-dev assets chromium services
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@status=0; \
+	echo "== test suite on SQLite =="; \
+	$(BIN)/python -m pytest $(PYTEST_ARGS) || status=$$?; \
+	if $(BIN)/python -c '$(PG_CHECK)' 2>/dev/null; then \
+	  echo "== test suite on PostgreSQL (127.0.0.1:5432) =="; \
+	  TRAWL_TEST_DATABASE=postgres $(BIN)/python -m pytest -m "not browser" $(PYTEST_ARGS); \
+	  pg=$$?; [ $$status -ne 0 ] || status=$$pg; \
+	else \
+	  echo "== PostgreSQL pass SKIPPED: no PostgreSQL answers on 127.0.0.1:5432 as user postgres =="; \
+	fi; \
+	exit $$status
 
 install: $(VENV)/.installed
 

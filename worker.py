@@ -1,30 +1,41 @@
-"""RQ worker entry: `python worker.py` runs a worker; `python worker.py scheduler` runs the scheduler.
+"""RQ worker entry.
 
-The worker preloads the extractors before RQ forks a work horse per job, so every job starts warm.
+`python worker.py [--workers N] [--burst]` runs N workers forked from one process that has
+already loaded the app and every extractor library, so the workers (and the work horse RQ forks
+for each job, and its extraction child) share those pages instead of holding a copy each.
+`python worker.py scheduler` runs the scheduler of scheduled scans.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
-import sys
 
 from rq import Worker
+from rq.worker_pool import WorkerPool
 from rq_scheduler import Scheduler
 
 from webapp import create_app, jobs
+from webapp.extensions import db
 from webapp.indexing import extractors
 from webapp.runtime import get_queue, get_redis
 
 SCHEDULER_INTERVAL = 5  # seconds between checks for due scheduled scans
 
 
-def run_worker(burst: bool = False) -> None:
-    """Serve the scan queue until stopped."""
+def run_workers(count: int = 1, burst: bool = False) -> None:
+    """Serve the scan queue with `count` worker processes until stopped."""
     app = create_app()
     jobs.bind_app(app)
     extractors.preload()
-    queue = get_queue(app)
-    Worker([queue], connection=get_redis(app)).work(burst=burst, logging_level=app.config["LOG_LEVEL"])
+    with app.app_context():
+        db.engine.dispose()  # no database connection may cross the fork
+    queue, level = get_queue(app), app.config["LOG_LEVEL"]
+    if count <= 1:
+        Worker([queue], connection=get_redis(app)).work(burst=burst, logging_level=level)
+    else:
+        WorkerPool([queue], connection=get_redis(app), num_workers=count).start(
+            burst=burst, logging_level=level)
 
 
 def run_scheduler() -> None:
@@ -37,8 +48,18 @@ def run_scheduler() -> None:
               interval=SCHEDULER_INTERVAL).run()
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["scheduler"]:
+def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and run workers or the scheduler."""
+    parser = argparse.ArgumentParser(description="Trawl's RQ workers or scheduler")
+    parser.add_argument("mode", nargs="?", choices=["worker", "scheduler"], default="worker")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--burst", action="store_true", help="stop when the queue is empty")
+    args = parser.parse_args(argv)
+    if args.mode == "scheduler":
         run_scheduler()
     else:
-        run_worker(burst="--burst" in sys.argv)
+        run_workers(args.workers, args.burst)
+
+
+if __name__ == "__main__":
+    main()

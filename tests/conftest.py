@@ -63,20 +63,57 @@ def redis_url(tmp_path_factory):
             proc.terminate()
 
 
+PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432"
+
+
+def _pg_admin(server: str):
+    """An AUTOCOMMIT engine on the server's `postgres` database (CREATE/DROP DATABASE need it)."""
+    from sqlalchemy import create_engine
+
+    return create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT",
+                         connect_args={"connect_timeout": 3})
+
+
 @pytest.fixture(scope="session")
 def database_url():
-    """SQLite by default; TRAWL_TEST_DATABASE_URL runs the suite against another database."""
-    return os.environ.get("TRAWL_TEST_DATABASE_URL", "")
+    """SQLite by default; TRAWL_TEST_DATABASE=postgres runs on a database made for this session.
+
+    The database `trawl_test_<random>` is created on TRAWL_TEST_PG_SERVER (default: the local
+    server as `postgres`, trust auth) and dropped at the end, so parallel runs never share one.
+    TRAWL_TEST_DATABASE_URL names an existing database instead (its tables are dropped per test).
+    """
+    if os.environ.get("TRAWL_TEST_DATABASE_URL"):
+        yield os.environ["TRAWL_TEST_DATABASE_URL"]
+        return
+    if os.environ.get("TRAWL_TEST_DATABASE", "sqlite") != "postgres":
+        yield ""
+        return
+    from sqlalchemy import exc, text
+
+    server = os.environ.get("TRAWL_TEST_PG_SERVER", PG_SERVER).rstrip("/")
+    name = f"trawl_test_{uuid.uuid4().hex[:12]}"
+    admin = _pg_admin(server)
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except exc.OperationalError as err:
+        admin.dispose()
+        pytest.skip(f"TRAWL_TEST_DATABASE=postgres but PostgreSQL at {server} is unreachable: "
+                    f"PostgreSQL run skipped ({str(err.orig).strip().splitlines()[0]})")
+    yield f"{server}/{name}"
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
 
 
 def _reset_database(url: str) -> None:
-    """Drop every table of a shared test database (PostgreSQL runs)."""
-    from sqlalchemy import MetaData, create_engine
+    """Leave the PostgreSQL test database with an empty public schema (no tables, no data)."""
+    from sqlalchemy import create_engine, text
 
     engine = create_engine(url)
-    meta = MetaData()
-    meta.reflect(engine)
-    meta.drop_all(engine)
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
     engine.dispose()
 
 

@@ -71,7 +71,8 @@ def test_incremental_scans(client, auth, make_tree, make_source, run_jobs):
     assert fourth["deleted_files"] == 1
     assert _search(client, auth, "charlie")["total"] == 0
 
-    client.put(f"/api/sources/{sid}", headers=auth, json={"exclude_patterns": ["**/*.md", "**/node_modules", "**/.git"]})
+    excludes = ["**/*.md", "**/node_modules", "**/.git"]
+    client.put(f"/api/sources/{sid}", headers=auth, json={"exclude_patterns": excludes})
     fifth = _scan(client, auth, run_jobs, sid)
     assert fifth["deleted_files"] == 1 and fifth["total_scanned"] == 1
     assert _search(client, auth, "budget")["total"] == 0

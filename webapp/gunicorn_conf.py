@@ -1,19 +1,82 @@
-"""gunicorn settings: `gunicorn -c python:webapp.gunicorn_conf wsgi:app`."""
+"""gunicorn settings from Trawl's: `gunicorn -c python:webapp.gunicorn_conf wsgi:app`.
 
-import multiprocessing
+Graceful restarts: `kill -HUP <master>` re-reads this file and replaces the workers one by one
+after their requests finish; `kill -TERM` (what `docker stop` sends) lets requests in flight run
+for up to `graceful_timeout` seconds before the workers are killed.
+"""
 
-from webapp import config
+from __future__ import annotations
 
-_cfg = config.load()
+import ipaddress
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
 
-bind = f"{_cfg['HOST']}:{_cfg['PORT']}"
-workers = _cfg["WEB_CONCURRENCY"] or min(4, multiprocessing.cpu_count() + 1)
-threads = 4  # searches wait on I/O (Redis, database) as much as on the CPU
-worker_class = "gthread"
-timeout = 120  # gthread: only a worker whose main loop stops answering is restarted
-graceful_timeout = 30  # a HUP or TERM lets requests in flight finish
-keepalive = 5
-accesslog = "-"
-errorlog = "-"
-forwarded_allow_ips = ",".join(_cfg["TRUSTED_PROXIES"]) or "127.0.0.1"
-preload_app = False  # each worker opens its own index reader and database pool
+from webapp import config as _trawl_config
+
+MAX_AUTO_WORKERS = 8  # more processes mostly cost memory (each opens its own index reader)
+THREADS = 4  # a request waits on Redis, the database and the index as much as on the CPU
+
+
+def core_count() -> int:
+    """CPUs this process may run on (respects taskset/cpuset limits of a container)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def trusted_networks(proxies: list[str]) -> str:
+    """TRUSTED_PROXIES as gunicorn's forwarded_allow_ips (CIDRs; empty trusts nobody)."""
+    networks = []
+    for proxy in proxies:
+        try:
+            networks.append(str(ipaddress.ip_network(proxy, strict=False)))
+        except ValueError:
+            logging.getLogger("gunicorn.error").warning("TRUSTED_PROXIES: ignoring %r", proxy)
+    return ",".join(networks)
+
+
+def gunicorn_settings(cfg: Mapping[str, Any], cores: int | None = None) -> dict[str, Any]:
+    """gunicorn's settings derived from Trawl's (WEB_CONCURRENCY, HOST, PORT, ...)."""
+    cores = cores or core_count()
+    return {
+        "bind": f"{cfg['HOST']}:{cfg['PORT']}",
+        "workers": int(cfg["WEB_CONCURRENCY"]) or min(MAX_AUTO_WORKERS, cores + 1),
+        "threads": THREADS,
+        "worker_class": "gthread",
+        # gthread: a worker is restarted only when its main loop stops answering for this long;
+        # slow requests (a reindex with ?wait=300) keep running in their thread.
+        "timeout": 120,
+        "graceful_timeout": 30,
+        "keepalive": 5,
+        "accesslog": "-",
+        "errorlog": "-",
+        "loglevel": str(cfg["LOG_LEVEL"]).lower(),
+        "access_log_format": ('%(h)s "%(r)s" %(s)s %(B)s %(M)sms "%(a)s" '
+                              'rid=%({x-request-id}o)s'),
+        "forwarded_allow_ips": trusted_networks(list(cfg["TRUSTED_PROXIES"])),
+        "preload_app": False,  # each worker opens its own index reader and database pool
+        "worker_tmp_dir": "/dev/shm" if os.path.isdir("/dev/shm") else None,
+        # per install, not per user: two Trawls on one host must not share one control socket
+        "control_socket": os.path.join(cfg["DATA_DIR"], "gunicorn.ctl"),
+    }
+
+
+_settings = gunicorn_settings(_trawl_config.load())
+bind = _settings["bind"]
+workers = _settings["workers"]
+threads = _settings["threads"]
+worker_class = _settings["worker_class"]
+timeout = _settings["timeout"]
+graceful_timeout = _settings["graceful_timeout"]
+keepalive = _settings["keepalive"]
+accesslog = _settings["accesslog"]
+errorlog = _settings["errorlog"]
+loglevel = _settings["loglevel"]
+access_log_format = _settings["access_log_format"]
+forwarded_allow_ips = _settings["forwarded_allow_ips"]
+preload_app = _settings["preload_app"]
+worker_tmp_dir = _settings["worker_tmp_dir"]
+control_socket = _settings["control_socket"]

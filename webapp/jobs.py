@@ -11,7 +11,7 @@ from rq_scheduler import Scheduler
 
 from webapp.exceptions import Conflict, InvalidInput
 from webapp.extensions import db
-from webapp.indexing.scanner import check_root, doc_id
+from webapp.indexing.scanner import doc_id
 from webapp.indexing.state import ScanLock, new_stats
 from webapp.models import IndexedFile, Source, utcnow
 from webapp.runtime import get_queue, get_redis, get_search
@@ -116,11 +116,11 @@ def live_stats(source_id: str) -> dict | None:
 
 def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
     """Queue a scan; 409 while one is queued or running; wait up to `wait` seconds for the end."""
-    from webapp.services.sources import get
+    from webapp.services.sources import get, root_problem
 
     source = get(source_id)
     if full:
-        problem = check_root(source.root_path)
+        problem = root_problem(source.root_path)
         if problem:
             raise InvalidInput(f"root_path: {problem}")
     lock = _lock(source_id)

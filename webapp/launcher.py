@@ -51,11 +51,9 @@ def start_redis(data_dir: Path) -> tuple[subprocess.Popen, str]:
 
 def _commands(cfg: dict) -> dict[str, list[str]]:
     py = sys.executable
-    cmds = {"web": [py, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf", "wsgi:app"],
-            "scheduler": [py, "worker.py", "scheduler"]}
-    for i in range(int(cfg["WORKERS"])):
-        cmds[f"worker-{i + 1}"] = [py, "worker.py"]
-    return cmds
+    return {"web": [py, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf", "wsgi:app"],
+            "scheduler": [py, "worker.py", "scheduler"],
+            "workers": [py, "worker.py", "--workers", str(int(cfg["WORKERS"]))]}
 
 
 class Supervisor:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import functools
+import os
 import threading
+from collections.abc import Iterator
 
 import redis
 from flask import Flask, current_app
 from rq import Queue
+from sqlalchemy import Connection, inspect, text
 
 from webapp.extensions import db
 
@@ -14,7 +20,7 @@ _lock = threading.Lock()
 
 
 def init_app(app: Flask) -> None:
-    """Create the Redis client, the queue and the tables; the search backend opens on first use."""
+    """Create the Redis client and the queue, migrate the schema; search opens on first use."""
     client = redis.Redis.from_url(app.config["REDIS_URL"], socket_timeout=10,
                                   socket_connect_timeout=5, health_check_interval=30)
     app.extensions["trawl.redis"] = client
@@ -22,7 +28,77 @@ def init_app(app: Flask) -> None:
                                           default_timeout=24 * 3600)
     app.extensions["trawl.search"] = None
     with app.app_context():
-        db.create_all()
+        upgrade_schema(app)
+        # RQ forks a work horse per job: a pooled PostgreSQL connection inherited by every horse
+        # would be one server session shared by all ("prepared statement already exists")
+        db.engine.dispose()
+
+
+# -- database schema (Alembic migrations in ROOT/migrations) ----------------------------------
+
+SCHEMA_LOCK_ID = 0x7472_6177_6C  # PostgreSQL advisory lock key of schema upgrades ("trawl")
+
+
+def upgrade_schema(app: Flask) -> None:
+    """Bring the database to the newest migration; one process migrates while the others wait."""
+    head = _head_revision(app.extensions["migrate"].directory)
+    with db.engine.connect() as conn:
+        if _current_revision(conn) == head:
+            return  # the common case costs one query
+    with _schema_lock(app) as conn:
+        current = _current_revision(conn)
+        if current == head:
+            return
+        from alembic import command
+
+        cfg = app.extensions["migrate"].migrate.get_config()
+        cfg.attributes["connection"] = conn
+        if current is None and inspect(conn).has_table("users"):
+            command.stamp(cfg, "head")  # tables made by create_all before migrations existed
+        else:
+            command.upgrade(cfg, "head")
+        conn.commit()
+
+
+@functools.lru_cache
+def _head_revision(directory: str) -> str:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    cfg = Config()
+    cfg.set_main_option("script_location", directory)
+    return ScriptDirectory.from_config(cfg).get_current_head()
+
+
+def _current_revision(conn: Connection) -> str | None:
+    if not inspect(conn).has_table("alembic_version"):
+        conn.rollback()
+        return None
+    row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+    conn.rollback()
+    return row[0] if row else None
+
+
+@contextlib.contextmanager
+def _schema_lock(app: Flask) -> Iterator[Connection]:
+    """A connection holding the schema lock: advisory on PostgreSQL, else a file in DATA_DIR."""
+    with db.engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": SCHEMA_LOCK_ID})
+            conn.commit()
+            try:
+                yield conn
+            finally:
+                conn.rollback()
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": SCHEMA_LOCK_ID})
+                conn.commit()
+            return
+        fd = os.open(os.path.join(app.config["DATA_DIR"], "schema.lock"), os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield conn
+        finally:
+            os.close(fd)  # closing releases the lock
 
 
 def get_redis(app: Flask | None = None) -> redis.Redis:

@@ -47,6 +47,7 @@ class Preview(MethodView):
             resp.headers["Content-Disposition"] = documents.content_disposition(
                 "inline", doc["basename"])
             return resp
+        documents.open_path(doc)  # same re-check as for files served: swapped or gone is refused
         page = documents.text_page(doc, args["q"], args["page"])
         html = render_template("preview.html", doc=doc, q=args["q"], **page)
         return Response(html, mimetype="text/html")

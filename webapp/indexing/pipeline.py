@@ -1,4 +1,4 @@
-"""One scan of a source: walk, compare with the records, extract what changed, write index and records.
+"""One scan of a source: walk, compare with the records, extract what changed, write index, records.
 
 The coordinator (the scan job) is the only writer of a run: it writes documents to the search
 backend first and records second, so a worker that dies between the two leaves documents that the
@@ -22,15 +22,21 @@ from sqlalchemy import delete, select
 from webapp.extensions import db
 from webapp.indexing.extractors import ExtractionSettings
 from webapp.indexing.globs import PatternSet
-from webapp.indexing.scanner import FileStat, check_root, diff, doc_id, path_hash, walk
+from webapp.indexing.scanner import FileStat, diff, doc_id, path_hash, walk
 from webapp.indexing.state import Heartbeat, ScanLock, new_stats, stamp
 from webapp.models import IndexedFile, Source, utcnow
 from webapp.runtime import get_queue, get_redis, get_search
+from webapp.services.sources import root_problem
 
 log = logging.getLogger(__name__)
 MAX_ERRORS = 100
 RESULT_WAIT = 1.0  # seconds the coordinator blocks on helpers' results before looking around
 INFLIGHT_TTL = 120  # a helper batch not refreshed for this long is handed out again
+ALIVE_EVERY = 1.0  # seconds between a helper's "still working on batch n" marks
+# Results of several batches are written together: every index commit waits for tantivy's
+# merges, so one commit per WRITE_BATCHES batches (1000 files by default) saves most of that.
+WRITE_BATCHES = 5
+WRITE_SECONDS = 5.0  # ... but never hold extracted results longer than this
 
 _extractor: tuple | None = None  # (settings, Extractor): one child per worker process, reused
 
@@ -89,17 +95,20 @@ def upsert_records(source_id: str, rows: list[dict]) -> None:
     now = utcnow()
     values = [{**r, "source_id": source_id, "hash": path_hash(r["path"]), "indexed_at": now,
                "modified_at": _epoch(r["mtime_ns"])} for r in rows]
+    values.sort(key=lambda v: v["path"])  # one lock order in every transaction: no deadlock
     dialect = db.engine.dialect.name
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
         from sqlalchemy.dialects.sqlite import insert
-    stmt = insert(IndexedFile).values(values)
+    stmt = insert(IndexedFile.__table__)
     cols = ("size_bytes", "mtime_ns", "modified_at", "indexed_at", "hash", "doc_type",
             "status", "error_message")
     stmt = stmt.on_conflict_do_update(index_elements=["source_id", "path"],
                                       set_={c: stmt.excluded[c] for c in cols})
-    db.session.execute(stmt)
+    # executemany of one prepared statement: a multi-VALUES literal of 1000 rows costs more
+    # to build and compile than the database needs to run it
+    db.session.execute(stmt, values)
     db.session.commit()
 
 
@@ -125,6 +134,8 @@ class ScanRun:
         self.stats = new_stats("indexing")
         self.stats["started_at"] = stamp()
         self._last_publish = 0.0
+        self._buffer: list[dict] = []  # batch results not yet written
+        self._buffer_since = 0.0
 
     # -- stats -------------------------------------------------------------------------------
     def error(self, path: str, message: str) -> None:
@@ -144,7 +155,8 @@ class ScanRun:
     def run(self) -> dict:
         """Do the whole scan; returns the final stats."""
         if not self.lock.start(self.run_id):
-            log.info("Scan %s of %s no longer owns the source; skipped", self.run_id, self.source_id)
+            log.info("Scan %s of %s no longer owns the source; skipped", self.run_id,
+                     self.source_id)
             return self.stats
         self.publish(force=True)
         try:
@@ -163,7 +175,7 @@ class ScanRun:
         if source is None:
             self.stats["state"] = "cancelled"
             return
-        problem = check_root(source.root_path)
+        problem = root_problem(source.root_path)
         if problem:
             self._finish("failed", problem)  # nothing is deleted when the root is missing
             return
@@ -226,6 +238,7 @@ class ScanRun:
                             pending)
                 continue
             self._wait_for_helpers(pending, payloads)
+        self._flush()  # what arrived before a stop is still written (unless cancelled)
 
     def _start_helpers(self, n_batches: int) -> None:
         from rq import Worker
@@ -266,14 +279,28 @@ class ScanRun:
         return seen is not None and time.time() - float(seen) < INFLIGHT_TTL
 
     def _write(self, n: int, result: dict, pending: set[int]) -> None:
-        """Documents first, then records; then the counters."""
+        """Take a batch's results; they are written (docs, then records) with the next flush."""
         if n not in pending:
             return  # a batch handed out twice: the first result won
-        if self.lock.cancelled(self.run_id):
-            return
-        get_search(self.app).upsert(result["docs"])
-        upsert_records(self.source_id, result["records"])
         pending.discard(n)
+        self._buffer.append(result)
+        if not self._buffer_since:
+            self._buffer_since = time.monotonic()
+        self._count_batch(result)
+        if not pending or len(self._buffer) >= WRITE_BATCHES or \
+                time.monotonic() - self._buffer_since >= WRITE_SECONDS:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Documents first (one commit), then records (one statement); nothing when cancelled."""
+        buffer, self._buffer = self._buffer, []
+        self._buffer_since = 0.0
+        if not buffer or self.lock.cancelled(self.run_id):
+            return
+        get_search(self.app).upsert([d for result in buffer for d in result["docs"]])
+        upsert_records(self.source_id, [r for result in buffer for r in result["records"]])
+
+    def _count_batch(self, result: dict) -> None:
         s = self.stats
         for rec in result["records"]:
             status = rec["status"]
@@ -305,7 +332,7 @@ class ScanRun:
 
 
 def help_extract(app: Flask, run_id: str, source_id: str) -> int:
-    """A helper job: take batches of a run until none are left; results go back to the coordinator."""
+    """A helper job: take a run's batches until none are left; results go to the coordinator."""
     r = get_redis(app)
     keys = _keys(run_id)
     source = db.session.get(Source, source_id)
@@ -320,8 +347,13 @@ def help_extract(app: Flask, run_id: str, source_id: str) -> int:
         task = json.loads(raw)
         r.expire(keys["inflight"], 86400)
 
-        def alive(n: int = task["n"]) -> None:
-            r.hset(keys["inflight"], n, time.time())
+        beat = {"at": 0.0}
+
+        def alive(n: int = task["n"], beat: dict = beat) -> None:
+            now = time.time()
+            if now - beat["at"] >= ALIVE_EVERY:  # one Redis round trip a second, not per file
+                r.hset(keys["inflight"], n, now)
+                beat["at"] = now
 
         result = extract_batch(app, info, task["files"], on_file=alive)
         result["n"] = task["n"]

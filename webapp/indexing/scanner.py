@@ -157,6 +157,14 @@ def _inside(path: str, real_top: str) -> bool:
     return real.startswith(real_top.rstrip("/") + "/")
 
 
+def within(path: str, folder: str) -> bool:
+    """Whether the resolved `path` is the resolved `folder` or lies below it."""
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:
+        return False
+
+
 def _dir_error(exc: OSError) -> str:
     """User-facing message for a directory that cannot be listed."""
     if isinstance(exc, FileNotFoundError):

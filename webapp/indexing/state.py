@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 
 import redis
@@ -17,6 +18,10 @@ from rq.job import Job, JobStatus
 from webapp.models import iso, utcnow
 
 QUEUED_TTL = 7 * 24 * 3600  # a queued scan waits for a free worker; its job is checked on read
+ENQUEUE_GRACE = 30  # seconds a queued lock may exist before its RQ job does
+# Delete the key only if it still holds exactly this value (another process may have moved on).
+_DELETE_IF_EQUAL = ("if redis.call('get', KEYS[1]) == ARGV[1] then "
+                    "return redis.call('del', KEYS[1]) end return 0")
 _ALIVE_JOB = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED}
 
 
@@ -56,7 +61,8 @@ class ScanLock:
     def acquire_queued(self, job_id: str, full: bool) -> str | None:
         """Take the slot for a queued run; None when another run holds it."""
         run_id = uuid.uuid4().hex
-        value = json.dumps({"run_id": run_id, "job_id": job_id, "state": "queued", "full": full})
+        value = json.dumps({"run_id": run_id, "job_id": job_id, "state": "queued", "full": full,
+                            "since": time.time()})
         if self.conn.set(_lock_key(self.source_id), value, nx=True, ex=QUEUED_TTL):
             self.write_stats(new_stats("queued"))
             return run_id
@@ -75,19 +81,21 @@ class ScanLock:
 
     def state(self) -> str:
         """idle, queued or indexing; a queued lock whose job is gone is released."""
-        lock = self.read()
-        if lock is None:
+        raw = self.conn.get(_lock_key(self.source_id))
+        if raw is None:
             return "idle"
-        if lock["state"] == "queued" and not self._job_alive(lock.get("job_id")):
-            self.release(lock["run_id"])
-            return "idle"
+        lock = json.loads(raw)
+        if lock["state"] == "queued" and not self._job_alive(lock):
+            # only if the lock is still this queued one: a worker may have just started the run
+            self.conn.eval(_DELETE_IF_EQUAL, 1, _lock_key(self.source_id), raw)
+            return self.state() if self.conn.exists(_lock_key(self.source_id)) else "idle"
         return lock["state"]
 
-    def _job_alive(self, job_id: str | None) -> bool:
-        if not job_id:
-            return True  # being enqueued right now
+    def _job_alive(self, lock: dict) -> bool:
+        if time.time() - lock.get("since", 0) < ENQUEUE_GRACE:
+            return True  # being enqueued right now, or just picked up
         try:
-            return Job.fetch(job_id, connection=self.conn).get_status() in _ALIVE_JOB
+            return Job.fetch(lock["job_id"], connection=self.conn).get_status() in _ALIVE_JOB
         except NoSuchJobError:
             return False
 
@@ -109,9 +117,9 @@ class ScanLock:
 
     def release(self, run_id: str) -> None:
         """Free the slot if this run still holds it."""
-        lock = self.read()
-        if lock and lock["run_id"] == run_id:
-            self.conn.delete(_lock_key(self.source_id))
+        raw = self.conn.get(_lock_key(self.source_id))
+        if raw is not None and json.loads(raw)["run_id"] == run_id:
+            self.conn.eval(_DELETE_IF_EQUAL, 1, _lock_key(self.source_id), raw)
 
     def cancel(self) -> None:
         """Ask the running scan to stop, and free the slot at once."""

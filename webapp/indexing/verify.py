@@ -5,10 +5,10 @@ from __future__ import annotations
 from webapp.extensions import db
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.pipeline import delete_records
-from webapp.indexing.scanner import check_root, doc_id, walk
+from webapp.indexing.scanner import doc_id, walk
 from webapp.models import IndexedFile
 from webapp.runtime import get_search
-from webapp.services.sources import get
+from webapp.services.sources import get, root_problem
 
 SAMPLE = 20
 
@@ -20,7 +20,7 @@ def verify_source(source_id: str, repair: bool = True) -> dict:
     document is missing so that the next scan extracts those files again.
     """
     source = get(source_id)
-    problem = check_root(source.root_path)
+    problem = root_problem(source.root_path)
     if problem:
         return {"source_id": source_id, "problems": 1, "root": problem, "repaired": False}
     records = {p for (p,) in db.session.query(IndexedFile.path).filter_by(source_id=source.id)}

@@ -145,6 +145,10 @@ class TermMatcher:
         """Index of the first query term that surface `word` matches, or None."""
         return self.match_many([word]).get(word)
 
+    def known_matches(self) -> dict[str, int]:
+        """Surface words matched so far (by earlier texts of the same query)."""
+        return {w: i for w, i in self._cache.items() if i is not None}
+
     def match_many(self, words: Iterable[str]) -> dict[str, int]:
         """The words (surface forms) that match, each with the index of its query term."""
         cache = self._cache

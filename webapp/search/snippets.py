@@ -13,6 +13,8 @@ ELLIPSIS = "…"
 _SPACE_RE = re.compile(r"\s+")
 _DIGIT_RE = re.compile(r"\d")
 _LETTER_RE = re.compile(r"[^\W\d_]")
+# The fast path tries the surface words that earlier results of the query matched, when few.
+MAX_KNOWN_WORDS = 64
 # How far (in characters) a window edge may move to avoid cutting a word in half.
 _WORD_SNAP = 20
 
@@ -35,7 +37,11 @@ def _is_whole_token(text: str, start: int, end: int) -> bool:
 
 def find_matches(text: str, matcher: TermMatcher) -> list[Span]:
     """Character spans of every word in `text` that the matcher accepts, in text order."""
-    matched = matcher.match_many(set(TOKEN_RE.findall(text)))
+    return _spans_of(text, matcher.match_many(set(TOKEN_RE.findall(text))))
+
+
+def _spans_of(text: str, matched: dict[str, int]) -> list[Span]:
+    """Spans of whole-token occurrences of these surface words (word -> term index)."""
     if not matched:
         return []
     alternatives = "|".join(re.escape(w) for w in sorted(matched, key=len, reverse=True))
@@ -133,14 +139,41 @@ def _cut(text: str, spans: list[Span], length: int, cut_before: bool, cut_after:
     return before + body + (ELLIPSIS if end < len(text) or cut_after else "")
 
 
+def _scanned_matches(text: str, matcher: TermMatcher, length: int) -> tuple[int, list[Span]]:
+    """Matches in the shortest head of `text` that holds every query term (or in all of it).
+
+    Scanning a whole long document for every result is what makes snippets slow; most
+    documents show all their terms early, so the text is read in growing pieces (each read
+    once) only while terms are missing. Returns the scanned length and the spans in it.
+    """
+    wanted = len(matcher.terms)
+    known = matcher.known_matches()
+    if 0 < len(known) <= MAX_KNOWN_WORDS:
+        # Fast path: the words earlier results matched, found by one regex pass in C.
+        spans = _spans_of(text, known)
+        if len({s[2] for s in spans}) >= wanted:
+            return len(text), spans
+    spans = []
+    start, n = 0, max(2_000, 8 * length)
+    while start < len(text):
+        end = len(text) if n >= len(text) else text.rfind(" ", start + (n - start) // 2, n)
+        if end <= start:
+            end = min(len(text), n)  # no space to cut at: a piece of one huge token
+        spans += [(a + start, b + start, t) for a, b, t in find_matches(text[start:end], matcher)]
+        start, n = end, n * 4
+        if len({s[2] for s in spans}) >= wanted:
+            break
+    return start, spans
+
+
 def _region(text: str, matcher: TermMatcher, length: int) -> tuple[str, int, int] | None:
     """The raw slice around the best passage (with margin), so only it needs cleaning."""
-    spans = find_matches(text, matcher)
+    scanned, spans = _scanned_matches(text, matcher, length)
     if not spans:
         return None
     i, j = _best_window(spans, length)
     margin = 2 * length  # whitespace collapsing shrinks text; keep enough around
-    lo, hi = max(0, spans[i][0] - margin), min(len(text), spans[j - 1][1] + margin)
+    lo, hi = max(0, spans[i][0] - margin), min(scanned, spans[j - 1][1] + margin)
     return text[lo:hi], lo, hi
 
 

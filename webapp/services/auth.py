@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import secrets
 import time
+from functools import lru_cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -17,7 +19,6 @@ from webapp.runtime import get_redis
 USERNAME_RE = re.compile(r"^[A-Za-z0-9._-]{3,50}$")
 MIN_PASSWORD = 8
 _hasher = PasswordHasher()
-_DUMMY_HASH = _hasher.hash("trawl-dummy-password")  # verified for unknown users: equal timing
 _REVOKED = "trawl:revoked:"
 
 
@@ -56,12 +57,19 @@ def authenticate(username: str, password: str) -> User:
     """The user for these credentials; the same 401 for an unknown name and a wrong password."""
     user = db.session.query(User).filter_by(username=username or "").first()
     try:
-        _hasher.verify(user.password_hash if user else _DUMMY_HASH, password or "")
+        _hasher.verify(user.password_hash if user else _dummy_hash(), password or "")
     except (VerificationError, InvalidHashError):
         user = None
     if user is None:
         raise Unauthorized("Invalid username or password")
     return user
+
+
+@lru_cache(maxsize=1)
+def _dummy_hash() -> str:
+    """A hash verified for unknown users so both failures take as long (made on first need:
+    argon2 takes 64 MB while hashing, which workers that never log anyone in should not pay)."""
+    return _hasher.hash(secrets.token_urlsafe(16))
 
 
 def issue_token(user: User) -> dict:

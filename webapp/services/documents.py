@@ -12,11 +12,13 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from webapp.exceptions import Forbidden, NotFound, Unauthorized
 from webapp.extensions import db
-from webapp.models import Source
+from webapp.indexing.scanner import within
+from webapp.models import Source, User
 from webapp.runtime import get_search
 from webapp.search import SearchPage, SearchQuery
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
+from webapp.services.sources import inside_allowed_roots
 
 PREVIEW_PAGE_CHARS = 20_000
 IMAGE_TYPES = {"image", "raw_image"}
@@ -47,8 +49,10 @@ def open_path(doc: dict) -> str:
     if source is None:
         raise NotFound("The source of this document no longer exists")
     root = os.path.realpath(source.root_path)
+    if not inside_allowed_roots(root):
+        raise Forbidden("The source folder now resolves outside the allowed roots")
     real = os.path.realpath(doc["path"])
-    if os.path.commonpath([real, root]) != root:
+    if not within(real, root):
         raise Forbidden("The file now resolves outside its source folder")
     if not os.path.isfile(real):
         raise NotFound("File no longer exists")
@@ -138,6 +142,8 @@ def check_download_token(token: str, doc_id: str) -> None:
         raise Unauthorized("Invalid download token")
     if data.get("doc") != doc_id:
         raise Forbidden("This download link is for another document")
+    if not isinstance(data.get("user"), int) or db.session.get(User, data["user"]) is None:
+        raise Unauthorized("Invalid download token")  # the account that made the link is gone
 
 
 def content_disposition(kind: str, filename: str) -> str:

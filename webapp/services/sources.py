@@ -14,6 +14,7 @@ from webapp import slugs
 from webapp.exceptions import Conflict, InvalidInput, NotFound
 from webapp.extensions import db
 from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, validate_pattern
+from webapp.indexing.scanner import check_root, within
 from webapp.models import IndexedFile, Source, iso, utcnow
 
 PATTERN_FIELDS = {"include_patterns": DEFAULT_INCLUDE, "exclude_patterns": DEFAULT_EXCLUDE}
@@ -24,14 +25,19 @@ def allowed_roots() -> list[str]:
     return list(current_app.config["ALLOWED_ROOTS"])
 
 
-def _inside(path: str, roots: list[str]) -> bool:
-    for root in roots:
-        try:
-            if os.path.commonpath([path, root]) == root:
-                return True
-        except ValueError:
-            continue
-    return False
+def inside_allowed_roots(path: str) -> bool:
+    """Whether `path` (symlinks followed) lies inside one of the allowed roots."""
+    real = os.path.realpath(path)
+    return any(within(real, root) for root in allowed_roots())
+
+
+def root_problem(root: str) -> str | None:
+    """Why a source's root cannot be scanned now (missing, unreadable, or resolving outside
+    the allowed roots since it was added), or None."""
+    problem = check_root(root)
+    if problem is None and not inside_allowed_roots(root):
+        problem = f"Root path now resolves outside the allowed roots: {root}"
+    return problem
 
 
 def diagnose_path(raw: str) -> dict:
@@ -45,7 +51,7 @@ def diagnose_path(raw: str) -> dict:
         report["hint"] = f"Use a full path such as {os.path.join(roots[0], 'documents')}"
         return report
     resolved = os.path.realpath(raw)
-    if not _inside(resolved, roots):
+    if not inside_allowed_roots(resolved):
         report["message"] = "The path is outside the allowed roots"
         report["hint"] = "Set ALLOWED_ROOTS to include it, or pick a folder under " + ", ".join(roots)
         return report

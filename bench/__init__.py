@@ -1,0 +1,1 @@
+"""Benchmark harness: Trawl side by side with Recoll (python -m bench.run)."""

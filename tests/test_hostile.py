@@ -1,0 +1,311 @@
+"""Hostile input: the hostile corpus and generated traps scan to the end in a real worker process.
+
+Every file ends as success, failed or skipped with a clear message, the run stays within its time
+and memory bounds, and the service is healthy afterwards. As root, the worker runs without the
+capabilities that bypass file permissions, so unreadable files really are unreadable to it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import CORPUS, REPO
+
+SETTING_KEYS = ("DATA_DIR", "REDIS_URL", "DATABASE_URL", "SECRET_KEY", "SCAN_BATCH_SIZE",
+                "SCAN_LOCK_SECONDS", "MAX_FILE_SIZE_MB", "EXTRACT_TIMEOUT_PDF",
+                "EXTRACT_TIMEOUT_TEXT", "EXTRACT_TIMEOUT_DEFAULT", "EXTRACT_MEMORY_MB",
+                "QUEUE_NAME", "SEARCH_BACKEND", "SEARCH_INDEX_DIR")
+WORKER_RSS_LIMIT_MB = 1024  # worker + work horse + extraction child, all together
+
+
+DROP_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search",
+            "--inh-caps", "-dac_override,-dac_read_search"]
+
+
+def permissions_bind_worker() -> bool:
+    """Whether our worker is refused unreadable files (not root, or root without DAC caps)."""
+    return os.geteuid() != 0 or shutil.which("setpriv") is not None
+
+
+class Worker:
+    """A real `python worker.py` in its own process group with the app's settings.
+
+    As root it runs through `setpriv` without CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH, so file
+    permissions bind it like any service account (mode 000 files are unreadable to it).
+    """
+
+    def __init__(self, app, **env):
+        self.app = app
+        self.env = {**os.environ, "LOG_LEVEL": "WARNING",
+                    "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"])}
+        self.env.update({k: str(app.config[k]) for k in SETTING_KEYS})
+        self.env.update(env)
+        self.peak_rss = 0
+        self._stop = threading.Event()
+
+    def __enter__(self) -> Worker:
+        prefix = DROP_DAC if os.geteuid() == 0 and shutil.which("setpriv") else []
+        self.proc = subprocess.Popen([*prefix, sys.executable, "worker.py"], cwd=REPO,
+                                     env=self.env, start_new_session=True)
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+        return self
+
+    def tree_rss(self) -> int:
+        """Resident memory of the worker and all its descendants, in bytes."""
+        try:
+            top = psutil.Process(self.proc.pid)
+            procs = [top, *top.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return 0
+        total = 0
+        for proc in procs:
+            try:
+                total += proc.memory_info().rss
+            except psutil.NoSuchProcess:
+                continue
+        return total
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.1):
+            self.peak_rss = max(self.peak_rss, self.tree_rss())
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (worker, work horse, extraction child)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        try:  # stray members of the group (a killed work horse's extraction child)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def poll_status(client, auth, sid: str, until, timeout: float = 60.0) -> dict:
+    """GET /api/status/{sid} until `until(status)` holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    status: dict = {}
+    while time.monotonic() < deadline:
+        status = client.get(f"/api/status/{sid}", headers=auth).get_json()
+        if until(status):
+            return status
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s; last status {status}")
+
+
+def finished(status: dict) -> bool:
+    """The source is idle and its latest run ended."""
+    run = status.get("last_run") or {}
+    return status["state"] == "idle" and run.get("state") in {"finished", "failed", "cancelled"}
+
+
+def records(app, sid: str) -> dict[str, tuple[str, str | None]]:
+    """{path: (status, error_message)} of the source's records."""
+    from webapp.extensions import db
+    from webapp.models import IndexedFile
+
+    with app.app_context():
+        rows = db.session.query(IndexedFile.path, IndexedFile.status,
+                                IndexedFile.error_message).filter_by(source_id=sid).all()
+        db.session.remove()
+    return {p: (s, e) for p, s, e in rows}
+
+
+def verify(app, sid: str, repair: bool = False) -> dict:
+    """verify_source's report for the source."""
+    from webapp.indexing.verify import verify_source
+
+    with app.app_context():
+        report = verify_source(sid, repair=repair)
+        from webapp.extensions import db
+
+        db.session.remove()
+    return report
+
+
+# -- the hostile tree ------------------------------------------------------------------------------
+
+@pytest.fixture
+def app_config(app_config):
+    """Short timeouts and small batches so the traps show up in several batches."""
+    app_config.update(SECRET_KEY="hostile-tests-" + os.urandom(16).hex(), SCAN_BATCH_SIZE=20,
+                      EXTRACT_TIMEOUT_PDF=10.0, EXTRACT_TIMEOUT_DEFAULT=10.0,
+                      EXTRACT_TIMEOUT_TEXT=5.0, EXTRACT_MEMORY_MB=512)
+    return app_config
+
+
+@pytest.fixture
+def hostile_root(app):
+    """The hostile corpus (when present) plus generated traps, below the allowed root."""
+    root = Path(app.config["ALLOWED_ROOTS"][0]) / "hostile"
+    if (CORPUS / "hostile").is_dir():
+        shutil.copytree(CORPUS / "hostile", root / "corpus")
+    root.mkdir(exist_ok=True)
+    _generated(root)
+    for path in [root, *root.rglob("*")]:
+        if path.is_dir() and not path.is_symlink() and path.name != "locked-dir":
+            path.chmod(0o755)
+    yield root
+    (root / "generated" / "locked-dir").chmod(0o755)  # so the tmp folder can be removed
+
+
+def _generated(root: Path) -> None:
+    gen = root / "generated"
+    gen.mkdir()
+    with open(gen / "sparse-2gb.txt", "wb") as fh:  # 2 GB apparent size, no blocks
+        fh.truncate(2 * 1024 ** 3)
+    with open(gen / "sparse-100mb-minus.log", "wb") as fh:  # just under the limit: read it
+        fh.truncate(99 * 1024 ** 2)
+    (gen / "loop").mkdir()
+    (gen / "loop" / "inside.txt").write_text("loop member")
+    (gen / "loop" / "again").symlink_to("..")
+    (gen / "loop" / "self").symlink_to(".")
+    (gen / "escape-link.txt").symlink_to("/etc/passwd")
+    (gen / "dangling.txt").symlink_to(gen / "nowhere")
+    os.mkfifo(gen / "pipe.txt")
+    (gen / "line\nbreak name.txt").write_text("newline in the name")
+    os.makedirs(os.fsencode(gen) + b"/bad-\xff-dir")
+    with open(os.fsencode(gen) + b"/bad-\xfe\xfd.txt", "wb") as fh:
+        fh.write(b"latin bytes in the name")
+    deep = gen
+    for i in range(200):
+        deep = deep / f"d{i % 10}"
+    deep.mkdir(parents=True)
+    (deep / "bottom.txt").write_text("two hundred levels down")
+    (gen / "secret.txt").write_text("unreadable file")
+    (gen / "secret.txt").chmod(0o000)
+    (gen / "locked-dir").mkdir()
+    (gen / "locked-dir" / "inner.txt").write_text("in an unreadable folder")
+    (gen / "locked-dir").chmod(0o000)
+    (gen / "binary.txt").write_bytes(os.urandom(64 * 1024))
+    (gen / "nul-heavy.md").write_bytes(b"---\ntitle: \x00\x00\n---\n" + b"\x00" * 100_000)
+
+
+def _expected_files(root: Path, locked_readable: bool) -> set[str]:
+    """Regular files with UTF-8 names reachable without following symlinked dirs."""
+    found = set()
+    for dirpath, _dirnames, filenames in os.walk(root):
+        if dirpath.endswith("locked-dir") and not locked_readable:
+            continue
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            try:
+                name.encode("utf-8")
+            except UnicodeEncodeError:
+                continue
+            if not os.path.islink(path) and stat.S_ISREG(os.lstat(path).st_mode):
+                found.add(path)
+    return found
+
+
+@pytest.mark.slow
+def test_hostile_tree_scans_to_the_end(app, client, auth, make_source, hostile_root):
+    binding = permissions_bind_worker()
+    sid = make_source(hostile_root, id="hostile")["id"]
+    assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200
+    started = time.monotonic()
+    with Worker(app) as worker:
+        status = poll_status(client, auth, sid, finished, timeout=150)
+    elapsed = time.monotonic() - started
+    run = status["last_run"]
+    assert run["state"] == "finished", run
+    assert worker.peak_rss < WORKER_RSS_LIMIT_MB * 1024 ** 2, worker.peak_rss / 1024 ** 2
+
+    recs = records(app, sid)
+    expected = _expected_files(hostile_root, locked_readable=not binding)
+    assert set(recs) == expected, (expected ^ set(recs))
+    for path, (state, error) in recs.items():
+        assert state in {"success", "failed", "skipped"}, path
+        if state != "success":
+            assert error and len(error) < 300 and "Traceback" not in error, (path, error)
+    gen = hostile_root / "generated"
+    assert recs[str(gen / "sparse-2gb.txt")] == ("skipped", "File is larger than 100 MB")
+    assert recs[str(gen / "line\nbreak name.txt")][0] == "success"
+    assert any(p.endswith("bottom.txt") and s == "success" for p, (s, _) in recs.items())
+    assert not any("/loop/again/" in p or "/loop/self/" in p for p in recs)
+    errors = {e["path"]: e["error"] for e in run["errors"]}
+    assert any("bad-" in p and e == "File name is not valid UTF-8" for p, e in errors.items())
+    if binding:
+        assert recs[str(gen / "secret.txt")][0] == "failed"
+        assert errors[str(gen / "locked-dir")].startswith("Permission denied")
+    # each file within its timeout: the whole run fits in the budget of a few slow files
+    assert elapsed < 150
+    assert client.get("/api/health").status_code == 200
+    hits = client.post("/api/search", headers=auth, json={"q": "hundred levels"}).get_json()
+    assert hits["total"] == 1
+    report = verify(app, sid)
+    assert report["orphan_documents"] == 0 and report["records_without_document"] == 0, report
+    if not binding:
+        pytest.skip("root without setpriv: mode-000 files were readable to the worker")
+
+
+def _many(root: Path, n: int) -> list[Path]:
+    paths = []
+    for i in range(n):
+        path = root / f"f{i:04d}.txt"
+        path.write_text(f"mid scan file {i} " + "filler words " * 2000)
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.slow
+def test_files_deleted_or_truncated_mid_scan(app, client, auth, make_source):
+    app.config["SCAN_BATCH_SIZE"] = 10
+    root = Path(app.config["ALLOWED_ROOTS"][0]) / "churn"
+    root.mkdir()
+    paths = _many(root, 400)
+    sid = make_source(root, id="churn")["id"]
+    victims = paths[-60:]  # the last batches: still waiting when extraction starts
+
+    def vandal() -> None:
+        poll_status(client.application.test_client(), auth, sid,
+                    lambda s: (s.get("last_run") or {}).get("progress", {}).get("total", 0) > 0,
+                    timeout=60)  # the walk is done (sizes taken); extraction is starting
+        for i, path in enumerate(victims):
+            if i % 2:
+                path.unlink()
+            else:
+                with open(path, "r+b") as fh:
+                    fh.truncate(10)
+
+    client.post(f"/api/sources/{sid}/reindex", headers=auth)
+    thread = threading.Thread(target=vandal)
+    with Worker(app, SCAN_BATCH_SIZE="10"):
+        thread.start()
+        status = poll_status(client, auth, sid, finished, timeout=120)
+        thread.join(timeout=60)
+        assert status["last_run"]["state"] == "finished"
+        recs = records(app, sid)
+        assert len(recs) == 400 and all(s in {"success", "failed"} for s, _ in recs.values())
+        gone = [str(p) for i, p in enumerate(victims) if i % 2]
+        vanished = [p for p in gone if recs[p][0] == "failed"]
+        assert vanished and all(recs[p][1] == "File no longer exists" for p in vanished)
+        # the next scan settles everything: deleted files leave, truncated ones are re-read
+        assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200
+        first = status["last_run"]
+        status = poll_status(client, auth, sid, lambda s: finished(s) and s["last_run"] != first,
+                             timeout=60)
+    assert status["total_files"] == 370
+    assert verify(app, sid)["problems"] == 0
+    hit = client.post("/api/search", headers=auth, json={"q": "mid scan file 340"}).get_json()
+    assert hit["total"] == 0  # a truncated file's old text is gone from the index
+    assert client.get("/api/health").status_code == 200

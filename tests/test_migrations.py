@@ -1,0 +1,188 @@
+"""Schema migrations: from an empty database, equal to the models, safe when started together."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import create_engine, inspect, text
+
+REPO = Path(__file__).resolve().parent.parent
+PG_SERVER = os.environ.get("TRAWL_TEST_PG_SERVER", "postgresql+psycopg://postgres@127.0.0.1:5432")
+TABLES = {"users", "sources", "indexed_files"}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_db(request, tmp_path):
+    """An empty database: a new SQLite file, or a new PostgreSQL database when one answers."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        return
+    admin = create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT",
+                          connect_args={"connect_timeout": 3})
+    name = f"trawl_mig_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # noqa: BLE001  (any connection problem means: no PostgreSQL here)
+        admin.dispose()
+        pytest.skip(f"PostgreSQL at {PG_SERVER} not available: {type(exc).__name__}")
+    yield f"{PG_SERVER}/{name}"
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture
+def make_app(app_config):
+    """create_app over a given database URL (engines disposed at the end)."""
+    from webapp import create_app
+    from webapp.extensions import db
+
+    apps = []
+
+    def make(url: str):
+        application = create_app({**app_config, "DATABASE_URL": url})
+        apps.append(application)
+        return application
+
+    yield make
+    for application in apps:
+        with application.app_context():
+            db.engine.dispose()
+
+
+def schema_diff(url: str) -> list:
+    """What alembic autogenerate would change to make the database match the models."""
+    from webapp import models  # noqa: F401
+    from webapp.extensions import db
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            ctx = MigrationContext.configure(conn, opts={"compare_type": True,
+                                                         "compare_server_default": True})
+            return compare_metadata(ctx, db.metadata)
+    finally:
+        engine.dispose()
+
+
+def revision(url: str) -> str | None:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            if not inspect(conn).has_table("alembic_version"):
+                return None
+            return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    finally:
+        engine.dispose()
+
+
+def head() -> str:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(REPO / "migrations"))
+    return ScriptDirectory.from_config(cfg).get_current_head()
+
+
+def test_app_start_migrates_an_empty_database_to_the_models(empty_db, make_app):
+    make_app(empty_db)
+    assert revision(empty_db) == head()
+    assert schema_diff(empty_db) == []
+
+
+def test_comparison_sees_a_schema_that_differs(empty_db, make_app):
+    make_app(empty_db)
+    engine = create_engine(empty_db)
+    with engine.begin() as conn:
+        conn.execute(text("DROP INDEX ix_indexed_files_source_status"))
+    engine.dispose()
+    diff = schema_diff(empty_db)
+    assert [d[0] for d in diff] == ["add_index"]
+    assert diff[0][1].name == "ix_indexed_files_source_status"
+
+
+def test_flask_db_downgrade_and_upgrade_from_empty(empty_db, make_app):
+    application = make_app(empty_db)
+    runner = application.test_cli_runner()
+    result = runner.invoke(args=["db", "downgrade", "base"])
+    assert result.exit_code == 0, result.output
+    engine = create_engine(empty_db)
+    assert set(inspect(engine).get_table_names()) == {"alembic_version"}
+    engine.dispose()
+    result = runner.invoke(args=["db", "upgrade"])
+    assert result.exit_code == 0, result.output
+    assert revision(empty_db) == head()
+    assert schema_diff(empty_db) == []
+
+
+def test_records_keep_their_unique_key_after_migration(empty_db, make_app):
+    application = make_app(empty_db)
+    from sqlalchemy.exc import IntegrityError
+
+    from webapp.extensions import db
+    from webapp.models import IndexedFile, Source, utcnow
+
+    with application.app_context():
+        db.session.add(Source(id="s", name="S", root_path="/x", include_patterns=["**/*"],
+                              exclude_patterns=[]))
+        db.session.commit()
+        row = {"source_id": "s", "path": "/x/a", "size_bytes": 1, "mtime_ns": 1,
+               "modified_at": utcnow(), "hash": "h", "status": "success"}
+        db.session.add(IndexedFile(**row))
+        db.session.commit()
+        db.session.add(IndexedFile(**row))
+        with pytest.raises(IntegrityError):
+            db.session.commit()
+        db.session.rollback()
+
+
+def test_database_made_by_create_all_is_stamped_not_recreated(tmp_path, make_app):
+    """Installs from before migrations existed: tables there, no alembic_version."""
+    from webapp import models  # noqa: F401
+    from webapp.extensions import db
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = create_engine(url)
+    db.metadata.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO users (username, password_hash, is_admin, created_at) "
+                          "VALUES ('old', 'x', 1, '2026-01-01 00:00:00')"))
+    engine.dispose()
+    make_app(url)
+    assert revision(url) == head()
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT username FROM users")).scalars().all() == ["old"]
+    engine.dispose()
+
+
+STARTER = """
+import sys
+from webapp import create_app
+create_app({"DATA_DIR": sys.argv[1], "DATABASE_URL": sys.argv[2], "REDIS_URL": sys.argv[3],
+            "SECRET_KEY": "x" * 32, "ALLOWED_ROOTS": sys.argv[1]})
+"""
+
+
+@pytest.mark.slow
+def test_processes_starting_together_migrate_once(empty_db, tmp_path, redis_url):
+    """web, workers and scheduler start at the same moment on a new database: all come up."""
+    data = tmp_path / "shared-data"
+    data.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", STARTER, str(data), empty_db, redis_url],
+                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for _ in range(3)]
+    outputs = [p.communicate(timeout=120)[0].decode() for p in procs]
+    for proc, out in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, out
+    assert revision(empty_db) == head()
+    assert schema_diff(empty_db) == []

@@ -1,0 +1,196 @@
+"""A scan shared by real worker processes: 1 worker, then 4, over trees that take time to extract.
+
+The workers are `python worker.py` subprocesses configured like the test app (same Redis
+database, database, data folder, allowed roots and queue). Timings are printed, not asserted:
+the benchmarks measure speed; this test checks that the work is spread and done exactly once.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rq import Worker
+from rq.job import Job
+from rq.registry import FinishedJobRegistry
+
+REPO = Path(__file__).resolve().parent.parent
+FILES = 80  # spreadsheets per tree; each takes tens of milliseconds to extract
+BATCH = 8  # files per batch: enough batches for every worker to take several
+
+pytestmark = pytest.mark.slow
+
+
+def _workbook(seed: int) -> bytes:
+    """An .xlsx whose extraction (openpyxl reading every cell) takes measurable time."""
+    import openpyxl
+
+    rng = random.Random(seed)
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["walrus", "ledger", f"variant{seed}"])
+    for row in range(1000):
+        sheet.append([row, rng.randint(0, 9999), rng.randint(0, 99), rng.choice("abcdefgh")])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def workbooks() -> list[bytes]:
+    return [_workbook(seed) for seed in range(4)]
+
+
+@pytest.fixture
+def app_config(app_config):
+    return {**app_config, "SCAN_BATCH_SIZE": BATCH}
+
+
+@pytest.fixture
+def start_workers(app, tmp_path):
+    """Start n `python worker.py` processes on the app's queue; all are stopped at the end."""
+    from webapp.runtime import get_queue, get_redis
+
+    procs: list[subprocess.Popen] = []
+    env = {**os.environ, "DATA_DIR": app.config["DATA_DIR"], "REDIS_URL": app.config["REDIS_URL"],
+           "DATABASE_URL": app.config["DATABASE_URL"], "QUEUE_NAME": app.config["QUEUE_NAME"],
+           "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"]),
+           "SEARCH_BACKEND": "tantivy", "SEARCH_INDEX_DIR": app.config["SEARCH_INDEX_DIR"],
+           "SCAN_BATCH_SIZE": str(BATCH), "LOG_LEVEL": "WARNING"}
+
+    def start(n: int) -> list[subprocess.Popen]:
+        queue = get_queue(app)
+        before = Worker.count(queue=queue)
+        new = []
+        for _ in range(n):
+            log = open(tmp_path / f"worker-{len(procs)}.log", "wb")  # noqa: SIM115
+            proc = subprocess.Popen([sys.executable, "worker.py"], cwd=REPO, env=env,
+                                    stdout=log, stderr=subprocess.STDOUT)
+            log.close()
+            procs.append(proc)
+            new.append(proc)
+        deadline = time.monotonic() + 60
+        while Worker.count(connection=get_redis(app), queue=queue) < before + n:
+            assert time.monotonic() < deadline, "workers did not register within 60 s"
+            assert all(p.poll() is None for p in new), _logs(tmp_path)
+            time.sleep(0.1)
+        return new
+
+    yield start
+    stop(procs)
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    """Warm shutdown (SIGTERM), then kill what is left."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _logs(tmp_path: Path) -> str:
+    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+                     for p in sorted(tmp_path.glob("worker-*.log")))
+
+
+def _tree(roots: Path, name: str, workbooks: list[bytes]) -> Path:
+    top = roots / name
+    for i in range(FILES):
+        path = top / f"part{i % 6}" / f"ledger-{i:03d}.xlsx"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(workbooks[i % len(workbooks)])
+    return top
+
+
+def _scan(client, auth, source_id: str) -> tuple[dict, float]:
+    """Queue a scan, wait for its end; the final stats and the wall time."""
+    started = time.monotonic()
+    resp = client.post(f"/api/sources/{source_id}/reindex?wait=240", headers=auth)
+    elapsed = time.monotonic() - started
+    assert resp.status_code == 200, resp.get_json()
+    return resp.get_json(), elapsed
+
+
+def _extracting_workers(app, scan_job_id: str) -> dict[str, int]:
+    """Worker name -> batches it extracted, from RQ's finished jobs of this run."""
+    from webapp.runtime import get_queue, get_redis
+
+    queue = get_queue(app)
+    registry = FinishedJobRegistry(queue=queue)
+    jobs = [j for j in Job.fetch_many(registry.get_job_ids(), connection=get_redis(app)) if j]
+    helpers = [j for j in jobs if j.func_name.endswith("extract_batches")]
+    done: dict[str, int] = {}
+    for job in helpers:
+        if job.return_value():
+            done[job.worker_name] = done.get(job.worker_name, 0) + job.return_value()
+    scan = Job.fetch(scan_job_id, connection=get_redis(app))
+    total = FILES // BATCH
+    coordinator = total - sum(done.values())
+    if coordinator > 0:
+        done[scan.worker_name] = done.get(scan.worker_name, 0) + coordinator
+    return done
+
+
+def _clear_finished(app) -> None:
+    from webapp.runtime import get_queue
+
+    registry = FinishedJobRegistry(queue=get_queue(app))
+    for job_id in registry.get_job_ids():
+        registry.remove(job_id, delete_job=True)
+
+
+def _assert_indexed_once(client, auth, app, source_id: str) -> None:
+    from sqlalchemy import func, select
+
+    from webapp.extensions import db
+    from webapp.models import IndexedFile
+
+    with app.app_context():
+        rows = db.session.execute(
+            select(IndexedFile.status, func.count()).where(IndexedFile.source_id == source_id)
+            .group_by(IndexedFile.status)).all()
+        distinct = db.session.scalar(select(func.count(func.distinct(IndexedFile.path)))
+                                     .where(IndexedFile.source_id == source_id))
+    assert dict(rows) == {"success": FILES}
+    assert distinct == FILES
+    found = client.post("/api/search", headers=auth,
+                        json={"q": "walrus ledger", "source_id": source_id, "limit": 1}).get_json()
+    assert found["total"] == FILES
+
+
+def test_scan_spreads_over_four_workers_and_indexes_each_file_once(
+        app, client, auth, roots, make_source, start_workers, workbooks, tmp_path):
+    one = make_source(_tree(roots, "one", workbooks), name="One worker")
+    four = make_source(_tree(roots, "four", workbooks), name="Four workers")
+
+    start_workers(1)
+    body, wall_1 = _scan(client, auth, one["id"])
+    assert body["stats"]["state"] == "finished", (body, _logs(tmp_path))
+    assert body["stats"]["successful"] == FILES
+    _assert_indexed_once(client, auth, app, one["id"])
+    alone = _extracting_workers(app, body["job_id"])
+    assert len(alone) == 1, alone
+
+    _clear_finished(app)
+    start_workers(3)  # 4 in all
+    body, wall_4 = _scan(client, auth, four["id"])
+    assert body["stats"]["state"] == "finished", (body, _logs(tmp_path))
+    assert body["stats"]["successful"] == FILES
+    _assert_indexed_once(client, auth, app, four["id"])
+    shared = _extracting_workers(app, body["job_id"])
+    print(f"\nscan of {FILES} files: 1 worker {wall_1:.1f} s, 4 workers {wall_4:.1f} s; "
+          f"batches per worker with 4: {sorted(shared.values(), reverse=True)}")
+    assert sum(shared.values()) == FILES // BATCH
+    assert len(shared) >= 3, f"extraction ran on only {len(shared)} worker(s): {shared}"
