@@ -24,7 +24,7 @@ class Settings:
     MEILI_INDEX = "trawl"  # Meilisearch index name
     MEILI_TASK_TIMEOUT = 300.0  # seconds a job waits for a Meilisearch write task
     SEARCH_WRITER_TIMEOUT = 60.0  # seconds a write waits for the single Tantivy writer
-    SEARCH_WRITER_HEAP_MB = 128  # memory of the Tantivy writer while it indexes a batch
+    SEARCH_WRITER_HEAP_MB = 32  # memory of the Tantivy writer while it indexes a batch (>= 16 per thread)
     ALLOWED_ROOTS = ""  # comma-separated folders sources may live in; empty means DATA_DIR/sources
     SECRET_KEY = ""  # signing key; empty means generated once and kept in DATA_DIR/secret_key
     SESSION_EXPIRE_HOURS = 24  # lifetime of API tokens and UI sessions

@@ -37,6 +37,7 @@ ALIVE_EVERY = 1.0  # seconds between a helper's "still working on batch n" marks
 # merges, so one commit per WRITE_BATCHES batches (1000 files by default) saves most of that.
 WRITE_BATCHES = 5
 WRITE_SECONDS = 5.0  # ... but never hold extracted results longer than this
+WRITE_MAX_CHARS = 8_000_000  # ... nor more extracted text than this (the writer's memory)
 
 _extractor: tuple | None = None  # (settings, Extractor): one child per worker process, reused
 
@@ -136,6 +137,7 @@ class ScanRun:
         self._last_publish = 0.0
         self._buffer: list[dict] = []  # batch results not yet written
         self._buffer_since = 0.0
+        self._buffer_chars = 0
 
     # -- stats -------------------------------------------------------------------------------
     def error(self, path: str, message: str) -> None:
@@ -284,17 +286,19 @@ class ScanRun:
             return  # a batch handed out twice: the first result won
         pending.discard(n)
         self._buffer.append(result)
+        self._buffer_chars += sum(len(d["content"]) for d in result["docs"])
         if not self._buffer_since:
             self._buffer_since = time.monotonic()
         self._count_batch(result)
         if not pending or len(self._buffer) >= WRITE_BATCHES or \
+                self._buffer_chars >= WRITE_MAX_CHARS or \
                 time.monotonic() - self._buffer_since >= WRITE_SECONDS:
             self._flush()
 
     def _flush(self) -> None:
         """Documents first (one commit), then records (one statement); nothing when cancelled."""
         buffer, self._buffer = self._buffer, []
-        self._buffer_since = 0.0
+        self._buffer_since, self._buffer_chars = 0.0, 0
         if not buffer or self.lock.cancelled(self.run_id):
             return
         get_search(self.app).upsert([d for result in buffer for d in result["docs"]])
