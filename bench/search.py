@@ -1,8 +1,9 @@
 """Search benchmark: index N synthetic documents, time exact/typo/prefix/filtered queries.
 
-Usage: python bench/search.py [--n 100000] [--queries 200] [--dir DIR] [--seed 1]
+Usage: python bench/search.py [--n 100000] [--queries 200] [--dir DIR] [--seed 1] [--http]
 Prints a Markdown table and writes bench/results/search-<n>.json. Queries run in-process
-through the backend; a runner with the same `search(SearchQuery)` shape can time HTTP later.
+through the backend, and with --http also over HTTP against the whole service (`make run`'s
+launcher: gunicorn, Redis, a worker) serving the same index.
 """
 
 from __future__ import annotations
@@ -150,6 +151,34 @@ def in_process_runner(backend: SearchBackend) -> Callable[[SearchQuery], int]:
     return lambda q: backend.search(q).total
 
 
+def http_runner(service) -> Callable[[SearchQuery], int]:
+    """Runs a query as POST /api/search on a running service (keep-alive); returns the total."""
+
+    def run(q: SearchQuery) -> int:
+        body = {"q": q.q, "limit": q.limit, "sort": q.sort}
+        body.update({k: v for k, v in (("source_id", q.source_id), ("type", q.type)) if v})
+        resp = service.http.post(f"{service.base}/api/search", json=body, timeout=30)
+        resp.raise_for_status()
+        return resp.json()["total"]
+
+    return run
+
+
+def time_over_http(index_dir: Path, queries: dict[str, list[SearchQuery]]) -> dict:
+    """Start the service over the same index folder and time the same queries through it."""
+    from bench.trawl_runner import TrawlService
+
+    work = Path(tempfile.mkdtemp(prefix="trawl-bench-http-"))
+    (work / "empty").mkdir()
+    try:
+        with TrawlService(work / "data", work / "empty", workers=1,
+                          env={"SEARCH_INDEX_DIR": str(index_dir)}) as service:
+            runner = http_runner(service)
+            return {name: time_queries(runner, qs) for name, qs in queries.items()}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def dir_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -166,6 +195,9 @@ def markdown(report: dict) -> str:
     for name, r in report["queries"].items():
         lines.append(f"| {name} | {r['queries']} | {r['p50_ms']} | {r['p95_ms']} | "
                      f"{r['p99_ms']} | {r['mean_hits']} |")
+    for name, r in report.get("http", {}).items():
+        lines.append(f"| {name} over HTTP | {r['queries']} | {r['p50_ms']} | {r['p95_ms']} | "
+                     f"{r['p99_ms']} | {r['mean_hits']} |")
     return "\n".join(lines)
 
 
@@ -177,6 +209,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=5_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dir", help="index directory (default: a temp dir, removed after)")
+    parser.add_argument("--http", action="store_true",
+                        help="also time the queries over HTTP against the running service")
     args = parser.parse_args(argv)
     index_dir = Path(args.dir or tempfile.mkdtemp(prefix="trawl-bench-"))
     try:
@@ -186,12 +220,16 @@ def main(argv: list[str] | None = None) -> None:
         runner = in_process_runner(backend)
         queries = make_queries(corpus, args.queries, args.seed)
         report = {
-            "backend": "tantivy", "mode": "in-process", "machine": platform.platform(),
+            "backend": "tantivy", "mode": "in-process" + (" and HTTP" if args.http else ""),
+            "machine": platform.platform(),
             "indexing": indexing, "index_mb": round(dir_size(index_dir) / 1e6, 1),
             "raw_text_mb": round(indexing["raw_text_bytes"] / 1e6, 1),
             "queries": {name: time_queries(runner, qs) for name, qs in queries.items()},
         }
         report["queries"]["all"] = _merge(report["queries"])
+        if args.http:
+            report["http"] = time_over_http(index_dir, queries)
+            report["http"]["all"] = _merge(report["http"])
     finally:
         if not args.dir:
             shutil.rmtree(index_dir, ignore_errors=True)

@@ -39,7 +39,8 @@ class TrawlService:
     """A whole Trawl (redis, gunicorn, WORKERS RQ workers, scheduler) on a fresh data folder."""
 
     def __init__(self, data_dir: Path, corpus_root: Path, workers: int = 2,
-                 log_level: str = "WARNING") -> None:
+                 log_level: str = "WARNING", env: dict[str, str] | None = None) -> None:
+        self.extra_env = env or {}
         self.data_dir = data_dir
         self.corpus_root = corpus_root
         self.workers = workers
@@ -57,6 +58,7 @@ class TrawlService:
         env.update(DATA_DIR=str(self.data_dir), PORT=str(self.port), HOST="127.0.0.1",
                    WORKERS=str(self.workers), ALLOWED_ROOTS=str(self.corpus_root),
                    LOG_LEVEL=self.log_level)
+        env.update(self.extra_env)
         self.log = open(self.data_dir.parent / "trawl-service.log", "w")  # noqa: SIM115
         self.proc = subprocess.Popen([sys.executable, "-m", "webapp.launcher"], cwd=ROOT,
                                      env=env, stdout=self.log, stderr=subprocess.STDOUT)

@@ -7,6 +7,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -63,15 +64,31 @@ def redis_url(tmp_path_factory):
             proc.terminate()
 
 
-PG_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432"
+PG_SERVER = os.environ.get("TRAWL_TEST_PG_SERVER",
+                           "postgresql+psycopg://postgres@127.0.0.1:5432").rstrip("/")
 
 
-def _pg_admin(server: str):
-    """An AUTOCOMMIT engine on the server's `postgres` database (CREATE/DROP DATABASE need it)."""
-    from sqlalchemy import create_engine
+@contextmanager
+def new_pg_database(prefix: str):
+    """A new, empty PostgreSQL database on PG_SERVER, dropped afterwards; skips when unreachable."""
+    from sqlalchemy import create_engine, text
 
-    return create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT",
-                         connect_args={"connect_timeout": 3})
+    admin = create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT",
+                          connect_args={"connect_timeout": 3})
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # noqa: BLE001  (any connection problem means: no PostgreSQL here)
+        admin.dispose()
+        pytest.skip(f"PostgreSQL at {PG_SERVER} is unreachable: {type(exc).__name__}: "
+                    f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+    try:
+        yield f"{PG_SERVER}/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 @pytest.fixture(scope="session")
@@ -84,26 +101,11 @@ def database_url():
     """
     if os.environ.get("TRAWL_TEST_DATABASE_URL"):
         yield os.environ["TRAWL_TEST_DATABASE_URL"]
-        return
-    if os.environ.get("TRAWL_TEST_DATABASE", "sqlite") != "postgres":
+    elif os.environ.get("TRAWL_TEST_DATABASE", "sqlite") != "postgres":
         yield ""
-        return
-    from sqlalchemy import exc, text
-
-    server = os.environ.get("TRAWL_TEST_PG_SERVER", PG_SERVER).rstrip("/")
-    name = f"trawl_test_{uuid.uuid4().hex[:12]}"
-    admin = _pg_admin(server)
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except exc.OperationalError as err:
-        admin.dispose()
-        pytest.skip(f"TRAWL_TEST_DATABASE=postgres but PostgreSQL at {server} is unreachable: "
-                    f"PostgreSQL run skipped ({str(err.orig).strip().splitlines()[0]})")
-    yield f"{server}/{name}"
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    else:
+        with new_pg_database("trawl_test") as url:
+            yield url
 
 
 def _reset_database(url: str) -> None:

@@ -19,7 +19,7 @@ import redis
 import requests
 
 from tests.conftest import REPO
-from tests.test_hostile import Worker, finished, poll_status, verify
+from tests.workers import Worker, finished, poll_status, verify
 
 N_FILES = 600
 

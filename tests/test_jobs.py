@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 from datetime import timedelta
 
 import pytest
 
-from tests.conftest import REPO
+from tests.workers import Worker, poll_status
 
 FILES = {"a.txt": "alpha report", "b.md": "# Bravo\nbudget notes", "sub/c.py": "print('charlie')",
          "node_modules/x/skip.js": "never indexed", "sub/.git/config": "never indexed"}
@@ -85,7 +82,7 @@ def test_incremental_scans(client, auth, make_tree, make_source, run_jobs):
 def test_wait_returns_the_finished_stats(app, client, auth, make_tree, make_source):
     """?wait=N blocks until a real worker process has finished the scan."""
     sid = make_source(make_tree("docs", FILES))["id"]
-    with _worker_process(app):
+    with Worker(app):
         resp = _reindex(client, auth, sid, wait=60)
     stats = resp.get_json()["stats"]
     assert stats["state"] == "finished" and stats["successful"] == 3
@@ -239,47 +236,8 @@ def test_a_due_run_is_skipped_while_the_source_is_busy(app, client, auth, make_t
 
 # -- real worker processes: progress and crashes ------------------------------------------------
 
-class _worker_process:
-    """A real `python worker.py` in its own process group, with the test app's settings."""
-
-    def __init__(self, app):
-        self.env = {**os.environ, "DATA_DIR": app.config["DATA_DIR"],
-                    "REDIS_URL": app.config["REDIS_URL"], "DATABASE_URL": app.config["DATABASE_URL"],
-                    "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"]),
-                    "SCAN_BATCH_SIZE": str(app.config["SCAN_BATCH_SIZE"]),
-                    "SCAN_LOCK_SECONDS": str(app.config["SCAN_LOCK_SECONDS"]),
-                    "LOG_LEVEL": "WARNING"}
-
-    def __enter__(self):
-        self.proc = subprocess.Popen([sys.executable, "worker.py"], cwd=REPO, env=self.env,
-                                     start_new_session=True)
-        return self
-
-    def kill(self):
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=10)
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
 def _many_files(n: int) -> dict[str, str]:
     return {f"notes/n{i:04d}.txt": f"note number {i} about topic{i % 7}" for i in range(n)}
-
-
-def _poll(client, auth, sid, until, timeout=60.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        stats = client.get(f"/api/status/{sid}", headers=auth).get_json()
-        if until(stats):
-            return stats
-        time.sleep(0.05)
-    raise AssertionError(f"timed out; last status {stats}")
 
 
 @pytest.mark.slow
@@ -287,11 +245,11 @@ def test_progress_moves_while_a_scan_runs(app, client, auth, make_tree, make_sou
     app.config["SCAN_BATCH_SIZE"] = 5
     sid = make_source(make_tree("docs", _many_files(400)))["id"]
     _reindex(client, auth, sid)
-    with _worker_process(app):
-        mid = _poll(client, auth, sid, lambda s: s["state"] == "indexing"
+    with Worker(app):
+        mid = poll_status(client, auth, sid, lambda s: s["state"] == "indexing"
                     and 0 < s["last_run"]["progress"]["done"] < 400)
         assert mid["last_run"]["progress"]["total"] == 400 and mid["last_run"]["current_file"]
-        done = _poll(client, auth, sid, lambda s: s["state"] == "idle")
+        done = poll_status(client, auth, sid, lambda s: s["state"] == "idle")
     assert done["last_run"]["successful"] == 400 and done["total_files"] == 400
 
 
@@ -300,13 +258,13 @@ def test_a_killed_worker_does_not_leave_the_source_stuck(app, client, auth, make
     app.config.update(SCAN_BATCH_SIZE=5, SCAN_LOCK_SECONDS=3)
     sid = make_source(make_tree("docs", _many_files(600)))["id"]
     _reindex(client, auth, sid)
-    with _worker_process(app) as worker:
-        _poll(client, auth, sid, lambda s: s["last_run"] and s["last_run"]["progress"]["done"] > 0)
+    with Worker(app) as worker:
+        poll_status(client, auth, sid, lambda s: s["last_run"] and s["last_run"]["progress"]["done"] > 0)
         worker.kill()
-    _poll(client, auth, sid, lambda s: s["state"] == "idle", timeout=30)
+    poll_status(client, auth, sid, lambda s: s["state"] == "idle", timeout=30)
     assert _reindex(client, auth, sid).status_code == 200
-    with _worker_process(app):
-        final = _poll(client, auth, sid, lambda s: s["state"] == "idle"
+    with Worker(app):
+        final = poll_status(client, auth, sid, lambda s: s["state"] == "idle"
                       and s["last_run"]["state"] == "finished")
     assert final["total_files"] == 600
     assert _search(client, auth, "note")["total"] == 600

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -13,8 +11,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 
+from tests.conftest import new_pg_database
+
 REPO = Path(__file__).resolve().parent.parent
-PG_SERVER = os.environ.get("TRAWL_TEST_PG_SERVER", "postgresql+psycopg://postgres@127.0.0.1:5432")
 TABLES = {"users", "sources", "indexed_files"}
 
 
@@ -24,19 +23,8 @@ def empty_db(request, tmp_path):
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'empty.db'}"
         return
-    admin = create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT",
-                          connect_args={"connect_timeout": 3})
-    name = f"trawl_mig_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:  # noqa: BLE001  (any connection problem means: no PostgreSQL here)
-        admin.dispose()
-        pytest.skip(f"PostgreSQL at {PG_SERVER} not available: {type(exc).__name__}")
-    yield f"{PG_SERVER}/{name}"
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with new_pg_database("trawl_mig") as url:
+        yield url
 
 
 @pytest.fixture

@@ -11,33 +11,22 @@ import random
 import subprocess
 import sys
 import threading
-import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import func, select
+
+from tests.conftest import new_pg_database
 
 REPO = Path(__file__).resolve().parent.parent
 ADMIN = {"username": "admin", "password": "correct horse battery"}
-PG_SERVER = os.environ.get("TRAWL_TEST_PG_SERVER", "postgresql+psycopg://postgres@127.0.0.1:5432")
 
 
 @pytest.fixture
 def pg_url():
     """A new, empty PostgreSQL database for one test, dropped afterwards."""
-    admin = create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT",
-                          connect_args={"connect_timeout": 3})
-    name = f"trawl_pg_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:  # noqa: BLE001  (any connection problem means: no PostgreSQL here)
-        admin.dispose()
-        pytest.skip(f"PostgreSQL at {PG_SERVER} not available: {type(exc).__name__}")
-    yield f"{PG_SERVER}/{name}"
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with new_pg_database("trawl_pg") as url:
+        yield url
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS
-from tests.test_hostile import Worker, finished, poll_status, records
+from tests.workers import Worker, finished, poll_status, records
 
 PER_TYPE = 3  # corpus files copied per type folder
 

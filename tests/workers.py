@@ -1,0 +1,135 @@
+"""Test helpers for real worker processes: start `python worker.py` with a test app's settings,
+watch its memory, poll a source's status, read records and verify a source."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+
+from tests.conftest import REPO
+
+SETTING_KEYS = ("DATA_DIR", "REDIS_URL", "DATABASE_URL", "SECRET_KEY", "SCAN_BATCH_SIZE",
+                "SCAN_LOCK_SECONDS", "MAX_FILE_SIZE_MB", "EXTRACT_TIMEOUT_PDF",
+                "EXTRACT_TIMEOUT_TEXT", "EXTRACT_TIMEOUT_DEFAULT", "EXTRACT_MEMORY_MB",
+                "QUEUE_NAME", "SEARCH_BACKEND", "SEARCH_INDEX_DIR")
+WORKER_RSS_LIMIT_MB = 1024  # worker + work horse + extraction child, all together
+
+
+DROP_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search",
+            "--inh-caps", "-dac_override,-dac_read_search"]
+
+
+def permissions_bind_worker() -> bool:
+    """Whether our worker is refused unreadable files (not root, or root without DAC caps)."""
+    return os.geteuid() != 0 or shutil.which("setpriv") is not None
+
+
+class Worker:
+    """A real `python worker.py` in its own process group with the app's settings.
+
+    As root it runs through `setpriv` without CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH, so file
+    permissions bind it like any service account (mode 000 files are unreadable to it).
+    """
+
+    def __init__(self, app, **env):
+        self.app = app
+        self.env = {**os.environ, "LOG_LEVEL": "WARNING",
+                    "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"])}
+        self.env.update({k: str(app.config[k]) for k in SETTING_KEYS})
+        self.env.update(env)
+        self.peak_rss = 0
+        self._stop = threading.Event()
+
+    def __enter__(self) -> Worker:
+        prefix = DROP_DAC if os.geteuid() == 0 and shutil.which("setpriv") else []
+        self.proc = subprocess.Popen([*prefix, sys.executable, "worker.py"], cwd=REPO,
+                                     env=self.env, start_new_session=True)
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+        return self
+
+    def tree_rss(self) -> int:
+        """Resident memory of the worker and all its descendants, in bytes."""
+        try:
+            top = psutil.Process(self.proc.pid)
+            procs = [top, *top.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return 0
+        total = 0
+        for proc in procs:
+            try:
+                total += proc.memory_info().rss
+            except psutil.NoSuchProcess:
+                continue
+        return total
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.1):
+            self.peak_rss = max(self.peak_rss, self.tree_rss())
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (worker, work horse, extraction child)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        try:  # stray members of the group (a killed work horse's extraction child)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def poll_status(client, auth, sid: str, until, timeout: float = 60.0) -> dict:
+    """GET /api/status/{sid} until `until(status)` holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    status: dict = {}
+    while time.monotonic() < deadline:
+        status = client.get(f"/api/status/{sid}", headers=auth).get_json()
+        if until(status):
+            return status
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s; last status {status}")
+
+
+def finished(status: dict) -> bool:
+    """The source is idle and its latest run ended."""
+    run = status.get("last_run") or {}
+    return status["state"] == "idle" and run.get("state") in {"finished", "failed", "cancelled"}
+
+
+def records(app, sid: str) -> dict[str, tuple[str, str | None]]:
+    """{path: (status, error_message)} of the source's records."""
+    from webapp.extensions import db
+    from webapp.models import IndexedFile
+
+    with app.app_context():
+        rows = db.session.query(IndexedFile.path, IndexedFile.status,
+                                IndexedFile.error_message).filter_by(source_id=sid).all()
+        db.session.remove()
+    return {p: (s, e) for p, s, e in rows}
+
+
+def verify(app, sid: str, repair: bool = False) -> dict:
+    """verify_source's report for the source."""
+    from webapp.indexing.verify import verify_source
+
+    with app.app_context():
+        report = verify_source(sid, repair=repair)
+        from webapp.extensions import db
+
+        db.session.remove()
+    return report
