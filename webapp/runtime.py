@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import redis
 from flask import Flask, current_app
 from rq import Queue
-from sqlalchemy import Connection, inspect, text
+from sqlalchemy import Connection, event, inspect, text
 
 from webapp.extensions import db
 
@@ -28,10 +28,21 @@ def init_app(app: Flask) -> None:
                                           default_timeout=24 * 3600)
     app.extensions["trawl.search"] = None
     with app.app_context():
+        if db.engine.dialect.name == "sqlite":
+            event.listen(db.engine, "connect", _sqlite_pragmas)
         upgrade_schema(app)
         # RQ forks a work horse per job: a pooled PostgreSQL connection inherited by every horse
         # would be one server session shared by all ("prepared statement already exists")
         db.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_conn, record) -> None:
+    """WAL: the web process keeps reading while a scan writes (one writer, many readers)."""
+    cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
 
 
 # -- database schema (Alembic migrations in ROOT/migrations) ----------------------------------
