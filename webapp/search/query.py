@@ -129,6 +129,7 @@ class TermMatcher:
 
     terms: tuple[QueryTerm, ...]
     _cache: dict[str, int | None] = field(default_factory=dict, repr=False)
+    _known: dict[str, int] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_query(cls, parsed: ParsedQuery) -> TermMatcher:
@@ -147,7 +148,7 @@ class TermMatcher:
 
     def known_matches(self) -> dict[str, int]:
         """Surface words matched so far (by earlier texts of the same query)."""
-        return {w: i for w, i in self._cache.items() if i is not None}
+        return self._known
 
     def match_many(self, words: Iterable[str]) -> dict[str, int]:
         """The words (surface forms) that match, each with the index of its query term."""
@@ -157,7 +158,10 @@ class TermMatcher:
         if misses:
             if len(cache) > 200_000:
                 cache.clear()
-            cache.update(zip(misses, self._match_uncached(misses), strict=True))
+                self._known.clear()
+            found = self._match_uncached(misses)
+            cache.update(zip(misses, found, strict=True))
+            self._known.update((w, i) for w, i in zip(misses, found, strict=True) if i is not None)
         return {w: cache[w] for w in words if cache[w] is not None}
 
     def _match_uncached(self, words: list[str]) -> list[int | None]:

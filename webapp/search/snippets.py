@@ -15,6 +15,9 @@ _DIGIT_RE = re.compile(r"\d")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 # The fast path tries the surface words that earlier results of the query matched, when few.
 MAX_KNOWN_WORDS = 64
+# Every word of this head of a document is checked; past it, only the stretch around the
+# first plain-text occurrence of a missing term is (this bounds the work per result).
+HEAD_CHARS = 20_000
 # How far (in characters) a window edge may move to avoid cutting a word in half.
 _WORD_SNAP = 20
 
@@ -44,13 +47,15 @@ def _spans_of(text: str, matched: dict[str, int]) -> list[Span]:
     """Spans of whole-token occurrences of these surface words (word -> term index)."""
     if not matched:
         return []
-    alternatives = "|".join(re.escape(w) for w in sorted(matched, key=len, reverse=True))
-    pattern = re.compile(alternatives)
-    return [
-        (m.start(), m.end(), matched[m.group(0)])
-        for m in pattern.finditer(text)
-        if _is_whole_token(text, m.start(), m.end())
-    ]
+    return [(m.start(), m.end(), matched[m.group(0)])
+            for m in _word_pattern(matched).finditer(text)
+            if _is_whole_token(text, m.start(), m.end())]
+
+
+def _word_pattern(words) -> re.Pattern[str]:
+    """A plain alternation of the words, longest first (whole-token checks are done after:
+    lookarounds would cost a check at every position of the text)."""
+    return re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
 
 
 def _best_window(spans: list[Span], length: int) -> tuple[int, int]:
@@ -139,41 +144,74 @@ def _cut(text: str, spans: list[Span], length: int, cut_before: bool, cut_after:
     return before + body + (ELLIPSIS if end < len(text) or cut_after else "")
 
 
-def _scanned_matches(text: str, matcher: TermMatcher, length: int) -> tuple[int, list[Span]]:
-    """Matches in the shortest head of `text` that holds every query term (or in all of it).
+def _scanned_matches(text: str, matcher: TermMatcher, length: int) -> list[Span]:
+    """Matches in the shortest head of `text` that holds every query term, plus a look at the
+    first later occurrence of a term that head lacks.
 
     Scanning a whole long document for every result is what makes snippets slow; most
-    documents show all their terms early, so the text is read in growing pieces (each read
-    once) only while terms are missing. Returns the scanned length and the spans in it.
+    documents show all their terms early, so the head is read in growing pieces (each read
+    once) up to HEAD_CHARS, only while terms are missing. A piece is first searched for the
+    words earlier results of the same query matched (one regex pass in C); only when that
+    leaves a term unseen are all its words checked. A term still missing is then looked up
+    as plain text in the rest of the document, and only the stretch around it is read.
     """
     wanted = len(matcher.terms)
-    known = matcher.known_matches()
-    if 0 < len(known) <= MAX_KNOWN_WORDS:
-        # Fast path: the words earlier results matched, found by one regex pass in C.
-        spans = _spans_of(text, known)
-        if len({s[2] for s in spans}) >= wanted:
-            return len(text), spans
-    spans = []
+    spans: list[Span] = []
     start, n = 0, max(2_000, 8 * length)
-    while start < len(text):
-        end = len(text) if n >= len(text) else text.rfind(" ", start + (n - start) // 2, n)
-        if end <= start:
-            end = min(len(text), n)  # no space to cut at: a piece of one huge token
-        spans += [(a + start, b + start, t) for a, b, t in find_matches(text[start:end], matcher)]
+    limit = min(len(text), HEAD_CHARS)
+    while start < limit and len({s[2] for s in spans}) < wanted:
+        end = _cut_at_space(text, start, min(n, limit))
+        spans += _piece_matches(text, start, end, matcher)
         start, n = end, n * 4
-        if len({s[2] for s in spans}) >= wanted:
-            break
-    return start, spans
+    missing = set(range(wanted)) - {s[2] for s in spans}
+    if missing and start < len(text):
+        spans += _later_matches(text, start, missing, matcher, length)
+    return spans
+
+
+def _cut_at_space(text: str, start: int, n: int) -> int:
+    """End of a piece near n, on a space so no word is split (or n when there is none)."""
+    if n >= len(text):
+        return len(text)
+    end = text.rfind(" ", start + (n - start) // 2, n)
+    return end if end > start else n
+
+
+def _piece_matches(text: str, start: int, end: int, matcher: TermMatcher) -> list[Span]:
+    """Spans in text[start:end]: the known words first, all words when that is not enough."""
+    piece, known = text[start:end], matcher.known_matches()
+    found: list[Span] = []
+    if 0 < len(known) <= MAX_KNOWN_WORDS:
+        found = _spans_of(piece, known)
+    if len({s[2] for s in found}) < len(matcher.terms):
+        found = find_matches(piece, matcher)
+    return [(a + start, b + start, t) for a, b, t in found]
+
+
+def _later_matches(text: str, start: int, missing: set[int], matcher: TermMatcher,
+                   length: int) -> list[Span]:
+    """Find the first plain-text occurrence past `start` of each missing term's known forms."""
+    lower = text[start:].lower()
+    spans: list[Span] = []
+    for index in sorted(missing):
+        forms = {matcher.terms[index].text} | {w.lower() for w, i in
+                                                matcher.known_matches().items() if i == index}
+        hits = [p for p in (lower.find(f) for f in forms) if p >= 0]
+        if hits:
+            lo = start + max(0, min(hits) - 2 * length)
+            hi = _cut_at_space(text, lo, start + min(hits) + 2 * length)
+            spans += [s for s in _piece_matches(text, lo, hi, matcher) if s not in spans]
+    return sorted(spans)
 
 
 def _region(text: str, matcher: TermMatcher, length: int) -> tuple[str, int, int] | None:
     """The raw slice around the best passage (with margin), so only it needs cleaning."""
-    scanned, spans = _scanned_matches(text, matcher, length)
+    spans = _scanned_matches(text, matcher, length)
     if not spans:
         return None
     i, j = _best_window(spans, length)
     margin = 2 * length  # whitespace collapsing shrinks text; keep enough around
-    lo, hi = max(0, spans[i][0] - margin), min(scanned, spans[j - 1][1] + margin)
+    lo, hi = max(0, spans[i][0] - margin), min(len(text), spans[j - 1][1] + margin)
     return text[lo:hi], lo, hi
 
 
