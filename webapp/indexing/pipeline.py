@@ -170,6 +170,9 @@ class ScanRun:
         finally:
             self.lock.release(self.run_id)
             self.redis.delete(*self.keys.values())
+            # the final stats appear only once the source is free: whoever sees "finished"
+            # (a ?wait= request, the UI) may start the next scan at once
+            self.publish(force=True)
         return self.stats
 
     def _scan(self, beat: Heartbeat) -> None:
@@ -317,7 +320,7 @@ class ScanRun:
         self.publish()
 
     def _finish(self, state: str, message: str | None = None) -> None:
-        """Persist the final stats on the source (they outlive Redis) and publish them."""
+        """Persist the final stats on the source (they outlive Redis); run() publishes them."""
         self.stats["state"] = state
         self.stats["finished_at"] = stamp()
         self.stats["current_file"] = None
@@ -332,7 +335,6 @@ class ScanRun:
             if state == "finished":
                 source.last_scan_at = utcnow()
             db.session.commit()
-        self.publish(force=True)
 
 
 def help_extract(app: Flask, run_id: str, source_id: str) -> int:
