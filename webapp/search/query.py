@@ -153,8 +153,8 @@ class TermMatcher:
     def match_many(self, words: Iterable[str]) -> dict[str, int]:
         """The words (surface forms) that match, each with the index of its query term."""
         cache = self._cache
-        words = list(words)
-        misses = list({w for w in words if w not in cache})
+        words = words if isinstance(words, set | frozenset) else set(words)
+        misses = list(words.difference(cache))
         if misses:
             if len(cache) > 200_000:
                 cache.clear()
@@ -162,7 +162,8 @@ class TermMatcher:
             found = self._match_uncached(misses)
             cache.update(zip(misses, found, strict=True))
             self._known.update((w, i) for w, i in zip(misses, found, strict=True) if i is not None)
-        return {w: cache[w] for w in words if cache[w] is not None}
+        known = self._known
+        return {w: known[w] for w in words.intersection(known)}
 
     def _match_uncached(self, words: list[str]) -> list[int | None]:
         """Bulk matching: exact and prefix by string ops, typos by rapidfuzz in C++."""
