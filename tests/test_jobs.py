@@ -245,15 +245,17 @@ def _many_files(n: int) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_progress_moves_while_a_scan_runs(app, client, auth, make_tree, make_source):
-    app.config["SCAN_BATCH_SIZE"] = 5
-    sid = make_source(make_tree("docs", _many_files(400)))["id"]
+    # enough small batches that the scan lasts seconds, however fast the machine is
+    app.config["SCAN_BATCH_SIZE"] = 2
+    n = 2000
+    sid = make_source(make_tree("docs", _many_files(n)))["id"]
     _reindex(client, auth, sid)
     with Worker(app):
         mid = poll_status(client, auth, sid, lambda s: s["state"] == "indexing"
-                    and 0 < s["last_run"]["progress"]["done"] < 400)
-        assert mid["last_run"]["progress"]["total"] == 400 and mid["last_run"]["current_file"]
+                          and 0 < s["last_run"]["progress"]["done"] < n)
+        assert mid["last_run"]["progress"]["total"] == n and mid["last_run"]["current_file"]
         done = poll_status(client, auth, sid, lambda s: s["state"] == "idle")
-    assert done["last_run"]["successful"] == 400 and done["total_files"] == 400
+    assert done["last_run"]["successful"] == n and done["total_files"] == n
 
 
 @pytest.mark.slow
