@@ -17,7 +17,7 @@ _LETTER_RE = re.compile(r"[^\W\d_]")
 MAX_KNOWN_WORDS = 64
 # Every word of this head of a document is checked; past it, only the stretch around the
 # first plain-text occurrence of a missing term is (this bounds the work per result).
-HEAD_CHARS = 8_000
+HEAD_CHARS = 4_000
 # How far (in characters) a window edge may move to avoid cutting a word in half.
 _WORD_SNAP = 20
 
