@@ -92,8 +92,6 @@ def handle_http_exception(error: HTTPException):
             log.exception("Unhandled error", exc_info=error.original_exception)
         return error_response(code, _STATUS_DETAIL.get(code, "Server error"))
     detail = data.get("message") or _STATUS_DETAIL.get(code) or error.description or error.name
-    if code == 404 and wants_json():
-        detail = data.get("message") or "Not found"
     return error_response(code, detail, data.get("headers"))
 
 

@@ -154,7 +154,7 @@ def _file_stat(entry: os.DirEntry[str], rel: str, kind: str, real_top: str,
 def _inside(path: str, real_top: str) -> bool:
     """True when `path` resolves (all symlinks followed) to a place below `real_top`."""
     real = os.path.realpath(path)
-    return real.startswith(real_top.rstrip("/") + "/")
+    return real != real_top and within(real, real_top)
 
 
 def within(path: str, folder: str) -> bool:

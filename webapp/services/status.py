@@ -54,14 +54,14 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
               .filter_by(source_id=source.id, status="failed")
               .order_by(IndexedFile.path).limit(FAILED_FILES))
     state = jobs.scan_state(source.id)
-    live = jobs.live_stats(source.id) if state != "idle" else None
+    live = jobs.live_stats(source.id)  # the running run's stats, or the latest while Redis has them
     return {
         "source_id": source.id, "source_name": source.name, "state": state,
         "total_files": sum(by_status.values()), "successful": by_status.get("success", 0),
         "failed": by_status.get("failed", 0), "skipped": by_status.get("skipped", 0),
         "last_indexed_at": iso(last_indexed), "last_scan_at": iso(source.last_scan_at),
         "next_scan_at": iso(source.next_scan_at),
-        "last_run": live or source.last_run or jobs.live_stats(source.id),
+        "last_run": (live if state != "idle" else source.last_run or live),
         "failed_files": [{"path": p, "error": e or ""} for p, e in failed],
     }
 
