@@ -29,17 +29,23 @@ def tree(roots: Iterable[psutil.Process]) -> list[psutil.Process]:
     return list(out.values())
 
 
-def memory(procs: Iterable[psutil.Process]) -> tuple[int, int]:
-    """(sum of RSS, sum of PSS) in bytes; PSS counts pages shared after fork only once."""
+def memory(procs: Iterable[psutil.Process]) -> tuple[int, int, list[dict]]:
+    """(sum of RSS, sum of PSS) in bytes and each process's share; PSS counts shared pages once."""
     rss = pss = 0
+    each = []
     for proc in procs:
         try:
             info = proc.memory_full_info()
+            title = " ".join(proc.cmdline())[:60]
         except psutil.Error:
             continue
         rss += info.rss
         pss += getattr(info, "pss", info.rss)
-    return rss, pss
+        each.append({"pid": proc.pid, "ppid": proc.ppid(), "title": title,
+                     "rss_mb": round(info.rss / 2**20, 1),
+                     "pss_mb": round(getattr(info, "pss", info.rss) / 2**20, 1),
+                     "uss_mb": round(getattr(info, "uss", info.rss) / 2**20, 1)})
+    return rss, pss, each
 
 
 class PeakSampler:
@@ -49,13 +55,16 @@ class PeakSampler:
         self.find = find
         self.peak_rss = self.peak_pss = 0
         self.peak_procs = 0
+        self.at_peak: list[dict] = []  # the processes at the PSS peak
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="bench-sampler")
 
     def _loop(self) -> None:
         while not self._stop.is_set():
             procs = tree(self.find())
-            rss, pss = memory(procs)
+            rss, pss, each = memory(procs)
+            if pss > self.peak_pss:
+                self.at_peak = each
             self.peak_rss, self.peak_pss = max(self.peak_rss, rss), max(self.peak_pss, pss)
             self.peak_procs = max(self.peak_procs, len(procs))
             self._stop.wait(SAMPLE_SECONDS)
@@ -71,7 +80,8 @@ class PeakSampler:
     def result(self) -> dict:
         """Peaks in MB."""
         return {"peak_rss_mb": round(self.peak_rss / 2**20, 1),
-                "peak_pss_mb": round(self.peak_pss / 2**20, 1), "max_processes": self.peak_procs}
+                "peak_pss_mb": round(self.peak_pss / 2**20, 1), "max_processes": self.peak_procs,
+                "processes_at_peak": self.at_peak}
 
 
 def percentiles(samples_ms: list[float]) -> dict:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import html
+import json
 import multiprocessing
 import os
 import re
 import uuid
 
 import pytest
+import tantivy
 
 from webapp.search import SORTS, SearchBackend, SearchBackendError, SearchQuery, make_backend
 from webapp.search.tantivy_backend import TantivyBackend
@@ -340,6 +342,32 @@ def test_reopened_index_still_folds_accents(tmp_path):
     TantivyBackend(tmp_path / "ix").upsert(CORPUS)
     reopened = TantivyBackend(tmp_path / "ix")
     assert sorted(ids_of(reopened, "resume")) == ["cv", "download"]
+
+
+def test_text_lives_in_the_content_store_not_in_merged_segments(tmp_path):
+    backend = TantivyBackend(tmp_path / "ix")
+    backend.upsert(CORPUS)
+    searcher = backend._searcher()
+    stored = [json.loads(searcher.doc(a).get_first("doc"))
+              for _, a in searcher.search(tantivy.Query.all_query(), 100).hits]
+    assert stored and all("content" not in doc for doc in stored)
+    assert (tmp_path / "ix" / "content.sqlite3").exists()
+    assert "tomatoes" in backend.get("docs--garden")["content"]
+    backend.delete_source("docs")
+    assert backend.content.get_many(["docs--garden"]) == {}
+
+
+def test_index_written_before_the_content_store_still_shows_text(tmp_path):
+    """Documents stored with their text inside the JSON (older indexes) keep showing it."""
+    backend = TantivyBackend(tmp_path / "ix")
+    old = make_doc("old", "an ancient lighthouse keeper")
+    with backend._writer() as writer:
+        writer.add_document(tantivy.Document(
+            id=[old["id"]], source_id=[old["source_id"]], content=[old["content"]],
+            doc=[json.dumps(old).encode()]))
+    page = backend.search(SearchQuery(q="lighthouse"))
+    assert page.total == 1 and "<em>lighthouse</em>" in page.results[0]["snippet"]
+    assert backend.get(old["id"])["content"] == old["content"]
 
 
 def test_make_backend_rejects_unknown_names():

@@ -22,8 +22,9 @@ from sqlalchemy import delete, select
 from webapp.extensions import db
 from webapp.indexing.extractors import ExtractionSettings
 from webapp.indexing.globs import PatternSet
-from webapp.indexing.scanner import FileStat, diff, doc_id, path_hash, walk
+from webapp.indexing.scanner import Changes, FileStat, diff, doc_id, path_hash, walk
 from webapp.indexing.state import Heartbeat, ScanLock, new_stats, stamp
+from webapp.memtune import release_freed
 from webapp.models import IndexedFile, Source, utcnow
 from webapp.runtime import get_queue, get_redis, get_search
 from webapp.services.sources import root_problem
@@ -38,6 +39,7 @@ ALIVE_EVERY = 1.0  # seconds between a helper's "still working on batch n" marks
 WRITE_BATCHES = 5
 WRITE_SECONDS = 5.0  # ... but never hold extracted results longer than this
 WRITE_MAX_CHARS = 8_000_000  # ... nor more extracted text than this (the writer's memory)
+PUSH_BATCHES = 100  # batches per RPUSH when a run hands out its work
 
 _extractor: tuple | None = None  # (settings, Extractor): one child per worker process, reused
 
@@ -187,12 +189,13 @@ class ScanRun:
         self.source = {"id": source.id, "name": source.name}
         unclean = not source.last_run or source.last_run.get("state") != "finished"
         patterns = PatternSet(source.include_patterns, source.exclude_patterns)
-        disk = list(walk(source.root_path, patterns, self.error))
         records = {p: (size, mtime) for p, size, mtime in db.session.execute(
             select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
             .where(IndexedFile.source_id == self.source_id))}
-        changes = diff(disk, records, full=self.full)
-        self._count(changes, len(disk))
+        # the walk streams into the diff: no list of every file on disk is kept
+        changes = diff(walk(source.root_path, patterns, self.error), records, full=self.full)
+        del records
+        self._count(changes)
         if changes.deleted:
             get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in changes.deleted])
             delete_records(self.source_id, changes.deleted)
@@ -201,11 +204,11 @@ class ScanRun:
         self._extract_all(changes.to_index, beat)
         self._finish("cancelled" if self._stopped(beat) else "finished")
 
-    def _count(self, changes, scanned: int) -> None:
+    def _count(self, changes: Changes) -> None:
         s = self.stats
-        s["total_scanned"] = scanned
+        s["total_scanned"] = changes.scanned
         s["new_files"], s["modified_files"] = len(changes.new), len(changes.modified)
-        s["unchanged_files"], s["deleted_files"] = len(changes.unchanged), len(changes.deleted)
+        s["unchanged_files"], s["deleted_files"] = changes.unchanged, len(changes.deleted)
         s["progress"] = {"done": 0, "total": len(changes.to_index)}
         self.publish(force=True)
 
@@ -225,15 +228,20 @@ class ScanRun:
     # -- fan-out -----------------------------------------------------------------------------
     def _extract_all(self, files: list[FileStat], beat: Heartbeat) -> None:
         size = self.app.config["SCAN_BATCH_SIZE"]
-        batches = [[[f.path, f.size, f.mtime_ns] for f in files[i:i + size]]
-                   for i in range(0, len(files), size)]
-        if not batches:
+        n_batches = -(-len(files) // size)
+        if not n_batches:
             return
-        payloads = [json.dumps({"n": n, "files": b}) for n, b in enumerate(batches)]
-        self.redis.rpush(self.keys["todo"], *payloads)
+
+        def payload(n: int) -> str:  # built when pushed (again), never all held at once
+            chunk = files[n * size:(n + 1) * size]
+            return json.dumps({"n": n, "files": [[f.path, f.size, f.mtime_ns] for f in chunk]})
+
+        for first in range(0, n_batches, PUSH_BATCHES):
+            self.redis.rpush(self.keys["todo"], *map(
+                payload, range(first, min(first + PUSH_BATCHES, n_batches))))
         self.redis.expire(self.keys["todo"], 86400)
-        self._start_helpers(len(batches))
-        pending = set(range(len(batches)))
+        self._start_helpers(n_batches)
+        pending = set(range(n_batches))
         while pending and not self._stopped(beat):
             self._drain_results(pending)
             raw = self.redis.lpop(self.keys["todo"])
@@ -242,7 +250,7 @@ class ScanRun:
                 self._write(task["n"], extract_batch(self.app, self.source, task["files"]),
                             pending)
                 continue
-            self._wait_for_helpers(pending, payloads)
+            self._wait_for_helpers(pending, payload)
         self._flush()  # what arrived before a stop is still written (unless cancelled)
 
     def _start_helpers(self, n_batches: int) -> None:
@@ -264,7 +272,7 @@ class ScanRun:
             result = json.loads(raw)
             self._write(result["n"], result, pending)
 
-    def _wait_for_helpers(self, pending: set[int], payloads: list[str]) -> None:
+    def _wait_for_helpers(self, pending: set[int], payload: Callable[[int], str]) -> None:
         """Block briefly on results; hand out again any batch whose helper went silent."""
         item = self.redis.blpop([self.keys["results"]], timeout=RESULT_WAIT)
         if item is not None:
@@ -277,7 +285,7 @@ class ScanRun:
             log.warning("Batch %d of run %s was lost by its worker; extracting it again",
                         n, self.run_id)
             self.redis.hdel(self.keys["inflight"], n)
-            self.redis.rpush(self.keys["todo"], payloads[n])
+            self.redis.rpush(self.keys["todo"], payload(n))
 
     def _inflight_fresh(self, n: bytes) -> bool:
         seen = self.redis.hget(self.keys["inflight"], n)
@@ -306,6 +314,8 @@ class ScanRun:
             return
         get_search(self.app).upsert([d for result in buffer for d in result["docs"]])
         upsert_records(self.source_id, [r for result in buffer for r in result["records"]])
+        del buffer
+        release_freed()  # the texts just written, and the writer's heap, go back to the OS
 
     def _count_batch(self, result: dict) -> None:
         s = self.stats

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -188,11 +188,15 @@ def _printable(path: str) -> str:
 
 @dataclass
 class Changes:
-    """The result of comparing disk with the records of the last scan."""
+    """The result of comparing disk with the records of the last scan.
+
+    Only what needs work is kept: files to index and paths to delete. Unchanged files are
+    counted, not listed, so a rescan of a million unchanged files holds no list of them.
+    """
 
     new: list[FileStat] = field(default_factory=list)
     modified: list[FileStat] = field(default_factory=list)
-    unchanged: list[FileStat] = field(default_factory=list)
+    unchanged: int = 0
     deleted: list[str] = field(default_factory=list)
 
     @property
@@ -200,26 +204,29 @@ class Changes:
         """Files that need extraction: new ones first, then modified ones."""
         return self.new + self.modified
 
+    @property
+    def scanned(self) -> int:
+        """Files the walk selected."""
+        return len(self.new) + len(self.modified) + self.unchanged
 
-def diff(disk: Iterable[FileStat], records: Mapping[str, tuple[int, int]],
+
+def diff(disk: Iterable[FileStat], records: dict[str, tuple[int, int]],
          *, full: bool = False) -> Changes:
-    """Classify files by path against records `{path: (size, mtime_ns)}`.
+    """Classify files by path against records `{path: (size, mtime_ns)}`, consuming both.
 
-    `disk` is what the walk selected, so a record whose file is gone or no longer matches
-    the patterns is `deleted`. With `full=True` every known file counts as modified.
+    `disk` (the walk, streamed) is what the walk selected, so a record whose file is gone or
+    no longer matches the patterns is `deleted`. With `full=True` every known file counts as
+    modified. Matched records are removed from `records` as they are found.
     """
     changes = Changes()
-    seen: set[str] = set()
     for found in disk:
-        if found.path in seen:
-            continue
-        seen.add(found.path)
-        known = records.get(found.path)
+        known = records.pop(found.path, None)
         if known is None:
             changes.new.append(found)
         elif full or known[0] != found.size or known[1] != found.mtime_ns:
             changes.modified.append(found)
         else:
-            changes.unchanged.append(found)
-    changes.deleted = [path for path in records if path not in seen]
+            changes.unchanged += 1
+    changes.deleted = list(records)
+    records.clear()
     return changes

@@ -13,7 +13,9 @@ from pathlib import Path
 import tantivy
 from tantivy import Occur, Order, Query
 
+from webapp.memtune import PageOut
 from webapp.search import SearchBackendError, SearchPage, SearchQuery, validate_doc
+from webapp.search.content_store import ContentStore
 from webapp.search.query import TOKEN_PATTERN, ParsedQuery, QueryTerm, TermMatcher, parse_query
 from webapp.search.snippets import build_snippet
 
@@ -43,7 +45,7 @@ def build_schema() -> tantivy.Schema:
         sb.add_text_field(name, tokenizer_name=TOKENIZER)
     sb.add_integer_field("modified_at", indexed=True, fast=True)
     sb.add_integer_field("size_bytes", indexed=True, fast=True)
-    sb.add_bytes_field("doc", stored=True)  # the document as upserted, JSON
+    sb.add_bytes_field("doc", stored=True)  # the document as upserted minus its content, JSON
     return sb.build()
 
 
@@ -70,6 +72,7 @@ class TantivyBackend:
         self.writer_heap = max(32, writer_heap_mb) * 1_000_000
         self._lock = threading.Lock()
         self._index = self._open()
+        self.content = ContentStore(self.directory)  # the text: see content_store.py
 
     def _open(self) -> tantivy.Index:
         """Open or create the index and register the tokenizer (it is not stored on disk)."""
@@ -103,7 +106,7 @@ class TantivyBackend:
     @contextmanager
     def _writer(self, threads: int = 1) -> Iterator[tantivy.IndexWriter]:
         """A writer for one batch: committed (durable) on success, rolled back on error."""
-        with self._lock:
+        with self._lock, PageOut(str(self.directory) if self.directory else None):
             writer = self._acquire_writer(threads)
             try:
                 yield writer
@@ -113,7 +116,6 @@ class TantivyBackend:
                 raise
             finally:
                 writer.wait_merging_threads()  # finishes merges and frees the lock
-            self._index.reload()
 
     def _to_document(self, doc: dict) -> tantivy.Document:
         """Index fields of one validated document."""
@@ -127,7 +129,8 @@ class TantivyBackend:
             "path": [_nfc(doc["path"])],
             "modified_at": [int(doc["modified_at"])],
             "size_bytes": [int(doc["size_bytes"])],
-            "doc": [json.dumps(doc, ensure_ascii=False).encode()],
+            "doc": [json.dumps({k: v for k, v in doc.items() if k != "content"},
+                               ensure_ascii=False).encode()],
         }
         if doc["content"]:
             fields["content"] = [_nfc(doc["content"])]
@@ -141,6 +144,7 @@ class TantivyBackend:
         if not prepared:
             return
         with self._writer(threads=2 if len(prepared) > 2000 else 1) as writer:
+            self.content.put(prepared.values())  # under the writer's lock, before the commit
             for doc in prepared.values():
                 writer.delete_documents_by_term("id", doc["id"])
                 writer.add_document(self._to_document(doc))
@@ -152,11 +156,13 @@ class TantivyBackend:
         with self._writer() as writer:
             for doc_id in ids:
                 writer.delete_documents_by_term("id", doc_id)
+        self.content.delete_ids(ids)
 
     def delete_source(self, source_id: str) -> None:
         """Remove every document of a source."""
         with self._writer() as writer:
             writer.delete_documents_by_term("source_id", source_id)
+        self.content.delete_source(source_id)
 
     def rename_source(self, source_id: str, name: str) -> None:
         """Rewrite the source's documents with the new `source_name` (one commit)."""
@@ -168,7 +174,7 @@ class TantivyBackend:
         hits = searcher.search(query, total, count=False).hits
         with self._writer() as writer:
             for _, address in hits:
-                doc = _stored(searcher, address)
+                doc = self._with_content([_stored(searcher, address)])[0]  # re-indexed whole
                 doc["source_name"] = name
                 writer.delete_documents_by_term("id", doc["id"])
                 writer.add_document(self._to_document(doc))
@@ -177,6 +183,7 @@ class TantivyBackend:
         """Remove every document."""
         with self._writer() as writer:
             writer.delete_all_documents()
+        self.content.clear()
 
     # --- reading -------------------------------------------------------------------------
 
@@ -192,7 +199,15 @@ class TantivyBackend:
         """The full document as upserted, or None for an unknown id."""
         searcher = self._searcher()
         hits = searcher.search(self._term("id", doc_id), 1, count=False).hits
-        return _stored(searcher, hits[0][1]) if hits else None
+        return self._with_content([_stored(searcher, hits[0][1])])[0] if hits else None
+
+    def _with_content(self, docs: list[dict]) -> list[dict]:
+        """The documents with their text (indexes written before the content store have it
+        in the stored JSON already)."""
+        texts = self.content.get_many([d["id"] for d in docs if "content" not in d])
+        for doc in docs:
+            doc.setdefault("content", texts.get(doc["id"], ""))
+        return docs
 
     def count(self, source_id: str | None = None) -> int:
         """Number of documents, overall or of one source."""
@@ -228,7 +243,7 @@ class TantivyBackend:
         # limit=0 panics inside tantivy: fetch one and drop it.
         result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
         hits = result.hits[:limit]
-        docs = [_stored(searcher, address) for _, address in hits]
+        docs = self._with_content([_stored(searcher, address) for _, address in hits])
         if sort is None:
             scores = [float(key) for key, _ in hits]
         else:
