@@ -36,12 +36,12 @@ def memory(procs: Iterable[psutil.Process]) -> tuple[int, int, list[dict]]:
     for proc in procs:
         try:
             info = proc.memory_full_info()
-            title = " ".join(proc.cmdline())[:60]
+            title, ppid = " ".join(proc.cmdline())[:60], proc.ppid()
         except psutil.Error:
             continue
         rss += info.rss
         pss += getattr(info, "pss", info.rss)
-        each.append({"pid": proc.pid, "ppid": proc.ppid(), "title": title,
+        each.append({"pid": proc.pid, "ppid": ppid, "title": title,
                      "rss_mb": round(info.rss / 2**20, 1),
                      "pss_mb": round(getattr(info, "pss", info.rss) / 2**20, 1),
                      "uss_mb": round(getattr(info, "uss", info.rss) / 2**20, 1)})
