@@ -368,6 +368,9 @@ def test_index_written_before_the_content_store_still_shows_text(tmp_path):
     page = backend.search(SearchQuery(q="lighthouse"))
     assert page.total == 1 and "<em>lighthouse</em>" in page.results[0]["snippet"]
     assert backend.get(old["id"])["content"] == old["content"]
+    backend.rename_source("docs", "Old docs")  # rewrites the document in the new layout
+    assert backend.get(old["id"])["content"] == old["content"]
+    assert "<em>lighthouse</em>" in backend.search(SearchQuery(q="lighthouse")).results[0]["snippet"]
 
 
 def test_make_backend_rejects_unknown_names():

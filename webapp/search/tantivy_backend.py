@@ -173,11 +173,16 @@ class TantivyBackend:
             return
         hits = searcher.search(query, total, count=False).hits
         with self._writer() as writer:
+            moved = []  # documents of an older index, whose text moves to the content store
             for _, address in hits:
-                doc = self._with_content([_stored(searcher, address)])[0]  # re-indexed whole
+                stored = _stored(searcher, address)
+                if "content" in stored:
+                    moved.append(stored)
+                doc = self._with_content([stored])[0]  # re-indexed whole
                 doc["source_name"] = name
                 writer.delete_documents_by_term("id", doc["id"])
                 writer.add_document(self._to_document(doc))
+            self.content.put(moved)
 
     def clear(self) -> None:
         """Remove every document."""
