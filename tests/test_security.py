@@ -205,14 +205,21 @@ def test_file_swapped_for_a_symlink_outside_is_refused(client, auth, indexed, sc
     assert img.status_code == 403 and not img.data.startswith(b"\x89PNG")
 
 
+def _scanned_report(client, auth, make_tree, make_source, run_jobs, name, relpath, word):
+    """A source `name` holding `relpath` ("<word> inside"), scanned; its root, the report's
+    document id and a download link to it."""
+    root = make_tree(name, {relpath: f"{word} inside"})
+    make_source(root, id=name)
+    client.post(f"/api/sources/{name}/reindex", headers=auth)
+    run_jobs()
+    doc_id = _doc_ids(client, auth, word)["report.txt"]
+    return root, doc_id, _link(client, auth, doc_id)
+
+
 def test_directory_swapped_for_a_symlink_outside_is_refused(client, auth, make_tree, make_source,
                                                            run_jobs, scratch):
-    root = make_tree("nested", {"inner/report.txt": "quokka inside"})
-    make_source(root, id="nested")
-    client.post("/api/sources/nested/reindex", headers=auth)
-    run_jobs()
-    doc_id = _doc_ids(client, auth, "quokka")["report.txt"]
-    url = _link(client, auth, doc_id)
+    root, _, url = _scanned_report(client, auth, make_tree, make_source, run_jobs, "nested",
+                                   "inner/report.txt", "quokka")
     (scratch / "inner").mkdir()
     (scratch / "inner" / "report.txt").write_text("quokka OUTSIDE secret")
     (root / "inner").rename(root / "moved")
@@ -473,12 +480,8 @@ def test_token_lifetime_follows_the_setting(app, client, token):
 
 def _swap_root(client, auth, make_tree, make_source, run_jobs, scratch):
     """A scanned source whose root folder is then replaced by a symlink to a folder outside."""
-    root = make_tree("shared", {"report.txt": "wombat inside"})
-    make_source(root, id="shared")
-    client.post("/api/sources/shared/reindex", headers=auth)
-    run_jobs()
-    doc_id = _doc_ids(client, auth, "wombat")["report.txt"]
-    url = _link(client, auth, doc_id)
+    root, doc_id, url = _scanned_report(client, auth, make_tree, make_source, run_jobs, "shared",
+                                        "report.txt", "wombat")
     (scratch / "report.txt").write_text("wombat OUTSIDE secret")
     (scratch / "passwords.txt").write_text("wombat OUTSIDE passwords")
     root.rename(root.parent / "shared-old")

@@ -192,9 +192,8 @@ class ScanRun:
         records = {p: (size, mtime) for p, size, mtime in db.session.execute(
             select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
             .where(IndexedFile.source_id == self.source_id))}
-        # the walk streams into the diff: no list of every file on disk is kept
+        # the walk streams into the diff, which consumes the records: no list of every file
         changes = diff(walk(source.root_path, patterns, self.error), records, full=self.full)
-        del records
         self._count(changes)
         if changes.deleted:
             get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in changes.deleted])

@@ -33,15 +33,18 @@ class ContentStore:
 
     def __init__(self, directory: Path | None) -> None:
         if directory is None:  # one in-memory database shared by this store's connections
-            self._target, self._uri = f"file:trawl-content-{uuid.uuid4().hex}?mode=memory&cache=shared", True
+            self._target = f"file:trawl-content-{uuid.uuid4().hex}?mode=memory&cache=shared"
+            self._uri = True
         else:
             self._target, self._uri = str(directory / FILE_NAME), False
         self._local = threading.local()
-        self._keep = self._connect()  # holds the in-memory database open; creates the table
+        # this thread's connection; it also keeps an in-memory database alive
+        self._local.conn, self._local.pid = self._connect(), os.getpid()
 
     def _connect(self) -> sqlite3.Connection:
+        """A connection whose writes, in `with conn:`, run in one BEGIN IMMEDIATE transaction."""
         conn = sqlite3.connect(self._target, uri=self._uri, timeout=60, check_same_thread=False,
-                               isolation_level=None)
+                               isolation_level="IMMEDIATE")
         if not self._uri:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -56,14 +59,17 @@ class ContentStore:
             local.conn, local.pid = self._connect(), os.getpid()
         return local.conn
 
+    def _write(self, sql: str, rows: list[tuple]) -> None:
+        """One statement over these rows, committed together."""
+        conn = self._conn()
+        with conn:
+            conn.executemany(sql, rows)
+
     def put(self, docs: Iterable[dict]) -> None:
         """Store the `content` of these documents (replacing what their ids had), one commit."""
-        rows = [(d["id"], d["source_id"], lz4.frame.compress((d["content"] or "").encode()))
-                for d in docs]
-        conn = self._conn()
-        with _transaction(conn):
-            conn.executemany("INSERT OR REPLACE INTO content (id, source_id, body) "
-                             "VALUES (?, ?, ?)", rows)
+        self._write("INSERT OR REPLACE INTO content (id, source_id, body) VALUES (?, ?, ?)",
+                    [(d["id"], d["source_id"], lz4.frame.compress((d["content"] or "").encode()))
+                     for d in docs])
 
     def get_many(self, ids: list[str]) -> dict[str, str]:
         """Text by id for the ids that have one."""
@@ -79,32 +85,12 @@ class ContentStore:
 
     def delete_ids(self, ids: list[str]) -> None:
         """Forget the text of these ids."""
-        conn = self._conn()
-        with _transaction(conn):
-            conn.executemany("DELETE FROM content WHERE id = ?", [(i,) for i in ids])
+        self._write("DELETE FROM content WHERE id = ?", [(i,) for i in ids])
 
     def delete_source(self, source_id: str) -> None:
         """Forget the text of every document of a source."""
-        conn = self._conn()
-        with _transaction(conn):
-            conn.execute("DELETE FROM content WHERE source_id = ?", (source_id,))
+        self._write("DELETE FROM content WHERE source_id = ?", [(source_id,)])
 
     def clear(self) -> None:
         """Forget every text."""
-        conn = self._conn()
-        with _transaction(conn):
-            conn.execute("DELETE FROM content")
-
-
-class _transaction:
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
-
-    def __exit__(self, exc_type, *exc: object) -> None:
-        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        self._write("DELETE FROM content", [()])
