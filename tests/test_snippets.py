@@ -78,6 +78,33 @@ def test_typo_prefix_and_accent_matches_are_marked():
     assert "<em>documents</em>" in out
 
 
+def test_a_word_deep_in_a_long_text_is_found():
+    text = FILLER * 100 + "Here the needle hides. " + FILLER * 100  # ~560k characters
+    out = build_snippet(text, matcher("needle"), 100)
+    assert "<em>needle</em>" in out and out.startswith("…") and out.endswith("…")
+
+
+def test_typo_forms_seen_in_one_result_are_found_deep_in_the_next():
+    m = matcher("recieve ")
+    assert "<em>receive</em>" in build_snippet("We receive mail.", m, 300)
+    deep = FILLER * 100 + "Then they receive it. " + FILLER
+    assert "<em>receive</em>" in build_snippet(deep, m, 100)
+
+
+def test_every_match_inside_the_shown_window_is_marked():
+    m = matcher("needle ")
+    build_snippet("a needle", m, 300)  # "needle" is now a known form, "needles" is not
+    text = FILLER * 20 + "one needle, two needles, three neddle. " + FILLER * 20
+    out = build_snippet(text, m, 120)
+    assert "<em>needle</em>" in out and "<em>needles</em>" in out and "<em>neddle</em>" in out
+
+
+def test_a_letter_whose_lower_case_is_longer_does_not_shift_marks():
+    text = "İİİ İstanbul " * 500 + "invoice here"
+    out = build_snippet(text, matcher("invoice"), 60)
+    assert "<em>invoice</em>" in out
+
+
 def test_short_words_are_not_typo_matched():
     assert find_matches("the lazy cat", matcher("lazi cat")) == [(9, 12, 1)]
 

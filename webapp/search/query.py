@@ -48,6 +48,14 @@ def fold(text: str) -> str:
     return "".join(c.lower() if c.isascii() else _fold_char(c) for c in text)
 
 
+def _fold_all(words: list[str]) -> list[str]:
+    """fold() of many words (tokens, so without line breaks): one call when all are ASCII."""
+    joined = "\n".join(words)
+    if joined.isascii():
+        return joined.lower().split("\n") if words else []
+    return [fold(w) for w in words]
+
+
 def tokens(text: str) -> list[str]:
     """Split text into folded index terms (letter runs and digit runs)."""
     return [fold(t) for t in TOKEN_RE.findall(unicodedata.normalize("NFC", text))]
@@ -130,6 +138,8 @@ class TermMatcher:
     terms: tuple[QueryTerm, ...]
     _cache: dict[str, int | None] = field(default_factory=dict, repr=False)
     _known: dict[str, int] = field(default_factory=dict, repr=False)
+    _version: int = field(default=0, repr=False)  # counts the changes to _known
+    _forms: tuple[int, frozenset[str]] = field(default=(-1, frozenset()), repr=False)
 
     @classmethod
     def from_query(cls, parsed: ParsedQuery) -> TermMatcher:
@@ -144,11 +154,21 @@ class TermMatcher:
 
     def match(self, word: str) -> int | None:
         """Index of the first query term that surface `word` matches, or None."""
+        if word in self._cache:
+            return self._cache[word]
         return self.match_many([word]).get(word)
 
-    def known_matches(self) -> dict[str, int]:
-        """Surface words matched so far (by earlier texts of the same query)."""
-        return self._known
+    def known_forms(self) -> frozenset[str]:
+        """Lower-case beginnings of the query's words and of every word matched so far, none
+        the beginning of another: a token that starts with none of them was not seen to match."""
+        if self._forms[0] != self._version:
+            words = sorted({t.text for t in self.terms if t.text} | {w.lower() for w in self._known})
+            forms: list[str] = []
+            for word in words:  # sorted, so a beginning comes right before the words it starts
+                if not forms or not word.startswith(forms[-1]):
+                    forms.append(word)
+            self._forms = (self._version, frozenset(forms))
+        return self._forms[1]
 
     def match_many(self, words: Iterable[str]) -> dict[str, int]:
         """The words (surface forms) that match, each with the index of its query term."""
@@ -161,13 +181,16 @@ class TermMatcher:
                 self._known.clear()
             found = self._match_uncached(misses)
             cache.update(zip(misses, found, strict=True))
-            self._known.update((w, i) for w, i in zip(misses, found, strict=True) if i is not None)
+            matched = {w: i for w, i in zip(misses, found, strict=True) if i is not None}
+            if matched:
+                self._known.update(matched)
+                self._version += 1
         known = self._known
         return {w: known[w] for w in words.intersection(known)}
 
     def _match_uncached(self, words: list[str]) -> list[int | None]:
         """Bulk matching: exact and prefix by string ops, typos by rapidfuzz in C++."""
-        folded = [fold(w) for w in words]
+        folded = _fold_all(words)
         found: list[int | None] = [None] * len(words)
         for index in range(len(self.terms) - 1, -1, -1):  # first term wins: assign last
             for j in self._term_hits(self.terms[index], folded):
@@ -176,19 +199,19 @@ class TermMatcher:
 
     @staticmethod
     def _term_hits(term: QueryTerm, folded: list[str]) -> set[int]:
-        """Positions in `folded` that match one term."""
-        text, d = term.text, term.typos
+        """Positions in `folded` that match one term (words of impossible lengths skipped)."""
+        text, d, n = term.text, term.typos, len(term.text)
+        shortest = max(1, n - d)
         if term.prefix:
-            hits = {j for j, w in enumerate(folded) if w.startswith(text)}
+            near = [j for j, w in enumerate(folded) if len(w) >= shortest]
         else:
-            hits = {j for j, w in enumerate(folded) if w == text}
-        if not d:
-            return hits
-        if not term.prefix:
-            found = process.extract(text, folded, scorer=OSA.distance, score_cutoff=d, limit=None)
-            return hits | {j for _, _, j in found}
-        for length in range(max(1, len(text) - d), len(text) + d + 1):
-            heads = [w[:length] if len(w) >= length else "" for w in folded]
-            found = process.extract(text, heads, scorer=OSA.distance, score_cutoff=d, limit=None)
-            hits |= {j for _, _, j in found}
-        return hits
+            near = [j for j, w in enumerate(folded) if shortest <= len(w) <= n + d]
+        if not d:  # exact or prefix only
+            if term.prefix:
+                return {j for j in near if folded[j].startswith(text)}
+            return {j for j in near if folded[j] == text}
+        words = [folded[j] for j in near]
+        if term.prefix:  # within d typos of some head of the word: every head length at once
+            words = [w[:size] for size in range(shortest, n + d + 1) for w in words]
+        found = process.extract(text, words, scorer=OSA.distance, score_cutoff=d, limit=None)
+        return {near[k % len(near)] for _, _, k in found}

@@ -10,13 +10,11 @@ from html import escape
 from webapp.search.query import TOKEN_RE, TermMatcher
 
 ELLIPSIS = "…"
-_SPACE_RE = re.compile(r"\s+")
 _DIGIT_RE = re.compile(r"\d")
 _LETTER_RE = re.compile(r"[^\W\d_]")
-# The fast path tries the surface words that earlier results of the query matched, when few.
-MAX_KNOWN_WORDS = 64
-# Every word of this head of a document is checked; past it, only the stretch around the
-# first plain-text occurrence of a missing term is (this bounds the work per result).
+# Passages are found by the query's words and the words earlier results matched, when few.
+MAX_FORMS = 16
+# When a term shows none of those, every word of this head of the text is checked.
 HEAD_CHARS = 4_000
 # How far (in characters) a window edge may move to avoid cutting a word in half.
 _WORD_SNAP = 20
@@ -45,17 +43,14 @@ def find_matches(text: str, matcher: TermMatcher) -> list[Span]:
 
 def _spans_of(text: str, matched: dict[str, int]) -> list[Span]:
     """Spans of whole-token occurrences of these surface words (word -> term index)."""
-    if not matched:
-        return []
-    return [(m.start(), m.end(), matched[m.group(0)])
-            for m in _word_pattern(matched).finditer(text)
-            if _is_whole_token(text, m.start(), m.end())]
-
-
-def _word_pattern(words) -> re.Pattern[str]:
-    """A plain alternation of the words, longest first (whole-token checks are done after:
-    lookarounds would cost a check at every position of the text)."""
-    return re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
+    spans = []
+    for word, term in matched.items():
+        at = text.find(word)
+        while at >= 0:
+            if _is_whole_token(text, at, at + len(word)):
+                spans.append((at, at + len(word), term))
+            at = text.find(word, at + 1)
+    return sorted(spans)
 
 
 def _best_window(spans: list[Span], length: int) -> tuple[int, int]:
@@ -97,7 +92,7 @@ def _snap_end(text: str, end: int) -> int:
     return end
 
 
-def _window(text: str, spans: list[Span], length: int) -> tuple[int, int, list[Span]]:
+def _window(text: str, spans: list[Span], length: int) -> tuple[int, int]:
     """Choose [start, end) of about `length` chars around the best passage."""
     i, j = _best_window(spans, length)
     first, last = spans[i][0], spans[j - 1][1]
@@ -110,8 +105,7 @@ def _window(text: str, spans: list[Span], length: int) -> tuple[int, int, list[S
     start, end = _snap_start(text, start), _snap_end(text, end)
     if end <= start:
         end = min(len(text), start + length)
-    inside = [s for s in spans if s[0] >= start and s[1] <= end]
-    return start, end, inside
+    return start, end
 
 
 def _render(text: str, start: int, end: int, spans: list[Span]) -> str:
@@ -127,46 +121,84 @@ def _render(text: str, start: int, end: int, spans: list[Span]) -> str:
 
 def _clean(text: str) -> str:
     """Normalize to NFC and collapse whitespace runs so windows hold words, not blanks."""
-    return _SPACE_RE.sub(" ", unicodedata.normalize("NFC", text)).strip()
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
-def _cut(text: str, spans: list[Span], length: int, cut_before: bool, cut_after: bool) -> str:
-    """Snippet of one cleaned text, with `…` marks where it (or its source) was cut."""
+def _cut(text: str, matcher: TermMatcher, length: int, cut_before: bool, cut_after: bool) -> str:
+    """Snippet of one cleaned text, with `…` marks where it (or its source) was cut. The
+    passage is chosen by the known forms; every match inside it is marked."""
     if len(text) <= length and not (cut_before or cut_after):
-        return _render(text, 0, len(text), spans)
-    budget = max(1, length - 2)  # room for the two ellipses
-    if spans:
-        start, end, inside = _window(text, spans, budget)
+        start, end = 0, len(text)
     else:
-        start, end, inside = 0, _snap_end(text, budget), []
-    body = _render(text, start, end, inside)
+        # (every word is read only when too many forms left the region's match out)
+        spans = _known_form_matches(text, matcher, None) or find_matches(text, matcher)
+        budget = max(1, length - 2)  # room for the two ellipses
+        start, end = _window(text, spans, budget) if spans else (0, _snap_end(text, budget))
+    body = _render(text, start, end, _matches_in(text, start, end, matcher))
     before = ELLIPSIS if start > 0 or cut_before else ""
     return before + body + (ELLIPSIS if end < len(text) or cut_after else "")
 
 
 def _scanned_matches(text: str, matcher: TermMatcher, length: int) -> list[Span]:
-    """Matches in the shortest head of `text` that holds every query term, plus a look at the
-    first later occurrence of a term that head lacks.
+    """Matches to choose the passage from: the query's known forms anywhere in `text`, plus,
+    when a term has none of them, every word of the head of `text` (other typos, accents).
 
-    Scanning a whole long document for every result is what makes snippets slow; most
-    documents show all their terms early, so the head is read in growing pieces (each read
-    once) up to HEAD_CHARS, only while terms are missing. A piece is first searched for the
-    words earlier results of the same query matched (one regex pass in C); only when that
-    leaves a term unseen are all its words checked. A term still missing is then looked up
-    as plain text in the rest of the document, and only the stretch around it is read.
+    Tokenizing and matching every word of a long document for each result is what made
+    snippets slow. Known forms are the query's own words and the surface words earlier
+    results matched; finding them is a plain-text search in C. Only a term that none of
+    them finds costs a word-by-word read, and only of the first HEAD_CHARS characters.
     """
-    wanted = len(matcher.terms)
-    spans: list[Span] = []
-    start, n = 0, max(2_000, 8 * length)
-    limit = min(len(text), HEAD_CHARS)
-    while start < limit and len({s[2] for s in spans}) < wanted:
-        end = _cut_at_space(text, start, min(n, limit))
-        spans += _piece_matches(text, start, end, matcher)
-        start, n = end, n * 4
-    missing = set(range(wanted)) - {s[2] for s in spans}
-    if missing and start < len(text):
-        spans += _later_matches(text, start, missing, matcher, length)
+    spans = _known_form_matches(text, matcher, stop_after=length)
+    if len({s[2] for s in spans}) < len(matcher.terms):
+        head = find_matches(text[: _cut_at_space(text, 0, HEAD_CHARS)], matcher)
+        spans = sorted(set(spans).union(head))
     return spans
+
+
+def _known_form_matches(text: str, matcher: TermMatcher, stop_after: int | None) -> list[Span]:
+    """Whole-token matches that start with a known form, read in growing chunks; with
+    `stop_after`, reading ends that many characters after every term has been seen."""
+    forms, wanted = matcher.known_forms(), len(matcher.terms)
+    if not forms:
+        return []
+    if len(forms) > MAX_FORMS:  # each form is one more pass: keep the query's own words
+        forms = frozenset(t.text for t in matcher.terms if t.text)
+    spans: list[Span] = []
+    seen: set[int] = set()
+    stop, start, size = len(text), 0, 4_000
+    while start < stop:
+        end = _cut_at_space(text, start, start + size)
+        for s in _form_starts(forms, text, start, end):
+            if s >= stop:
+                break
+            word = TOKEN_RE.match(text, s).group()  # the whole token from this start
+            term = matcher.match(word)
+            if term is None:
+                continue
+            spans.append((s, s + len(word), term))
+            if stop_after is not None and len(seen) < wanted:
+                seen.add(term)
+                if len(seen) == wanted:
+                    stop = min(stop, s + len(word) + stop_after)
+        start, size = end, size * 4
+    return spans
+
+
+def _form_starts(forms: frozenset[str], text: str, start: int, end: int) -> list[int]:
+    """Positions in text[start:end], in order, where a token starts with one of the forms
+    (substring search in C; the forms are lower case and none begins another)."""
+    chunk = text[start:end]
+    lowered = chunk.lower()
+    if len(lowered) != len(chunk):  # U+0130 is the one letter whose lower case is longer
+        lowered = chunk.replace("\u0130", "I").lower()
+    found = []
+    for form in forms:
+        at = lowered.find(form)
+        while at >= 0:
+            found.append(start + at)
+            at = lowered.find(form, at + len(form))
+    return [s for s in sorted(found)
+            if s == 0 or _char_class(text[s - 1]) != _char_class(text[s])]
 
 
 def _cut_at_space(text: str, start: int, n: int) -> int:
@@ -177,31 +209,10 @@ def _cut_at_space(text: str, start: int, n: int) -> int:
     return end if end > start else n
 
 
-def _piece_matches(text: str, start: int, end: int, matcher: TermMatcher) -> list[Span]:
-    """Spans in text[start:end]: the known words first, all words when that is not enough."""
-    piece, known = text[start:end], matcher.known_matches()
-    found: list[Span] = []
-    if 0 < len(known) <= MAX_KNOWN_WORDS:
-        found = _spans_of(piece, known)
-    if len({s[2] for s in found}) < len(matcher.terms):
-        found = find_matches(piece, matcher)
-    return [(a + start, b + start, t) for a, b, t in found]
-
-
-def _later_matches(text: str, start: int, missing: set[int], matcher: TermMatcher,
-                   length: int) -> list[Span]:
-    """Find the first plain-text occurrence past `start` of each missing term's known forms."""
-    lower = text[start:].lower()
-    spans: list[Span] = []
-    for index in sorted(missing):
-        forms = {matcher.terms[index].text} | {w.lower() for w, i in
-                                                matcher.known_matches().items() if i == index}
-        hits = [p for p in (lower.find(f) for f in forms) if p >= 0]
-        if hits:
-            lo = start + max(0, min(hits) - 2 * length)
-            hi = _cut_at_space(text, lo, start + min(hits) + 2 * length)
-            spans += [s for s in _piece_matches(text, lo, hi, matcher) if s not in spans]
-    return sorted(spans)
+def _matches_in(text: str, start: int, end: int, matcher: TermMatcher) -> list[Span]:
+    """Every matching whole token inside text[start:end] (a word cut by an edge is none)."""
+    return [(a + start, b + start, t) for a, b, t in find_matches(text[start:end], matcher)
+            if _is_whole_token(text, a + start, b + start)]
 
 
 def _region(text: str, matcher: TermMatcher, length: int) -> tuple[str, int, int] | None:
@@ -229,12 +240,11 @@ def build_snippet(
         if region is not None:
             raw, lo, hi = region
             cleaned = _clean(raw)
-            spans = find_matches(cleaned, matcher)
-            return _cut(cleaned, spans, length, lo > 0, hi < len(candidate))
+            return _cut(cleaned, matcher, length, lo > 0, hi < len(candidate))
     if not candidates:
         return ""
     head = candidates[0][: 4 * length]
-    return _cut(_clean(head), [], length, False, len(head) < len(candidates[0]))
+    return _cut(_clean(head), matcher, length, False, len(head) < len(candidates[0]))
 
 
 def highlight_all(text: str, matcher: TermMatcher) -> str:
