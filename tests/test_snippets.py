@@ -91,6 +91,13 @@ def test_typo_forms_seen_in_one_result_are_found_deep_in_the_next():
     assert "<em>receive</em>" in build_snippet(deep, m, 100)
 
 
+def test_a_file_name_shows_a_typo_form_no_earlier_result_had():
+    m = matcher("idnent")
+    assert "<em>indent</em>" in build_snippet("Please indent this.", m, 300)
+    out = build_snippet("Nothing to see here.", m, 300, [None, "optional-identified.md"])
+    assert out == "optional-<em>identified</em>.md"
+
+
 def test_every_match_inside_the_shown_window_is_marked():
     m = matcher("needle ")
     build_snippet("a needle", m, 300)  # "needle" is now a known form, "needles" is not

@@ -170,6 +170,10 @@ class TermMatcher:
             self._forms = (self._version, frozenset(forms))
         return self._forms[1]
 
+    def seen_terms(self) -> set[int]:
+        """Indexes of the terms some word has matched so far."""
+        return set(self._known.values())
+
     def match_many(self, words: Iterable[str]) -> dict[str, int]:
         """The words (surface forms) that match, each with the index of its query term."""
         cache = self._cache

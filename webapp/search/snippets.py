@@ -139,17 +139,21 @@ def _cut(text: str, matcher: TermMatcher, length: int, cut_before: bool, cut_aft
     return before + body + (ELLIPSIS if end < len(text) or cut_after else "")
 
 
-def _scanned_matches(text: str, matcher: TermMatcher, length: int) -> list[Span]:
-    """Matches to choose the passage from: the query's known forms anywhere in `text`, plus,
-    when a term has none of them, every word of the head of `text` (other typos, accents).
+def _scanned_matches(text: str, matcher: TermMatcher, length: int, short: bool) -> list[Span]:
+    """Matches to choose the passage from: the query's known forms anywhere in `text`, plus
+    every word of the head of `text` when a term is missing and has matched no word yet (or
+    the text is a `short` one: a title, a file name).
 
     Tokenizing and matching every word of a long document for each result is what made
     snippets slow. Known forms are the query's own words and the surface words earlier
-    results matched; finding them is a plain-text search in C. Only a term that none of
-    them finds costs a word-by-word read, and only of the first HEAD_CHARS characters.
+    results matched; finding them is a plain-text search in C. Reading word by word is
+    how a term's other forms (typos, accents) are learnt: it is done on the first
+    HEAD_CHARS characters, and only until that term has matched a word in some text
+    (after that, a text without any known form of it most likely matched by its name).
     """
     spans = _known_form_matches(text, matcher, stop_after=length)
-    if len({s[2] for s in spans}) < len(matcher.terms):
+    missing = set(range(len(matcher.terms))) - {s[2] for s in spans}
+    if missing and (short or missing - matcher.seen_terms()):
         head = find_matches(text[: _cut_at_space(text, 0, HEAD_CHARS)], matcher)
         spans = sorted(set(spans).union(head))
     return spans
@@ -215,9 +219,10 @@ def _matches_in(text: str, start: int, end: int, matcher: TermMatcher) -> list[S
             if _is_whole_token(text, a + start, b + start)]
 
 
-def _region(text: str, matcher: TermMatcher, length: int) -> tuple[str, int, int] | None:
+def _region(text: str, matcher: TermMatcher, length: int,
+            short: bool) -> tuple[str, int, int] | None:
     """The raw slice around the best passage (with margin), so only it needs cleaning."""
-    spans = _scanned_matches(text, matcher, length)
+    spans = _scanned_matches(text, matcher, length, short)
     if not spans:
         return None
     i, j = _best_window(spans, length)
@@ -236,7 +241,7 @@ def build_snippet(
     """
     candidates = [t for t in (text, *fallbacks) if t and not t.isspace()]
     for candidate in candidates:
-        region = _region(candidate, matcher, length)
+        region = _region(candidate, matcher, length, short=candidate is not text)
         if region is not None:
             raw, lo, hi = region
             cleaned = _clean(raw)
