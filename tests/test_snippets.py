@@ -84,6 +84,12 @@ def test_a_word_deep_in_a_long_text_is_found():
     assert "<em>needle</em>" in out and out.startswith("…") and out.endswith("…")
 
 
+def test_a_rare_word_after_thousands_of_a_common_one_is_shown_with_it():
+    text = "alpha and more words " * 20_000 + "then alpha meets omega at last."
+    out = build_snippet(text, matcher("alpha omega"), 100)
+    assert "<em>alpha</em> meets <em>omega</em>" in out
+
+
 def test_typo_forms_seen_in_one_result_are_found_deep_in_the_next():
     m = matcher("recieve ")
     assert "<em>receive</em>" in build_snippet("We receive mail.", m, 300)
@@ -164,3 +170,31 @@ def test_highlight_all_marks_every_match_and_keeps_layout():
 def test_matcher_from_engine_words():
     m = TermMatcher.from_words(["Résumé"])
     assert build_snippet("resume and RESUMES", m, 300) == "<em>resume</em> and RESUMES"
+
+
+def test_random_texts_every_shown_match_is_marked_and_nothing_else():
+    import random
+
+    from webapp.search.query import TOKEN_RE
+
+    rng = random.Random(11)
+    vocab = ["invoice", "invoices", "invoce", "Invoice", "budget", "budgte", "report", "reports",
+             "café", "cafe", "naïve", "2024", "x1", "meeting", "lorem", "ipsum", "dolor", "amet"]
+    for case in range(300):
+        words = [rng.choice(vocab) for _ in range(rng.randint(1, 3000))]
+        text = "".join(w + rng.choice([" ", "  ", ", ", ".\n", "-", "_"]) for w in words)
+        q = " ".join(rng.sample(["invoice", "budget", "report", "cafe", "naive", "2024", "meet"],
+                                rng.randint(1, 3)))
+        m = matcher(q)
+        out = build_snippet(text, m, rng.choice([60, 120, 300]))
+        shown = visible(out).strip("…")
+        assert shown in " ".join(text.split()), (case, q)
+        marked = re.findall(r"<em>(.*?)</em>", out)
+        assert all(m.match(html.unescape(w)) is not None for w in marked), (case, q, marked)
+        inner = TOKEN_RE.findall(shown)
+        if out.startswith("…"):
+            inner = inner[1:]  # a cut edge may show part of a word
+        if out.endswith("…"):
+            inner = inner[:-1]
+        expected = [w for w in inner if m.match(w) is not None]
+        assert len(marked) >= len(expected), (case, q, marked, expected)

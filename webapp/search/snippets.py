@@ -14,6 +14,9 @@ _DIGIT_RE = re.compile(r"\d")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 # Passages are found by the query's words and the words earlier results matched, when few.
 MAX_FORMS = 16
+# Past this many matches, a text still lacking a term skips ahead to that term's forms.
+MAX_SPANS = 200
+MAX_CHUNK = 256_000  # a text is lower-cased and searched this many characters at a time
 # When a term shows none of those, every word of this head of the text is checked.
 HEAD_CHARS = 4_000
 # How far (in characters) a window edge may move to avoid cutting a word in half.
@@ -180,12 +183,31 @@ def _known_form_matches(text: str, matcher: TermMatcher, stop_after: int | None)
             if term is None:
                 continue
             spans.append((s, s + len(word), term))
-            if stop_after is not None and len(seen) < wanted:
+            if term not in seen:
                 seen.add(term)
-                if len(seen) == wanted:
+                if stop_after is not None and len(seen) == wanted:
                     stop = min(stop, s + len(word) + stop_after)
-        start, size = end, size * 4
+        start, size = end, min(size * 4, MAX_CHUNK)
+        if stop_after is not None and len(spans) >= MAX_SPANS and len(seen) < wanted:
+            # Many matches and a term still missing: jump to the next form of a missing term
+            # (its neighbourhood is then read with every form, for a passage holding both).
+            missing = frozenset(f for f in forms if matcher.match(f) not in seen)
+            at = _next_form_start(missing, text, start)
+            if at is None:
+                break
+            start, size = max(start, _cut_at_space(text, start, at - stop_after)), 4_000
     return spans
+
+
+def _next_form_start(forms: frozenset[str], text: str, start: int) -> int | None:
+    """The first position from `start` where a token starts with one of the forms."""
+    while forms and start < len(text):
+        end = _cut_at_space(text, start, start + MAX_CHUNK)
+        found = _form_starts(forms, text, start, end)
+        if found:
+            return found[0]
+        start = end
+    return None
 
 
 def _form_starts(forms: frozenset[str], text: str, start: int, end: int) -> list[int]:
