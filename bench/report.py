@@ -133,8 +133,11 @@ def growth_table(small: dict, large: dict) -> str:
                ("unchanged rescan (s)", ("unchanged", "seconds")),
                ("1% rescan (s)", ("changed_1pct", "seconds")),
                ("peak RSS (MB)", ("initial", "peak_rss_mb")),
+               ("peak PSS (MB)", ("initial", "peak_pss_mb")),
                ("index bytes (MB)", ("index_bytes",)),
                ("exact p95 (ms)", ("search_http", "exact", "p95")),
+               ("two-word p95 (ms)", ("search_http", "two_word", "p95")),
+               ("phrase p95 (ms)", ("search_http", "phrase", "p95")),
                ("typo p95 (ms)", ("search_http", "typo", "p95"))]
     for label, keys in figures:
         cells = []
