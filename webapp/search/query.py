@@ -183,6 +183,7 @@ class TermMatcher:
             if len(cache) > 200_000:
                 cache.clear()
                 self._known.clear()
+                self._version += 1
             found = self._match_uncached(misses)
             cache.update(zip(misses, found, strict=True))
             matched = {w: i for w, i in zip(misses, found, strict=True) if i is not None}

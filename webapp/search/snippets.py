@@ -17,7 +17,7 @@ MAX_FORMS = 16
 # Past this many matches, a text still lacking a term skips ahead to that term's forms.
 MAX_SPANS = 200
 MAX_CHUNK = 256_000  # a text is lower-cased and searched this many characters at a time
-# When a term shows none of those, every word of this head of the text is checked.
+# Every word of this head of a text is read while a missing term has matched nothing yet.
 HEAD_CHARS = 4_000
 # How far (in characters) a window edge may move to avoid cutting a word in half.
 _WORD_SNAP = 20
