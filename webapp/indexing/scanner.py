@@ -30,12 +30,18 @@ NOT_UTF8 = "File name is not valid UTF-8"
 
 
 class FileStat(NamedTuple):
-    """One file found on disk: absolute path, path relative to the root, size, mtime."""
+    """One file found on disk: absolute path, where in it the path relative to the root
+    starts, size, mtime. (A first scan holds one per file: no second string for relpath.)"""
 
     path: str
-    relpath: str
+    rel_start: int
     size: int
     mtime_ns: int
+
+    @property
+    def relpath(self) -> str:
+        """The path relative to the scanned root."""
+        return self.path[self.rel_start:]
 
 
 class RootUnavailable(OSError):
@@ -148,7 +154,7 @@ def _file_stat(entry: os.DirEntry[str], rel: str, kind: str, real_top: str,
     except OSError as exc:
         on_error(_printable(entry.path), _file_error(exc))
         return None
-    return FileStat(entry.path, rel, st.st_size, st.st_mtime_ns)
+    return FileStat(entry.path, len(entry.path) - len(rel), st.st_size, st.st_mtime_ns)
 
 
 def _inside(path: str, real_top: str) -> bool:
