@@ -110,3 +110,11 @@ def test_bulk_matcher_agrees_with_single_word_rule():
     for word in words:
         expected = next((i for i, t in enumerate(parsed.terms) if typo_match(t, word)), None)
         assert bulk.get(word) == expected, word
+
+
+def test_bulk_matcher_takes_any_strings():
+    from webapp.search.query import TermMatcher
+
+    matcher = TermMatcher.from_query(parse_query("invoice "))  # not a prefix
+    assert matcher.match_many(["x\ny", "INVOICE", "", "Invoices\n"]) == {"INVOICE": 0}
+    assert matcher.match("invoice") == 0 and matcher.match("a\nb") is None

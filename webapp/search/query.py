@@ -49,10 +49,12 @@ def fold(text: str) -> str:
 
 
 def _fold_all(words: list[str]) -> list[str]:
-    """fold() of many words (tokens, so without line breaks): one call when all are ASCII."""
+    """fold() of many words: one lower() call when all are ASCII (and none holds a line break)."""
     joined = "\n".join(words)
     if joined.isascii():
-        return joined.lower().split("\n") if words else []
+        folded = joined.lower().split("\n")
+        if len(folded) == len(words):
+            return folded
     return [fold(w) for w in words]
 
 
