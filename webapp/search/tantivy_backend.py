@@ -32,6 +32,7 @@ SORT_FIELDS = {
     "size_bytes:desc": ("size_bytes", Order.Desc),
     "basename:asc": ("basename_sort", Order.Asc),
 }
+RENAME_CHUNK = 500  # documents whose texts a rename reads at once
 MAX_TERM_BYTES = 255  # longer tokens (base64, hashes glued together) are not indexed
 
 
@@ -171,18 +172,16 @@ class TantivyBackend:
         total = searcher.search(query, 1, count=True).count
         if not total:
             return
-        hits = searcher.search(query, total, count=False).hits
+        addresses = [address for _, address in searcher.search(query, total, count=False).hits]
         with self._writer() as writer:
-            moved = []  # documents of an older index, whose text moves to the content store
-            for _, address in hits:
-                stored = _stored(searcher, address)
-                if "content" in stored:
-                    moved.append(stored)
-                doc = self._with_content([stored])[0]  # re-indexed whole
-                doc["source_name"] = name
-                writer.delete_documents_by_term("id", doc["id"])
-                writer.add_document(self._to_document(doc))
-            self.content.put(moved)
+            for first in range(0, len(addresses), RENAME_CHUNK):  # texts read a chunk at a time
+                docs = [_stored(searcher, a) for a in addresses[first:first + RENAME_CHUNK]]
+                moved = [d for d in docs if "content" in d]  # older layout: text in the JSON
+                for doc in self._with_content(docs):  # re-indexed whole
+                    doc["source_name"] = name
+                    writer.delete_documents_by_term("id", doc["id"])
+                    writer.add_document(self._to_document(doc))
+                self.content.put(moved)  # their text moves to the content store
 
     def clear(self) -> None:
         """Remove every document."""
