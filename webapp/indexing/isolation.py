@@ -29,6 +29,8 @@ from webapp.indexing.extractors import (
 log = logging.getLogger(__name__)
 CRASH_MESSAGE = "Extractor crashed on this file"
 MEMORY_MESSAGE = "File needs too much memory to extract"
+START_MESSAGE = "Extraction child did not start"
+CHILD_START_TIMEOUT = 60.0  # seconds a new child may take to start (a spawn on a busy machine)
 
 
 @dataclass
@@ -71,6 +73,7 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _limit_memory(settings.memory_mb)
+    conn.send(("ready", None))  # a file's timeout starts now, not while the child starts up
     while True:
         try:
             path = conn.recv()
@@ -142,7 +145,12 @@ class Extractor:
 
     def _ask_child(self, path: str, doc_type: str) -> FileResult:
         timeout = self.settings.timeout_for(doc_type)
-        conn = self._ensure_child()
+        try:
+            conn = self._ensure_child()
+        except (EOFError, OSError, TimeoutError) as exc:
+            log.warning("Extraction child did not start for %s: %s", path, exc)
+            self._kill()
+            return self._failed(doc_type, START_MESSAGE)
         try:
             conn.send(path)
             if not conn.poll(timeout):
@@ -178,6 +186,11 @@ class Extractor:
         child_end.close()
         self._proc, self._conn = proc, parent_end
         self.children_started += 1
+        # Start-up (a spawn re-imports everything) is slow on a busy machine: wait for the
+        # child's word before the file's own timeout starts counting.
+        if not parent_end.poll(CHILD_START_TIMEOUT):
+            raise TimeoutError(f"no answer after {CHILD_START_TIMEOUT} s")
+        parent_end.recv()
         return parent_end
 
     def _kill(self) -> None:
