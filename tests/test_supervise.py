@@ -207,9 +207,11 @@ def test_killed_pool_parent_leaves_no_worker(launcher, api):
     workers = pool.children(recursive=True)
     assert len(workers) >= 2
     pool.kill()
+    killed = time.monotonic()
     _wait_dead([pool])
     # the workers were the pool's children: init reaps them, we only ask that they exited
     _wait_dead(workers, reaped=False, timeout=5)
+    print(f"pool workers gone {time.monotonic() - killed:.2f} s after kill -9 of their pool")
     deadline = time.monotonic() + RECOVERY_LIMIT
     while time.monotonic() < deadline:
         try:
@@ -243,3 +245,4 @@ def test_sigterm_to_the_launcher_stops_everything(launcher, api):
     assert launcher.proc.wait(timeout=60) == 0
     _wait_dead(tree, reaped=False)
     assert (launcher.data / "redis.aof").exists()
+    print("\n".join(launcher.launcher_lines()))
