@@ -166,6 +166,7 @@ def _wait_dead(procs: list[psutil.Process], reaped: bool = True, timeout: float 
 
 def test_killed_embedded_redis_is_restarted_and_search_works(launcher, api):
     redis_server = launcher.child("redis-server")
+    scheduler = launcher.child("worker.py", "scheduler")
     redis_server.kill()
     started = time.monotonic()
     while True:  # without a person: no step of ours between the kill and the answers
@@ -185,6 +186,7 @@ def test_killed_embedded_redis_is_restarted_and_search_works(launcher, api):
     lines = launcher.launcher_lines()
     assert any(f"redis (pid {redis_server.pid}) was killed by SIGKILL" in x for x in lines)
     assert not any(x.split("] ", 1)[1].startswith("scheduler") for x in lines), lines
+    assert launcher.child("worker.py", "scheduler").pid == scheduler.pid  # it waited: no loop
 
 
 def test_revocation_survives_a_redis_crash(launcher, api):
@@ -200,6 +202,7 @@ def test_revocation_survives_a_redis_crash(launcher, api):
     launcher.wait_healthy()
     assert requests.get(launcher.url + "/api/sources", headers=headers).status_code == 401
     assert api.get(launcher.url + "/api/sources").status_code == 200
+    assert requests.post(launcher.url + "/api/auth/login", json=ADMIN).status_code == 200
 
 
 def test_killed_pool_parent_leaves_no_worker(launcher, api):
