@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from webapp.indexing.extractors import (
+    TIMEOUT_MESSAGE,
+    UNREADABLE_MESSAGE,
+    VANISHED_MESSAGE,
     Extracted,
     ExtractionError,
     ExtractionSettings,
@@ -133,9 +136,9 @@ class Extractor:
         try:
             size = os.stat(path).st_size
         except FileNotFoundError:
-            return self._failed(doc_type, "File no longer exists")
+            return self._failed(doc_type, VANISHED_MESSAGE)
         except OSError:
-            return self._failed(doc_type, "File is not readable")
+            return self._failed(doc_type, UNREADABLE_MESSAGE)
         if size > self.settings.max_file_size_bytes:
             message = f"File is larger than {self.settings.max_file_size_mb} MB"
             return FileResult("skipped", Extracted(type=doc_type), message)
@@ -156,8 +159,8 @@ class Extractor:
             if not conn.poll(timeout):
                 log.warning("Extraction of %s timed out after %s s; child killed", path, timeout)
                 self._kill()
-                return self._failed(doc_type, f"Extraction timed out after "
-                                              f"{_format_seconds(timeout)} s")
+                return self._failed(doc_type,
+                                    f"{TIMEOUT_MESSAGE} {_format_seconds(timeout)} s")
             kind, payload = conn.recv()
         except (EOFError, OSError):
             log.warning("Extraction child died on %s", path)
