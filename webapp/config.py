@@ -43,6 +43,10 @@ class Settings:
     EXTRACT_MEMORY_MB = 1024  # address-space cap of an extraction child process
     INDEX_GPS = False  # index GPS coordinates from photos
     PREVIEW_MAX_PX = 2048  # long side of image previews
+    PREVIEW_MAX_PIXELS = 50_000_000  # larger images (after JPEG's reduced decoding) get no preview
+    PREVIEW_MEMORY_MB = 512  # address-space cap of the child process that decodes one preview
+    PREVIEW_TIMEOUT = 20.0  # seconds a preview may take (waiting for a slot included)
+    PREVIEW_CONCURRENCY = 2  # image previews decoded at once per web process
     DOWNLOAD_LINK_SECONDS = 300  # lifetime of a download link
     SCAN_BATCH_SIZE = 200  # files per extraction batch (one index commit each)
     SCAN_LOCK_SECONDS = 30  # a scan whose worker stops heartbeating is released after this

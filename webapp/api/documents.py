@@ -32,12 +32,12 @@ class Document(MethodView):
 
 @blp.route("/<string:doc_id>/preview")
 class Preview(MethodView):
+    @authenticated(blp)  # outermost: an anonymous request is 401 whatever its arguments
     @blp.arguments(PreviewArgsSchema, location="query")
     @blp.response(200, description="An image (JPEG/PNG) for images and RAW files, "
                   "otherwise an HTML page of the text with the ?q= matches in <em>",
                   content_type="text/html")
-    @authenticated(blp)
-    @errors(blp, 400, 403, 404)
+    @errors(blp, 400, 403, 404, 422, 503)
     def get(self, args, doc_id):
         """A readable preview: scaled image, or the text page by page."""
         doc = documents.get(doc_id)
