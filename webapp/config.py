@@ -26,9 +26,10 @@ class Settings:
     SEARCH_WRITER_TIMEOUT = 60.0  # seconds a write waits for the single Tantivy writer
     SEARCH_WRITER_HEAP_MB = 32  # memory of the Tantivy writer while it indexes a batch (>= 16 per thread)
     ALLOWED_ROOTS = ""  # comma-separated folders sources may live in; empty means DATA_DIR/sources
-    SECRET_KEY = ""  # signing key; empty means generated once and kept in DATA_DIR/secret_key
+    SECRET_KEY = ""  # signing key (32+ bytes); empty means generated once into DATA_DIR/secret_key
     SESSION_EXPIRE_HOURS = 24  # lifetime of API tokens and UI sessions
-    AUTH_RATE_LIMIT = "5/minute"  # login and setup attempts per client address
+    AUTH_RATE_LIMIT = "5/minute"  # login and setup attempts per client address (moving window)
+    LOGIN_USER_RATE_LIMIT = "10/minute"  # login attempts per username, from all addresses together
     TRUSTED_PROXIES = ""  # comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed
     HOST = "0.0.0.0"  # address the web server of `make run` listens on
     PORT = 8000  # HTTP port of `make run`
@@ -123,7 +124,21 @@ def _derive(cfg: dict) -> dict:
         cfg["TRUSTED_PROXIES"] = [p.strip() for p in proxies.split(",") if p.strip()]
     if not cfg["SECRET_KEY"]:
         cfg["SECRET_KEY"] = _stored_secret(data_dir)
+    _check_secret(cfg["SECRET_KEY"])
     return cfg
+
+
+MIN_SECRET_BYTES = 32  # HS256 keys shorter than its 256-bit output can be brute-forced offline
+
+
+def _check_secret(key: str) -> None:
+    """Refuse to start with a signing key anyone could guess or brute-force."""
+    if len(str(key).encode()) < MIN_SECRET_BYTES:
+        raise SystemExit(
+            f"SECRET_KEY is {len(str(key).encode())} bytes; it must be at least "
+            f"{MIN_SECRET_BYTES}. Set a long random value (python -c 'import secrets; "
+            f"print(secrets.token_urlsafe(48))') or leave it empty to have one generated "
+            f"into DATA_DIR/secret_key.")
 
 
 def _stored_secret(data_dir: Path) -> str:

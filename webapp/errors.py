@@ -32,8 +32,13 @@ _STATUS_DETAIL = {
 
 
 def wants_json() -> bool:
-    """API paths answer JSON; everything else (the UI) answers HTML."""
-    return request.path.startswith("/api/") or request.path == "/api"
+    """API paths, and the dashboard's data and action routes, answer JSON; pages answer HTML."""
+    path = request.path
+    if path.startswith("/api/") or path == "/api":
+        return True
+    from webapp.rqdash import answers_json
+
+    return answers_json(path, request.method)
 
 
 def error_response(status: int, detail: str, headers: dict | None = None):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Response, render_template, send_file
 from flask.views import MethodView
-from flask_jwt_extended import current_user
+from flask_jwt_extended import current_user, get_jwt
 from flask_smorest import Blueprint
 
 from webapp.api import authenticated, errors
@@ -60,7 +60,7 @@ class DownloadLink(MethodView):
     @errors(blp, 404)
     def post(self, doc_id):
         """A short-lived link to download the original file."""
-        return documents.download_link(documents.get(doc_id), current_user.id)
+        return documents.download_link(documents.get(doc_id), current_user, get_jwt()["jti"])
 
 
 @blp.route("/<string:doc_id>/download")

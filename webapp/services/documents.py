@@ -17,6 +17,7 @@ from webapp.runtime import get_previews, get_search
 from webapp.search import SearchPage, SearchQuery
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
+from webapp.services import auth
 from webapp.services.image_render import PreviewLimits
 from webapp.services.sources import inside_allowed_roots
 
@@ -96,16 +97,18 @@ def _serializer() -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt="trawl-download")
 
 
-def download_link(doc: dict, user_id: int) -> dict:
-    """A signed, short-lived URL bound to this document and user."""
-    token = _serializer().dumps({"doc": doc["id"], "user": user_id, "type": "download"})
+def download_link(doc: dict, user: User, session_id: str) -> dict:
+    """A signed, short-lived URL bound to this document, this user's credential stamp and the
+    session that asked for it: logout or a password change ends the link too."""
+    token = _serializer().dumps({"doc": doc["id"], "user": user.id, "type": "download",
+                                 "sid": session_id, "stp": auth.credential_stamp(user)})
     return {"url": f"/api/documents/{quote(doc['id'])}/download?token={token}",
             "expires_in": current_app.config["DOWNLOAD_LINK_SECONDS"],
             "filename": doc["basename"]}
 
 
 def check_download_token(token: str, doc_id: str) -> None:
-    """401 for a missing, invalid or expired token; 403 for a token of another document."""
+    """401 for a missing, invalid or expired token or an ended session; 403 for another document."""
     if not token:
         raise Unauthorized("Missing download token")
     try:
@@ -118,8 +121,13 @@ def check_download_token(token: str, doc_id: str) -> None:
         raise Unauthorized("Invalid download token")
     if data.get("doc") != doc_id:
         raise Forbidden("This download link is for another document")
-    if not isinstance(data.get("user"), int) or db.session.get(User, data["user"]) is None:
+    user = db.session.get(User, data["user"]) if isinstance(data.get("user"), int) else None
+    if user is None:
         raise Unauthorized("Invalid download token")  # the account that made the link is gone
+    sid = data.get("sid")
+    if (not isinstance(sid, str) or not sid or auth.session_revoked(sid)
+            or data.get("stp") != auth.credential_stamp(user)):
+        raise Unauthorized("Download link ended with the session that made it")
 
 
 def content_disposition(kind: str, filename: str) -> str:
