@@ -115,6 +115,8 @@ def safe_next(target: str | None) -> str | None:
     """`target` when it is a path on this site (never another host), else None."""
     if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
         return None
+    if not target.isprintable():  # CR/LF and other controls cannot go into a Location header
+        return None
     parts = urlsplit(target)
     return target if not parts.scheme and not parts.netloc else None
 
