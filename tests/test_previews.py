@@ -152,7 +152,7 @@ def _hammer(url: str, token: str, n: int = 8) -> tuple[list[int], float]:
 def test_hostile_previews_leave_gunicorn_memory_where_it_was(app, token, previews):
     """Eight bombs, then eight 49-megapixel PNGs, at once over real HTTP against gunicorn."""
     web = Gunicorn(app)
-    web.env["WEB_CONCURRENCY"] = "1"
+    web.env.update(WEB_CONCURRENCY="1", PREVIEW_TIMEOUT="90")  # 2 cores shared: queueing is slow
     web.start()
     try:
         worker = psutil.Process(web.proc.pid).children()[0]
