@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -148,6 +149,33 @@ def _hammer(url: str, token: str, n: int = 8) -> tuple[list[int], float]:
     return codes, time.monotonic() - started
 
 
+class _PeakSampler:
+    """Highest RSS of a process, and of it with its children, sampled every 20 ms."""
+
+    def __init__(self, proc: psutil.Process) -> None:
+        self.proc, self.worker, self.tree = proc, 0.0, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            try:
+                own = self.proc.memory_info().rss
+                kids = sum(c.memory_info().rss for c in self.proc.children(recursive=True))
+            except psutil.Error:  # a child exited between listing and reading
+                continue
+            self.worker = max(self.worker, own / 2**20)
+            self.tree = max(self.tree, (own + kids) / 2**20)
+
+    def __enter__(self) -> _PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 @pytest.mark.slow
 def test_hostile_previews_leave_gunicorn_memory_where_it_was(app, token, previews):
     """Eight bombs, then eight 49-megapixel PNGs, at once over real HTTP against gunicorn."""
@@ -160,11 +188,14 @@ def test_hostile_previews_leave_gunicorn_memory_where_it_was(app, token, preview
         requests.get(base + previews["phone picture.heic"] + "/preview", timeout=30,
                      headers={"Authorization": f"Bearer {token}"})  # fork server up, as in use
         before = worker.memory_info().rss / 2**20
-        bombs, bombs_s = _hammer(base + previews["bomb 12000x12000.png"] + "/preview", token)
-        big, big_s = _hammer(base + previews["near the cap 7000x7000.png"] + "/preview", token)
+        with _PeakSampler(worker) as peak:
+            bombs, bombs_s = _hammer(base + previews["bomb 12000x12000.png"] + "/preview", token)
+            big, big_s = _hammer(base + previews["near the cap 7000x7000.png"] + "/preview",
+                                 token)
         after = worker.memory_info().rss / 2**20
-        print(f"\n8 bombs in {bombs_s:.2f} s, 8 x 49 Mpx in {big_s:.2f} s; "
-              f"worker RSS {before:.0f} -> {after:.0f} MB")
+        print(f"\n8 bombs in {bombs_s:.2f} s, 8 x 49 Mpx in {big_s:.2f} s; worker RSS "
+              f"{before:.0f} -> peak {peak.worker:.0f} -> {after:.0f} MB; worker and its "
+              f"preview children together at most {peak.tree:.0f} MB")
         assert bombs == [422] * 8 and big == [200] * 8
         assert after - before < 40
     finally:
