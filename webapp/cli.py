@@ -39,6 +39,28 @@ def create_admin(username: str, password: str | None) -> None:
     click.echo(f"Created admin '{user.username}'")
 
 
+@click.command("set-password")
+@with_appcontext
+@click.argument("username")
+@click.option("--password", default=None, help="Read from the prompt (or TRAWL_NEW_PASSWORD).",
+              envvar="TRAWL_NEW_PASSWORD")
+def set_password(username: str, password: str | None) -> None:
+    """Give an account a new password; its tokens, sessions and download links end."""
+    from webapp.extensions import db
+    from webapp.models import User
+    from webapp.services import auth
+
+    user = db.session.query(User).filter_by(username=username).first()
+    if user is None:
+        click.echo(f"Error: no user '{username}'", err=True)
+        sys.exit(1)
+    try:
+        auth.change_password(user, password or getpass.getpass("New password: "))
+    except TrawlError as exc:
+        _fail(exc)
+    click.echo(f"Password of '{username}' changed; its sessions and links have ended")
+
+
 @trawl.command("add-source")
 @click.argument("name")
 @click.argument("root_path")
@@ -117,4 +139,5 @@ def verify(source_id: str, repair: bool) -> None:
 def register(app: Flask) -> None:
     """Attach the commands to the app's CLI."""
     app.cli.add_command(create_admin)
+    app.cli.add_command(set_password)
     app.cli.add_command(trawl)

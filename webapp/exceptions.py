@@ -37,6 +37,12 @@ class NotFound(TrawlError):
     status = 404
 
 
+class Unprocessable(TrawlError):
+    """The request is fine but the file it names cannot be handled (an image with no preview)."""
+
+    status = 422
+
+
 class Conflict(TrawlError):
     """The resource is busy or already exists."""
 

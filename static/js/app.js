@@ -29,6 +29,22 @@
     return "The server answered " + xhr.status + (xhr.statusText ? " " + xhr.statusText : "");
   }
 
+  // -- image previews the server refused (too large, damaged): show the note, not a broken image
+  function noPreview(img) {
+    var note = img.parentNode && img.parentNode.querySelector(".no-preview");
+    if (!note) return;
+    img.hidden = true;
+    note.hidden = false;
+  }
+  document.addEventListener("error", function (evt) {
+    if (evt.target && evt.target.hasAttribute && evt.target.hasAttribute("data-image-preview")) {
+      noPreview(evt.target);
+    }
+  }, true);  // error events of images do not bubble: listen while they travel down
+  document.querySelectorAll("img[data-image-preview]").forEach(function (img) {
+    if (img.complete && img.naturalWidth === 0 && img.getAttribute("src")) noPreview(img);
+  });
+
   document.addEventListener("htmx:responseError", function (evt) {
     toast(errorText(evt.detail.xhr), "error");
   });

@@ -10,7 +10,7 @@ from flask import Response, abort, g, redirect, render_template, request, url_fo
 from webapp.exceptions import InvalidInput, TrawlError
 from webapp.search import SORTS, SearchBackendError
 from webapp.services import documents, ui_support
-from webapp.ui import bp
+from webapp.ui import bp, session
 from webapp.ui.htmx import is_htmx, render
 
 PAGE_SIZES = (10, 20, 50, 100)
@@ -145,5 +145,5 @@ def document_download(doc_id: str):
     """Create a short-lived download link for the logged-in user and follow it."""
     doc = documents.get(doc_id)
     documents.open_path(doc)  # a vanished or moved file gets our error page, not the API's JSON
-    link = documents.download_link(doc, g.user.id)
+    link = documents.download_link(doc, g.user, session.session_id())
     return redirect(link["url"], 303)
