@@ -18,6 +18,7 @@ from webapp.runtime import get_search
 from webapp.search import SearchPage, SearchQuery
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
+from webapp.services import search_args
 from webapp.services.sources import inside_allowed_roots
 
 PREVIEW_PAGE_CHARS = 20_000
@@ -25,14 +26,15 @@ IMAGE_TYPES = {"image", "raw_image"}
 
 
 def search(args: dict) -> dict:
-    """Run a validated search request; the response echoes limit and offset."""
-    query = SearchQuery(q=args["q"], source_id=args.get("source_id") or None,
-                        type=args.get("type") or None, limit=args["limit"],
-                        offset=args["offset"], sort=args["sort"],
-                        snippet_length=args["snippet_length"])
+    """Run a search request loaded by search_args.load (or the API's schema); 400 when its
+    query language, type or source is bad. The response echoes limit and offset."""
+    query: SearchQuery = search_args.to_query(args)
     page: SearchPage = get_search().search(query)
-    return {"results": page.results, "total": page.total, "limit": query.limit,
-            "offset": query.offset, "processing_time_ms": page.processing_time_ms}
+    out = {"results": page.results, "total": page.total, "limit": query.limit,
+           "offset": query.offset, "processing_time_ms": page.processing_time_ms}
+    if query.facets:
+        out["facet_distribution"] = page.facet_distribution or {}
+    return out
 
 
 def get(doc_id: str) -> dict:
