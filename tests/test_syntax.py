@@ -48,8 +48,9 @@ def test_type_ext_source_several_values_of_one_field():
 
 
 def test_path_relative_absolute_and_quoted():
-    spec = parse_syntax('path:projects/2024 path:/data/a path:"My Documents/taxes" report')
+    spec = parse_syntax('path:projects/2024/ path://data/a path:"My Documents/taxes" report')
     assert spec.paths == ("projects/2024", "/data/a", "My Documents/taxes")
+    assert parse_syntax("path:/").paths == ("/",)
     assert spec.text == "report"
 
 

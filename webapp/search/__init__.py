@@ -119,7 +119,7 @@ def validate_doc(doc: Mapping) -> dict:
 def doc_folders(path: str) -> list[str]:
     """Every folder above a document's path (an archive counts as one), for `path:` filters."""
     parts = path.split("/")
-    folders = []
+    folders = ["/"] if path.startswith("/") else []
     for end in range(1, len(parts)):
         folder = "/".join(parts[:end])
         if folder:

@@ -172,7 +172,9 @@ def _read_term(raw: str, values: dict[str, list]) -> None:
     key = FIELDS[name]
     if key in ("types", "extensions"):
         values[key].append(value.lower().lstrip(".") if key == "extensions" else value.lower())
-    elif key in ("sources", "paths"):
+    elif key == "paths":  # `a//b/` -> `a/b`, the form folders are indexed in
+        values[key].append(re.sub("/+", "/", value).rstrip("/") or "/")
+    elif key == "sources":
         values[key].append(value)
     elif key == "title":
         words = tuple(tokens(value))
