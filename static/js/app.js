@@ -29,6 +29,16 @@
     return "The server answered " + xhr.status + (xhr.statusText ? " " + xhr.statusText : "");
   }
 
+  // A search the server cannot run (a bad query term while typing) answers 400 with the results
+  // fragment holding the message: show it in place instead of a toast.
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var target = evt.detail.target;
+    if (evt.detail.xhr.status === 400 && target && target.id === "results") {
+      evt.detail.shouldSwap = true;
+      evt.detail.isError = false;
+    }
+  });
+
   document.addEventListener("htmx:responseError", function (evt) {
     toast(errorText(evt.detail.xhr), "error");
   });

@@ -10,7 +10,7 @@ from urllib.parse import quote
 from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
-from webapp.exceptions import Forbidden, NotFound, Unauthorized
+from webapp.exceptions import Forbidden, NotFound, QuerySyntaxError, Unauthorized
 from webapp.extensions import db
 from webapp.indexing.scanner import within
 from webapp.models import Source, User
@@ -18,6 +18,7 @@ from webapp.runtime import get_search
 from webapp.search import SearchPage, SearchQuery
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
+from webapp.search.syntax import parse_syntax
 from webapp.services import search_args
 from webapp.services.sources import inside_allowed_roots
 
@@ -69,9 +70,17 @@ def text_page(doc: dict, q: str, page: int) -> dict:
     pages = max(1, math.ceil(len(content) / PREVIEW_PAGE_CHARS))
     page = min(page, pages)
     chunk = content[(page - 1) * PREVIEW_PAGE_CHARS: page * PREVIEW_PAGE_CHARS]
-    matcher = TermMatcher.from_query(parse_query(q)) if q.strip() else TermMatcher(())
-    body = highlight_all(chunk, matcher)
+    body = highlight_all(chunk, _matcher(q))
     return {"html": body, "page": page, "pages": pages, "matches": body.count("<em>")}
+
+
+def _matcher(q: str) -> TermMatcher:
+    """What to mark for a search's q: its free text (not -exclusions nor filter values)."""
+    try:
+        text = parse_syntax(q).text
+    except QuerySyntaxError:  # a half-typed term: mark the words as written
+        text = q
+    return TermMatcher.from_query(parse_query(text)) if text.strip() else TermMatcher(())
 
 
 def image_preview(doc: dict) -> tuple[bytes, str]:
