@@ -49,6 +49,13 @@
     toast(evt.detail && evt.detail.message, evt.detail && evt.detail.level);
   });
 
+  // The error's "Search syntax" link opens the help beside the box.
+  document.addEventListener("click", function (evt) {
+    var link = evt.target.closest && evt.target.closest('a[href="#syntax-help"]');
+    var help = document.getElementById("syntax-help");
+    if (link && help) help.open = true;
+  });
+
   // -- search page: focus keys and arrow navigation --------------------------------------------
   function searchBox() { return document.getElementById("q"); }
   function resultLinks() { return Array.prototype.slice.call(document.querySelectorAll("#results .result-link")); }
