@@ -16,6 +16,7 @@ import marshmallow as ma
 from webapp.exceptions import InvalidInput
 from webapp.extensions import db
 from webapp.models import IndexedFile, Source
+from webapp.runtime import get_search
 from webapp.search import SearchQuery
 from webapp.search.syntax import parse_syntax
 
@@ -66,8 +67,9 @@ def check_type(doc_type: str, label: str) -> None:
 
 
 def check_source(source_id: str, label: str) -> None:
-    """400 `<label>: unknown source 'x'` unless that source exists."""
-    if db.session.get(Source, source_id) is None:
+    """400 `<label>: unknown source 'x'` unless that source exists (or still has documents:
+    an index served without its database, as the search benchmark does)."""
+    if db.session.get(Source, source_id) is None and not get_search().count(source_id):
         raise InvalidInput(f"{label}: unknown source {source_id!r}")
 
 
