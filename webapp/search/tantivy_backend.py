@@ -27,6 +27,7 @@ from webapp.search.content_store import ContentStore
 from webapp.search.query import TOKEN_PATTERN, ParsedQuery, QueryTerm, TermMatcher, parse_query
 from webapp.search.snippets import build_snippet
 from webapp.search.syntax import QuerySpec, Range
+from webapp.search.tantivy_rebuild import open_or_rebuild
 
 TOKENIZER = "trawl_fold"
 # Searchable fields and their weight: a match in the title or file name counts more.
@@ -94,8 +95,9 @@ class TantivyBackend:
             index = tantivy.Index(self.schema)
         else:
             self.directory.mkdir(parents=True, exist_ok=True)
-            index = tantivy.Index(self.schema, str(self.directory), reuse=True)
-        index.register_tokenizer(TOKENIZER, build_analyzer())
+            # An index of an older schema is re-indexed from its stored documents first.
+            index = open_or_rebuild(self.directory, self.schema, self._to_document, _register)
+        _register(index)
         return index
 
     # --- writing -------------------------------------------------------------------------
@@ -392,6 +394,11 @@ def _facet_key(key: object) -> str:
     if isinstance(key, float) and key.is_integer():
         return str(int(key))
     return str(key)
+
+
+def _register(index: tantivy.Index) -> None:
+    """Our tokenizer on an index (it is not stored with the index: again after every open)."""
+    index.register_tokenizer(TOKENIZER, build_analyzer())
 
 
 def _nfc(text: str) -> str:
