@@ -186,7 +186,7 @@ def app_config(data_dir, roots, redis_url, database_url):
 @pytest.fixture
 def app(app_config, redis_url, database_url):
     """A fresh app over an empty Redis database, data folder and database."""
-    from webapp import create_app, jobs
+    from webapp import create_app
 
     conn = redis.Redis.from_url(redis_url)
     claim = conn.get(CLAIM_KEY)
@@ -197,9 +197,7 @@ def app(app_config, redis_url, database_url):
         _reset_database(database_url)
     application = create_app(app_config)
     application.config["TESTING"] = True
-    jobs.bind_app(application)
     yield application
-    jobs.bind_app(None)
     with application.app_context():
         from webapp.extensions import db
 
@@ -267,7 +265,9 @@ def run_jobs(app):
 
     def run() -> None:
         queue = get_queue(app)
-        SimpleWorker([queue], connection=get_redis(app)).work(burst=True, logging_level="WARNING")
+        with app.app_context():  # a worker's jobs find their app as current_app (worker.py)
+            SimpleWorker([queue], connection=get_redis(app)).work(burst=True,
+                                                                  logging_level="WARNING")
 
     return run
 
