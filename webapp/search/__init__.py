@@ -30,6 +30,10 @@ class SearchBackendError(RuntimeError):
     """The search engine failed or could not be reached (maps to 500 / degraded health)."""
 
 
+class IndexRebuilding(SearchBackendError):
+    """The index is being rewritten for a new schema in the background (maps to 503)."""
+
+
 @dataclass
 class SearchQuery:
     """One validated search request (the API layer checks ranges and the sort name)."""

@@ -16,6 +16,7 @@ from tantivy import Occur, Order, Query
 from webapp.memtune import PageOut
 from webapp.search import (
     MAX_FACET_VALUES,
+    IndexRebuilding,
     SearchBackendError,
     SearchPage,
     SearchQuery,
@@ -86,15 +87,27 @@ class TantivyBackend:
         self.writer_timeout = writer_timeout
         self.writer_heap = max(32, writer_heap_mb) * 1_000_000
         self._lock = threading.Lock()
-        self._index = self._open()
+        self._opened: tantivy.Index | None = None
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
         self.content = ContentStore(self.directory)  # the text: see content_store.py
+        try:
+            self._opened = self._open()
+        except IndexRebuilding:  # an older index: rebuilt in the background, opened when done
+            pass
+
+    @property
+    def _index(self) -> tantivy.Index:
+        """The open index (IndexRebuilding while an older one is being rewritten)."""
+        if self._opened is None:
+            self._opened = self._open()
+        return self._opened
 
     def _open(self) -> tantivy.Index:
         """Open or create the index and register the tokenizer (it is not stored on disk)."""
         if self.directory is None:
             index = tantivy.Index(self.schema)
         else:
-            self.directory.mkdir(parents=True, exist_ok=True)
             # An index of an older schema is re-indexed from its stored documents first.
             index = open_or_rebuild(self.directory, self.schema, self._to_document, _register)
         _register(index)

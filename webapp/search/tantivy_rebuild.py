@@ -4,7 +4,8 @@ Tantivy refuses to open an index whose schema differs from the one asked for. A 
 (e.g. `folders` for `path:` filters) must not cost a re-extraction of every file: each
 document's JSON is stored in the index and its text in the content store beside it, so the
 documents are re-indexed from those into a new index, which then takes the old one's place.
-Processes starting together take turns on a file lock; the first one rebuilds.
+The first process to open the older index rewrites it in a background thread, holding a file
+lock; until it is done, every process answers IndexRebuilding (503) for the index.
 """
 
 from __future__ import annotations
@@ -14,51 +15,73 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import tantivy
 
-from webapp.search import validate_doc
+from webapp.search import IndexRebuilding, validate_doc
 from webapp.search.content_store import FILE_NAME, ContentStore
 
 log = logging.getLogger(__name__)
 MISMATCH = "schema does not match"
 CHUNK = 500  # documents read and written at a time
-KEEP = (FILE_NAME, ".tantivy-meta.lock", ".tantivy-writer.lock", ".trawl-rebuild.lock")
+LOCK_NAME = ".trawl-rebuild.lock"
+KEEP = (FILE_NAME, ".tantivy-meta.lock", ".tantivy-writer.lock", LOCK_NAME)
+REBUILDING = ("The search index is being rebuilt for this version of Trawl "
+              "(no file is read again); try again in a few minutes")
 
 
-@contextmanager
-def _exclusive(directory: Path) -> Iterator[None]:
-    """One process at a time (the lock frees itself if its holder dies)."""
-    with open(directory / ".trawl-rebuild.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def _open(schema: tantivy.Schema, directory: Path) -> tantivy.Index | None:
+    """The index with this schema, or None when the one on disk has another schema."""
+    try:
+        return tantivy.Index(schema, str(directory), reuse=True)
+    except ValueError as exc:
+        if MISMATCH not in str(exc):
+            raise
+        return None
 
 
 def open_or_rebuild(
     directory: Path, schema: tantivy.Schema, to_document: Callable[[dict], tantivy.Document],
     register: Callable[[tantivy.Index], None],
 ) -> tantivy.Index:
-    """The index in `directory` with `schema`, rebuilt first when it was made with another."""
+    """The index in `directory` with `schema`; IndexRebuilding while an older one is rewritten.
+
+    The first caller to find an older index starts the rewrite in a background thread of its
+    process (a web request must not wait minutes), holding a file lock until it is done."""
+    index = _open(schema, directory)
+    if index is not None:
+        return index
+    handle = open(directory / LOCK_NAME, "w")  # noqa: SIM115 - the rebuild thread closes it
     try:
-        return tantivy.Index(schema, str(directory), reuse=True)
-    except ValueError as exc:
-        if MISMATCH not in str(exc):
-            raise
-    with _exclusive(directory):
-        try:  # another process may have rebuilt it while this one waited
-            return tantivy.Index(schema, str(directory), reuse=True)
-        except ValueError as exc:
-            if MISMATCH not in str(exc):
-                raise
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise IndexRebuilding(REBUILDING) from None
+    index = _open(schema, directory)  # rebuilt by another process before this one locked
+    if index is not None:
+        handle.close()
+        return index
+    thread = threading.Thread(target=_rebuild_unlocking, name="trawl-index-rebuild", daemon=True,
+                              args=(handle, directory, schema, to_document, register))
+    thread.start()
+    raise IndexRebuilding(REBUILDING)
+
+
+def _rebuild_unlocking(handle, directory: Path, schema, to_document, register) -> None:
+    """Rebuild, log the outcome, free the lock (closing the file frees it)."""
+    started = time.monotonic()
+    try:
         moved = _rebuild(directory, schema, to_document, register)
-        log.warning("Search index rebuilt for a new schema: %d documents", moved)
-        return tantivy.Index(schema, str(directory), reuse=True)
+        log.warning("Search index rebuilt for a new schema: %d documents in %.0f s",
+                    moved, time.monotonic() - started)
+    except Exception:  # noqa: BLE001 - a background thread: logged, retried at the next open
+        log.exception("Rebuilding the search index failed; the next start tries again")
+    finally:
+        handle.close()
 
 
 def _rebuild(directory: Path, schema: tantivy.Schema, to_document, register) -> int:

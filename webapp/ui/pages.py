@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from flask import Response, abort, g, redirect, render_template, request, url_for
 
 from webapp.exceptions import InvalidInput, TrawlError
-from webapp.search import FACETS, SearchBackendError
+from webapp.search import FACETS, IndexRebuilding, SearchBackendError
 from webapp.services import documents, search_args, ui_support
 from webapp.ui import bp
 from webapp.ui.htmx import is_htmx, render
@@ -135,6 +135,8 @@ def _run_search(args: Mapping) -> tuple[dict, dict | None, str | None]:
         return parsed, documents.search(parsed["args"]), None
     except TrawlError as exc:
         return parsed, None, exc.detail
+    except IndexRebuilding as exc:
+        return parsed, None, str(exc)
     except SearchBackendError as exc:
         return parsed, None, f"The search engine failed: {exc}"
 
