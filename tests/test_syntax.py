@@ -105,6 +105,9 @@ def test_unknown_field_is_plain_text():
     ("modified:2024..2023", "q: modified:2024..2023 ends before it starts"),
     ("size:>big", "q: size:>big is not a size (use 500, 10k, 2MB or 1GB)"),
     ("size:10parsecs", "q: size:10parsecs is not a size"),
+    ("size:>99999999999999999999TB", "q: size:>99999999999999999999TB is not a size"),
+    ("modified:99999", "q: modified:99999 is not a date"),
+    ("modified:0000", "q: modified:0000 is not a date"),
     ("type:", "q: type: needs a value, e.g. type:pdf"),
     ('path:""', 'q: path:"" needs a value'),
     ("title:!!!", "q: title:!!! has no word to look for"),
@@ -127,3 +130,32 @@ def test_last_word_is_a_prefix_only_when_it_ends_the_query():
     assert parse_syntax("budg type:pdf").text == "budg "  # followed by a filter: a whole word
     assert parse_syntax("type:pdf budg").text == "budg"
     assert parse_syntax("type:pdf budg ").text == "budg "
+
+
+def test_any_text_parses_or_names_a_bad_term_and_the_engine_takes_it():
+    """Random queries built from the syntax's own pieces: never an unexpected error."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tests.test_search_backend import CORPUS
+    from webapp.search import SearchQuery
+    from webapp.search.tantivy_backend import TantivyBackend
+
+    backend = TantivyBackend(None)
+    backend.upsert(CORPUS)
+    pieces = st.sampled_from([
+        "type:", "ext:", "source:", "path:", "title:", "modified:", "size:", "-", '"', "OR",
+        "..", ">", "<=", "2024", "-03", "10MB", "k", "/", "pdf", "budget", "é", "说明", ":", " ",
+    ])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(pieces, max_size=12).map("".join))
+    def check(q: str) -> None:
+        try:
+            spec = parse_syntax(q)
+        except QuerySyntaxError as exc:
+            assert exc.detail.startswith("q: ")
+            return
+        backend.search(SearchQuery(q=q, spec=spec, facets=("type", "year")))
+
+    check()

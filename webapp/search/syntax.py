@@ -31,6 +31,7 @@ SIZE_HINT = "is not a size (use 500, 10k, 2MB or 1GB)"
 UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2,
          "g": 1024**3, "gb": 1024**3, "t": 1024**4, "tb": 1024**4}
 
+MAX_SIZE = 2**62
 _FIELD_RE = re.compile(r"(-?)([A-Za-z]+):")
 _DATE_RE = re.compile(r"(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
 _SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)", re.IGNORECASE)
@@ -235,4 +236,6 @@ def _size_period(text: str) -> tuple[int, int]:
     if m is None or m.group(2).lower() not in UNITS:
         raise ValueError(text)
     size = round(float(m.group(1)) * UNITS[m.group(2).lower()])
+    if size >= MAX_SIZE:  # beyond what the index's 64-bit integers hold
+        raise ValueError(text)
     return size, size + 1
