@@ -5,6 +5,7 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
+from webapp.indexing.runstats import RunState, SourceState
 from webapp.search import SORTS
 
 
@@ -87,7 +88,7 @@ class SourceSchema(ma.Schema):
     updated_at = fields.String()
     last_scan_at = fields.String(allow_none=True)
     next_scan_at = fields.String(allow_none=True)
-    state = fields.String(metadata={"description": "idle, queued or indexing"})
+    state = fields.String(metadata={"description": ", ".join(SourceState)})
     document_count = fields.Integer()
     failed_count = fields.Integer()
 
@@ -126,7 +127,7 @@ class ProgressSchema(ma.Schema):
 
 
 class RunStatsSchema(ma.Schema):
-    state = fields.String(metadata={"description": "queued, indexing, finished, failed, cancelled"})
+    state = fields.String(metadata={"description": ", ".join(RunState)})
     started_at = fields.String(allow_none=True)
     finished_at = fields.String(allow_none=True)
     total_scanned = fields.Integer()
@@ -166,7 +167,7 @@ class HealthSchema(ma.Schema):
 class SourceStatusSchema(ma.Schema):
     source_id = fields.String()
     source_name = fields.String()
-    state = fields.String()
+    state = fields.String(metadata={"description": ", ".join(SourceState)})
     total_files = fields.Integer()
     successful = fields.Integer()
     failed = fields.Integer()

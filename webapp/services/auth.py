@@ -11,6 +11,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from flask_jwt_extended import create_access_token, decode_token
 
+from webapp import keys
 from webapp.exceptions import Conflict, InvalidInput, Unauthorized
 from webapp.extensions import db, jwt
 from webapp.models import User
@@ -19,7 +20,6 @@ from webapp.runtime import get_redis
 USERNAME_RE = re.compile(r"^[A-Za-z0-9._-]{3,50}$")
 MIN_PASSWORD = 8
 _hasher = PasswordHasher()
-_REVOKED = "trawl:revoked:"
 
 
 def validate_credentials(username: str, password: str) -> None:
@@ -83,7 +83,7 @@ def issue_token(user: User) -> dict:
 def revoke(claims: dict) -> None:
     """Deny this token's jti until it would have expired anyway."""
     ttl = max(1, int(claims["exp"] - time.time()))
-    get_redis().set(_REVOKED + claims["jti"], "1", ex=ttl)
+    get_redis().set(keys.revoked_token(claims["jti"]), "1", ex=ttl)
 
 
 def user_json(user: User) -> dict:
@@ -96,7 +96,7 @@ def user_json(user: User) -> dict:
 
 @jwt.token_in_blocklist_loader
 def _is_revoked(header: dict, payload: dict) -> bool:
-    return bool(get_redis().exists(_REVOKED + payload["jti"]))
+    return bool(get_redis().exists(keys.revoked_token(payload["jti"])))
 
 
 @jwt.user_lookup_loader

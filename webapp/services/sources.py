@@ -14,6 +14,7 @@ from webapp import schedule as cron
 from webapp.exceptions import Conflict, InvalidInput
 from webapp.extensions import db
 from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, validate_pattern
+from webapp.indexing.runstats import FileStatus
 from webapp.indexing.scanner import inside_any
 from webapp.models import IndexedFile, Source, get_source, iso, utcnow
 from webapp.runtime import get_search
@@ -199,7 +200,7 @@ def to_json(source: Source, by_status: Mapping[str, int] | None = None) -> dict:
         "last_scan_at": iso(source.last_scan_at), "next_scan_at": iso(source.next_scan_at),
         "state": scans.scan_state(source.id),
         "document_count": sum(by_status.values()),
-        "failed_count": by_status.get("failed", 0),
+        "failed_count": by_status.get(FileStatus.FAILED, 0),
     }
 
 
