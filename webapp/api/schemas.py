@@ -58,8 +58,8 @@ _PATTERNS = fields.List(fields.String(), allow_none=True)
 class SourceCreateSchema(StrictSchema):
     id = fields.String(load_default=None, allow_none=True,
                        metadata={"description": "Optional; a slug of name when absent"})
-    name = fields.String(required=True, validate=validate.Length(
-        min=1, max=200, error="must be 1 to 200 characters"))
+    name = fields.String(required=True, metadata={  # its rules: services.sources.valid_name
+        "description": "1 to 200 characters (spaces around it are dropped), no control characters"})
     root_path = fields.String(required=True)
     include_patterns = fields.List(fields.String(), allow_none=True,
                                    metadata={"example": ["**/*"]})
@@ -69,8 +69,7 @@ class SourceCreateSchema(StrictSchema):
 
 
 class SourceUpdateSchema(StrictSchema):
-    name = fields.String(validate=validate.Length(min=1, max=200,
-                                                  error="must be 1 to 200 characters"))
+    name = fields.String(metadata={"description": "as when creating"})
     root_path = fields.String()
     include_patterns = fields.List(fields.String(), allow_none=True)
     exclude_patterns = fields.List(fields.String(), allow_none=True)
