@@ -6,7 +6,7 @@ import marshmallow as ma
 from marshmallow import fields, validate
 
 from webapp.indexing.runstats import RunState, SourceState
-from webapp.search import SORTS
+from webapp.search import FACETS, SORTS
 
 
 class StrictSchema(ma.Schema):
@@ -207,6 +207,8 @@ class SearchArgsSchema(StrictSchema):
         SORTS, error="must be one of " + ", ".join(SORTS)))
     snippet_length = fields.Integer(load_default=300, validate=validate.Range(
         min=50, max=1000, error="must be between 50 and 1000"))
+    facets = fields.List(fields.String(), load_default=list, metadata={
+        "description": "Count matches per value of these: " + ", ".join(FACETS)})
 
     @ma.validates("q")
     def _q(self, value: str, **kwargs) -> None:
@@ -214,6 +216,13 @@ class SearchArgsSchema(StrictSchema):
             raise ma.ValidationError("must not be empty")
         if len(value) > 1000:
             raise ma.ValidationError("must be at most 1000 characters")
+
+    @ma.validates("facets")
+    def _facets(self, value: list[str], **kwargs) -> None:
+        for name in value:
+            if name not in FACETS:
+                raise ma.ValidationError(
+                    f"unknown facet {name!r} (use {', '.join(FACETS)})")
 
 
 class SearchResultSchema(ma.Schema):
@@ -234,6 +243,10 @@ class SearchResponseSchema(ma.Schema):
     limit = fields.Integer()
     offset = fields.Integer()
     processing_time_ms = fields.Integer()
+    facet_distribution = fields.Dict(
+        keys=fields.String(), values=fields.Dict(keys=fields.String(), values=fields.Integer()),
+        metadata={"description": "Only when `facets` was asked: {facet: {value: count}} "
+                                 "over all matches"})
 
 
 class DocumentSchema(ma.Schema):
