@@ -5,7 +5,10 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from webapp.search import SORTS
+from webapp.search import DEFAULT_MATCHING_STRATEGY, MATCHING_STRATEGIES, SORTS
+
+# A question pasted whole is searched (its first MAX_QUERY_WORDS words); longer text is 400.
+MAX_Q_CHARS = 4000
 
 
 class StrictSchema(ma.Schema):
@@ -207,13 +210,16 @@ class SearchArgsSchema(StrictSchema):
         SORTS, error="must be one of " + ", ".join(SORTS)))
     snippet_length = fields.Integer(load_default=300, validate=validate.Range(
         min=50, max=1000, error="must be between 50 and 1000"))
+    matching_strategy = fields.String(
+        load_default=DEFAULT_MATCHING_STRATEGY, validate=validate.OneOf(
+            MATCHING_STRATEGIES, error="must be one of " + ", ".join(MATCHING_STRATEGIES)))
 
     @ma.validates("q")
     def _q(self, value: str, **kwargs) -> None:
         if not value.strip():
             raise ma.ValidationError("must not be empty")
-        if len(value) > 1000:
-            raise ma.ValidationError("must be at most 1000 characters")
+        if len(value) > MAX_Q_CHARS:
+            raise ma.ValidationError(f"must be at most {MAX_Q_CHARS} characters")
 
 
 class SearchResultSchema(ma.Schema):

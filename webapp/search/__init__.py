@@ -8,6 +8,11 @@ from typing import Protocol, runtime_checkable
 
 SORTS = ("relevance", "modified_at:desc", "modified_at:asc", "size_bytes:desc", "basename:asc")
 BACKENDS = ("tantivy", "meilisearch")
+# Meilisearch's names: `all` words must match; `last` drops words from the end, `frequency`
+# the most common first, when too few documents match them all. The default is the one the
+# relevance benchmark found best (docs/relevance.md).
+MATCHING_STRATEGIES = ("all", "last", "frequency")
+DEFAULT_MATCHING_STRATEGY = "frequency"
 # Keys every upserted document carries (title may be None, metadata may be {}).
 DOC_FIELDS = (
     "id", "source_id", "source_name", "path", "basename", "extension", "type",
@@ -35,6 +40,7 @@ class SearchQuery:
     offset: int = 0
     sort: str = "relevance"
     snippet_length: int = 300
+    matching_strategy: str = DEFAULT_MATCHING_STRATEGY
 
 
 @dataclass

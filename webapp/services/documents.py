@@ -15,7 +15,7 @@ from webapp.extensions import db
 from webapp.indexing.scanner import within
 from webapp.models import Source, User
 from webapp.runtime import get_search
-from webapp.search import SearchPage, SearchQuery
+from webapp.search import DEFAULT_MATCHING_STRATEGY, SearchPage, SearchQuery
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
 from webapp.services.sources import inside_allowed_roots
@@ -29,7 +29,8 @@ def search(args: dict) -> dict:
     query = SearchQuery(q=args["q"], source_id=args.get("source_id") or None,
                         type=args.get("type") or None, limit=args["limit"],
                         offset=args["offset"], sort=args["sort"],
-                        snippet_length=args["snippet_length"])
+                        snippet_length=args["snippet_length"],
+                        matching_strategy=args.get("matching_strategy") or DEFAULT_MATCHING_STRATEGY)
     page: SearchPage = get_search().search(query)
     return {"results": page.results, "total": page.total, "limit": query.limit,
             "offset": query.offset, "processing_time_ms": page.processing_time_ms}
