@@ -52,23 +52,24 @@ def run_workers(count: int = 1, burst: bool = False) -> None:
     """Serve the scan queue with `count` worker processes until stopped."""
     tune_malloc()  # before any thread exists; the forked workers, horses and children inherit it
     app = create_app()
-    jobs.bind_app(app)
     extractors.preload()
     with app.app_context():
         db.engine.dispose()  # no database connection may cross the fork
     gc.freeze()  # keep the collector from touching (and so copying) the pages forks share
     queue, level = get_queue(app), app.config["LOG_LEVEL"]
-    if count <= 1:
-        Worker([queue], connection=get_redis(app)).work(burst=burst, logging_level=level)
-    else:
-        _Pool([queue], connection=get_redis(app), num_workers=count).start(
-            burst=burst, logging_level=level)
+    # jobs find the app as current_app: the work horses (and pool workers) fork inside this
+    # context, and each job pushes a fresh context of its own (its own database session)
+    with app.app_context():
+        if count <= 1:
+            Worker([queue], connection=get_redis(app)).work(burst=burst, logging_level=level)
+        else:
+            _Pool([queue], connection=get_redis(app), num_workers=count).start(
+                burst=burst, logging_level=level)
 
 
 def run_scheduler() -> None:
     """Rebuild schedules from the database, then move due runs onto the queue."""
     app = create_app()
-    jobs.bind_app(app)
     count = jobs.rebuild_schedules(app)
     logging.getLogger("trawl.scheduler").info("%d scheduled sources", count)
     Scheduler(queue=get_queue(app), connection=get_redis(app),

@@ -14,9 +14,49 @@ import pytest
 import redis
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = Path(os.environ.get("TRAWL_CORPUS", REPO.parent / "shared" / "corpus"))
+CORPUS = Path(os.environ.get("TRAWL_CORPUS") or REPO.parent / "shared" / "corpus")
+CORPUS_SKIP = "shared corpus not found: set TRAWL_CORPUS or add ../shared/corpus"
 CLAIM_KEY = "trawl-test-claim"
 ADMIN = {"username": "admin", "password": "correct horse battery"}
+
+
+def corpus_dir() -> Path | None:
+    """The real-file corpus (TRAWL_CORPUS or ../shared/corpus), or None when it is not there."""
+    return CORPUS if (CORPUS / "MANIFEST.tsv").is_file() else None
+
+
+def require_corpus() -> Path:
+    """The corpus folder, or skip the calling test with the one message the summary counts."""
+    corpus = corpus_dir()
+    if corpus is None:
+        pytest.skip(CORPUS_SKIP)
+    return corpus
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def pytest_configure(config):
+    """In CI the corpus is beside the clone: its tests must run, never skip unnoticed."""
+    if _ci() and corpus_dir() is None:
+        raise pytest.UsageError(f"CI=true but the shared corpus is missing at {CORPUS}: "
+                                "the real-corpus tests must run in CI (set TRAWL_CORPUS)")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter):
+    """One closing line saying whether the real-corpus tests ran, so a green run hides nothing
+    (a wrapper around the other summaries, so it comes after the list of skips)."""
+    yield
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if CORPUS_SKIP in str(getattr(r, "longrepr", ""))]
+    if corpus_dir() is not None:
+        line = f"real-corpus tests: ran (corpus at {CORPUS})"
+    else:
+        line = (f"real-corpus tests: SKIPPED ({len(skipped)} tests): {CORPUS_SKIP}; "
+                "run them with TRAWL_CORPUS=/path/to/shared/corpus make test")
+    terminalreporter.write_line(line, yellow=corpus_dir() is None, bold=True)
 
 
 def _claim_db(base_url: str) -> str | None:
@@ -146,7 +186,7 @@ def app_config(data_dir, roots, redis_url, database_url):
 @pytest.fixture
 def app(app_config, redis_url, database_url):
     """A fresh app over an empty Redis database, data folder and database."""
-    from webapp import create_app, jobs
+    from webapp import create_app
 
     conn = redis.Redis.from_url(redis_url)
     claim = conn.get(CLAIM_KEY)
@@ -157,9 +197,7 @@ def app(app_config, redis_url, database_url):
         _reset_database(database_url)
     application = create_app(app_config)
     application.config["TESTING"] = True
-    jobs.bind_app(application)
     yield application
-    jobs.bind_app(None)
     with application.app_context():
         from webapp.extensions import db
 
@@ -227,7 +265,9 @@ def run_jobs(app):
 
     def run() -> None:
         queue = get_queue(app)
-        SimpleWorker([queue], connection=get_redis(app)).work(burst=True, logging_level="WARNING")
+        with app.app_context():  # a worker's jobs find their app as current_app (worker.py)
+            SimpleWorker([queue], connection=get_redis(app)).work(burst=True,
+                                                                  logging_level="WARNING")
 
     return run
 

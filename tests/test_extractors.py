@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import time
 import zipfile
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CORPUS_SKIP, corpus_dir, require_corpus
 from webapp.indexing.extractors import (
     DOC_TYPES,
     ExtractionError,
@@ -21,15 +21,8 @@ from webapp.indexing.extractors import (
 )
 from webapp.indexing.isolation import Extractor
 
-ROOT = Path(__file__).resolve().parent.parent
 PASSWORD_NOTE = re.compile(r"user password required|ENCRYPTED \(OLE2")
 KEY_VALUE = re.compile(r"^[A-Za-z][\w -]*=")
-
-
-def corpus_dir() -> Path | None:
-    """The shared corpus folder (TRAWL_CORPUS or ../shared/corpus), or None when absent."""
-    path = Path(os.environ.get("TRAWL_CORPUS") or ROOT.parent / "shared" / "corpus")
-    return path if (path / "MANIFEST.tsv").is_file() else None
 
 
 def manifest_rows(prefix: str) -> list[dict]:
@@ -45,8 +38,7 @@ def manifest_rows(prefix: str) -> list[dict]:
 def corpus_params(prefix: str) -> list:
     rows = manifest_rows(prefix)
     if not rows:
-        return [pytest.param(None, marks=pytest.mark.skip(reason="shared corpus not found: set "
-                                                          "TRAWL_CORPUS or add ../shared/corpus"))]
+        return [pytest.param(None, marks=pytest.mark.skip(reason=CORPUS_SKIP))]
     return [pytest.param(r, id=r["path"]) for r in rows]
 
 
@@ -121,9 +113,7 @@ def test_hostile_file_is_contained(extractor, row):
 
 
 def test_hostile_xml_entities_never_expand(extractor):
-    corpus = corpus_dir()
-    if corpus is None:
-        pytest.skip("shared corpus not found")
+    corpus = require_corpus()
     for name in ("defusedxml-xmlbomb.xml", "defusedxml-quadratic.xml", "tika-testXXE.xml",
                  "defusedxml-external_file.xml"):
         path = corpus / "hostile/config" / name
@@ -241,9 +231,7 @@ def test_xlsx_row_bound_recorded(tmp_path, monkeypatch):
 
 
 def test_gps_only_when_enabled():
-    corpus = corpus_dir()
-    if corpus is None:
-        pytest.skip("shared corpus not found")
+    corpus = require_corpus()
     path = str(corpus / "real/image/tika-testJPEG_GEO.jpg")
     plain = extract(path, ExtractionSettings())
     assert "gps" not in haystack(plain)
@@ -254,18 +242,14 @@ def test_gps_only_when_enabled():
 
 
 def test_password_protected_pdf_message():
-    corpus = corpus_dir()
-    if corpus is None:
-        pytest.skip("shared corpus not found")
+    corpus = require_corpus()
     path = corpus / "real/pdf/docfetcher-encrypted-password-docfetcher.pdf"
     with pytest.raises(ExtractionError, match="^PDF is password protected$"):
         extract(str(path), ExtractionSettings())
 
 
 def test_image_only_pdf_flagged():
-    corpus = corpus_dir()
-    if corpus is None:
-        pytest.skip("shared corpus not found")
+    corpus = require_corpus()
     doc = extract(str(corpus / "real/pdf/sist2-scanned_text.pdf"), ExtractionSettings())
     assert doc.metadata["image_only"] is True
     assert doc.metadata["page_count"] == 1

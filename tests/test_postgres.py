@@ -77,7 +77,7 @@ def test_scan_and_search_on_postgresql(client, auth, make_tree, make_source, run
 
 def test_upsert_updates_in_place(app):
     from webapp.extensions import db
-    from webapp.indexing.pipeline import upsert_records
+    from webapp.indexing.records import upsert_records
     from webapp.models import IndexedFile
 
     _source(app)
@@ -92,7 +92,7 @@ def test_concurrent_upserts_of_the_same_records_do_not_deadlock(app):
     """Writers hit overlapping rows in different orders (a lost run and its successor, or
     two scans of overlapping folders): every statement must finish, no row doubled or torn."""
     from webapp.extensions import db
-    from webapp.indexing.pipeline import upsert_records
+    from webapp.indexing.records import upsert_records
     from webapp.models import IndexedFile
 
     _source(app)
@@ -141,7 +141,7 @@ def test_documented_move_from_sqlite_keeps_users_sources_and_records(
     """docs/scaling.md: `flask db upgrade` on PostgreSQL (the app fixture did it), copy, start."""
     from webapp import create_app
     from webapp.extensions import db
-    from webapp.indexing.pipeline import upsert_records
+    from webapp.indexing.records import upsert_records
     from webapp.models import IndexedFile
 
     old_url = f"sqlite:///{tmp_path / 'old.db'}"

@@ -19,8 +19,10 @@ PER_TYPE = 3  # corpus files copied per type folder
 
 
 def _fill(root: Path) -> None:
-    """A few real files of every type plus generated ones, a symlink and a hidden file."""
+    """A few real files of every type (when the corpus is there) plus generated ones of several
+    formats, a symlink and a hidden file, so the tree is worth scanning on a bare clone too."""
     real = CORPUS / "real"
+    _generated(root / "made")
     if real.is_dir():
         for folder in sorted(p for p in real.iterdir() if p.is_dir()):
             for src in sorted(folder.iterdir())[:PER_TYPE]:
@@ -32,6 +34,21 @@ def _fill(root: Path) -> None:
     (root / "own" / ".hidden.txt").write_text("readonly hidden")
     (root / "own" / "link.txt").symlink_to("plain.txt")
     os.utime(root / "own" / "plain.txt", ns=(1_000_000_000, 1_500_000_000_000_000_000))
+
+
+def _generated(folder: Path) -> None:
+    """Files of other formats made here: a PDF, a PNG, HTML, CSV and JSON."""
+    import pymupdf
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    pdf = pymupdf.open()
+    pdf.new_page().insert_text((72, 72), "generated portable document")
+    pdf.save(folder / "made.pdf")
+    Image.new("RGB", (32, 24), (200, 40, 40)).save(folder / "made.png")
+    (folder / "made.html").write_text("<html><title>Made</title><body>generated page</body></html>")
+    (folder / "made.csv").write_text("name,count\ngenerated,3\n")
+    (folder / "made.json").write_text('{"generated": true}')
 
 
 def snapshot(root: Path) -> dict[str, tuple]:

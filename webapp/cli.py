@@ -12,6 +12,8 @@ from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
 from webapp.exceptions import TrawlError
+from webapp.indexing.verify import verify_source
+from webapp.services import auth, documents, scans, sources
 
 trawl = AppGroup("trawl", help="Manage sources, scans and searches from the shell.")
 
@@ -28,8 +30,6 @@ def _fail(exc: TrawlError) -> None:
               envvar="TRAWL_ADMIN_PASSWORD")
 def create_admin(username: str, password: str | None) -> None:
     """Create an admin account (for headless installs)."""
-    from webapp.services import auth
-
     if password is None:
         password = getpass.getpass("Password: ")
     try:
@@ -46,8 +46,6 @@ def create_admin(username: str, password: str | None) -> None:
 @click.option("--schedule", default=None, help="cron expression or @hourly/@daily/@weekly")
 def add_source(name: str, root_path: str, source_id: str | None, schedule: str | None) -> None:
     """Add a source folder."""
-    from webapp.services import sources
-
     try:
         source = sources.create({"name": name, "root_path": root_path, "id": source_id,
                                  "scan_schedule": schedule})
@@ -59,8 +57,6 @@ def add_source(name: str, root_path: str, source_id: str | None, schedule: str |
 @trawl.command("sources")
 def list_sources() -> None:
     """List the sources with their state and counts."""
-    from webapp.services import sources
-
     for s in sources.list_json():
         click.echo(f"{s['id']:<24} {s['state']:<9} {s['document_count']:>8} docs  "
                    f"{s['failed_count']:>5} failed  {s['root_path']}")
@@ -73,22 +69,20 @@ def scan(source_id: str, full: bool) -> None:
     """Queue a scan and show its progress until it ends (needs a running worker)."""
     from tqdm import tqdm
 
-    from webapp import jobs
-
     try:
-        started = jobs.request_scan(source_id, full=full)
+        started = scans.request_scan(source_id, full=full)
     except TrawlError as exc:
         _fail(exc)
     click.echo(started["message"])
     with tqdm(total=0, unit="file", desc=source_id) as bar:
         while True:
-            stats = jobs.live_stats(source_id) or {}
+            stats = scans.live_stats(source_id) or {}
             progress = stats.get("progress") or {}
             bar.total = progress.get("total", 0)
             bar.n = progress.get("done", 0)
             bar.set_postfix(state=stats.get("state"), failed=stats.get("failed", 0))
             bar.refresh()
-            if stats.get("state") in jobs.FINAL_STATES:
+            if stats.get("state") in scans.FINAL_STATES:
                 break
             time.sleep(0.5)
     click.echo(json.dumps({k: v for k, v in stats.items() if k != "errors"}, indent=2))
@@ -99,8 +93,6 @@ def scan(source_id: str, full: bool) -> None:
 @click.option("--limit", default=10)
 def search(query: str, limit: int) -> None:
     """Search from the shell."""
-    from webapp.services import documents
-
     page = documents.search({"q": query, "limit": limit, "offset": 0, "sort": "relevance",
                              "snippet_length": 160})
     click.echo(f"{page['total']} results in {page['processing_time_ms']} ms")
@@ -113,8 +105,6 @@ def search(query: str, limit: int) -> None:
 @click.option("--repair/--no-repair", default=True, help="Fix what disagrees (default).")
 def verify(source_id: str, repair: bool) -> None:
     """Compare records, index and disk for a source; report and repair any disagreement."""
-    from webapp.indexing.verify import verify_source
-
     try:
         report = verify_source(source_id, repair=repair)
     except TrawlError as exc:

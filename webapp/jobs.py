@@ -1,65 +1,45 @@
-"""RQ jobs (they take ids, never ORM objects) and the helpers that enqueue and schedule them."""
+"""RQ jobs (they take ids, never ORM objects) and the helpers that enqueue and schedule them.
+
+A job finds its app through the app context its worker runs in (worker.py, and the tests'
+`run_jobs`), and pushes a fresh context of that app for itself.
+"""
 
 from __future__ import annotations
 
 import logging
-import time
+from datetime import datetime
+from functools import partial
 
-from flask import Flask, current_app, has_app_context
-from rq import get_current_job
+from flask import Flask, current_app
+from rq import Worker, get_current_job
 from rq_scheduler import Scheduler
 
-from webapp.exceptions import Conflict, InvalidInput
+from webapp import schedule as cron
 from webapp.extensions import db
-from webapp.indexing.scanner import doc_id
-from webapp.indexing.state import ScanLock, new_stats
-from webapp.models import IndexedFile, Source, utcnow
+from webapp.indexing.pipeline import ScanRun, help_extract
+from webapp.indexing.state import scan_lock
+from webapp.models import Source, utcnow
 from webapp.runtime import get_queue, get_redis, get_search
 
 log = logging.getLogger(__name__)
-_bound_app: Flask | None = None
-FINAL_STATES = {"finished", "failed", "cancelled"}
-
-
-# -- app binding for job functions ------------------------------------------------------------
-
-def bind_app(app: Flask) -> None:
-    """Give job functions the app of this worker process (worker.py and tests call this)."""
-    global _bound_app
-    _bound_app = app
 
 
 def _app() -> Flask:
-    if has_app_context():
-        return current_app._get_current_object()
-    global _bound_app
-    if _bound_app is None:
-        from webapp import create_app
-
-        _bound_app = create_app()
-    return _bound_app
-
-
-def _lock(source_id: str, app: Flask | None = None) -> ScanLock:
-    app = app or current_app
-    return ScanLock(get_redis(app), source_id, app.config["SCAN_LOCK_SECONDS"])
+    return current_app._get_current_object()
 
 
 # -- jobs ---------------------------------------------------------------------------------------
 
 def scan_job(source_id: str, run_id: str, full: bool = False) -> dict:
     """Coordinate one scan of a source (the queued run identified by run_id)."""
-    from webapp.indexing.pipeline import ScanRun
-
     app = _app()
     with app.app_context():
-        return ScanRun(app, source_id, run_id, full).run()
+        helpers = partial(enqueue_helpers, run_id, source_id)
+        return ScanRun(app, source_id, run_id, full, start_helpers=helpers).run()
 
 
 def extract_batches(run_id: str, source_id: str) -> int:
     """Help a running scan by extracting its batches on this worker."""
-    from webapp.indexing.pipeline import help_extract
-
     app = _app()
     with app.app_context():
         return help_extract(app, run_id, source_id)
@@ -72,13 +52,12 @@ def scheduled_scan(source_id: str) -> str:
         source = db.session.get(Source, source_id)
         if source is None or not source.scan_schedule:
             return "no schedule"
-        from webapp.services.sources import next_scan
-
-        source.next_scan_at = next_scan(source.scan_schedule)
+        source.next_scan_at = cron.next_scan(source.scan_schedule, utcnow(),
+                                             app.config["SCHEDULE_TIMEZONE"])
         db.session.commit()
         schedule_source(source_id, source.next_scan_at)
         job = get_current_job()
-        run_id = _lock(source_id).acquire_queued(job.id if job else "", full=False)
+        run_id = scan_lock(source_id).acquire_queued(job.id if job else "", full=False)
         if run_id is None:
             log.info("Scheduled scan of %s skipped: the source is busy", source_id)
             return "skipped: busy"
@@ -97,76 +76,26 @@ def rename_documents(source_id: str) -> int:
         return 1
 
 
-# -- requests from the API, UI and CLI ----------------------------------------------------------
+# -- enqueueing ---------------------------------------------------------------------------------
+
+def enqueue_scan(source_id: str, run_id: str, full: bool, job_id: str) -> None:
+    """Queue the coordinator of a run whose lock was taken."""
+    get_queue().enqueue(scan_job, source_id, run_id, full, job_id=job_id,
+                        job_timeout=7 * 24 * 3600, result_ttl=3600, failure_ttl=7 * 24 * 3600)
+
+
+def enqueue_helpers(run_id: str, source_id: str, n_batches: int) -> None:
+    """Ask the other idle workers to help a run with its batches (the coordinator is one)."""
+    queue = get_queue()
+    others = max(0, Worker.count(queue=queue) - 1)
+    for _ in range(min(others, n_batches - 1)):
+        queue.enqueue(extract_batches, run_id, source_id,
+                      job_timeout=24 * 3600, result_ttl=60, failure_ttl=3600)
+
 
 def enqueue_rename(source_id: str) -> None:
     """Queue the rewrite of source_name in the source's documents."""
     get_queue().enqueue(rename_documents, source_id, job_timeout=3600, result_ttl=600)
-
-
-def scan_state(source_id: str) -> str:
-    """idle, queued or indexing."""
-    return _lock(source_id).state()
-
-
-def live_stats(source_id: str) -> dict | None:
-    """Stats of the current run, or of the latest one while Redis still has them."""
-    return _lock(source_id).read_stats()
-
-
-def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
-    """Queue a scan; 409 while one is queued or running; wait up to `wait` seconds for the end."""
-    from webapp.services.sources import get, root_problem
-
-    source = get(source_id)
-    if full:
-        problem = root_problem(source.root_path)
-        if problem:
-            raise InvalidInput(f"root_path: {problem}")
-    lock = _lock(source_id)
-    run_id = lock.acquire_queued("", full)
-    if run_id is None:
-        raise Conflict(f"Source '{source_id}' is already {lock.state()}")
-    job_id = f"scan-{source_id}-{run_id[:12]}"
-    lock.set_job(run_id, job_id)
-    get_queue().enqueue(scan_job, source_id, run_id, full, job_id=job_id,
-                        job_timeout=7 * 24 * 3600, result_ttl=3600, failure_ttl=7 * 24 * 3600)
-    stats = _wait(lock, wait) if wait else (lock.read_stats() or new_stats("queued"))
-    kind = "Full rebuild" if full else "Scan"
-    return {"message": f"{kind} of '{source_id}' queued", "job_id": job_id, "stats": stats}
-
-
-def _wait(lock: ScanLock, seconds: int) -> dict:
-    deadline = time.monotonic() + seconds
-    while True:
-        stats = lock.read_stats() or new_stats("queued")
-        if stats["state"] in FINAL_STATES or time.monotonic() >= deadline:
-            return stats
-        time.sleep(0.2)
-
-
-def clear_stale(source_id: str) -> int:
-    """Delete the failed records and their documents so the next scan retries them."""
-    from webapp.services.sources import get
-
-    source = get(source_id)
-    if scan_state(source.id) != "idle":
-        raise Conflict(f"Source '{source_id}' is busy; try again when the scan has finished")
-    paths = [p for (p,) in db.session.query(IndexedFile.path)
-             .filter_by(source_id=source.id, status="failed")]
-    if paths:
-        get_search().delete_ids([doc_id(source.id, p) for p in paths])
-        from webapp.indexing.pipeline import delete_records
-
-        delete_records(source.id, paths)
-    return len(paths)
-
-
-def cancel_scan(source_id: str) -> None:
-    """Stop a queued or running scan of the source and forget its state."""
-    lock = _lock(source_id)
-    lock.cancel()
-    lock.forget()
 
 
 # -- schedules (rq-scheduler) -------------------------------------------------------------------
@@ -180,7 +109,7 @@ def _schedule_job_id(source_id: str) -> str:
     return f"schedule-{source_id}"
 
 
-def schedule_source(source_id: str, when, app: Flask | None = None) -> None:
+def schedule_source(source_id: str, when: datetime | None, app: Flask | None = None) -> None:
     """Replace the source's scheduled run with one at `when` (naive UTC), or none."""
     scheduler = _scheduler(app)
     scheduler.cancel(_schedule_job_id(source_id))

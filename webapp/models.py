@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from webapp.exceptions import NotFound
 from webapp.extensions import db
 
 
@@ -68,3 +69,11 @@ class IndexedFile(db.Model):
     doc_type: Mapped[str] = mapped_column(String(32), default="file")
     status: Mapped[str] = mapped_column(String(16))  # success | failed | skipped
     error_message: Mapped[str | None] = mapped_column(Text)
+
+
+def get_source(source_id: str) -> Source:
+    """The source, or NotFound (a 404 for the API and the UI)."""
+    source = db.session.get(Source, source_id)
+    if source is None:
+        raise NotFound(f"Source '{source_id}' not found")
+    return source

@@ -199,6 +199,13 @@ def next_runs(schedule: str, after: datetime, tz: str = "UTC", n: int = 1) -> li
     return [run.replace(tzinfo=None) for run in runs]
 
 
+def next_scan(schedule: str | None, after: datetime, tz: str = "UTC") -> datetime | None:
+    """The next run of a source's schedule after `after` (naive UTC), or None when manual."""
+    if not schedule:
+        return None
+    return next_runs(schedule, after, tz, 1)[0]
+
+
 def describe(schedule: str | None) -> str:
     """A short human-readable description, e.g. "Every day at 02:00" or "cron: 0 */6 * * *"."""
     if schedule is None or not schedule.strip():

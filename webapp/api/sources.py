@@ -5,7 +5,6 @@ from __future__ import annotations
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from webapp import jobs
 from webapp.api import authenticated, errors
 from webapp.api.schemas import (
     PathTestArgsSchema,
@@ -17,7 +16,7 @@ from webapp.api.schemas import (
     SourceSchema,
     SourceUpdateSchema,
 )
-from webapp.services import sources
+from webapp.services import scans, sources
 
 blp = Blueprint("sources", __name__, url_prefix="/api/sources",
                 description="Folders to index, their patterns and schedules")
@@ -84,7 +83,7 @@ class Reindex(MethodView):
     @errors(blp, 400, 404, 409)
     def post(self, args, source_id):
         """Queue a scan (full=true rebuilds every file); wait=N blocks up to N seconds."""
-        return jobs.request_scan(source_id, full=args["full"], wait=args["wait"])
+        return scans.request_scan(source_id, full=args["full"], wait=args["wait"])
 
 
 @blp.route("/<string:source_id>/clear-stale")
@@ -94,4 +93,4 @@ class ClearStale(MethodView):
     @errors(blp, 404, 409)
     def post(self, source_id):
         """Remove the failed-file records so the next scan retries them."""
-        return {"removed": jobs.clear_stale(source_id)}
+        return {"removed": scans.clear_stale(source_id)}

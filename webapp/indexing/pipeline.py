@@ -14,20 +14,20 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 
 from flask import Flask
-from sqlalchemy import delete, select
+from sqlalchemy import select
 
 from webapp.extensions import db
 from webapp.indexing.extractors import ExtractionSettings
 from webapp.indexing.globs import PatternSet
-from webapp.indexing.scanner import Changes, FileStat, diff, doc_id, path_hash, walk
-from webapp.indexing.state import Heartbeat, ScanLock, new_stats, stamp
+from webapp.indexing.isolation import Extractor
+from webapp.indexing.records import delete_records, upsert_records
+from webapp.indexing.scanner import Changes, FileStat, diff, doc_id, root_problem, walk
+from webapp.indexing.state import Heartbeat, new_stats, scan_lock, stamp
 from webapp.memtune import release_freed
 from webapp.models import IndexedFile, Source, utcnow
-from webapp.runtime import get_queue, get_redis, get_search
-from webapp.services.sources import root_problem
+from webapp.runtime import get_redis, get_search
 
 log = logging.getLogger(__name__)
 MAX_ERRORS = 100
@@ -54,16 +54,10 @@ def get_extractor(app: Flask):
     global _extractor
     settings = ExtractionSettings.from_config(app.config)
     if _extractor is None or _extractor[0] != settings:
-        from webapp.indexing.isolation import Extractor
-
         if _extractor is not None:
             _extractor[1].close()
         _extractor = (settings, Extractor(settings))
     return _extractor[1]
-
-
-def _epoch(dt_ns: int) -> datetime:
-    return datetime.fromtimestamp(dt_ns / 1e9, UTC).replace(tzinfo=None, microsecond=0)
 
 
 def extract_batch(app: Flask, source: dict, files: Iterable[list],
@@ -91,48 +85,19 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
     return {"docs": docs, "records": records}
 
 
-def upsert_records(source_id: str, rows: list[dict]) -> None:
-    """Insert or update the records of one batch in a single statement."""
-    if not rows:
-        return
-    now = utcnow()
-    values = [{**r, "source_id": source_id, "hash": path_hash(r["path"]), "indexed_at": now,
-               "modified_at": _epoch(r["mtime_ns"])} for r in rows]
-    values.sort(key=lambda v: v["path"])  # one lock order in every transaction: no deadlock
-    dialect = db.engine.dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    stmt = insert(IndexedFile.__table__)
-    cols = ("size_bytes", "mtime_ns", "modified_at", "indexed_at", "hash", "doc_type",
-            "status", "error_message")
-    stmt = stmt.on_conflict_do_update(index_elements=["source_id", "path"],
-                                      set_={c: stmt.excluded[c] for c in cols})
-    # executemany of one prepared statement: a multi-VALUES literal of 1000 rows costs more
-    # to build and compile than the database needs to run it
-    db.session.execute(stmt, values)
-    db.session.commit()
-
-
-def delete_records(source_id: str, paths: list[str]) -> None:
-    """Remove the records of these paths (in chunks the database accepts)."""
-    for i in range(0, len(paths), 500):
-        db.session.execute(delete(IndexedFile).where(
-            IndexedFile.source_id == source_id, IndexedFile.path.in_(paths[i:i + 500])))
-    db.session.commit()
-
-
 class ScanRun:
     """The coordinator of one run of one source."""
 
-    def __init__(self, app: Flask, source_id: str, run_id: str, full: bool):
+    def __init__(self, app: Flask, source_id: str, run_id: str, full: bool,
+                 start_helpers: Callable[[int], None] | None = None):
         self.app = app
         self.source_id = source_id
         self.run_id = run_id
         self.full = full
+        # asks idle workers to help with n batches: queueing jobs is the job layer's business
+        self.start_helpers = start_helpers or (lambda n_batches: None)
         self.redis = get_redis(app)
-        self.lock = ScanLock(self.redis, source_id, app.config["SCAN_LOCK_SECONDS"])
+        self.lock = scan_lock(source_id, app)
         self.keys = _keys(run_id)
         self.stats = new_stats("indexing")
         self.stats["started_at"] = stamp()
@@ -182,7 +147,7 @@ class ScanRun:
         if source is None:
             self.stats["state"] = "cancelled"
             return
-        problem = root_problem(source.root_path)
+        problem = root_problem(source.root_path, self.app.config["ALLOWED_ROOTS"])
         if problem:
             self._finish("failed", problem)  # nothing is deleted when the root is missing
             return
@@ -239,7 +204,7 @@ class ScanRun:
             self.redis.rpush(self.keys["todo"], *map(
                 payload, range(first, min(first + PUSH_BATCHES, n_batches))))
         self.redis.expire(self.keys["todo"], 86400)
-        self._start_helpers(n_batches)
+        self.start_helpers(n_batches)
         pending = set(range(n_batches))
         while pending and not self._stopped(beat):
             self._drain_results(pending)
@@ -251,17 +216,6 @@ class ScanRun:
                 continue
             self._wait_for_helpers(pending, payload)
         self._flush()  # what arrived before a stop is still written (unless cancelled)
-
-    def _start_helpers(self, n_batches: int) -> None:
-        from rq import Worker
-
-        from webapp import jobs
-
-        queue = get_queue(self.app)
-        others = max(0, Worker.count(queue=queue) - 1)
-        for _ in range(min(others, n_batches - 1)):
-            queue.enqueue(jobs.extract_batches, self.run_id, self.source_id,
-                          job_timeout=24 * 3600, result_ttl=60, failure_ttl=3600)
 
     def _drain_results(self, pending: set[int]) -> None:
         while True:

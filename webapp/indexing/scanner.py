@@ -171,6 +171,21 @@ def within(path: str, folder: str) -> bool:
         return False
 
 
+def inside_any(path: str, folders: Iterable[str]) -> bool:
+    """Whether `path` (symlinks followed) lies inside one of the resolved `folders`."""
+    real = os.path.realpath(path)
+    return any(within(real, folder) for folder in folders)
+
+
+def root_problem(root: str, allowed_roots: Iterable[str]) -> str | None:
+    """Why a source's root cannot be scanned now (missing, unreadable, or resolving outside
+    the allowed roots since it was added), or None."""
+    problem = check_root(root)
+    if problem is None and not inside_any(root, allowed_roots):
+        problem = f"Root path now resolves outside the allowed roots: {root}"
+    return problem
+
+
 def _dir_error(exc: OSError) -> str:
     """User-facing message for a directory that cannot be listed."""
     if isinstance(exc, FileNotFoundError):

@@ -12,10 +12,12 @@ import time
 import uuid
 
 import redis
+from flask import Flask, current_app
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from webapp.models import iso, utcnow
+from webapp.runtime import get_redis
 
 QUEUED_TTL = 7 * 24 * 3600  # a queued scan waits for a free worker; its job is checked on read
 ENQUEUE_GRACE = 30  # seconds a queued lock may exist before its RQ job does
@@ -43,6 +45,12 @@ def new_stats(state: str = "queued") -> dict:
             "new_files": 0, "modified_files": 0, "unchanged_files": 0, "deleted_files": 0,
             "successful": 0, "failed": 0, "skipped": 0, "error_count": 0, "errors": [],
             "progress": {"done": 0, "total": 0}, "current_file": None, "message": None}
+
+
+def scan_lock(source_id: str, app: Flask | None = None) -> ScanLock:
+    """The scan lock of a source, over the app's Redis and with its lock expiry."""
+    app = app or current_app
+    return ScanLock(get_redis(app), source_id, app.config["SCAN_LOCK_SECONDS"])
 
 
 class ScanLock:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from flask import current_app
+
 from webapp.extensions import db
 from webapp.indexing.globs import PatternSet
-from webapp.indexing.pipeline import delete_records
-from webapp.indexing.scanner import doc_id, walk
-from webapp.models import IndexedFile
+from webapp.indexing.records import delete_records
+from webapp.indexing.scanner import doc_id, root_problem, walk
+from webapp.models import IndexedFile, get_source
 from webapp.runtime import get_search
-from webapp.services.sources import get, root_problem
 
 SAMPLE = 20
 
@@ -19,8 +20,8 @@ def verify_source(source_id: str, repair: bool = True) -> dict:
     Repair deletes orphan documents and records of vanished files, and drops records whose
     document is missing so that the next scan extracts those files again.
     """
-    source = get(source_id)
-    problem = root_problem(source.root_path)
+    source = get_source(source_id)
+    problem = root_problem(source.root_path, current_app.config["ALLOWED_ROOTS"])
     if problem:
         return {"source_id": source_id, "problems": 1, "root": problem, "repaired": False}
     records = {p for (p,) in db.session.query(IndexedFile.path).filter_by(source_id=source.id)}

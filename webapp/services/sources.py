@@ -9,13 +9,15 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import func
 
+from webapp import jobs, slugs
 from webapp import schedule as cron
-from webapp import slugs
-from webapp.exceptions import Conflict, InvalidInput, NotFound
+from webapp.exceptions import Conflict, InvalidInput
 from webapp.extensions import db
 from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, validate_pattern
-from webapp.indexing.scanner import check_root, within
-from webapp.models import IndexedFile, Source, iso, utcnow
+from webapp.indexing.scanner import inside_any
+from webapp.models import IndexedFile, Source, get_source, iso, utcnow
+from webapp.runtime import get_search
+from webapp.services import scans
 
 PATTERN_FIELDS = {"include_patterns": DEFAULT_INCLUDE, "exclude_patterns": DEFAULT_EXCLUDE}
 
@@ -27,17 +29,7 @@ def allowed_roots() -> list[str]:
 
 def inside_allowed_roots(path: str) -> bool:
     """Whether `path` (symlinks followed) lies inside one of the allowed roots."""
-    real = os.path.realpath(path)
-    return any(within(real, root) for root in allowed_roots())
-
-
-def root_problem(root: str) -> str | None:
-    """Why a source's root cannot be scanned now (missing, unreadable, or resolving outside
-    the allowed roots since it was added), or None."""
-    problem = check_root(root)
-    if problem is None and not inside_allowed_roots(root):
-        problem = f"Root path now resolves outside the allowed roots: {root}"
-    return problem
+    return inside_any(path, allowed_roots())
 
 
 def diagnose_path(raw: str) -> dict:
@@ -109,11 +101,8 @@ def _schedule(value: Any) -> str | None:
     return value
 
 
-def next_scan(schedule: str | None):
-    """The next run of a schedule in UTC, or None for a manual source."""
-    if not schedule:
-        return None
-    return cron.next_runs(schedule, utcnow(), current_app.config["SCHEDULE_TIMEZONE"], 1)[0]
+def _next_scan(schedule: str | None):
+    return cron.next_scan(schedule, utcnow(), current_app.config["SCHEDULE_TIMEZONE"])
 
 
 def _new_id(data: Mapping) -> str:
@@ -136,19 +125,14 @@ def create(data: Mapping) -> Source:
         include_patterns=_patterns("include_patterns", data.get("include_patterns")),
         exclude_patterns=_patterns("exclude_patterns", data.get("exclude_patterns")),
         scan_schedule=_schedule(data.get("scan_schedule")))
-    source.next_scan_at = next_scan(source.scan_schedule)
+    source.next_scan_at = _next_scan(source.scan_schedule)
     db.session.add(source)
     db.session.commit()
     _reschedule(source)
     return source
 
 
-def get(source_id: str) -> Source:
-    """The source, or 404."""
-    source = db.session.get(Source, source_id)
-    if source is None:
-        raise NotFound(f"Source '{source_id}' not found")
-    return source
+get = get_source  # the name the API, UI and CLI call it by
 
 
 def update(source_id: str, data: Mapping) -> Source:
@@ -164,7 +148,7 @@ def update(source_id: str, data: Mapping) -> Source:
             setattr(source, field, _patterns(field, data[field]))
     if "scan_schedule" in data:
         source.scan_schedule = _schedule(data["scan_schedule"])
-        source.next_scan_at = next_scan(source.scan_schedule)
+        source.next_scan_at = _next_scan(source.scan_schedule)
     source.updated_at = utcnow()
     db.session.commit()
     if source.name != old_name:
@@ -175,33 +159,21 @@ def update(source_id: str, data: Mapping) -> Source:
 
 def delete(source_id: str) -> None:
     """Cancel its scan, remove its documents and records; files on disk are never touched."""
-    from webapp import jobs
-
     source = get(source_id)
-    jobs.cancel_scan(source.id)
+    scans.cancel_scan(source.id)
     jobs.unschedule(source.id)
-    _search().delete_source(source.id)
+    get_search().delete_source(source.id)
     db.session.query(IndexedFile).filter_by(source_id=source.id).delete()
     db.session.delete(source)
     db.session.commit()
 
 
-def _search():
-    from webapp.runtime import get_search
-
-    return get_search()
-
-
 def _rename_documents(source: Source) -> None:
     """Rewriting every document of a big source takes a while: a worker does it."""
-    from webapp import jobs
-
     jobs.enqueue_rename(source.id)
 
 
 def _reschedule(source: Source) -> None:
-    from webapp import jobs
-
     jobs.schedule_source(source.id, source.next_scan_at)
 
 
@@ -217,8 +189,6 @@ def counts() -> dict[str, dict[str, int]]:
 
 def to_json(source: Source, by_status: Mapping[str, int] | None = None) -> dict:
     """The source object of the API, with its live state and counts."""
-    from webapp import jobs
-
     if by_status is None:
         by_status = counts().get(source.id, {})
     return {
@@ -227,7 +197,7 @@ def to_json(source: Source, by_status: Mapping[str, int] | None = None) -> dict:
         "scan_schedule": source.scan_schedule,
         "created_at": iso(source.created_at), "updated_at": iso(source.updated_at),
         "last_scan_at": iso(source.last_scan_at), "next_scan_at": iso(source.next_scan_at),
-        "state": jobs.scan_state(source.id),
+        "state": scans.scan_state(source.id),
         "document_count": sum(by_status.values()),
         "failed_count": by_status.get("failed", 0),
     }

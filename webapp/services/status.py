@@ -7,12 +7,11 @@ from rq import Worker
 from rq.registry import FailedJobRegistry, StartedJobRegistry
 from sqlalchemy import func, text
 
-from webapp import jobs
 from webapp.config import VERSION
 from webapp.extensions import db
 from webapp.models import IndexedFile, Source, iso
 from webapp.runtime import get_queue, get_redis, get_search
-from webapp.services import auth
+from webapp.services import auth, scans
 from webapp.services.sources import counts, get
 
 FAILED_FILES = 50
@@ -53,8 +52,8 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
     failed = (db.session.query(IndexedFile.path, IndexedFile.error_message)
               .filter_by(source_id=source.id, status="failed")
               .order_by(IndexedFile.path).limit(FAILED_FILES))
-    state = jobs.scan_state(source.id)
-    live = jobs.live_stats(source.id)  # the running run's stats, or the latest while Redis has them
+    state = scans.scan_state(source.id)
+    live = scans.live_stats(source.id)  # the running run's stats, or the latest while Redis has them
     return {
         "source_id": source.id, "source_name": source.name, "state": state,
         "total_files": sum(by_status.values()), "successful": by_status.get("success", 0),

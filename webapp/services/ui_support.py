@@ -6,7 +6,7 @@ import math
 
 from webapp.extensions import db
 from webapp.models import IndexedFile, Source
-from webapp.services import documents
+from webapp.services import documents, sources, status
 
 MAX_PAGES_SCANNED = 50  # looking for the first page with a match stops here (huge documents)
 
@@ -42,8 +42,6 @@ def first_match_page(doc: dict, q: str) -> int:
 
 def source_rows() -> list[dict]:
     """Per source, ordered by name: its API object ("source") and its status object ("info")."""
-    from webapp.services import sources, status
-
     by_source = sources.counts()
     rows = []
     for source in db.session.query(Source).order_by(Source.name, Source.id):

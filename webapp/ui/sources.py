@@ -6,11 +6,11 @@ import json
 
 from flask import current_app, flash, redirect, render_template, request, url_for
 
-from webapp import jobs, schedule
+from webapp import schedule
 from webapp.exceptions import InvalidInput, TrawlError
 from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from webapp.models import utcnow
-from webapp.services import sources, status, ui_support
+from webapp.services import scans, sources, status, ui_support
 from webapp.ui import bp
 from webapp.ui.htmx import is_htmx, render
 
@@ -191,7 +191,7 @@ def _action(source_id: str, run):
 def source_reindex(source_id: str):
     """Queue a scan (full=1: a full rebuild); 409 while busy is shown as a message."""
     full = request.form.get("full") == "1"
-    return _action(source_id, lambda: jobs.request_scan(source_id, full=full)["message"])
+    return _action(source_id, lambda: scans.request_scan(source_id, full=full)["message"])
 
 
 @bp.post("/sources/<source_id>/clear-stale")
@@ -199,7 +199,7 @@ def source_clear_stale(source_id: str):
     """Remove the failed-file records so the next scan retries them."""
 
     def run() -> str:
-        removed = jobs.clear_stale(source_id)
+        removed = scans.clear_stale(source_id)
         return f"Removed {removed} failed file record{'' if removed == 1 else 's'}."
 
     return _action(source_id, run)

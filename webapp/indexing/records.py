@@ -1,0 +1,47 @@
+"""The file records of a source in the database: bulk upsert and delete of one batch."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import delete
+from sqlalchemy.dialects import postgresql, sqlite
+
+from webapp.extensions import db
+from webapp.indexing.scanner import path_hash
+from webapp.models import IndexedFile, utcnow
+
+DELETE_CHUNK = 500  # paths per DELETE ... IN (...): every database accepts that many parameters
+_UPDATED = ("size_bytes", "mtime_ns", "modified_at", "indexed_at", "hash", "doc_type",
+            "status", "error_message")
+
+
+def _epoch(dt_ns: int) -> datetime:
+    return datetime.fromtimestamp(dt_ns / 1e9, UTC).replace(tzinfo=None, microsecond=0)
+
+
+def upsert_records(source_id: str, rows: list[dict]) -> None:
+    """Insert or update the records of one batch in a single statement."""
+    if not rows:
+        return
+    now = utcnow()
+    values = [{**r, "source_id": source_id, "hash": path_hash(r["path"]), "indexed_at": now,
+               "modified_at": _epoch(r["mtime_ns"])} for r in rows]
+    values.sort(key=lambda v: v["path"])  # one lock order in every transaction: no deadlock
+    dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
+    stmt = dialect.insert(IndexedFile.__table__)
+    stmt = stmt.on_conflict_do_update(index_elements=["source_id", "path"],
+                                      set_={c: stmt.excluded[c] for c in _UPDATED})
+    # executemany of one prepared statement: a multi-VALUES literal of 1000 rows costs more
+    # to build and compile than the database needs to run it
+    db.session.execute(stmt, values)
+    db.session.commit()
+
+
+def delete_records(source_id: str, paths: list[str]) -> None:
+    """Remove the records of these paths (in chunks the database accepts)."""
+    for i in range(0, len(paths), DELETE_CHUNK):
+        db.session.execute(delete(IndexedFile).where(
+            IndexedFile.source_id == source_id,
+            IndexedFile.path.in_(paths[i:i + DELETE_CHUNK])))
+    db.session.commit()

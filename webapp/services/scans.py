@@ -1,0 +1,76 @@
+"""Scan requests and scan state of a source: what the API, the UI and the CLI ask of scans."""
+
+from __future__ import annotations
+
+import time
+
+from flask import current_app
+
+from webapp import jobs
+from webapp.exceptions import Conflict, InvalidInput
+from webapp.extensions import db
+from webapp.indexing.records import delete_records
+from webapp.indexing.scanner import doc_id, root_problem
+from webapp.indexing.state import ScanLock, new_stats, scan_lock
+from webapp.models import IndexedFile, get_source
+from webapp.runtime import get_search
+
+FINAL_STATES = {"finished", "failed", "cancelled"}
+
+
+def scan_state(source_id: str) -> str:
+    """idle, queued or indexing."""
+    return scan_lock(source_id).state()
+
+
+def live_stats(source_id: str) -> dict | None:
+    """Stats of the current run, or of the latest one while Redis still has them."""
+    return scan_lock(source_id).read_stats()
+
+
+def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
+    """Queue a scan; 409 while one is queued or running; wait up to `wait` seconds for the end."""
+    source = get_source(source_id)
+    if full:
+        problem = root_problem(source.root_path, current_app.config["ALLOWED_ROOTS"])
+        if problem:
+            raise InvalidInput(f"root_path: {problem}")
+    lock = scan_lock(source_id)
+    run_id = lock.acquire_queued("", full)
+    if run_id is None:
+        raise Conflict(f"Source '{source_id}' is already {lock.state()}")
+    job_id = f"scan-{source_id}-{run_id[:12]}"
+    lock.set_job(run_id, job_id)
+    jobs.enqueue_scan(source_id, run_id, full, job_id)
+    stats = _wait(lock, wait) if wait else (lock.read_stats() or new_stats("queued"))
+    kind = "Full rebuild" if full else "Scan"
+    return {"message": f"{kind} of '{source_id}' queued", "job_id": job_id, "stats": stats}
+
+
+def _wait(lock: ScanLock, seconds: int) -> dict:
+    deadline = time.monotonic() + seconds
+    while True:
+        stats = lock.read_stats() or new_stats("queued")
+        if stats["state"] in FINAL_STATES or time.monotonic() >= deadline:
+            return stats
+        time.sleep(0.2)
+
+
+def clear_stale(source_id: str) -> int:
+    """Delete the failed records and their documents so the next scan retries them."""
+    source = get_source(source_id)
+    if scan_state(source.id) != "idle":
+        raise Conflict(f"Source '{source_id}' is busy; try again when the scan has finished")
+    paths = [p for (p,) in db.session.query(IndexedFile.path)
+             .filter_by(source_id=source.id, status="failed")]
+    if paths:
+        get_search().delete_ids([doc_id(source.id, p) for p in paths])
+        delete_records(source.id, paths)
+    return len(paths)
+
+
+def cancel_scan(source_id: str) -> None:
+    """Stop a queued or running scan of the source and forget its state."""
+    lock = scan_lock(source_id)
+    lock.cancel()
+    lock.forget()
