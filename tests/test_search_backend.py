@@ -161,6 +161,109 @@ def test_title_and_file_name_matches_rank_first(backend):
     assert set(ranked) == {"body", "named", "titled"}
 
 
+# --- relevance: strategies, order rules, stems, OR, CJK -------------------------------------
+
+
+def _meili(backend) -> bool:
+    return not isinstance(backend, TantivyBackend)
+
+
+def test_default_strategy_finds_documents_matching_some_words(corpus):
+    assert ids_of(corpus, "garden xylophone") == ["garden"]  # one word occurs nowhere
+    assert set(ids_of(corpus, "garden plumber")) == {"garden", "minutes"}
+    assert ids_of(corpus, "garden plumber", matching_strategy="all") == []
+
+
+def test_more_matched_words_rank_above_fewer_in_every_strategy(backend):
+    backend.upsert([
+        make_doc("one", "Otter. Otter otter otter, the otter."),
+        make_doc("both", "A long report on rivers, with one otter and one heron among many "
+                         "other animals and plants described over several pages of text."),
+        make_doc("none", "Nothing to see here."),
+    ])
+    for strategy in ("last", "frequency"):
+        page = backend.search(SearchQuery(q="otter heron", matching_strategy=strategy))
+        assert [r["id"] for r in page.results] == ["docs--both", "docs--one"], strategy
+        assert page.total == 2
+    assert ids_of(backend, "otter heron", matching_strategy="all") == ["both"]
+
+
+def test_last_strategy_prefers_the_first_words(backend):
+    if _meili(backend):
+        pytest.skip("Meilisearch's `last` leaves out documents without the first word")
+    backend.upsert([
+        make_doc("first", "The kestrel hunted over the field."),
+        make_doc("second", "The lapwing nested in the field."),
+    ])
+    assert ids_of(backend, "kestrel lapwing", matching_strategy="last") == ["first", "second"]
+    assert ids_of(backend, "lapwing kestrel", matching_strategy="last") == ["second", "first"]
+
+
+def test_exact_form_ranks_above_its_stem_and_stems_match(backend):
+    if _meili(backend):
+        pytest.skip("Meilisearch does not stem English words")
+    backend.upsert([
+        make_doc("stem", "The server connected to the network at noon."),
+        make_doc("exact", "Network connections are watched at noon, all of them, all day."),
+        make_doc("other", "Gardens and tomatoes."),
+    ])
+    results = backend.search(SearchQuery(q="connections ")).results
+    assert [r["id"] for r in results] == ["docs--exact", "docs--stem"]
+    assert "<em>connected</em>" in results[1]["snippet"]
+    assert sorted(ids_of(backend, "connecting network ", matching_strategy="all")) == [
+        "exact", "stem"]  # neither has `connecting`: both by their stem
+
+
+def test_exact_ranks_above_typo_with_a_partial_match(backend):
+    backend.upsert([
+        make_doc("typo", "Falcons seen: peregrine faclons near the tower."),
+        make_doc("exact", "One falcon near the tower, and a long list of other birds seen there."),
+    ])
+    assert ids_of(backend, "falcon tower ") == ["exact", "typo"]
+
+
+def test_score_reflects_term_frequency_and_length(backend):
+    backend.upsert([
+        make_doc("dense", "walrus walrus walrus colony"),
+        make_doc("sparse", "a walrus colony mentioned once in a much longer text about the "
+                           "northern coast, its weather, its birds and its fishing boats"),
+    ])
+    results = backend.search(SearchQuery(q="walrus colony")).results
+    assert [r["id"] for r in results] == ["docs--dense", "docs--sparse"]
+    assert results[0]["score"] > results[1]["score"] > 0
+
+
+def test_or_fills_one_word_place(corpus):
+    if _meili(corpus):
+        pytest.skip("Meilisearch has no OR: the adapter sends both words")
+    assert sorted(ids_of(corpus, "tomatoes OR plumber", matching_strategy="all")) == [
+        "garden", "minutes"]
+    assert ids_of(corpus, "lazy OR plumber cat", matching_strategy="all") == ["garden"]
+    assert sorted(ids_of(corpus, '"action items" OR basil', matching_strategy="all")) == [
+        "garden", "minutes"]
+    assert ids_of(corpus, "tomatoes or plumber", matching_strategy="all") == []  # `or`: a word
+
+
+CJK_DOCS = [
+    make_doc("prospectus", "本公司发布了募集说明书，请投资者仔细阅读。Annual figures inside."),
+    make_doc("named", "Annual report.", "募集说明书2024.pdf", type="pdf"),
+    make_doc("apart", "说明和书是分开的。"),
+    make_doc("latin", "A plain English text about annual accounts."),
+]
+
+
+def test_cjk_runs_are_found_inside_longer_runs_in_content_and_file_names(backend):
+    backend.upsert(CJK_DOCS)
+    assert sorted(ids_of(backend, "说明书")) == ["named", "prospectus"]
+    results = {r["id"]: r for r in backend.search(SearchQuery(q="说明书")).results}
+    assert "募集<em>说明书</em>" in results["docs--prospectus"]["snippet"]
+    assert sorted(ids_of(backend, "说明书 annual", matching_strategy="all")) == [
+        "named", "prospectus"]
+    if not _meili(backend):  # any run of two letters, not only dictionary words
+        assert sorted(ids_of(backend, "集说")) == ["named", "prospectus"]
+        assert ids_of(backend, "annual report ", matching_strategy="all") == ["named"]
+
+
 # --- filters, sorting, pagination, totals -------------------------------------------------
 
 

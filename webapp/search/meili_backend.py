@@ -18,7 +18,7 @@ import meilisearch
 from meilisearch.errors import MeilisearchError
 
 from webapp.search import SearchBackendError, SearchPage, SearchQuery, validate_doc
-from webapp.search.query import TOKEN_RE, TermMatcher, parse_query
+from webapp.search.query import TOKEN_RE, ParsedQuery, QueryTerm, TermMatcher, parse_query
 from webapp.search.snippets import build_snippet
 
 MAX_POSITIONS = 60_000  # below the engine's 65,535 limit, with margin for our estimate
@@ -43,6 +43,9 @@ INDEX_SETTINGS = {
     # `sort` first: an explicit sort orders the whole result set, not only ties.
     "rankingRules": ["sort", "words", "typo", "proximity", "attribute", "exactness"],
     "typoTolerance": {"enabled": True, "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 9}},
+    # No localizedAttributes: the engine detects the language of each text (its Chinese and
+    # Japanese segmenters then find `说明书` in `募集说明书`); naming locales would turn
+    # detection off for every language not named. Meilisearch does not stem English words.
     "pagination": {"maxTotalHits": 100_000},
 }
 
@@ -215,7 +218,9 @@ class MeiliBackend:
             filters.append(f"source_id = {_quote(query.source_id)}")
         if query.type is not None:
             filters.append(f"type = {_quote(query.type)}")
-        common: dict = {"indexUid": self.uid, "q": query.q}
+        parsed = parse_query(query.q)
+        common: dict = {"indexUid": self.uid, "q": meili_text(parsed),
+                        "matchingStrategy": query.matching_strategy}
         if filters:
             common["filter"] = " AND ".join(filters)
         if query.sort in SORTS:
@@ -229,10 +234,26 @@ class MeiliBackend:
         count_query = dict(common, hitsPerPage=1, page=1, attributesToRetrieve=["id"])
         answer = self._call(self.client.multi_search, [hits_query, count_query])
         hits, counted = answer["results"]
-        matcher = TermMatcher.from_query(parse_query(query.q))
+        matcher = TermMatcher.from_query(parsed)
         results = [_result(h, matcher, query.snippet_length) for h in hits["hits"]]
         elapsed = int((time.perf_counter() - started) * 1000)
         return SearchPage(results, int(counted["totalHits"]), elapsed)
+
+
+def meili_text(parsed: ParsedQuery) -> str:
+    """The query as Meilisearch reads it. It has no `OR`: the alternatives of a slot are
+    sent as words of their own (with `last` or `frequency` any of them may match); phrases
+    stay quoted; a trailing space unless the last word is a prefix being typed."""
+    parts = []
+    for slot in parsed.slots:
+        for alternative in slot.alternatives:
+            if isinstance(alternative, QueryTerm):
+                parts.append(alternative.text)
+            else:
+                parts.append('"' + " ".join(alternative) + '"')
+    last = parsed.terms[-1] if parsed.terms else None
+    prefix = bool(parsed.slots) and last is parsed.slots[-1].alternatives[-1] and last.prefix
+    return " ".join(parts) + ("" if prefix else " ")
 
 
 def _result(hit: dict, matcher: TermMatcher, snippet_length: int) -> dict:
