@@ -495,3 +495,33 @@ def test_meilisearch_chunks_keep_every_word_under_the_position_limit():
     parts = MeiliBackend._chunks(make_doc("big", text))
     assert [p["chunk"] for p in parts] == list(range(len(chunks)))
     assert len({p["uid"] for p in parts}) == len(parts) and parts[0]["metadata"] == {"lines": 1}
+
+
+def test_index_written_by_the_older_tokenizer_is_upgraded_once(tmp_path, caplog):
+    """Before analyzer version 2 a CJK run was one term: such documents are re-indexed when
+    the index opens (logged), Latin ones are left alone, and the next open does nothing."""
+    index_dir = tmp_path / "ix"
+    index_dir.mkdir()
+    old = tantivy.Index(TantivyBackend(None).schema, str(index_dir))
+    old.register_tokenizer("trawl_fold", tantivy.TextAnalyzerBuilder(
+        tantivy.Tokenizer.regex(r"[^\W\d_]+|\d+")).filter(tantivy.Filter.lowercase()).build())
+    writer = old.writer(50_000_000, 1)
+    for doc in (make_doc("cjk", "本公司发布了募集说明书。"), make_doc("latin", "plain words")):
+        stored = json.dumps(doc, ensure_ascii=False).encode()  # older layout: text in the JSON
+        writer.add_document(tantivy.Document(
+            id=[doc["id"]], source_id=["docs"], type=["text"], extension=["txt"],
+            basename_sort=[doc["basename"]], basename=[doc["basename"]], path=[doc["path"]],
+            content=[doc["content"]], modified_at=[1], size_bytes=[1], doc=[stored]))
+    writer.commit()
+    writer.wait_merging_threads()
+    del old, writer
+    with caplog.at_level("WARNING", logger="webapp.search.tantivy_backend"):
+        backend = TantivyBackend(index_dir)
+    assert "re-indexing 1 documents with CJK text" in caplog.text
+    assert ids_of(backend, "说明书") == ["cjk"]
+    assert ids_of(backend, "plain words") == ["latin"]
+    assert backend.count() == 2
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="webapp.search.tantivy_backend"):
+        TantivyBackend(index_dir)
+    assert "re-indexing" not in caplog.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import unicodedata
@@ -17,6 +18,7 @@ from webapp.memtune import PageOut
 from webapp.search import SearchBackendError, SearchPage, SearchQuery, validate_doc
 from webapp.search.content_store import ContentStore
 from webapp.search.query import (
+    CJK_CHARS,
     INDEX_TOKEN_PATTERN,
     ParsedQuery,
     QueryTerm,
@@ -30,6 +32,8 @@ from webapp.search.query import (
     stems,
 )
 from webapp.search.snippets import build_snippet
+
+log = logging.getLogger(__name__)
 
 TOKENIZER = "trawl_fold"
 # Searchable fields and their weight: a match in the title or file name counts more. (Titles
@@ -65,6 +69,10 @@ SORT_FIELDS = {
     "size_bytes:desc": ("size_bytes", Order.Desc),
     "basename:asc": ("basename_sort", Order.Asc),
 }
+# The tokenizer's version, kept in ANALYZER_FILE in the index folder (see _upgrade_analyzer).
+ANALYZER_VERSION = 2
+ANALYZER_FILE = "trawl-analyzer.json"
+OLD_CJK_TERM = f"(.*[{CJK_CHARS}].+)|(.+[{CJK_CHARS}].*)"  # a term an older tokenizer made
 RENAME_CHUNK = 500  # documents whose texts a rename reads at once
 MAX_TERM_BYTES = 255  # longer tokens (base64, hashes glued together) are not indexed
 
@@ -107,6 +115,8 @@ class TantivyBackend:
         self._lock = threading.Lock()
         self._index = self._open()
         self.content = ContentStore(self.directory)  # the text: see content_store.py
+        if self.directory is not None:
+            self._upgrade_analyzer()
 
     def _open(self) -> tantivy.Index:
         """Open or create the index and register the tokenizer (it is not stored on disk)."""
@@ -117,6 +127,42 @@ class TantivyBackend:
             index = tantivy.Index(self.schema, str(self.directory), reuse=True)
         index.register_tokenizer(TOKENIZER, build_analyzer())
         return index
+
+    def _upgrade_analyzer(self) -> None:
+        """Re-index, once per index, the documents an older tokenizer wrote differently.
+
+        Tokenizers are not stored with the index. Up to analyzer version 1 a run of CJK
+        letters was one term; now each letter is one (so any run is found as a phrase).
+        Latin text is tokenized as before, so only documents holding a term with a CJK
+        letter and more than one character are rewritten, from their stored copy.
+        """
+        marker = self.directory / ANALYZER_FILE
+        if _analyzer_version(marker) == ANALYZER_VERSION:
+            return
+        searcher = self._searcher()
+        stale = Query.boolean_query([
+            (Occur.Should, Query.regex_query(self.schema, field, OLD_CJK_TERM))
+            for field in FIELD_WEIGHTS])
+        total = searcher.search(stale, 1, count=True).count if searcher.num_docs else 0
+        if total:
+            log.warning("search index: re-indexing %d documents with CJK text written by an "
+                        "older tokenizer (once)", total)
+            try:
+                self._reindex_stored(searcher, stale, total)
+            except SearchBackendError as exc:  # writer busy: the next start tries again
+                log.warning("search index: re-indexing postponed: %s", exc)
+                return
+        marker.write_text(json.dumps({"analyzer": ANALYZER_VERSION}) + "\n")
+
+    def _reindex_stored(self, searcher: tantivy.Searcher, query: Query, total: int) -> None:
+        """Write the documents matching `query` again from their stored copies (one commit)."""
+        addresses = [address for _, address in searcher.search(query, total, count=False).hits]
+        with self._writer() as writer:
+            for first in range(0, len(addresses), RENAME_CHUNK):
+                docs = [_stored(searcher, a) for a in addresses[first:first + RENAME_CHUNK]]
+                for doc in self._with_content(docs):
+                    writer.delete_documents_by_term("id", doc["id"])
+                    writer.add_document(self._to_document(doc))
 
     # --- writing -------------------------------------------------------------------------
 
@@ -443,6 +489,14 @@ def _slot_order(parsed: ParsedQuery, strategy: str) -> list[float]:
     if strategy != "last":
         return [0.0] * n
     return [PREFERENCE_STEP * (n - 1 - i) for i in range(n)]
+
+
+def _analyzer_version(marker: Path) -> int:
+    """The analyzer version written in an index folder (1 when it has no marker yet)."""
+    try:
+        return int(json.loads(marker.read_text()).get("analyzer", 1))
+    except (OSError, ValueError, AttributeError):
+        return 1
 
 
 def _nfc(text: str) -> str:
