@@ -262,6 +262,7 @@ class TermMatcher:
     _known: dict[str, int] = field(default_factory=dict, repr=False)
     _version: int = field(default=0, repr=False)  # counts the changes to _known
     _forms: tuple[int, frozenset[str]] = field(default=(-1, frozenset()), repr=False)
+    _unseen: dict[int, int] = field(default_factory=dict, repr=False)  # see note_unseen
     stemmed: bool = True  # English stems match too (not for an engine's own word list)
     _stems: tuple[str | None, ...] | None = field(default=None, repr=False)
 
@@ -299,6 +300,15 @@ class TermMatcher:
     def seen_terms(self) -> set[int]:
         """Indexes of the terms some word has matched so far."""
         return set(self._known.values())
+
+    def note_unseen(self, indexes: set[int]) -> None:
+        """Record that a text read word by word showed none of these terms."""
+        for index in indexes:
+            self._unseen[index] = self._unseen.get(index, 0) + 1
+
+    def unseen_terms(self, reads: int) -> set[int]:
+        """Terms that `reads` texts read word by word have not shown."""
+        return {index for index, count in self._unseen.items() if count >= reads}
 
     def match_many(self, words: Iterable[str]) -> dict[str, int]:
         """The words (surface forms) that match, each with the index of its query term."""

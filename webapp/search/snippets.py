@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 from html import escape
 
 from webapp.search.query import CJK_RE, TOKEN_RE, TermMatcher, is_cjk
@@ -19,12 +20,14 @@ MAX_SPANS = 200
 MAX_CHUNK = 256_000  # a text is lower-cased and searched this many characters at a time
 # Every word of this head of a text is read while a missing term has matched nothing yet.
 HEAD_CHARS = 4_000
+HEAD_READS = 3  # heads read word by word for a term before it is taken to be elsewhere
 # How far (in characters) a window edge may move to avoid cutting a word in half.
 _WORD_SNAP = 20
 
 Span = tuple[int, int, int]  # start, end, index of the query term matched
 
 
+@lru_cache(maxsize=8192)  # called for every candidate match: a dict hit beats two regexes
 def _char_class(char: str) -> str:
     """Tokenizer class of a character: 'd' digit, 'c' CJK letter, 'l' letter, '' separator."""
     if _DIGIT_RE.match(char):
@@ -174,13 +177,16 @@ def _scanned_matches(text: str, matcher: TermMatcher, length: int, short: bool) 
     results matched; finding them is a plain-text search in C. Reading word by word is
     how a term's other forms (typos, accents) are learnt: it is done on the first
     HEAD_CHARS characters, and only until that term has matched a word in some text
-    (after that, a text without any known form of it most likely matched by its name).
+    (after that, a text without any known form of it most likely matched by its name) or
+    HEAD_READS heads have not shown it (a long question holds words most texts lack).
     """
     spans = _with_cjk(text, matcher, _known_form_matches(text, matcher, stop_after=length))
     missing = set(range(len(matcher.terms))) - {s[2] for s in spans}
-    if missing and (short or missing - matcher.seen_terms()):
+    if missing and (short or missing - matcher.seen_terms() - matcher.unseen_terms(HEAD_READS)):
         head = find_matches(text[: _cut_at_space(text, 0, HEAD_CHARS)], matcher)
         spans = sorted(set(spans).union(head))
+        if not short:
+            matcher.note_unseen(missing - {s[2] for s in spans})
     return spans
 
 
