@@ -45,4 +45,13 @@ def test_secret_is_generated_once_private_and_never_a_default(tmp_path):
     assert first == second and first != other and len(first) >= 40
     mode = stat.S_IMODE(os.stat(tmp_path / "secret_key").st_mode)
     assert mode == 0o600
-    assert config.load(environ={"DATA_DIR": str(tmp_path), "SECRET_KEY": "given"})["SECRET_KEY"] == "given"
+    given = "g" * 32
+    assert config.load(environ={"DATA_DIR": str(tmp_path), "SECRET_KEY": given})["SECRET_KEY"] == given
+
+
+def test_a_short_secret_key_stops_the_start_with_a_clear_message(tmp_path):
+    with pytest.raises(SystemExit, match="SECRET_KEY is 31 bytes; it must be at least 32"):
+        config.load(environ={"DATA_DIR": str(tmp_path), "SECRET_KEY": "s" * 31})
+    (tmp_path / "secret_key").write_text("short")  # a hand-edited stored key counts too
+    with pytest.raises(SystemExit, match="SECRET_KEY is 5 bytes"):
+        config.load(environ={"DATA_DIR": str(tmp_path)})

@@ -79,7 +79,7 @@ def test_accents_filters_and_escaping(client, auth, indexed):
     assert _search(client, auth, q="naive cafe").get_json()["total"] == 1
     assert _search(client, auth, q="budget", type="markdown").get_json()["total"] == 1
     assert _search(client, auth, q="budget", type="pdf").get_json()["total"] == 0
-    assert _search(client, auth, q="budget", source_id="other").get_json()["total"] == 0
+    assert _search(client, auth, q="budget", source_id="docs").get_json()["total"] == 1
     evil = _search(client, auth, q="invoice").get_json()["results"][0]["snippet"]
     assert "<script>" not in evil and "&lt;script&gt;" in evil and "<em>invoice</em>" in evil
 

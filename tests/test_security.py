@@ -102,11 +102,9 @@ def _bad_token(kind: str, app, client, token: str, doc_id: str) -> str:
     if kind == "refresh-type":
         return _forge(_claims(app, type="refresh"), secret)
     if kind == "download-token":
-        with app.test_request_context():
-            from webapp.services.documents import download_link
-
-            link = download_link({"id": doc_id, "basename": "x.txt"}, 1)
-        return link["url"].split("token=")[1]
+        return client.post(f"/api/documents/{doc_id}/download-link",
+                           headers={"Authorization": f"Bearer {token}"}).get_json()["url"] \
+            .split("token=")[1]
     if kind == "unknown-user":
         return _forge(_claims(app, sub="999"), secret)
     if kind == "garbage":

@@ -30,3 +30,11 @@ def setup_admin(client: FlaskClient) -> None:
 def post(client: FlaskClient, path: str, data: dict | None = None, page: str = "/", **kwargs):
     """POST a form with this session's CSRF token (taken from `page`)."""
     return client.post(path, data={"csrf_token": csrf(client, page), **(data or {})}, **kwargs)
+
+
+def login(client: FlaskClient, username: str = ADMIN["username"],
+          password: str = ADMIN["password"]):
+    """Log this client's session in through the login form; returns the response."""
+    token = csrf(client, "/login")
+    return client.post("/login", data={"csrf_token": token, "username": username,
+                                       "password": password})

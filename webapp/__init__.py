@@ -58,6 +58,7 @@ def _flask_settings(app: Flask) -> None:
     c["SESSION_COOKIE_NAME"] = "trawl_session"
     c["RATELIMIT_STORAGE_URI"] = _limits_uri(c["REDIS_URL"])
     c["RATELIMIT_KEY_PREFIX"] = "trawl-rl"
+    c["RATELIMIT_STRATEGY"] = "moving-window"  # a fixed window allows a burst across its edge
     c["RATELIMIT_HEADERS_ENABLED"] = True
     c["API_TITLE"] = "Trawl"
     c["API_VERSION"] = settings.VERSION

@@ -13,7 +13,7 @@ from flask.cli import AppGroup, with_appcontext
 
 from webapp.exceptions import TrawlError
 from webapp.indexing.verify import verify_source
-from webapp.services import auth, documents, scans, sources
+from webapp.services import auth, documents, scans, search_args, sources
 
 trawl = AppGroup("trawl", help="Manage sources, scans and searches from the shell.")
 
@@ -37,6 +37,28 @@ def create_admin(username: str, password: str | None) -> None:
     except TrawlError as exc:
         _fail(exc)
     click.echo(f"Created admin '{user.username}'")
+
+
+@click.command("set-password")
+@with_appcontext
+@click.argument("username")
+@click.option("--password", default=None, help="Read from the prompt (or TRAWL_NEW_PASSWORD).",
+              envvar="TRAWL_NEW_PASSWORD")
+def set_password(username: str, password: str | None) -> None:
+    """Give an account a new password; its tokens, sessions and download links end."""
+    from webapp.extensions import db
+    from webapp.models import User
+    from webapp.services import auth
+
+    user = db.session.query(User).filter_by(username=username).first()
+    if user is None:
+        click.echo(f"Error: no user '{username}'", err=True)
+        sys.exit(1)
+    try:
+        auth.change_password(user, password or getpass.getpass("New password: "))
+    except TrawlError as exc:
+        _fail(exc)
+    click.echo(f"Password of '{username}' changed; its sessions and links have ended")
 
 
 @trawl.command("add-source")
@@ -90,14 +112,31 @@ def scan(source_id: str, full: bool) -> None:
 
 @trawl.command("search")
 @click.argument("query")
-@click.option("--limit", default=10)
-def search(query: str, limit: int) -> None:
-    """Search from the shell."""
-    page = documents.search({"q": query, "limit": limit, "offset": 0, "sort": "relevance",
-                             "snippet_length": 160})
+@click.option("--limit", default="10", help="Results to show (1-100).")
+@click.option("--offset", default="0", help="Results to skip.")
+@click.option("--source", "source_id", default=None, help="Only this source (id).")
+@click.option("--type", "doc_type", default=None, help="Only this document type.")
+@click.option("--sort", default="relevance", help="relevance, modified_at:desc, ...")
+@click.option("--facet", "facets", multiple=True, help="Count matches per type, extension, "
+              "source_id or year (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+def search(query: str, limit: str, offset: str, source_id: str | None, doc_type: str | None,
+           sort: str, facets: tuple[str, ...], as_json: bool) -> None:
+    """Search from the shell, with the query language and checks of the API."""
+    raw = {"q": query, "limit": limit, "offset": offset, "source_id": source_id,
+           "type": doc_type, "sort": sort, "snippet_length": 160, "facets": list(facets)}
+    try:
+        page = documents.search(search_args.load(raw))
+    except TrawlError as exc:
+        _fail(exc)
+    if as_json:
+        click.echo(json.dumps(page, indent=2, ensure_ascii=False))
+        return
     click.echo(f"{page['total']} results in {page['processing_time_ms']} ms")
     for r in page["results"]:
         click.echo(f"{r['score']:7.2f}  {r['path']}")
+    for facet, counts in (page.get("facet_distribution") or {}).items():
+        click.echo(f"{facet}: " + ", ".join(f"{value} {n}" for value, n in counts.items()))
 
 
 @trawl.command("verify")
@@ -117,4 +156,5 @@ def verify(source_id: str, repair: bool) -> None:
 def register(app: Flask) -> None:
     """Attach the commands to the app's CLI."""
     app.cli.add_command(create_admin)
+    app.cli.add_command(set_password)
     app.cli.add_command(trawl)

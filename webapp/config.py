@@ -26,9 +26,10 @@ class Settings:
     SEARCH_WRITER_TIMEOUT = 60.0  # seconds a write waits for the single Tantivy writer
     SEARCH_WRITER_HEAP_MB = 32  # memory of the Tantivy writer while it indexes a batch (>= 16 per thread)
     ALLOWED_ROOTS = ""  # comma-separated folders sources may live in; empty means DATA_DIR/sources
-    SECRET_KEY = ""  # signing key; empty means generated once and kept in DATA_DIR/secret_key
+    SECRET_KEY = ""  # signing key (32+ bytes); empty means generated once into DATA_DIR/secret_key
     SESSION_EXPIRE_HOURS = 24  # lifetime of API tokens and UI sessions
-    AUTH_RATE_LIMIT = "5/minute"  # login and setup attempts per client address
+    AUTH_RATE_LIMIT = "5/minute"  # login and setup attempts per client address (moving window)
+    LOGIN_USER_RATE_LIMIT = "10/minute"  # login attempts per username, from all addresses together
     TRUSTED_PROXIES = ""  # comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed
     HOST = "0.0.0.0"  # address the web server of `make run` listens on
     PORT = 8000  # HTTP port of `make run`
@@ -43,6 +44,10 @@ class Settings:
     EXTRACT_MEMORY_MB = 1024  # address-space cap of an extraction child process
     INDEX_GPS = False  # index GPS coordinates from photos
     PREVIEW_MAX_PX = 2048  # long side of image previews
+    PREVIEW_MAX_PIXELS = 50_000_000  # larger images (after JPEG's reduced decoding) get no preview
+    PREVIEW_MEMORY_MB = 512  # address-space cap of the child process that decodes one preview
+    PREVIEW_TIMEOUT = 20.0  # seconds a preview may take (waiting for a slot included)
+    PREVIEW_CONCURRENCY = 2  # image previews decoded at once per web process
     DOWNLOAD_LINK_SECONDS = 300  # lifetime of a download link
     SCAN_BATCH_SIZE = 200  # files per extraction batch (one index commit each)
     SCAN_LOCK_SECONDS = 30  # a scan whose worker stops heartbeating is released after this
@@ -119,7 +124,21 @@ def _derive(cfg: dict) -> dict:
         cfg["TRUSTED_PROXIES"] = [p.strip() for p in proxies.split(",") if p.strip()]
     if not cfg["SECRET_KEY"]:
         cfg["SECRET_KEY"] = _stored_secret(data_dir)
+    _check_secret(cfg["SECRET_KEY"])
     return cfg
+
+
+MIN_SECRET_BYTES = 32  # HS256 keys shorter than its 256-bit output can be brute-forced offline
+
+
+def _check_secret(key: str) -> None:
+    """Refuse to start with a signing key anyone could guess or brute-force."""
+    if len(str(key).encode()) < MIN_SECRET_BYTES:
+        raise SystemExit(
+            f"SECRET_KEY is {len(str(key).encode())} bytes; it must be at least "
+            f"{MIN_SECRET_BYTES}. Set a long random value (python -c 'import secrets; "
+            f"print(secrets.token_urlsafe(48))') or leave it empty to have one generated "
+            f"into DATA_DIR/secret_key.")
 
 
 def _stored_secret(data_dir: Path) -> str:

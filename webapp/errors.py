@@ -14,6 +14,7 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 
 from webapp.exceptions import TrawlError
 from webapp.extensions import jwt, limiter
+from webapp.search import IndexRebuilding
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +33,13 @@ _STATUS_DETAIL = {
 
 
 def wants_json() -> bool:
-    """API paths answer JSON; everything else (the UI) answers HTML."""
-    return request.path.startswith("/api/") or request.path == "/api"
+    """API paths, and the dashboard's data and action routes, answer JSON; pages answer HTML."""
+    path = request.path
+    if path.startswith("/api/") or path == "/api":
+        return True
+    from webapp.rqdash import answers_json
+
+    return answers_json(path, request.method)
 
 
 def error_response(status: int, detail: str, headers: dict | None = None):
@@ -108,11 +114,23 @@ def handle_unexpected(error: Exception):
     return error_response(500, "Internal server error")
 
 
+def handle_recursion(error: RecursionError):
+    """A JSON body nested past the parser's depth (`[` x 100000) is the client's error: 400."""
+    if request.is_json:
+        return error_response(400, "Invalid JSON body: nested too deeply")
+    return handle_unexpected(error)
+
+
 def handle_unavailable(error: Exception):
     """Redis or the database cannot be reached: 503, logged once with the cause."""
     log.error("Backing service unavailable on %s: %s", request.path, error)
     what = "Redis" if isinstance(error, redis.RedisError) else "The database"
     return error_response(503, f"{what} is unavailable; try again shortly")
+
+
+def handle_rebuilding(error: Exception):
+    """The search index is being rewritten for a new schema: 503 until it is done."""
+    return error_response(503, str(error), {"Retry-After": "60"})
 
 
 def _jwt_401(detail: str):
@@ -123,8 +141,10 @@ def register(app: Flask) -> None:
     """Install the handlers on the app and the JWT extension (after flask-smorest's own)."""
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(TrawlError, handle_trawl_error)
+    app.register_error_handler(IndexRebuilding, handle_rebuilding)
     app.register_error_handler(redis.RedisError, handle_unavailable)
     app.register_error_handler(OperationalError, handle_unavailable)
+    app.register_error_handler(RecursionError, handle_recursion)
     app.register_error_handler(Exception, handle_unexpected)
     jwt.unauthorized_loader(lambda reason: _jwt_401("Missing or invalid authentication token"))
     jwt.invalid_token_loader(lambda reason: _jwt_401("Invalid authentication token"))

@@ -37,6 +37,12 @@ class NotFound(TrawlError):
     status = 404
 
 
+class Unprocessable(TrawlError):
+    """The request is fine but the file it names cannot be handled (an image with no preview)."""
+
+    status = 422
+
+
 class Conflict(TrawlError):
     """The resource is busy or already exists."""
 
@@ -47,3 +53,7 @@ class Unavailable(TrawlError):
     """A backing service (database, Redis, search engine) cannot be reached."""
 
     status = 503
+
+
+class QuerySyntaxError(InvalidInput):
+    """A known field of the query language holds a value it cannot read (names the term)."""

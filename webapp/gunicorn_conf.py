@@ -8,6 +8,7 @@ for up to `graceful_timeout` seconds before the workers are killed.
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import os
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from typing import Any
 from webapp import config as _trawl_config
 
 MAX_AUTO_WORKERS = 8  # more processes mostly cost memory (each opens its own index reader)
+MAX_REQUEST_LINE = 8190  # gunicorn's upper bound for limit_request_line
 THREADS = 4  # a request waits on Redis, the database and the index as much as on the CPU
 
 
@@ -61,7 +63,29 @@ def gunicorn_settings(cfg: Mapping[str, Any], cores: int | None = None) -> dict[
         "worker_tmp_dir": "/dev/shm" if os.path.isdir("/dev/shm") else None,
         # per install, not per user: two Trawls on one host must not share one control socket
         "control_socket": os.path.join(cfg["DATA_DIR"], "gunicorn.ctl"),
+        # gunicorn's maximum: long search URLs of the UI (GET forms) still reach Flask
+        "limit_request_line": MAX_REQUEST_LINE,
     }
+
+
+def write_json_error(sock, status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn's own error answer (414, 431, a malformed request...) as {"detail"} JSON."""
+    from gunicorn import util
+
+    detail = f"{reason}: {mesg}"[:300] if mesg else reason
+    body = json.dumps({"detail": detail}).encode()
+    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nX-Content-Type-Options: nosniff\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1")
+    util.write_nonblock(sock, head + body)
+
+
+def post_worker_init(worker) -> None:
+    """Errors gunicorn answers itself, before Flask sees the request, use the API's body shape
+    (gunicorn writes them through util.write_error, which has no setting for the format)."""
+    from gunicorn import util
+
+    util.write_error = write_json_error
 
 
 _settings = gunicorn_settings(_trawl_config.load())
@@ -80,3 +104,4 @@ forwarded_allow_ips = _settings["forwarded_allow_ips"]
 preload_app = _settings["preload_app"]
 worker_tmp_dir = _settings["worker_tmp_dir"]
 control_socket = _settings["control_socket"]
+limit_request_line = _settings["limit_request_line"]

@@ -1,15 +1,55 @@
-"""rq-dashboard at /admin/rq, open only to a logged-in admin (its POST actions are unauthenticated)."""
+"""rq-dashboard at /admin/rq, open only to a logged-in admin, with our origin and CSRF checks.
+
+The dashboard's own routes trust whoever reaches them: its actions (delete, requeue, empty,
+compact) are plain POSTs, `requeue/<queue>` also answers GET, and bad path values (an unknown
+job, registry or instance, a page of 0) raise inside its views. A guard in front of every one
+of its requests therefore checks the session, refuses actions that are not a same-origin POST
+carrying our CSRF token, and answers bad path values with 404/400 before the views run.
+"""
 
 from __future__ import annotations
 
+import hmac
 from urllib.parse import urlsplit
 
-from flask import Flask, abort, redirect, request, url_for
+from flask import Flask, abort, current_app, redirect, request, session, url_for
+from werkzeug.wrappers import Response
 
 PREFIX = "/admin/rq"
+BLUEPRINT = "rq_dashboard"
+CSRF_COOKIE = "_csrf_token"  # the dashboard's script sends this cookie back as X-CSRFToken
+CSRF_HEADERS = ("X-CSRFToken", "X-CSRF-Token")
+REGISTRIES = {"queued", "failed", "deferred", "started", "finished", "scheduled", "canceled"}
+ORDERS = {"asc", "dsc"}
+MAX_PER_PAGE = 100
+# its templates use inline scripts and underscore's _.template (new Function): only these
+# pages get 'unsafe-inline' and 'unsafe-eval'; the rest of the site keeps script-src 'self'
 _CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-        "script-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'self'; "
-        "form-action 'self'")
+        "script-src 'self' 'unsafe-inline' 'unsafe-eval'; frame-ancestors 'none'; "
+        "base-uri 'self'; form-action 'self'")
+
+
+def answers_json(path: str, method: str) -> bool:
+    """The dashboard's data and action routes answer errors as JSON; its pages as HTML."""
+    if not path.startswith(PREFIX + "/"):
+        return False
+    page = method in ("GET", "HEAD") and (path.endswith("/") or "/view" in path)
+    return not page
+
+
+def register(app: Flask) -> None:
+    """Mount the dashboard on the app's Redis, behind the guard and with its own CSP."""
+    import rq_dashboard
+    from rq_dashboard.web import setup_rq_connection
+
+    app.config.setdefault("RQ_DASHBOARD_REDIS_URL", app.config["REDIS_URL"])
+    app.config.setdefault("RQ_DASHBOARD_POLL_INTERVAL", 2500)
+    with app.app_context():
+        setup_rq_connection(app)
+    # app-level hooks run before the blueprint's own (which opens Redis by instance number)
+    app.before_request(_guard)
+    app.after_request(_dashboard_headers)
+    app.register_blueprint(rq_dashboard.blueprint, url_prefix=PREFIX)
 
 
 def _same_origin() -> bool:
@@ -18,39 +58,69 @@ def _same_origin() -> bool:
     return urlsplit(source).netloc == request.host if source else False
 
 
-def register(app: Flask) -> None:
-    """Mount the dashboard on the app's Redis, behind the UI session of an admin."""
-    import rq_dashboard
-    from rq_dashboard.web import setup_rq_connection
-
-    app.config.setdefault("RQ_DASHBOARD_REDIS_URL", app.config["REDIS_URL"])
-    app.config.setdefault("RQ_DASHBOARD_POLL_INTERVAL", 2500)
-    with app.app_context():
-        setup_rq_connection(app)
-    bp = rq_dashboard.blueprint
-    if not getattr(bp, "_trawl_guarded", False):  # the blueprint is a module-level singleton
-        _guard(bp)
-    app.register_blueprint(bp, url_prefix=PREFIX)
+def _csrf_ok() -> bool:
+    """The session's CSRF token came back in a header (the dashboard's or ours)."""
+    expected = session.get("csrf") or ""
+    sent = next((request.headers[h] for h in CSRF_HEADERS if request.headers.get(h)), "")
+    return bool(expected) and hmac.compare_digest(sent.encode(), expected.encode())
 
 
-def _guard(bp) -> None:
-    """Add the admin check and the CSP to the dashboard blueprint (once per process)."""
-    bp._trawl_guarded = True
+def _changes_state() -> bool:
+    """Routes of the dashboard that accept POST change something (requeue also takes GET)."""
+    rule = request.url_rule
+    return rule is not None and "POST" in (rule.methods or ())
 
-    @bp.before_request
-    def _admins_only():
-        from webapp.ui.session import session_user
 
-        user = session_user()
-        if user is None:
-            return redirect(url_for("ui.login", next=request.full_path))
-        if not user.is_admin:
-            abort(403)
-        if request.method not in ("GET", "HEAD") and not _same_origin():
-            abort(403)  # its buttons post by XHR without our CSRF token: require our own origin
+def _guard() -> Response | None:
+    """Admin session, then origin and CSRF for actions, then the path values its views trust."""
+    if request.blueprint != BLUEPRINT:
         return None
+    from webapp.ui.session import session_user
 
-    @bp.after_request
-    def _csp(resp):
-        resp.headers["Content-Security-Policy"] = _CSP  # the dashboard uses inline scripts
+    user = session_user()
+    if user is None:
+        return redirect(url_for("ui.login", next=request.full_path.rstrip("?")))
+    if not user.is_admin:
+        abort(403)
+    if _changes_state():
+        if request.method != "POST":
+            abort(405)
+        if not _same_origin() or not _csrf_ok():
+            abort(403)  # a cross-site form or script: it cannot read our token
+    _check_path_values(request.view_args or {})
+    return None
+
+
+def _check_path_values(args: dict) -> None:
+    """404 for an instance, registry or job that does not exist; 400 for a bad page or order."""
+    if args.get("instance_number", 0) != 0:
+        abort(404)  # one Redis: instance 0
+    if "registry_name" in args and args["registry_name"] not in REGISTRIES:
+        abort(404)
+    if "order" in args and args["order"] not in ORDERS:
+        abort(400)
+    for key, upper in (("per_page", MAX_PER_PAGE), ("page", None)):
+        if key in args and not _positive_int(args[key], upper):
+            abort(400)
+    if args.get("job_id") is not None and request.endpoint != f"{BLUEPRINT}.delete_job_view":
+        from rq.job import Job
+
+        if not Job.exists(str(args["job_id"]), connection=current_app.redis_conn):
+            abort(404)
+
+
+def _positive_int(value: object, upper: int | None) -> bool:
+    text = str(value)
+    return text.isdigit() and 0 < int(text) <= (upper or 1_000_000)
+
+
+def _dashboard_headers(resp: Response) -> Response:
+    """The dashboard's CSP, and its CSRF cookie (readable by its script, only under PREFIX)."""
+    if request.blueprint != BLUEPRINT:
         return resp
+    resp.headers["Content-Security-Policy"] = _CSP
+    token = session.get("csrf")
+    if token and request.method == "GET" and resp.mimetype == "text/html":
+        resp.set_cookie(CSRF_COOKIE, token, path=PREFIX, samesite="Strict",
+                        secure=request.is_secure, httponly=False)
+    return resp

@@ -15,6 +15,7 @@ from rq import Queue
 from sqlalchemy import Connection, event, inspect, text
 
 from webapp.extensions import db
+from webapp.services.image_render import IsolatedRenderer
 
 _lock = threading.Lock()
 
@@ -27,6 +28,7 @@ def init_app(app: Flask) -> None:
     app.extensions["trawl.queue"] = Queue(app.config["QUEUE_NAME"], connection=client,
                                           default_timeout=24 * 3600)
     app.extensions["trawl.search"] = None
+    app.extensions["trawl.previews"] = IsolatedRenderer(app.config["PREVIEW_CONCURRENCY"])
     with app.app_context():
         if db.engine.dialect.name == "sqlite":
             event.listen(db.engine, "connect", _sqlite_pragmas)
@@ -120,6 +122,11 @@ def get_redis(app: Flask | None = None) -> redis.Redis:
 def get_queue(app: Flask | None = None) -> Queue:
     """The RQ queue that scans and extraction batches go to."""
     return (app or current_app).extensions["trawl.queue"]
+
+
+def get_previews(app: Flask | None = None) -> IsolatedRenderer:
+    """The app's image preview renderer (decodes in child processes)."""
+    return (app or current_app).extensions["trawl.previews"]
 
 
 def get_search(app: Flask | None = None):

@@ -16,6 +16,7 @@ _ERROR_TEXT = {
     403: "Not allowed",
     404: "Not found",
     409: "Busy or already exists",
+    422: "The file cannot be handled: an image too large, damaged or unreadable to preview",
     429: "Too many attempts; see Retry-After",
     503: "A backing service is unavailable",
 }

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from flask import current_app
 from flask.views import MethodView
 from flask_jwt_extended import current_user, get_jwt
 from flask_smorest import Blueprint
 
+from webapp import ratelimits
 from webapp.api import authenticated, errors
 from webapp.api.schemas import (
     AuthStatusSchema,
@@ -15,11 +15,9 @@ from webapp.api.schemas import (
     TokenSchema,
     UserSchema,
 )
-from webapp.extensions import limiter
 from webapp.services import auth
 
 blp = Blueprint("auth", __name__, url_prefix="/api/auth", description="Setup, login and tokens")
-_auth_limit = limiter.shared_limit(lambda: current_app.config["AUTH_RATE_LIMIT"], scope="auth")
 
 
 @blp.route("/status")
@@ -32,7 +30,7 @@ class AuthStatus(MethodView):
 
 @blp.route("/setup")
 class Setup(MethodView):
-    decorators = [_auth_limit]
+    decorators = [ratelimits.per_address]
 
     @blp.arguments(CredentialsSchema)
     @blp.response(201, TokenSchema)
@@ -44,7 +42,7 @@ class Setup(MethodView):
 
 @blp.route("/login")
 class Login(MethodView):
-    decorators = [_auth_limit]
+    decorators = [ratelimits.per_address, ratelimits.per_username]
 
     @blp.arguments(CredentialsSchema)
     @blp.response(200, TokenSchema)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Response, render_template, send_file
 from flask.views import MethodView
-from flask_jwt_extended import current_user
+from flask_jwt_extended import current_user, get_jwt
 from flask_smorest import Blueprint
 
 from webapp.api import authenticated, errors
@@ -32,12 +32,12 @@ class Document(MethodView):
 
 @blp.route("/<string:doc_id>/preview")
 class Preview(MethodView):
+    @authenticated(blp)  # outermost: an anonymous request is 401 whatever its arguments
     @blp.arguments(PreviewArgsSchema, location="query")
     @blp.response(200, description="An image (JPEG/PNG) for images and RAW files, "
                   "otherwise an HTML page of the text with the ?q= matches in <em>",
                   content_type="text/html")
-    @authenticated(blp)
-    @errors(blp, 400, 403, 404)
+    @errors(blp, 400, 403, 404, 422, 503)
     def get(self, args, doc_id):
         """A readable preview: scaled image, or the text page by page."""
         doc = documents.get(doc_id)
@@ -60,7 +60,7 @@ class DownloadLink(MethodView):
     @errors(blp, 404)
     def post(self, doc_id):
         """A short-lived link to download the original file."""
-        return documents.download_link(documents.get(doc_id), current_user.id)
+        return documents.download_link(documents.get(doc_id), current_user, get_jwt()["jti"])
 
 
 @blp.route("/<string:doc_id>/download")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from webapp.search import DEFAULT_MATCHING_STRATEGY, MATCHING_STRATEGIES, SORTS
+from webapp.search import DEFAULT_MATCHING_STRATEGY, FACETS, MATCHING_STRATEGIES, SORTS
 
 # A question pasted whole is searched (its first MAX_QUERY_WORDS words); longer text is 400.
 MAX_Q_CHARS = 4000
@@ -213,6 +213,8 @@ class SearchArgsSchema(StrictSchema):
     matching_strategy = fields.String(
         load_default=DEFAULT_MATCHING_STRATEGY, validate=validate.OneOf(
             MATCHING_STRATEGIES, error="must be one of " + ", ".join(MATCHING_STRATEGIES)))
+    facets = fields.List(fields.String(), load_default=list, metadata={
+        "description": "Count matches per value of these: " + ", ".join(FACETS)})
 
     @ma.validates("q")
     def _q(self, value: str, **kwargs) -> None:
@@ -220,6 +222,13 @@ class SearchArgsSchema(StrictSchema):
             raise ma.ValidationError("must not be empty")
         if len(value) > MAX_Q_CHARS:
             raise ma.ValidationError(f"must be at most {MAX_Q_CHARS} characters")
+
+    @ma.validates("facets")
+    def _facets(self, value: list[str], **kwargs) -> None:
+        for name in value:
+            if name not in FACETS:
+                raise ma.ValidationError(
+                    f"unknown facet {name!r} (use {', '.join(FACETS)})")
 
 
 class SearchResultSchema(ma.Schema):
@@ -240,6 +249,10 @@ class SearchResponseSchema(ma.Schema):
     limit = fields.Integer()
     offset = fields.Integer()
     processing_time_ms = fields.Integer()
+    facet_distribution = fields.Dict(
+        keys=fields.String(), values=fields.Dict(keys=fields.String(), values=fields.Integer()),
+        metadata={"description": "Only when `facets` was asked: {facet: {value: count}} "
+                                 "over all matches"})
 
 
 class DocumentSchema(ma.Schema):

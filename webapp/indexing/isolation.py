@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from webapp.indexing.extractors import (
+    TIMEOUT_MESSAGE,
+    UNREADABLE_MESSAGE,
+    VANISHED_MESSAGE,
     Extracted,
     ExtractionError,
     ExtractionSettings,
@@ -29,6 +32,8 @@ from webapp.indexing.extractors import (
 log = logging.getLogger(__name__)
 CRASH_MESSAGE = "Extractor crashed on this file"
 MEMORY_MESSAGE = "File needs too much memory to extract"
+START_MESSAGE = "Extraction child did not start"
+CHILD_START_TIMEOUT = 60.0  # seconds a new child may take to start (a spawn on a busy machine)
 
 
 @dataclass
@@ -71,6 +76,7 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _limit_memory(settings.memory_mb)
+    conn.send(("ready", None))  # a file's timeout starts now, not while the child starts up
     while True:
         try:
             path = conn.recv()
@@ -130,9 +136,9 @@ class Extractor:
         try:
             size = os.stat(path).st_size
         except FileNotFoundError:
-            return self._failed(doc_type, "File no longer exists")
+            return self._failed(doc_type, VANISHED_MESSAGE)
         except OSError:
-            return self._failed(doc_type, "File is not readable")
+            return self._failed(doc_type, UNREADABLE_MESSAGE)
         if size > self.settings.max_file_size_bytes:
             message = f"File is larger than {self.settings.max_file_size_mb} MB"
             return FileResult("skipped", Extracted(type=doc_type), message)
@@ -142,14 +148,19 @@ class Extractor:
 
     def _ask_child(self, path: str, doc_type: str) -> FileResult:
         timeout = self.settings.timeout_for(doc_type)
-        conn = self._ensure_child()
+        try:
+            conn = self._ensure_child()
+        except (EOFError, OSError, TimeoutError) as exc:
+            log.warning("Extraction child did not start for %s: %s", path, exc)
+            self._kill()
+            return self._failed(doc_type, START_MESSAGE)
         try:
             conn.send(path)
             if not conn.poll(timeout):
                 log.warning("Extraction of %s timed out after %s s; child killed", path, timeout)
                 self._kill()
-                return self._failed(doc_type, f"Extraction timed out after "
-                                              f"{_format_seconds(timeout)} s")
+                return self._failed(doc_type,
+                                    f"{TIMEOUT_MESSAGE} {_format_seconds(timeout)} s")
             kind, payload = conn.recv()
         except (EOFError, OSError):
             log.warning("Extraction child died on %s", path)
@@ -178,6 +189,11 @@ class Extractor:
         child_end.close()
         self._proc, self._conn = proc, parent_end
         self.children_started += 1
+        # Start-up (a spawn re-imports everything) is slow on a busy machine: wait for the
+        # child's word before the file's own timeout starts counting.
+        if not parent_end.poll(CHILD_START_TIMEOUT):
+            raise TimeoutError(f"no answer after {CHILD_START_TIMEOUT} s")
+        parent_end.recv()
         return parent_end
 
     def _kill(self) -> None:

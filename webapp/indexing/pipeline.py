@@ -21,6 +21,7 @@ from sqlalchemy import select
 from webapp.extensions import db
 from webapp.indexing.extractors import ExtractionSettings
 from webapp.indexing.globs import PatternSet
+from webapp.indexing.healing import retry_paths
 from webapp.indexing.isolation import Extractor
 from webapp.indexing.records import delete_records, upsert_records
 from webapp.indexing.scanner import Changes, FileStat, diff, doc_id, root_problem, walk
@@ -158,7 +159,8 @@ class ScanRun:
             select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
             .where(IndexedFile.source_id == self.source_id))}
         # the walk streams into the diff, which consumes the records: no list of every file
-        changes = diff(walk(source.root_path, patterns, self.error), records, full=self.full)
+        changes = diff(walk(source.root_path, patterns, self.error), records, full=self.full,
+                       retry=retry_paths(self.source_id))
         self._count(changes)
         if changes.deleted:
             get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in changes.deleted])

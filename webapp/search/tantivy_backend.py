@@ -15,7 +15,16 @@ import tantivy
 from tantivy import Occur, Order, Query
 
 from webapp.memtune import PageOut
-from webapp.search import SearchBackendError, SearchPage, SearchQuery, validate_doc
+from webapp.search import (
+    MAX_FACET_VALUES,
+    IndexRebuilding,
+    SearchBackendError,
+    SearchPage,
+    SearchQuery,
+    doc_folders,
+    doc_year,
+    validate_doc,
+)
 from webapp.search.content_store import ContentStore
 from webapp.search.query import (
     CJK_CHARS,
@@ -32,6 +41,8 @@ from webapp.search.query import (
     stems,
 )
 from webapp.search.snippets import build_snippet
+from webapp.search.syntax import QuerySpec, Range
+from webapp.search.tantivy_rebuild import open_or_rebuild
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +84,8 @@ SORT_FIELDS = {
 ANALYZER_VERSION = 2
 ANALYZER_FILE = "trawl-analyzer.json"
 OLD_CJK_TERM = f"(.*[{CJK_CHARS}].+)|(.+[{CJK_CHARS}].*)"  # a term an older tokenizer made
+# API facet name -> fast field counted by Searcher.aggregate.
+FACET_FIELDS = {"type": "type", "extension": "extension", "source_id": "source_id", "year": "year"}
 RENAME_CHUNK = 500  # documents whose texts a rename reads at once
 MAX_TERM_BYTES = 255  # longer tokens (base64, hashes glued together) are not indexed
 
@@ -87,6 +100,8 @@ def build_schema() -> tantivy.Schema:
         sb.add_text_field(name, tokenizer_name=TOKENIZER)
     sb.add_integer_field("modified_at", indexed=True, fast=True)
     sb.add_integer_field("size_bytes", indexed=True, fast=True)
+    sb.add_integer_field("year", indexed=True, fast=True)  # of modified_at, UTC: the facet
+    sb.add_text_field("folders", tokenizer_name="raw")  # every folder above the path: `path:`
     sb.add_bytes_field("doc", stored=True)  # the document as upserted minus its content, JSON
     return sb.build()
 
@@ -113,19 +128,32 @@ class TantivyBackend:
         self.writer_timeout = writer_timeout
         self.writer_heap = max(32, writer_heap_mb) * 1_000_000
         self._lock = threading.Lock()
-        self._index = self._open()
-        self.content = ContentStore(self.directory)  # the text: see content_store.py
+        self._opened: tantivy.Index | None = None
         if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        self.content = ContentStore(self.directory)  # the text: see content_store.py
+        try:
+            self._opened = self._open()
+        except IndexRebuilding:  # an older index: rebuilt in the background, opened when done
+            pass
+        if self._opened is not None and self.directory is not None:
             self._upgrade_analyzer()
+
+    @property
+    def _index(self) -> tantivy.Index:
+        """The open index (IndexRebuilding while an older one is being rewritten)."""
+        if self._opened is None:
+            self._opened = self._open()
+        return self._opened
 
     def _open(self) -> tantivy.Index:
         """Open or create the index and register the tokenizer (it is not stored on disk)."""
         if self.directory is None:
             index = tantivy.Index(self.schema)
         else:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            index = tantivy.Index(self.schema, str(self.directory), reuse=True)
-        index.register_tokenizer(TOKENIZER, build_analyzer())
+            # An index of an older schema is re-indexed from its stored documents first.
+            index = open_or_rebuild(self.directory, self.schema, self._to_document, _register)
+        _register(index)
         return index
 
     def _upgrade_analyzer(self) -> None:
@@ -209,6 +237,8 @@ class TantivyBackend:
             "path": [_nfc(doc["path"])],
             "modified_at": [int(doc["modified_at"])],
             "size_bytes": [int(doc["size_bytes"])],
+            "year": [doc_year(doc["modified_at"])],
+            "folders": doc_folders(doc["path"]),
             "doc": [json.dumps({k: v for k, v in doc.items() if k != "content"},
                                ensure_ascii=False).encode()],
         }
@@ -317,11 +347,12 @@ class TantivyBackend:
     def search(self, query: SearchQuery) -> SearchPage:
         """Run a query with filters, sort and pagination; exact total; snippets in <em>."""
         started = time.perf_counter()
-        parsed = parse_query(query.q)
+        spec = query.syntax()
+        parsed = parse_query(spec.text)
         searcher = self._searcher()
-        tquery = self._build_query(parsed, query, searcher)
+        tquery = self._with_syntax(self._build_query(parsed, query, searcher), spec)
         limit, offset = max(0, query.limit), max(0, query.offset)
-        sort = SORT_FIELDS.get(query.sort)
+        sort = SORT_FIELDS.get(query.effective_sort())
         kwargs = {"order_by_field": sort[0], "order": sort[1]} if sort else {}
         # limit=0 panics inside tantivy: fetch one and drop it.
         result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
@@ -336,8 +367,20 @@ class TantivyBackend:
             _result(doc, score, matcher, query.snippet_length)
             for doc, score in zip(docs, scores, strict=True)
         ]
+        facets = self._facets(searcher, tquery, query.facets) if query.facets else None
         elapsed = int((time.perf_counter() - started) * 1000)
-        return SearchPage(results=results, total=result.count, processing_time_ms=elapsed)
+        return SearchPage(results=results, total=result.count, processing_time_ms=elapsed,
+                          facet_distribution=facets)
+
+    def _facets(
+        self, searcher: tantivy.Searcher, tquery: Query, names: tuple[str, ...]
+    ) -> dict[str, dict[str, int]]:
+        """Counts per value of each facet over every match (one pass over fast fields)."""
+        aggs = {name: {"terms": {"field": FACET_FIELDS[name], "size": MAX_FACET_VALUES}}
+                for name in names}
+        answer = searcher.aggregate(tquery, aggs)
+        return {name: {_facet_key(b["key"]): int(b["doc_count"])
+                       for b in answer[name]["buckets"]} for name in names}
 
     def _scores(
         self, searcher: tantivy.Searcher, tquery: Query, docs: list[dict], addresses: list
@@ -363,6 +406,45 @@ class TantivyBackend:
         if query.type is not None:
             must.append(self._term("type", query.type))
         return Query.boolean_query([(Occur.Must, q) for q in must])
+
+    def _with_syntax(self, text_query: Query, spec: QuerySpec) -> Query:
+        """The text query narrowed by the query language's filters and exclusions."""
+        clauses = self._syntax_clauses(spec)
+        if not clauses:
+            return text_query
+        return Query.boolean_query([(Occur.Must, text_query), *clauses])
+
+    def _syntax_clauses(self, spec: QuerySpec) -> list[tuple[Occur, Query]]:
+        """Filters (scored 0), title: terms (scored) and -exclusions of a parsed query."""
+        filters = [
+            Query.term_set_query(self.schema, field, list(values))
+            for field, values in (("type", spec.types), ("extension", spec.extensions),
+                                  ("source_id", spec.sources), ("folders", spec.paths))
+            if values
+        ]
+        filters += [self._range("modified_at", r) for r in spec.modified]
+        filters += [self._range("size_bytes", r) for r in spec.size]
+        clauses = [(Occur.Must, Query.const_score_query(f, 0.0)) for f in filters]
+        clauses += [(Occur.Must, self._words_in(words, ("title", "basename")))
+                    for words in spec.title]
+        clauses += [(Occur.MustNot, self._words_in(words, tuple(FIELD_WEIGHTS)))
+                    for words in spec.excluded]
+        return clauses
+
+    def _range(self, field: str, bounds: Range) -> Query:
+        """Integers of `field` within [low, high)."""
+        return Query.range_query(
+            self.schema, field, tantivy.FieldType.Integer, bounds.low, bounds.high,
+            include_lower=True, include_upper=bounds.high is None,
+        )
+
+    def _words_in(self, words: tuple[str, ...], fields: tuple[str, ...]) -> Query:
+        """A word (or the words as a phrase) in any of `fields`, weighted like the text."""
+        clauses = []
+        for field in fields:
+            inner = self._words_query(field, list(words))
+            clauses.append((Occur.Should, Query.boost_query(inner, FIELD_WEIGHTS[field])))
+        return Query.boolean_query(clauses)
 
     def _text_query(self, parsed: ParsedQuery, strategy: str,
                     searcher: tantivy.Searcher) -> Query:
@@ -497,6 +579,18 @@ def _analyzer_version(marker: Path) -> int:
         return int(json.loads(marker.read_text()).get("analyzer", 1))
     except (OSError, ValueError, AttributeError):
         return 1
+
+
+def _facet_key(key: object) -> str:
+    """A facet bucket key as text (numbers come back as floats for some field types)."""
+    if isinstance(key, float) and key.is_integer():
+        return str(int(key))
+    return str(key)
+
+
+def _register(index: tantivy.Index) -> None:
+    """Our tokenizer on an index (it is not stored with the index: again after every open)."""
+    index.register_tokenizer(TOKENIZER, build_analyzer())
 
 
 def _nfc(text: str) -> str:

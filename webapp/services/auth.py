@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 import time
@@ -72,9 +73,23 @@ def _dummy_hash() -> str:
     return _hasher.hash(secrets.token_urlsafe(16))
 
 
+def credential_stamp(user: User) -> str:
+    """A short fingerprint of the account's password hash: a new password changes it, so every
+    token, session and download link that carries the old stamp stops working."""
+    return hashlib.sha256(user.password_hash.encode()).hexdigest()[:16]
+
+
+def change_password(user: User, password: str) -> None:
+    """Set a new password; the user's tokens, UI sessions and download links end with the old one."""
+    validate_credentials(user.username, password)
+    user.password_hash = _hasher.hash(password)
+    db.session.commit()
+
+
 def issue_token(user: User) -> dict:
     """The token response of login and setup."""
-    token = create_access_token(identity=str(user.id))
+    token = create_access_token(identity=str(user.id),
+                                additional_claims={"stp": credential_stamp(user)})
     claims = decode_token(token)
     return {"access_token": token, "token_type": "bearer",
             "expires_in": int(claims["exp"] - claims["iat"])}
@@ -82,8 +97,19 @@ def issue_token(user: User) -> dict:
 
 def revoke(claims: dict) -> None:
     """Deny this token's jti until it would have expired anyway."""
-    ttl = max(1, int(claims["exp"] - time.time()))
-    get_redis().set(_REVOKED + claims["jti"], "1", ex=ttl)
+    revoke_session(claims["jti"], int(claims["exp"]))
+
+
+def revoke_session(session_id: str, expires_at: int) -> None:
+    """End a session (an access token's jti or a UI session's id) and what it signed, until
+    `expires_at` (a Unix time) when it would have ended anyway."""
+    ttl = max(1, int(expires_at - time.time()))
+    get_redis().set(_REVOKED + session_id, "1", ex=ttl)
+
+
+def session_revoked(session_id: str) -> bool:
+    """Whether this session id was ended by a logout."""
+    return bool(get_redis().exists(_REVOKED + session_id))
 
 
 def user_json(user: User) -> dict:
@@ -96,7 +122,7 @@ def user_json(user: User) -> dict:
 
 @jwt.token_in_blocklist_loader
 def _is_revoked(header: dict, payload: dict) -> bool:
-    return bool(get_redis().exists(_REVOKED + payload["jti"]))
+    return session_revoked(str(payload.get("jti", "")))
 
 
 @jwt.user_lookup_loader
@@ -108,6 +134,10 @@ def _load_user(header: dict, payload: dict) -> User | None:
 
 
 @jwt.token_verification_loader
-def _access_only(header: dict, payload: dict) -> bool:
-    """Only access tokens authenticate API calls (never a download token)."""
-    return payload.get("type") == "access"
+def _verify_access_token(header: dict, payload: dict) -> bool:
+    """Only access tokens that expire and carry their user's current credential stamp
+    authenticate API calls (never a download token, never one from before a password change)."""
+    if payload.get("type") != "access" or not isinstance(payload.get("exp"), int | float):
+        return False
+    user = _load_user(header, payload)
+    return user is None or payload.get("stp") == credential_stamp(user)  # None: "user gone" 401

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import math
 import os
 from urllib.parse import quote
@@ -10,14 +9,17 @@ from urllib.parse import quote
 from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
-from webapp.exceptions import Forbidden, NotFound, Unauthorized
+from webapp.exceptions import Forbidden, NotFound, QuerySyntaxError, Unauthorized
 from webapp.extensions import db
 from webapp.indexing.scanner import within
 from webapp.models import Source, User
-from webapp.runtime import get_search
-from webapp.search import DEFAULT_MATCHING_STRATEGY, SearchPage, SearchQuery
+from webapp.runtime import get_previews, get_search
+from webapp.search import SearchPage, SearchQuery
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
+from webapp.search.syntax import parse_syntax
+from webapp.services import auth, search_args
+from webapp.services.image_render import PreviewLimits
 from webapp.services.sources import inside_allowed_roots
 
 PREVIEW_PAGE_CHARS = 20_000
@@ -25,15 +27,15 @@ IMAGE_TYPES = {"image", "raw_image"}
 
 
 def search(args: dict) -> dict:
-    """Run a validated search request; the response echoes limit and offset."""
-    query = SearchQuery(q=args["q"], source_id=args.get("source_id") or None,
-                        type=args.get("type") or None, limit=args["limit"],
-                        offset=args["offset"], sort=args["sort"],
-                        snippet_length=args["snippet_length"],
-                        matching_strategy=args.get("matching_strategy") or DEFAULT_MATCHING_STRATEGY)
+    """Run a search request loaded by search_args.load (or the API's schema); 400 when its
+    query language, type or source is bad. The response echoes limit and offset."""
+    query: SearchQuery = search_args.to_query(args)
     page: SearchPage = get_search().search(query)
-    return {"results": page.results, "total": page.total, "limit": query.limit,
-            "offset": query.offset, "processing_time_ms": page.processing_time_ms}
+    out = {"results": page.results, "total": page.total, "limit": query.limit,
+           "offset": query.offset, "processing_time_ms": page.processing_time_ms}
+    if query.facets:
+        out["facet_distribution"] = page.facet_distribution or {}
+    return out
 
 
 def get(doc_id: str) -> dict:
@@ -68,46 +70,30 @@ def text_page(doc: dict, q: str, page: int) -> dict:
     pages = max(1, math.ceil(len(content) / PREVIEW_PAGE_CHARS))
     page = min(page, pages)
     chunk = content[(page - 1) * PREVIEW_PAGE_CHARS: page * PREVIEW_PAGE_CHARS]
-    matcher = TermMatcher.from_query(parse_query(q)) if q.strip() else TermMatcher(())
-    body = highlight_all(chunk, matcher)
+    body = highlight_all(chunk, _matcher(q))
     return {"html": body, "page": page, "pages": pages, "matches": body.count("<em>")}
 
 
-def image_preview(doc: dict) -> tuple[bytes, str]:
-    """The image (or a RAW file's embedded preview) scaled to PREVIEW_MAX_PX, as JPEG or PNG."""
-    from PIL import Image
-
-    path = open_path(doc)
-    max_px = current_app.config["PREVIEW_MAX_PX"]
-    if doc["type"] == "raw_image":
-        img = _raw_image(path)
-    else:
-        img = Image.open(path)
-        img.seek(0)
-    img.thumbnail((max_px, max_px))
-    out = io.BytesIO()
-    if img.mode in ("RGBA", "LA", "P") and doc["type"] != "raw_image":
-        img.save(out, "PNG")
-        return out.getvalue(), "image/png"
-    img.convert("RGB").save(out, "JPEG", quality=85)
-    return out.getvalue(), "image/jpeg"
-
-
-def _raw_image(path: str):
-    import rawpy
-    from PIL import Image
-
+def _matcher(q: str) -> TermMatcher:
+    """What to mark for a search's q: its free text (not -exclusions nor filter values)."""
     try:
-        with rawpy.imread(path) as raw:
-            try:
-                thumb = raw.extract_thumb()
-            except (rawpy.LibRawNoThumbnailError, rawpy.LibRawUnsupportedThumbnailError):
-                return Image.fromarray(raw.postprocess(half_size=True))
-            if thumb.format == rawpy.ThumbFormat.JPEG:
-                return Image.open(io.BytesIO(thumb.data))
-            return Image.fromarray(thumb.data)
-    except (rawpy.LibRawError, OSError) as exc:
-        raise NotFound(f"No preview image in this RAW file ({type(exc).__name__})") from exc
+        text = parse_syntax(q).text
+    except QuerySyntaxError:  # a half-typed term: mark the words as written
+        text = q
+    return TermMatcher.from_query(parse_query(text)) if text.strip() else TermMatcher(())
+
+
+def image_preview(doc: dict) -> tuple[bytes, str]:
+    """The image (or a RAW file's embedded preview) scaled to PREVIEW_MAX_PX, as JPEG or PNG.
+
+    Decoded in a child process with pixel, memory and time bounds; an image that is too large,
+    damaged or unreadable raises PreviewRefused (422), a full set of preview slots 503.
+    """
+    path = open_path(doc)
+    cfg = current_app.config
+    limits = PreviewLimits(max_side=cfg["PREVIEW_MAX_PX"], max_pixels=cfg["PREVIEW_MAX_PIXELS"],
+                           memory_mb=cfg["PREVIEW_MEMORY_MB"], timeout=cfg["PREVIEW_TIMEOUT"])
+    return get_previews().render(path, doc["type"], limits)
 
 
 def is_image(doc: dict) -> bool:
@@ -121,16 +107,18 @@ def _serializer() -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt="trawl-download")
 
 
-def download_link(doc: dict, user_id: int) -> dict:
-    """A signed, short-lived URL bound to this document and user."""
-    token = _serializer().dumps({"doc": doc["id"], "user": user_id, "type": "download"})
+def download_link(doc: dict, user: User, session_id: str) -> dict:
+    """A signed, short-lived URL bound to this document, this user's credential stamp and the
+    session that asked for it: logout or a password change ends the link too."""
+    token = _serializer().dumps({"doc": doc["id"], "user": user.id, "type": "download",
+                                 "sid": session_id, "stp": auth.credential_stamp(user)})
     return {"url": f"/api/documents/{quote(doc['id'])}/download?token={token}",
             "expires_in": current_app.config["DOWNLOAD_LINK_SECONDS"],
             "filename": doc["basename"]}
 
 
 def check_download_token(token: str, doc_id: str) -> None:
-    """401 for a missing, invalid or expired token; 403 for a token of another document."""
+    """401 for a missing, invalid or expired token or an ended session; 403 for another document."""
     if not token:
         raise Unauthorized("Missing download token")
     try:
@@ -143,8 +131,13 @@ def check_download_token(token: str, doc_id: str) -> None:
         raise Unauthorized("Invalid download token")
     if data.get("doc") != doc_id:
         raise Forbidden("This download link is for another document")
-    if not isinstance(data.get("user"), int) or db.session.get(User, data["user"]) is None:
+    user = db.session.get(User, data["user"]) if isinstance(data.get("user"), int) else None
+    if user is None:
         raise Unauthorized("Invalid download token")  # the account that made the link is gone
+    sid = data.get("sid")
+    if (not isinstance(sid, str) or not sid or auth.session_revoked(sid)
+            or data.get("stp") != auth.credential_stamp(user)):
+        raise Unauthorized("Download link ended with the session that made it")
 
 
 def content_disposition(kind: str, filename: str) -> str:

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from flask import current_app, flash, g, redirect, render_template, request, url_for
+from flask import flash, g, redirect, render_template, request, url_for
 
+from webapp import ratelimits
 from webapp.exceptions import TrawlError
-from webapp.extensions import limiter
 from webapp.services import auth
 from webapp.ui import bp, session
-
-# the same bucket as POST /api/auth/login and /api/auth/setup: one budget per client address
-_auth_limit = limiter.shared_limit(lambda: current_app.config["AUTH_RATE_LIMIT"], scope="auth",
-                                   methods=["POST"])
 
 
 def _after_login() -> str:
@@ -19,7 +15,7 @@ def _after_login() -> str:
 
 
 @bp.route("/setup", methods=["GET", "POST"])
-@_auth_limit
+@ratelimits.per_address  # the same budgets as POST /api/auth/setup and /api/auth/login
 def setup():
     """Create the first admin account (only while no account exists), then log it in."""
     if not auth.setup_required():
@@ -44,7 +40,8 @@ def setup():
 
 
 @bp.route("/login", methods=["GET", "POST"])
-@_auth_limit
+@ratelimits.per_address
+@ratelimits.per_username
 def login():
     """The login form; a wrong name or password re-shows it with one message for both."""
     if auth.setup_required():

@@ -1,8 +1,10 @@
 """Session login of the UI: who is logged in, the login gate of every page, and CSRF tokens.
 
 The session is Flask's signed cookie (HttpOnly, SameSite=Lax, name set in create_app). It holds
-the user id, the time it was issued and a CSRF token; a session older than SESSION_EXPIRE_HOURS
-or of a deleted user counts as logged out.
+the user id, the time it was issued, a random session id, the user's credential stamp and a CSRF
+token. A session older than SESSION_EXPIRE_HOURS, of a deleted user, whose user changed password,
+or whose id was revoked by logout (in Redis, like API tokens) counts as logged out, so a copied
+cookie stops working when its owner logs out.
 """
 
 from __future__ import annotations
@@ -72,30 +74,48 @@ def login(user: User) -> None:
     session.permanent = True
     session["uid"] = user.id
     session["iat"] = int(time.time())
+    session["sid"] = secrets.token_urlsafe(24)
+    session["stp"] = auth.credential_stamp(user)
     csrf_token()
 
 
+def session_id() -> str:
+    """The id of this UI session (what logout revokes, and what its download links carry)."""
+    return str(session.get("sid", ""))
+
+
 def logout() -> None:
-    """Forget the session."""
+    """End the session here and server-side: its id is revoked until it would have expired."""
+    sid, issued = session.get("sid"), session.get("iat")
+    if isinstance(sid, str) and isinstance(issued, int):
+        lifetime = current_app.permanent_session_lifetime.total_seconds()
+        auth.revoke_session(sid, int(issued + lifetime))
     session.clear()
 
 
 def session_user() -> User | None:
-    """The logged-in user, or None when there is no session, it expired or the user is gone."""
-    uid, issued = session.get("uid"), session.get("iat")
-    if uid is None or not isinstance(issued, int):
+    """The logged-in user, or None when there is no session, it expired or was revoked, or the
+    user is gone or changed password."""
+    uid, issued, sid = session.get("uid"), session.get("iat"), session.get("sid")
+    if uid is None or not isinstance(issued, int) or not isinstance(sid, str):
         return None
     lifetime = current_app.permanent_session_lifetime.total_seconds()
-    user = db.session.get(User, uid) if time.time() - issued < lifetime else None
+    user = None
+    if time.time() - issued < lifetime and not auth.session_revoked(sid):
+        user = db.session.get(User, uid)
+    if user is not None and session.get("stp") != auth.credential_stamp(user):
+        user = None
     if user is None:
-        session.pop("uid", None)
-        session.pop("iat", None)
+        for key in ("uid", "iat", "sid", "stp"):
+            session.pop(key, None)
     return user
 
 
 def safe_next(target: str | None) -> str | None:
     """`target` when it is a path on this site (never another host), else None."""
     if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return None
+    if not target.isprintable():  # CR/LF and other controls cannot go into a Location header
         return None
     parts = urlsplit(target)
     return target if not parts.scheme and not parts.netloc else None

@@ -1,0 +1,12 @@
+"""Imported by the preview fork server only: decoders loaded once, before any child is capped.
+
+A child forked from the server inherits these modules and their shared libraries, so its
+address-space cap is spent on pixels, not on loading libheif or LibRaw.
+"""
+
+import pillow_heif
+import rawpy  # noqa: F401
+from PIL import Image
+
+pillow_heif.register_heif_opener()
+Image.init()  # every format plug-in of Pillow, imported now rather than on first open

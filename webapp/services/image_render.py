@@ -1,0 +1,183 @@
+"""Image previews decoded in a short-lived child process with a pixel and a memory bound.
+
+A 12000x12000 PNG of 560 KB once took 1.4 GB of a web worker, and glibc kept most of it after
+the request (docs/security.md). Here the web process never decodes pixels: the image's header is
+checked against PREVIEW_MAX_PIXELS (after JPEG's reduced decoding shrinks it), the decoding
+happens in a child started from a clean fork server with an address-space cap, and the child's
+memory goes back to the system when it exits. Only the finished JPEG/PNG crosses the pipe.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+import resource
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from webapp.exceptions import Unavailable, Unprocessable
+
+# imported once by the fork server, so each child starts with Pillow and its plug-ins loaded
+FORK_SERVER_PRELOAD = [__name__, "webapp.services.image_preload"]
+
+
+@dataclass(frozen=True)
+class PreviewLimits:
+    """What one preview may cost: long side of the result, decoded pixels, child memory, time."""
+
+    max_side: int
+    max_pixels: int
+    memory_mb: int
+    timeout: float
+
+
+class PreviewRefused(Unprocessable):
+    """The image cannot be previewed; the message says why in words a user understands."""
+
+
+class PreviewBusy(Unavailable):
+    """Every preview slot of this process stayed taken for the whole timeout."""
+
+
+# -- the child side ------------------------------------------------------------------------------
+
+def _limit_memory(memory_mb: int) -> None:
+    """Cap the child's address space at its size at start plus memory_mb; no core dumps."""
+    with open("/proc/self/statm") as handle:
+        baseline = int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    limit = baseline + memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _check_pixels(size: tuple[int, int], max_pixels: int) -> None:
+    width, height = size
+    if width * height > max_pixels:
+        raise PreviewRefused(
+            f"Image is too large to preview ({width}x{height} pixels; the limit is "
+            f"{max_pixels / 1e6:g} megapixels)")
+
+
+def _open_image(path: str, kind: str, limits: PreviewLimits) -> Any:
+    """The image (or a RAW file's embedded preview), opened lazily: only its header is read."""
+    from PIL import Image
+
+    if kind == "raw_image":
+        return _raw_image(path, limits)
+    img = Image.open(path)
+    img.seek(0)  # first frame of an animation or of a multi-page TIFF
+    return img
+
+
+def _raw_image(path: str, limits: PreviewLimits) -> Any:
+    import rawpy
+    from PIL import Image
+
+    try:
+        with rawpy.imread(path) as raw:
+            try:
+                thumb = raw.extract_thumb()
+            except (rawpy.LibRawNoThumbnailError, rawpy.LibRawUnsupportedThumbnailError):
+                # half_size demosaics a quarter of the sensor's pixels
+                _check_pixels((raw.sizes.width // 2, raw.sizes.height // 2), limits.max_pixels)
+                return Image.fromarray(raw.postprocess(half_size=True))
+            if thumb.format == rawpy.ThumbFormat.JPEG:
+                return Image.open(io.BytesIO(thumb.data))
+            return Image.fromarray(thumb.data)
+    except (rawpy.LibRawError, OSError) as exc:
+        raise PreviewRefused(f"No preview image in this RAW file ({type(exc).__name__})") from exc
+
+
+def render(path: str, kind: str, limits: PreviewLimits) -> tuple[bytes, str]:
+    """Scale the image to limits.max_side and encode it (PNG keeps transparency, else JPEG)."""
+    from PIL import Image
+
+    Image.MAX_IMAGE_PIXELS = None  # our own check below replaces Pillow's warning-first one
+    img = _open_image(path, kind, limits)
+    if img.format == "JPEG":
+        img.draft("RGB", (limits.max_side, limits.max_side))  # decode at 1/2, 1/4 or 1/8 scale
+    _check_pixels(img.size, limits.max_pixels)
+    img.thumbnail((limits.max_side, limits.max_side))
+    out = io.BytesIO()
+    if img.mode in ("RGBA", "LA", "P", "PA") and kind != "raw_image":
+        img.save(out, "PNG")
+        return out.getvalue(), "image/png"
+    img.convert("RGB").save(out, "JPEG", quality=85)
+    return out.getvalue(), "image/jpeg"
+
+
+def _child_main(conn: Any, path: str, kind: str, limits: PreviewLimits) -> None:
+    """Child: render one preview and send ("ok", bytes, mimetype) or ("refused", message)."""
+    try:
+        _register_heif()
+        _limit_memory(limits.memory_mb)
+        data, mimetype = render(path, kind, limits)
+        reply: tuple = ("ok", data, mimetype)
+    except PreviewRefused as exc:
+        reply = ("refused", str(exc))
+    except MemoryError:
+        reply = ("refused", "Image needs too much memory to preview")
+    except Exception as exc:  # noqa: BLE001 - any decoder failure means this file has no preview
+        reply = ("refused", f"Image cannot be read for a preview ({_reason(exc)})")
+    conn.send(reply)
+    conn.close()
+
+
+def _reason(exc: Exception) -> str:
+    """A short, path-free reason (Pillow's messages may name the file)."""
+    text = str(exc).split(":")[0].strip() if str(exc) else ""
+    return text[:80] if text and "/" not in text else type(exc).__name__
+
+
+def _register_heif() -> None:
+    """HEIC/HEIF through pillow-heif (libheif); absent plug-in means those files just fail."""
+    try:
+        from pillow_heif import register_heif_opener
+    except ImportError:
+        return
+    register_heif_opener()
+
+
+# -- the web side --------------------------------------------------------------------------------
+
+class IsolatedRenderer:
+    """Runs each preview in a fresh child of a fork server; at most `slots` at once per process."""
+
+    def __init__(self, slots: int) -> None:
+        self._slots = threading.BoundedSemaphore(max(1, slots))
+        self._ctx = multiprocessing.get_context("forkserver")
+        # the fork server imports only this module (never the web app's __main__)
+        self._ctx.set_forkserver_preload(FORK_SERVER_PRELOAD)
+
+    def render(self, path: str, kind: str, limits: PreviewLimits) -> tuple[bytes, str]:
+        """The preview bytes and mimetype; PreviewRefused or PreviewBusy when there is none."""
+        if not self._slots.acquire(timeout=limits.timeout):
+            raise PreviewBusy("Too many image previews at once; try again shortly")
+        try:
+            return self._run_child(path, kind, limits)
+        finally:
+            self._slots.release()
+
+    def _run_child(self, path: str, kind: str, limits: PreviewLimits) -> tuple[bytes, str]:
+        parent_end, child_end = self._ctx.Pipe(duplex=False)
+        proc = self._ctx.Process(target=_child_main, args=(child_end, path, kind, limits),
+                                 name="trawl-preview", daemon=True)
+        proc.start()
+        child_end.close()
+        try:
+            if not parent_end.poll(limits.timeout):
+                raise PreviewRefused(f"Image took longer than {limits.timeout:g} s to preview")
+            reply = parent_end.recv()
+        except (EOFError, OSError) as exc:  # killed by its memory cap or a decoder crash
+            raise PreviewRefused("Image needs too much memory to preview or crashed the "
+                                 "decoder") from exc
+        finally:
+            parent_end.close()
+            if proc.is_alive():
+                proc.kill()
+            proc.join()
+        if reply[0] != "ok":
+            raise PreviewRefused(reply[1])
+        return reply[1], reply[2]
