@@ -11,8 +11,12 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
+import signal
+import time
 from multiprocessing import get_context
 
+import redis
 from rq import Worker
 from rq.worker_pool import WorkerPool
 from rq_scheduler import Scheduler
@@ -21,13 +25,29 @@ from webapp import create_app, jobs
 from webapp.extensions import db
 from webapp.indexing import extractors
 from webapp.memtune import tune_malloc
+from webapp.procs import die_with_parent
 from webapp.runtime import get_queue, get_redis
 
 SCHEDULER_INTERVAL = 5  # seconds between checks for due scheduled scans
+REDIS_RETRY_MAX = 5.0  # longest pause between two tries to reach a lost Redis, in seconds
+log = logging.getLogger("trawl.worker")
+
+
+class _Worker(Worker):
+    """RQ's worker whose work horse dies with it: a killed worker leaves no job running."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._own_pid = os.getpid()  # the horse's parent, taken before it forks
+
+    def main_work_horse(self, job, queue) -> None:
+        die_with_parent(signal.SIGKILL, self._own_pid)
+        super().main_work_horse(job, queue)
 
 
 class _Pool(WorkerPool):
-    """RQ's worker pool, minus the RQ scheduler process it forks beside every worker.
+    """RQ's worker pool, minus the RQ scheduler process it forks beside every worker, and with
+    workers that die with the pool (a `kill -9` of the pool leaves no orphan taking jobs).
 
     Scheduled scans go through rq-scheduler (`python worker.py scheduler`); RQ's own scheduler
     would only cost each worker one more process.
@@ -37,15 +57,35 @@ class _Pool(WorkerPool):
                            logging_level: str = "INFO"):
         return self._ForkProcess(target=_pool_worker, name=f"Worker {name}",
                                  args=(name, self._queue_names, self.connection, burst,
-                                       logging_level))
+                                       logging_level, os.getpid()))
 
     _ForkProcess = get_context("fork").Process
 
 
-def _pool_worker(name: str, queues: list[str], connection, burst: bool, level: str) -> None:
+def _pool_worker(name: str, queues: list[str], connection, burst: bool, level: str,
+                 pool_pid: int) -> None:
     """Body of one forked pool worker (the Redis client reconnects after the fork)."""
+    die_with_parent(signal.SIGKILL, pool_pid)  # no warm shutdown: the pool died hard
     connection.connection_pool.reset()
-    Worker(queues, name=name, connection=connection).work(burst=burst, logging_level=level)
+    wait_for_redis(connection, f"worker {name}")
+    _Worker(queues, name=name, connection=connection).work(burst=burst, logging_level=level)
+
+
+def wait_for_redis(connection: redis.Redis, who: str) -> None:
+    """Return once Redis answers, retrying with backoff (one log line per outage)."""
+    delay, told = 0.25, False
+    while True:
+        try:
+            connection.ping()
+            if told:
+                log.info("%s: Redis answers again", who)
+            return
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            if not told:
+                log.warning("%s: Redis unreachable (%s); waiting for it", who, exc)
+                told = True
+            time.sleep(delay)
+            delay = min(delay * 2, REDIS_RETRY_MAX)
 
 
 def run_workers(count: int = 1, burst: bool = False) -> None:
@@ -61,19 +101,34 @@ def run_workers(count: int = 1, burst: bool = False) -> None:
     # context, and each job pushes a fresh context of its own (its own database session)
     with app.app_context():
         if count <= 1:
-            Worker([queue], connection=get_redis(app)).work(burst=burst, logging_level=level)
+            wait_for_redis(get_redis(app), "worker")
+            _Worker([queue], connection=get_redis(app)).work(burst=burst, logging_level=level)
         else:
             _Pool([queue], connection=get_redis(app), num_workers=count).start(
                 burst=burst, logging_level=level)
 
 
 def run_scheduler() -> None:
-    """Rebuild schedules from the database, then move due runs onto the queue."""
+    """Rebuild schedules from the database, then move due runs onto the queue.
+
+    A lost Redis does not end the process (a supervisor would restart it in a loop): the
+    scheduler waits until Redis answers, rebuilds the schedules and carries on.
+    """
     app = create_app()
-    count = jobs.rebuild_schedules(app)
-    logging.getLogger("trawl.scheduler").info("%d scheduled sources", count)
-    Scheduler(queue=get_queue(app), connection=get_redis(app),
-              interval=SCHEDULER_INTERVAL).run()
+    connection = get_redis(app)
+    while True:
+        # rq-scheduler's own handlers talk to Redis: while it is away a signal simply stops us
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        wait_for_redis(connection, "scheduler")
+        try:
+            count = jobs.rebuild_schedules(app)
+            log.info("%d scheduled sources", count)
+            Scheduler(queue=get_queue(app), connection=connection,
+                      interval=SCHEDULER_INTERVAL).run()
+            return
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.warning("scheduler: lost Redis (%s)", exc)
 
 
 def main(argv: list[str] | None = None) -> None:

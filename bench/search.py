@@ -1,4 +1,4 @@
-"""Search benchmark: index N synthetic documents, time exact/typo/prefix/filtered queries.
+"""Search benchmark: index N synthetic documents, time exact/typo/prefix/filtered/facets queries.
 
 Usage: python bench/search.py [--n 100000] [--queries 200] [--dir DIR] [--seed 1] [--http]
 Prints a Markdown table and writes bench/results/search-<n>.json. Queries run in-process
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from webapp.search import SearchBackend, SearchQuery  # noqa: E402
+from webapp.search import FACETS, SearchBackend, SearchQuery  # noqa: E402
 from webapp.search.tantivy_backend import TantivyBackend  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -115,6 +115,13 @@ def make_queries(corpus: Corpus, count: int, seed: int) -> dict[str, list[Search
                         type=rng.choice(list(TYPES.values())), sort=rng.choice(sorts))
             for _ in range(count)
         ],
+        # the query language's filters plus every facet counted over all matches
+        "facets": [
+            SearchQuery(q=f"{rng.choice(mid)} type:{rng.choice(list(TYPES.values()))} "
+                          f"modified:>={2016 + rng.randint(0, 5)} -{rng.choice(mid)}",
+                        facets=FACETS)
+            for _ in range(count)
+        ],
     }
 
 
@@ -155,7 +162,7 @@ def http_runner(service) -> Callable[[SearchQuery], int]:
     """Runs a query as POST /api/search on a running service (keep-alive); returns the total."""
 
     def run(q: SearchQuery) -> int:
-        body = {"q": q.q, "limit": q.limit, "sort": q.sort}
+        body = {"q": q.q, "limit": q.limit, "sort": q.sort, "facets": list(q.facets)}
         body.update({k: v for k, v in (("source_id", q.source_id), ("type", q.type)) if v})
         resp = service.http.post(f"{service.base}/api/search", json=body, timeout=30)
         resp.raise_for_status()

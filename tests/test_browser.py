@@ -273,6 +273,52 @@ def test_keyboard_and_history(page, site):
     shot(page, "08-search-page-2")
 
 
+def test_query_language_and_facets(page, site):
+    """A bad term shows inline while typing; facet links filter, stay in the URL, Back undoes."""
+    _ensure_ready(page, site)
+    login(page)
+    page.goto("/")
+    box = page.get_by_label("Search your files")
+    box.press_sequentially("lighthouse modified:>zz", delay=20)
+    alert = page.locator("#results .alert-error")
+    expect(alert).to_contain_text("modified:>zz is not a date (use 2024, 2024-03 or 2024-03-15)")
+    expect(page.locator(".toast")).to_have_count(0)  # in place, not a pop-up
+    alert.get_by_role("link", name="Search syntax").click()
+    expect(page.locator("#syntax-help table")).to_be_visible()
+    expect(page.locator("#syntax-help table")).to_contain_text("modified:2024-03")
+    shot(page, "12-query-error-inline")
+    box.fill("lighthouse")
+    results = page.locator("#results .result")
+    expect(results).to_have_count(2)
+    type_facet = page.locator('.facet[data-facet="type"]')
+    expect(type_facet).to_contain_text("markdown")
+    expect(type_facet.locator('a[data-value="markdown"] + .count')).to_have_text("1")
+    shot(page, "13-facets")
+    type_facet.locator('a[data-value="markdown"]').click()
+    expect(page).to_have_url(re.compile(r"/\?q=lighthouse&type=markdown$"))
+    expect(results).to_have_count(1)
+    expect(results.first).to_contain_text("danger.md")
+    box.focus()
+    box.press("End")
+    box.press_sequentially(" -storm", delay=20)  # typing keeps the facet filter
+    expect(page).to_have_url(re.compile(r"q=lighthouse\+-storm&type=markdown"))
+    expect(results).to_have_count(1)
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/\?q=lighthouse&type=markdown$"))
+    expect(box).to_have_value("lighthouse")
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/\?q=lighthouse$"))
+    expect(results).to_have_count(2)
+    page.get_by_label("Modified to").fill("2001-01-01")
+    expect(page.locator("#results")).to_contain_text("No results for “lighthouse”")
+    expect(page).to_have_url(re.compile(r"to=2001-01-01"))
+    box.fill("type:text -wind")  # filters only: every matching file, newest first
+    expect(page.locator("#results")).to_contain_text("No results")
+    page.get_by_label("Modified to").fill("")
+    expect(results).to_have_count(1)
+    expect(results.first).to_contain_text("keeper.txt")
+
+
 def test_error_states(page, site):
     """No results, invalid parameters, an invalid form, an unknown document."""
     _ensure_ready(page, site)

@@ -157,3 +157,61 @@ def test_none_means_defaults_and_lists_are_kept() -> None:
 
 def test_empty_include_matches_nothing() -> None:
     assert not PatternSet(include=[], exclude=[]).matches_file("a.txt")
+
+
+# -- no catastrophic backtracking (issue 21) ------------------------------------------------------
+
+def _reference(tokens: list[str], path: list[str]) -> bool:
+    """Brute-force glob match of segment tokens against path segments (slow, obviously right)."""
+    if not tokens:
+        return not path
+    head, rest = tokens[0], tokens[1:]
+    if head == "**":
+        if not rest:
+            return len(path) >= 1
+        return any(_reference(rest, path[i:]) for i in range(len(path) + 1))
+    return bool(path) and _reference_segment(head, path[0]) and _reference(rest, path[1:])
+
+
+def _reference_segment(glob: str, name: str) -> bool:
+    if not glob:
+        return not name
+    if glob[0] == "*":
+        return any(_reference_segment(glob[1:], name[i:]) for i in range(len(name) + 1))
+    return bool(name) and glob[0] in ("?", name[0]) and _reference_segment(glob[1:], name[1:])
+
+
+def test_matching_agrees_with_a_brute_force_reference() -> None:
+    import random
+
+    rng = random.Random(21)
+    for _ in range(3000):
+        tokens = [rng.choice(["**", "*", "a*", "*a*b", "?a*", "b", "*a*a*", "a?b*"])
+                  for _ in range(rng.randint(1, 4))]
+        path = ["".join(rng.choice("ab") for _ in range(rng.randint(1, 5)))
+                for _ in range(rng.randint(1, 5))]
+        pattern, relpath = "/".join(tokens), "/".join(path)
+        assert only(pattern).matches_file(relpath) is _reference(tokens, path), (pattern, relpath)
+
+
+@pytest.mark.parametrize(("pattern", "path"), [
+    ("**/**/**/**/**/*a*a*a*a*b", "a" * 250),  # 17.5 s per name before
+    ("**/**/**/**/**/*a*a*a*a*b", "/".join(["a" * 15] * 25)),  # 5.7 s before
+    ("**/a*/**/a*/**/a*/**/a*/**/*b", "/".join(["a" * 20] * 40)),
+    ("*a*a*a*a*a*a*a*a*a*a*a*a*b", "a" * 4000),
+    ("**/*[a-z]?*[!b]*a*?*a*b/**", "/".join(["a" * 60] * 60)),
+])
+def test_hostile_names_match_in_linear_time(pattern: str, path: str) -> None:
+    import time
+
+    patterns = PatternSet(include=[pattern], exclude=[pattern])
+    started = time.perf_counter()
+    for _ in range(10):
+        assert not patterns.matches_file(path)
+        patterns.prunes_dir(path)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_a_class_range_spanning_slash_stays_in_its_segment() -> None:
+    assert not only("a[#-0]b").matches_file("a/b")
+    assert only("a[#-0]b").matches_file("a$b")

@@ -140,3 +140,12 @@ def test_spawn_start_method_also_works(files):
         assert ex.run(files["ok.txt"]).doc.content == "still serving files"
         assert ex.run(files["a.hang"]).error_message == "Extraction timed out after 0.5 s"
         assert ex.run(files["ok.txt"]).status == "success"
+
+
+def test_a_slow_child_start_does_not_count_against_the_first_file(files):
+    # A spawned child re-imports the app (far over 0.1 s); a tiny text file extracts in ~1 ms.
+    quick = ExtractionSettings(timeout_text=0.1, timeout_pdf=0.1, memory_mb=256)
+    with Extractor(quick, TEST_EXTRACTORS, start_method="spawn") as ex:
+        first = ex.run(files["ok.txt"])
+        assert first.status == "success", first.error_message
+        assert first.doc.content == "still serving files"

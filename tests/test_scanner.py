@@ -280,6 +280,15 @@ def test_diff_full_rebuilds_known_files() -> None:
     assert changes.deleted == ["/r/c"]
 
 
+def test_diff_retries_listed_paths_even_when_unchanged() -> None:
+    records = {"/r/vanished-then-back": (1, 1000), "/r/fine": (1, 1000)}
+    changes = diff([stat("/r/vanished-then-back"), stat("/r/fine"), stat("/r/new")], records,
+                   retry={"/r/vanished-then-back", "/r/gone-for-good"})
+    assert [f.path for f in changes.modified] == ["/r/vanished-then-back"]
+    assert changes.unchanged == 1 and [f.path for f in changes.new] == ["/r/new"]
+    assert changes.deleted == []
+
+
 def test_incremental_runs_on_a_real_tree(tmp_path: Path) -> None:
     make_tree(tmp_path, {"a.txt": "a", "b.txt": "b", "logs/c.log": "c"})
 

@@ -304,7 +304,7 @@ def test_add_source_form_shows_defaults_and_inline_errors(ui, make_tree):
     assert "**/.git/**" in form and "**/*" in form and "Manual only" in form
     root = make_tree("docs", {"a.txt": "x"})
     cases = [
-        ({"name": "", "root_path": str(root)}, "name", "name: must be 1-200 characters"),
+        ({"name": "", "root_path": str(root)}, "name", "name: must be 1 to 200 characters"),
         ({"name": "Docs", "root_path": str(root) + "/missing"}, "root_path",
          "root_path: the path does not exist"),
         ({"name": "Docs", "root_path": "/etc"}, "root_path", "outside the allowed roots"),
@@ -415,3 +415,53 @@ def test_status_page_shows_health_counts_failures_and_links(ui, make_tree, run_j
     assert "1 failed file" in html and "broken.pdf" in html
     for link in ('href="/docs"', 'href="/redoc"', 'href="/admin/rq"'):
         assert link in html
+
+
+def test_search_page_has_syntax_help_and_shows_a_bad_term_inline(ui, indexed):
+    page = _text(ui.get("/"))
+    assert "Search syntax" in page and "<code>modified:2024-03</code>" in page
+    frag = ui.get("/?q=wonderful+modified:%3Ezz", headers=HX)  # while typing: htmx
+    html = _text(frag)
+    assert frag.status_code == 400 and html.lstrip().startswith('<section id="results"')
+    assert "Check the query:</strong> modified:&gt;zz is not a date (use 2024, 2024-03 or" in html
+    assert frag.headers["HX-Push-Url"] == "/?q=wonderful+modified:%3Ezz"
+    full = ui.get("/?q=wonderful+size:lots")
+    assert full.status_code == 400 and "size:lots is not a size" in _text(full)
+    assert 'value="wonderful size:lots"' in _text(full)  # the box keeps what was typed
+    unknown = ui.get("/?q=wonderful&type=spreadsheet")
+    assert unknown.status_code == 400
+    assert "type:spreadsheet: unknown type &#39;spreadsheet&#39;" in _text(unknown)
+
+
+def test_search_facets_are_links_with_counts_kept_in_the_url(ui, indexed):
+    html = _text(ui.get("/?q=wonderful"))
+    facets = html[html.index('<aside class="facets"'):html.index("</aside>")]
+    assert re.search(r'data-value="markdown">markdown</a>\s*<span class="count">1</span>', facets)
+    assert re.search(r'data-value="text">text</a>\s*<span class="count">1</span>', facets)
+    assert re.search(r'data-value="md">md</a>\s*<span class="count">1</span>', facets)
+    assert re.search(r'data-value="notes">Notes</a>\s*<span class="count">2</span>', facets)
+    assert 'href="/?q=wonderful&amp;ext=md"' in facets
+    filtered = _text(ui.get("/?q=wonderful&ext=md"))
+    assert "xss.md" in filtered and "hello.txt" not in filtered
+    assert '<input type="hidden" name="ext" value="md">' in filtered  # typing keeps the filter
+    chosen = filtered[filtered.index('<aside class="facets"'):filtered.index("</aside>")]
+    assert 'href="/?q=wonderful" aria-current="true"' in chosen  # a second click removes it
+    # facets alone (no words) list the matching files, newest first
+    listed = _text(ui.get("/?type=text"))
+    assert "hello.txt" in listed and "plan.txt" in listed and "xss.md" not in listed
+    year = time.gmtime().tm_year
+    assert re.search(rf'data-value="{year}">{year}</a>\s*<span class="count">2</span>', listed)
+
+
+def test_search_date_range_is_kept_in_the_url(ui, indexed):
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    inside = ui.get(f"/?q=wonderful&from=2000-01-01&to={today}&sort=modified_at:desc", headers=HX)
+    assert inside.status_code == 200 and "hello.txt" in _text(inside)
+    assert inside.headers["HX-Push-Url"] == (
+        f"/?q=wonderful&from=2000-01-01&to={today}&sort=modified_at:desc")
+    before = _text(ui.get("/?q=wonderful&to=2000-12-31"))
+    assert "No results for “wonderful”" in before and "remove the filters" in before
+    page = _text(ui.get("/?q=wonderful&from=2001-02-03"))
+    assert 'name="from" value="2001-02-03"' in page
+    bad = ui.get("/?q=wonderful&from=yesterday")
+    assert bad.status_code == 400 and "from: is not a date (use 2024-03-15)" in _text(bad)

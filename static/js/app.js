@@ -45,6 +45,16 @@
     if (img.complete && img.naturalWidth === 0 && img.getAttribute("src")) noPreview(img);
   });
 
+  // A search the server cannot run (a bad query term while typing) answers 400 with the results
+  // fragment holding the message: show it in place instead of a toast.
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var target = evt.detail.target;
+    if (evt.detail.xhr.status === 400 && target && target.id === "results") {
+      evt.detail.shouldSwap = true;
+      evt.detail.isError = false;
+    }
+  });
+
   document.addEventListener("htmx:responseError", function (evt) {
     toast(errorText(evt.detail.xhr), "error");
   });
@@ -53,6 +63,13 @@
   });
   document.addEventListener("trawl:notify", function (evt) {
     toast(evt.detail && evt.detail.message, evt.detail && evt.detail.level);
+  });
+
+  // The error's "Search syntax" link opens the help beside the box.
+  document.addEventListener("click", function (evt) {
+    var link = evt.target.closest && evt.target.closest('a[href="#syntax-help"]');
+    var help = document.getElementById("syntax-help");
+    if (link && help) help.open = true;
   });
 
   // -- search page: focus keys and arrow navigation --------------------------------------------

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from webapp.indexing.extractors import (
+    TIMEOUT_MESSAGE,
+    UNREADABLE_MESSAGE,
+    VANISHED_MESSAGE,
     Extracted,
     ExtractionError,
     ExtractionSettings,
@@ -25,17 +28,20 @@ from webapp.indexing.extractors import (
     find_extractor,
     preload,
 )
+from webapp.indexing.runstats import FileStatus
 
 log = logging.getLogger(__name__)
 CRASH_MESSAGE = "Extractor crashed on this file"
 MEMORY_MESSAGE = "File needs too much memory to extract"
+START_MESSAGE = "Extraction child did not start"
+CHILD_START_TIMEOUT = 60.0  # seconds a new child may take to start (a spawn on a busy machine)
 
 
 @dataclass
 class FileResult:
     """Outcome of one file: status success|failed|skipped, the document, and why it failed."""
 
-    status: str
+    status: FileStatus
     doc: Extracted
     error_message: str | None = None
 
@@ -71,6 +77,7 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _limit_memory(settings.memory_mb)
+    conn.send(("ready", None))  # a file's timeout starts now, not while the child starts up
     while True:
         try:
             path = conn.recv()
@@ -130,39 +137,44 @@ class Extractor:
         try:
             size = os.stat(path).st_size
         except FileNotFoundError:
-            return self._failed(doc_type, "File no longer exists")
+            return self._failed(doc_type, VANISHED_MESSAGE)
         except OSError:
-            return self._failed(doc_type, "File is not readable")
+            return self._failed(doc_type, UNREADABLE_MESSAGE)
         if size > self.settings.max_file_size_bytes:
             message = f"File is larger than {self.settings.max_file_size_mb} MB"
-            return FileResult("skipped", Extracted(type=doc_type), message)
+            return FileResult(FileStatus.SKIPPED, Extracted(type=doc_type), message)
         if spec is None:
-            return FileResult("success", Extracted(type="file"))
+            return FileResult(FileStatus.SUCCESS, Extracted(type="file"))
         return self._ask_child(path, doc_type)
 
     def _ask_child(self, path: str, doc_type: str) -> FileResult:
         timeout = self.settings.timeout_for(doc_type)
-        conn = self._ensure_child()
+        try:
+            conn = self._ensure_child()
+        except (EOFError, OSError, TimeoutError) as exc:
+            log.warning("Extraction child did not start for %s: %s", path, exc)
+            self._kill()
+            return self._failed(doc_type, START_MESSAGE)
         try:
             conn.send(path)
             if not conn.poll(timeout):
                 log.warning("Extraction of %s timed out after %s s; child killed", path, timeout)
                 self._kill()
-                return self._failed(doc_type, f"Extraction timed out after "
-                                              f"{_format_seconds(timeout)} s")
+                return self._failed(doc_type,
+                                    f"{TIMEOUT_MESSAGE} {_format_seconds(timeout)} s")
             kind, payload = conn.recv()
         except (EOFError, OSError):
             log.warning("Extraction child died on %s", path)
             self._kill()
             return self._failed(doc_type, CRASH_MESSAGE)
         if kind == "ok":
-            return FileResult("success", payload)
+            return FileResult(FileStatus.SUCCESS, payload)
         if kind == "fatal":
             self._kill()
         return self._failed(doc_type, payload)
 
     def _failed(self, doc_type: str, message: str) -> FileResult:
-        return FileResult("failed", Extracted(type=doc_type), message)
+        return FileResult(FileStatus.FAILED, Extracted(type=doc_type), message)
 
     def _ensure_child(self) -> Any:
         if self._proc is not None and self._proc.is_alive():
@@ -178,6 +190,11 @@ class Extractor:
         child_end.close()
         self._proc, self._conn = proc, parent_end
         self.children_started += 1
+        # Start-up (a spawn re-imports everything) is slow on a busy machine: wait for the
+        # child's word before the file's own timeout starts counting.
+        if not parent_end.poll(CHILD_START_TIMEOUT):
+            raise TimeoutError(f"no answer after {CHILD_START_TIMEOUT} s")
+        parent_end.recv()
         return parent_end
 
     def _kill(self) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -232,19 +232,21 @@ class Changes:
 
 
 def diff(disk: Iterable[FileStat], records: dict[str, tuple[int, int]],
-         *, full: bool = False) -> Changes:
+         *, full: bool = False, retry: Container[str] = frozenset()) -> Changes:
     """Classify files by path against records `{path: (size, mtime_ns)}`, consuming both.
 
     `disk` (the walk, streamed) is what the walk selected, so a record whose file is gone or
     no longer matches the patterns is `deleted`. With `full=True` every known file counts as
-    modified. Matched records are removed from `records` as they are found.
+    modified; so does a known file whose path is in `retry` (its last try failed for a reason
+    that may have passed). Matched records are removed from `records` as they are found.
     """
     changes = Changes()
     for found in disk:
         known = records.pop(found.path, None)
         if known is None:
             changes.new.append(found)
-        elif full or known[0] != found.size or known[1] != found.mtime_ns:
+        elif (full or known[0] != found.size or known[1] != found.mtime_ns
+              or found.path in retry):
             changes.modified.append(found)
         else:
             changes.unchanged += 1

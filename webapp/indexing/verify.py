@@ -6,6 +6,7 @@ from flask import current_app
 
 from webapp.extensions import db
 from webapp.indexing.globs import PatternSet
+from webapp.indexing.healing import readable_again
 from webapp.indexing.records import delete_records
 from webapp.indexing.scanner import doc_id, root_problem, walk
 from webapp.models import IndexedFile, get_source
@@ -18,7 +19,9 @@ def verify_source(source_id: str, repair: bool = True) -> dict:
     """Counts of each disagreement (with a sample of paths); repaired when asked.
 
     Repair deletes orphan documents and records of vanished files, and drops records whose
-    document is missing so that the next scan extracts those files again.
+    document is missing so that the next scan extracts those files again. Failed records of
+    files that vanished or were unreadable but now read are reported; the next scan retries
+    them by itself.
     """
     source = get_source(source_id)
     problem = root_problem(source.root_path, current_app.config["ALLOWED_ROOTS"])
@@ -33,23 +36,28 @@ def verify_source(source_id: str, repair: bool = True) -> dict:
     missing_docs = sorted(by_id[i] for i in set(by_id) - indexed)
     vanished = sorted(records - on_disk)
     unrecorded = sorted(on_disk - records)
+    healed = readable_again(source.id)  # the next scan extracts them again
     report = {
         "source_id": source.id, "records": len(records), "documents": len(indexed),
         "files_on_disk": len(on_disk),
         "orphan_documents": len(orphans), "records_without_document": len(missing_docs),
         "records_of_vanished_files": len(vanished), "files_not_indexed": len(unrecorded),
+        "failed_files_now_readable": len(healed),
         "sample": {"orphan_documents": orphans[:SAMPLE],
                    "records_without_document": missing_docs[:SAMPLE],
                    "records_of_vanished_files": vanished[:SAMPLE],
-                   "files_not_indexed": unrecorded[:SAMPLE]},
+                   "files_not_indexed": unrecorded[:SAMPLE],
+                   "failed_files_now_readable": healed[:SAMPLE]},
     }
-    report["problems"] = len(orphans) + len(missing_docs) + len(vanished) + len(unrecorded)
+    report["problems"] = (len(orphans) + len(missing_docs) + len(vanished) + len(unrecorded)
+                          + len(healed))
     report["repaired"] = False
     if repair and report["problems"]:
         _repair(source.id, orphans, vanished, missing_docs)
         report["repaired"] = True
-        report["note"] = ("Orphans and vanished files removed; run a scan to index "
-                          "the files not indexed") if unrecorded or missing_docs else ""
+        report["note"] = ("Orphans and vanished files removed; run a scan to index the files "
+                          "not indexed and retry the failed files that now read") \
+            if unrecorded or missing_docs or healed else ""
     return report
 
 

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from webapp.search.syntax import QuerySpec
 
 SORTS = ("relevance", "modified_at:desc", "modified_at:asc", "size_bytes:desc", "basename:asc")
 BACKENDS = ("tantivy", "meilisearch")
+# Meilisearch's names: `all` words must match; `last` drops words from the end, `frequency`
+# the most common first, when too few documents match them all. The default is the one the
+# relevance benchmark found best (docs/relevance.md).
+MATCHING_STRATEGIES = ("all", "last", "frequency")
+DEFAULT_MATCHING_STRATEGY = "frequency"
+FACETS = ("type", "extension", "source_id", "year")  # `year` of modified_at, UTC
+MAX_FACET_VALUES = 100  # per facet, the most frequent first (as Meilisearch's default)
 # Keys every upserted document carries (title may be None, metadata may be {}).
 DOC_FIELDS = (
     "id", "source_id", "source_name", "path", "basename", "extension", "type",
@@ -24,6 +35,10 @@ class SearchBackendError(RuntimeError):
     """The search engine failed or could not be reached (maps to 500 / degraded health)."""
 
 
+class IndexRebuilding(SearchBackendError):
+    """The index is being rewritten for a new schema in the background (maps to 503)."""
+
+
 @dataclass
 class SearchQuery:
     """One validated search request (the API layer checks ranges and the sort name)."""
@@ -35,6 +50,23 @@ class SearchQuery:
     offset: int = 0
     sort: str = "relevance"
     snippet_length: int = 300
+    matching_strategy: str = DEFAULT_MATCHING_STRATEGY
+    facets: tuple[str, ...] = ()
+    spec: QuerySpec | None = None  # q's syntax, paths resolved; parsed from q when None
+
+    def syntax(self) -> QuerySpec:
+        """The query language terms of `q` (see search/syntax.py)."""
+        if self.spec is None:
+            from webapp.search.syntax import parse_syntax
+
+            self.spec = parse_syntax(self.q)
+        return self.spec
+
+    def effective_sort(self) -> str:
+        """The sort to use: a query of only filters lists the newest documents first."""
+        if self.sort == "relevance" and self.syntax().is_filter_only:
+            return "modified_at:desc"
+        return self.sort
 
 
 @dataclass
@@ -44,6 +76,7 @@ class SearchPage:
     results: list[dict]
     total: int
     processing_time_ms: int
+    facet_distribution: dict[str, dict[str, int]] | None = None  # over all matches
 
 
 @runtime_checkable
@@ -91,6 +124,24 @@ def validate_doc(doc: Mapping) -> dict:
     out["metadata"] = dict(doc.get("metadata") or {})
     out["content"] = doc.get("content") or ""
     return out
+
+
+def doc_folders(path: str) -> list[str]:
+    """Every folder above a document's path (an archive counts as one), for `path:` filters."""
+    parts = path.split("/")
+    folders = ["/"] if path.startswith("/") else []
+    for end in range(1, len(parts)):
+        folder = "/".join(parts[:end])
+        if folder:
+            folders.append(folder)
+            if folder.endswith("!"):  # `a.zip!/member`: the archive holds the member too
+                folders.append(folder[:-1])
+    return folders
+
+
+def doc_year(modified_at: int) -> int:
+    """The UTC year of a modification time (Unix seconds), for the `year` facet."""
+    return datetime.fromtimestamp(int(modified_at), tz=UTC).year
 
 
 def make_backend(settings: Mapping) -> SearchBackend:

@@ -17,9 +17,17 @@ from collections.abc import Iterator
 import meilisearch
 from meilisearch.errors import MeilisearchError
 
-from webapp.search import SearchBackendError, SearchPage, SearchQuery, validate_doc
-from webapp.search.query import TOKEN_RE, TermMatcher, parse_query
+from webapp.search import (
+    SearchBackendError,
+    SearchPage,
+    SearchQuery,
+    doc_folders,
+    doc_year,
+    validate_doc,
+)
+from webapp.search.query import TOKEN_RE, ParsedQuery, QueryTerm, TermMatcher, parse_query
 from webapp.search.snippets import build_snippet
+from webapp.search.syntax import QuerySpec, Range
 
 MAX_POSITIONS = 60_000  # below the engine's 65,535 limit, with margin for our estimate
 HARD_SEPARATOR_COST = 8
@@ -37,12 +45,18 @@ RESULT_ATTRIBUTES = [
 ]
 INDEX_SETTINGS = {
     "searchableAttributes": ["title", "basename", "path", "content"],  # order = weight
-    "filterableAttributes": ["id", "source_id", "type", "extension", "modified_at", "chunk"],
+    "filterableAttributes": [
+        "id", "source_id", "type", "extension", "modified_at", "size_bytes", "year", "folders",
+        "chunk",
+    ],
     "sortableAttributes": ["modified_at", "size_bytes", "basename_sort"],
     "distinctAttribute": "id",
     # `sort` first: an explicit sort orders the whole result set, not only ties.
     "rankingRules": ["sort", "words", "typo", "proximity", "attribute", "exactness"],
     "typoTolerance": {"enabled": True, "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 9}},
+    # No localizedAttributes: the engine detects the language of each text (its Chinese and
+    # Japanese segmenters then find `说明书` in `募集说明书`); naming locales would turn
+    # detection off for every language not named. Meilisearch does not stem English words.
     "pagination": {"maxTotalHits": 100_000},
 }
 
@@ -134,6 +148,8 @@ class MeiliBackend:
         """The Meilisearch documents of one document: one per content chunk."""
         base = {k: v for k, v in doc.items() if k != "content"}
         base["basename_sort"] = doc["basename"].lower()
+        base["year"] = doc_year(doc["modified_at"])
+        base["folders"] = doc_folders(doc["path"])
         out = []
         for n, part in enumerate(split_content(doc["content"])):
             chunk = dict(base, uid=f"{doc['id']}_c{n}", chunk=n, content=part)
@@ -183,7 +199,8 @@ class MeiliBackend:
         chunks = sorted(self._list(f"id = {_quote(doc_id)}"), key=lambda c: c["chunk"])
         if not chunks:
             return None
-        doc = {k: v for k, v in chunks[0].items() if k not in ("uid", "chunk", "basename_sort")}
+        derived = ("uid", "chunk", "basename_sort", "year", "folders")
+        doc = {k: v for k, v in chunks[0].items() if k not in derived}
         doc["content"] = "".join(c.get("content") or "" for c in chunks)
         return doc
 
@@ -210,16 +227,20 @@ class MeiliBackend:
     def search(self, query: SearchQuery) -> SearchPage:
         """Run a query; a second (page-mode) query gives the exact total."""
         started = time.perf_counter()
+        spec = query.syntax()
         filters = []
         if query.source_id is not None:
             filters.append(f"source_id = {_quote(query.source_id)}")
         if query.type is not None:
             filters.append(f"type = {_quote(query.type)}")
-        common: dict = {"indexUid": self.uid, "q": query.q}
+        filters += _meili_filters(spec)
+        parsed = parse_query(spec.text)
+        common: dict = {"indexUid": self.uid, "q": _meili_q(spec, parsed),
+                        "matchingStrategy": query.matching_strategy}
         if filters:
             common["filter"] = " AND ".join(filters)
-        if query.sort in SORTS:
-            common["sort"] = [SORTS[query.sort]]
+        if query.effective_sort() in SORTS:
+            common["sort"] = [SORTS[query.effective_sort()]]
         hits_query = dict(
             common, limit=max(0, query.limit), offset=max(0, query.offset),
             attributesToRetrieve=RESULT_ATTRIBUTES, attributesToCrop=["content"],
@@ -227,12 +248,70 @@ class MeiliBackend:
             showRankingScore=True,
         )
         count_query = dict(common, hitsPerPage=1, page=1, attributesToRetrieve=["id"])
+        if query.facets:  # counted after `distinct`, so per document, not per chunk
+            count_query["facets"] = list(query.facets)
         answer = self._call(self.client.multi_search, [hits_query, count_query])
         hits, counted = answer["results"]
-        matcher = TermMatcher.from_query(parse_query(query.q))
+        matcher = TermMatcher.from_query(parsed)
         results = [_result(h, matcher, query.snippet_length) for h in hits["hits"]]
+        facets = None
+        if query.facets:
+            found = counted.get("facetDistribution") or {}
+            facets = {name: dict(found.get(name) or {}) for name in query.facets}
         elapsed = int((time.perf_counter() - started) * 1000)
-        return SearchPage(results, int(counted["totalHits"]), elapsed)
+        return SearchPage(results, int(counted["totalHits"]), elapsed, facets)
+
+
+def _meili_q(spec: QuerySpec, parsed: ParsedQuery) -> str:
+    """The q Meilisearch gets: its own `-word` / `-"phrase"` exclusions, then the text.
+
+    Meilisearch cannot limit one word to some attributes, so a `title:` term is sent as a
+    phrase that must match in any field (docs/api.md says so).
+    """
+    parts = ["-" + _phrase(words) for words in spec.excluded]
+    parts += ['"' + " ".join(words) + '"' for words in spec.title]
+    return " ".join(parts + [meili_text(parsed)]).lstrip()
+
+
+def _phrase(words: tuple[str, ...]) -> str:
+    return words[0] if len(words) == 1 else '"' + " ".join(words) + '"'
+
+
+def _meili_filters(spec: QuerySpec) -> list[str]:
+    """Filter expressions of the query language (field values any-of, ranges all-of)."""
+    out = []
+    for attribute, values in (("type", spec.types), ("extension", spec.extensions),
+                              ("source_id", spec.sources), ("folders", spec.paths)):
+        if values:
+            out.append(f"{attribute} IN [" + ", ".join(_quote(v) for v in values) + "]")
+    out += [_meili_range("modified_at", r) for r in spec.modified]
+    out += [_meili_range("size_bytes", r) for r in spec.size]
+    return [f for f in out if f]
+
+
+def _meili_range(attribute: str, bounds: Range) -> str:
+    parts = []
+    if bounds.low is not None:
+        parts.append(f"{attribute} >= {bounds.low}")
+    if bounds.high is not None:
+        parts.append(f"{attribute} < {bounds.high}")
+    return "(" + " AND ".join(parts) + ")" if parts else ""
+
+
+def meili_text(parsed: ParsedQuery) -> str:
+    """The query as Meilisearch reads it. It has no `OR`: the alternatives of a slot are
+    sent as words of their own (with `last` or `frequency` any of them may match); phrases
+    stay quoted; a trailing space unless the last word is a prefix being typed."""
+    parts = []
+    for slot in parsed.slots:
+        for alternative in slot.alternatives:
+            if isinstance(alternative, QueryTerm):
+                parts.append(alternative.text)
+            else:
+                parts.append('"' + " ".join(alternative) + '"')
+    last = parsed.terms[-1] if parsed.terms else None
+    prefix = bool(parsed.slots) and last is parsed.slots[-1].alternatives[-1] and last.prefix
+    return " ".join(parts) + ("" if prefix else " ")
 
 
 def _result(hit: dict, matcher: TermMatcher, snippet_length: int) -> dict:

@@ -9,7 +9,7 @@ from urllib.parse import quote
 from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
-from webapp.exceptions import Forbidden, NotFound, Unauthorized
+from webapp.exceptions import Forbidden, NotFound, QuerySyntaxError, Unauthorized
 from webapp.extensions import db
 from webapp.indexing.scanner import within
 from webapp.models import Source, User
@@ -17,7 +17,8 @@ from webapp.runtime import get_previews, get_search
 from webapp.search import SearchPage, SearchQuery
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
-from webapp.services import auth
+from webapp.search.syntax import parse_syntax
+from webapp.services import auth, search_args
 from webapp.services.image_render import PreviewLimits
 from webapp.services.sources import inside_allowed_roots
 
@@ -26,14 +27,15 @@ IMAGE_TYPES = {"image", "raw_image"}
 
 
 def search(args: dict) -> dict:
-    """Run a validated search request; the response echoes limit and offset."""
-    query = SearchQuery(q=args["q"], source_id=args.get("source_id") or None,
-                        type=args.get("type") or None, limit=args["limit"],
-                        offset=args["offset"], sort=args["sort"],
-                        snippet_length=args["snippet_length"])
+    """Run a search request loaded by search_args.load (or the API's schema); 400 when its
+    query language, type or source is bad. The response echoes limit and offset."""
+    query: SearchQuery = search_args.to_query(args)
     page: SearchPage = get_search().search(query)
-    return {"results": page.results, "total": page.total, "limit": query.limit,
-            "offset": query.offset, "processing_time_ms": page.processing_time_ms}
+    out = {"results": page.results, "total": page.total, "limit": query.limit,
+           "offset": query.offset, "processing_time_ms": page.processing_time_ms}
+    if query.facets:
+        out["facet_distribution"] = page.facet_distribution or {}
+    return out
 
 
 def get(doc_id: str) -> dict:
@@ -68,9 +70,17 @@ def text_page(doc: dict, q: str, page: int) -> dict:
     pages = max(1, math.ceil(len(content) / PREVIEW_PAGE_CHARS))
     page = min(page, pages)
     chunk = content[(page - 1) * PREVIEW_PAGE_CHARS: page * PREVIEW_PAGE_CHARS]
-    matcher = TermMatcher.from_query(parse_query(q)) if q.strip() else TermMatcher(())
-    body = highlight_all(chunk, matcher)
+    body = highlight_all(chunk, _matcher(q))
     return {"html": body, "page": page, "pages": pages, "matches": body.count("<em>")}
+
+
+def _matcher(q: str) -> TermMatcher:
+    """What to mark for a search's q: its free text (not -exclusions nor filter values)."""
+    try:
+        text = parse_syntax(q).text
+    except QuerySyntaxError:  # a half-typed term: mark the words as written
+        text = q
+    return TermMatcher.from_query(parse_query(text)) if text.strip() else TermMatcher(())
 
 
 def image_preview(doc: dict) -> tuple[bytes, str]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 from flask import Response, abort, g, redirect, render_template, request, url_for
 
 from webapp.exceptions import InvalidInput, TrawlError
-from webapp.search import SORTS, SearchBackendError
-from webapp.services import documents, ui_support
+from webapp.search import FACETS, IndexRebuilding, SearchBackendError
+from webapp.services import documents, search_args, ui_support
 from webapp.ui import bp, session
 from webapp.ui.htmx import is_htmx, render
 
@@ -23,6 +24,28 @@ SORT_LABELS = {
 }
 MAX_OFFSET = 100_000
 SNIPPET_LENGTH = 240
+# The syntax help beside the search box: (written, means).
+SYNTAX_ROWS = (
+    ('"two words"', "the exact phrase"),
+    ("-word, -\"a phrase\"", "leave out documents containing it"),
+    ("cats OR dogs", "either word (upper-case OR)"),
+    ("type:pdf ext:docx", "only that type or extension; repeat for several"),
+    ("source:notes", "only that source (its id)"),
+    ("path:projects/2024", "only files under that folder"),
+    ("title:budget", "the word is in the title or file name"),
+    ("modified:2024-03", "changed that year, month or day (UTC)"),
+    ("modified:>2024-01-01, modified:2023..2024-06", "date ranges (>, >=, <, <=, a..b)"),
+    ("size:>10MB, size:1MB..5MB", "size ranges (k, KB, MB, GB)"),
+)
+
+
+FILTER_PARAMS = ("source", "type", "ext", "year", "from", "to")  # the page's facet filters
+# (API facet, URL parameter, heading) of the facets beside the results.
+FACET_GROUPS = (("type", "type", "Type"), ("extension", "ext", "Extension"),
+                ("source_id", "source", "Source"), ("year", "year", "Year modified"))
+MAX_FACET_LINKS = 12
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_YEAR = re.compile(r"\d{4}")
 
 
 def _int_arg(args: Mapping, name: str, default: int, low: int, high: int) -> int:
@@ -38,63 +61,112 @@ def _int_arg(args: Mapping, name: str, default: int, low: int, high: int) -> int
     return value
 
 
+def read_form(args: Mapping) -> dict:
+    """The page's own parameters, trimmed (what the form and the links carry)."""
+    form = {name: (args.get(name) or "").strip() for name in ("q", *FILTER_PARAMS)}
+    form["sort"] = args.get("sort") or "relevance"
+    form["limit"] = (args.get("limit") or "").strip() or "20"
+    return form
+
+
+def filter_terms(form: Mapping) -> list[str]:
+    """The facet filters of the URL as query-language terms (so one validator reads them)."""
+    for name, pattern, example in (("year", _YEAR, "2024"), ("from", _DAY, "2024-03-15"),
+                                   ("to", _DAY, "2024-03-15")):
+        if form[name] and not pattern.fullmatch(form[name]):
+            raise InvalidInput(f"{name}: is not a date (use {example})")
+    terms = [f"{field}:{_quoted(form[name])}" for name, field in
+             (("source", "source"), ("type", "type"), ("ext", "ext"), ("year", "modified"))
+             if form[name]]
+    if form["from"] or form["to"]:
+        terms.append(f"modified:{form['from']}..{form['to']}")
+    return terms
+
+
+def _quoted(value: str) -> str:
+    value = value.replace('"', "")
+    return f'"{value}"' if any(c.isspace() for c in value) else value
+
+
 def parse_search(args: Mapping) -> dict:
-    """The search form's query string as documents.search() arguments; InvalidInput when bad."""
-    q = (args.get("q") or "").strip()
-    if len(q) > 1000:
-        raise InvalidInput("q: must be at most 1000 characters")
-    sort = args.get("sort") or "relevance"
-    if sort not in SORTS:
-        raise InvalidInput("sort: must be one of " + ", ".join(SORTS))
-    limit = _int_arg(args, "limit", 20, 1, 100)
-    page = _int_arg(args, "page", 1, 1, MAX_OFFSET // limit + 1)
-    doc_type = (args.get("type") or "").strip()
-    if len(doc_type) > 50:
-        raise InvalidInput("type: must be at most 50 characters")
-    return {"q": q, "source_id": (args.get("source") or "").strip() or None,
-            "type": doc_type or None, "limit": limit, "offset": (page - 1) * limit,
-            "sort": sort, "snippet_length": SNIPPET_LENGTH}
+    """The search page's query string as documents.search() arguments; InvalidInput when bad.
+
+    The box's text and the facet filters become one `q`, read by the API's own validator;
+    `args` is None when nothing is asked yet."""
+    form = read_form(args)
+    q = " ".join([form["q"], *filter_terms(form)]).strip()
+    if not q:  # nothing asked yet: the page says what there is to search
+        return {"form": form, "args": None, "limit": _int_arg(args, "limit", 20, 1, 100),
+                "page": 1}
+    loaded = search_args.load({"q": q, "sort": form["sort"], "limit": form["limit"],
+                               "snippet_length": SNIPPET_LENGTH, "facets": list(FACETS)})
+    page = _int_arg(args, "page", 1, 1, MAX_OFFSET // loaded["limit"] + 1)
+    loaded["offset"] = (page - 1) * loaded["limit"]
+    return {"form": form, "args": loaded, "limit": loaded["limit"], "page": page}
+
+
+def _facet_groups(result: dict, form: dict, source_names: dict[str, str]) -> list[dict]:
+    """The facets beside the results: per value its count and a link that toggles it."""
+    groups = []
+    for facet, param, label in FACET_GROUPS:
+        counts = (result.get("facet_distribution") or {}).get(facet) or {}
+        items = sorted(counts.items(), key=lambda kv: (-int(kv[0]), 0) if facet == "year"
+                       else (-kv[1], kv[0]))[:MAX_FACET_LINKS]
+        values = [{"value": value, "count": count, "selected": form[param] == value,
+                   "label": source_names.get(value, value) if facet == "source_id" else value,
+                   "url": _page_url(form, 1, **{param: None if form[param] == value else value})}
+                  for value, count in items]
+        if values:
+            groups.append({"param": param, "label": label, "values": values})
+    return groups
 
 
 def _run_search(args: Mapping) -> tuple[dict, dict | None, str | None]:
     """(parsed form, results or None, error message or None)."""
     try:
-        form = parse_search(args)
+        parsed = parse_search(args)
     except InvalidInput as exc:
-        form = {"q": (args.get("q") or "")[:1000], "source_id": args.get("source"),
-                "type": args.get("type"), "limit": 20, "offset": 0, "sort": "relevance"}
-        return form, None, exc.detail
-    if not form["q"]:
-        return form, None, None
+        form = read_form(args)
+        form["q"] = form["q"][:1000]
+        return {"form": form, "args": None, "limit": 20, "page": 1}, None, exc.detail
+    if parsed["args"] is None:
+        return parsed, None, None
     try:
-        return form, documents.search(form), None
+        return parsed, documents.search(parsed["args"]), None
     except TrawlError as exc:
-        return form, None, exc.detail
+        return parsed, None, exc.detail
+    except IndexRebuilding as exc:
+        return parsed, None, str(exc)
     except SearchBackendError as exc:
-        return form, None, f"The search engine failed: {exc}"
+        return parsed, None, f"The search engine failed: {exc}"
 
 
-def _page_url(form: dict, page: int) -> str:
-    params = {"q": form["q"], "source": form["source_id"] or None, "type": form["type"] or None,
+def _page_url(form: dict, page: int, **changes: str | None) -> str:
+    """The page's address for `form` at `page`, with some parameters changed (None drops)."""
+    params = {"q": form["q"], **{name: form[name] for name in FILTER_PARAMS},
               "sort": form["sort"] if form["sort"] != "relevance" else None,
-              "limit": form["limit"] if form["limit"] != 20 else None,
+              "limit": form["limit"] if str(form["limit"]) != "20" else None,
               "page": page if page > 1 else None}
-    return url_for("ui.index", **{k: v for k, v in params.items() if v is not None})
+    params.update(changes)
+    return url_for("ui.index", **{k: v for k, v in params.items() if v})
 
 
 @bp.get("/")
 def index():
     """Search: the whole page, or only the results for htmx (search as you type)."""
-    form, result, error = _run_search(request.args)
-    pages = math.ceil(result["total"] / form["limit"]) if result else 0
-    page = form["offset"] // form["limit"] + 1
+    parsed, result, error = _run_search(request.args)
+    form, limit, page = parsed["form"], parsed["limit"], parsed["page"]
+    pages = math.ceil(result["total"] / limit) if result else 0
+    sources = ui_support.source_choices()
     context = {
-        "form": form, "result": result, "error": error, "page": page,
-        "pages": pages, "page_url": lambda n: _page_url(form, n),
-        "sources": ui_support.source_choices(), "types": ui_support.document_types(),
-        "sort_labels": SORT_LABELS, "page_sizes": PAGE_SIZES,
+        "form": form, "result": result, "error": error, "page": page, "pages": pages,
+        "searched": parsed["args"] is not None or bool(error),
+        "page_url": lambda n, **changes: _page_url(form, n, **changes),
+        "facets": _facet_groups(result, form, dict(sources)) if result else [],
+        "sources": sources, "types": ui_support.document_types(),
+        "sort_labels": SORT_LABELS, "page_sizes": PAGE_SIZES, "syntax_rows": SYNTAX_ROWS,
     }
-    if not form["q"] and not error:
+    if not context["searched"]:
         context["file_total"] = ui_support.document_total()
     resp = render("index.html", "_results.html", 400 if error else 200, **context)
     if is_htmx():  # the address bar shows the short form of the search (shared links, history)

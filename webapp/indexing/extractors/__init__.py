@@ -37,6 +37,10 @@ EXTRACTORS: tuple[ExtractorSpec, ...] = (
 )
 DOC_TYPES = tuple(dict.fromkeys(spec.type for spec in EXTRACTORS)) + ("file",)
 FALLBACK_TYPE = "file"
+# failures of access, not of content: the next scan tries such a file again (indexing/healing.py)
+VANISHED_MESSAGE = "File no longer exists"
+UNREADABLE_MESSAGE = "File is not readable"
+TIMEOUT_MESSAGE = "Extraction timed out after"  # + " N s"
 _LABELS = {
     "pdf": "PDF", "docx": "DOCX", "xlsx": "XLSX", "pptx": "PPTX", "rtf": "RTF", "epub": "EPUB",
     "comic": "comic archive", "raw_image": "RAW image", "media": "media", "image": "image",
@@ -96,9 +100,9 @@ def extract(
     except RecursionError as exc:
         raise ExtractionError(f"Not a valid {label} file (nested too deeply)") from exc
     except FileNotFoundError as exc:
-        raise ExtractionError("File no longer exists") from exc
+        raise ExtractionError(VANISHED_MESSAGE) from exc
     except PermissionError as exc:
-        raise ExtractionError("File is not readable") from exc
+        raise ExtractionError(UNREADABLE_MESSAGE) from exc
     except Exception as exc:  # any library failure on a bad file is a failed file
         raise ExtractionError(f"Not a valid {label} file") from exc
     return _normalized(doc, settings)

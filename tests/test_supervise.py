@@ -1,0 +1,251 @@
+"""The real launcher (`python -m webapp.launcher`, what `make run` runs) keeps every process
+running (issue 21): a killed embedded Redis, a killed worker pool and a SIGTERM to gunicorn's
+master are recovered without a person; revocations survive a Redis crash; the workers die with
+their pool; SIGTERM to the launcher still stops everything."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import requests
+
+from tests.conftest import ADMIN, REPO, new_pg_database
+
+pytestmark = pytest.mark.slow
+RECOVERY_LIMIT = 20.0  # seconds a recovery may take on this shared 2-core machine
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Launcher:
+    """`python -m webapp.launcher` on an embedded Redis, a free port and a data folder."""
+
+    def __init__(self, folder: Path, database_url: str):
+        self.data = folder / "data"
+        self.roots = folder / "roots"
+        self.data.mkdir()
+        self.roots.mkdir()
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = folder / "launcher.log"
+        self.env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+        self.env.update({"DATA_DIR": str(self.data), "ALLOWED_ROOTS": str(self.roots),
+                         "HOST": "127.0.0.1", "PORT": str(self.port), "WORKERS": "2",
+                         "WEB_CONCURRENCY": "1", "LOG_LEVEL": "INFO",
+                         "SEARCH_BACKEND": "tantivy", "SEARCH_INDEX_DIR": ""})
+        if database_url:
+            self.env["DATABASE_URL"] = database_url
+        self.session = requests.Session()
+
+    def start(self) -> None:
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "webapp.launcher"], cwd=REPO,
+                                         env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        self.wait_healthy(90)
+
+    def wait_healthy(self, timeout: float = RECOVERY_LIMIT) -> float:
+        """Seconds until /api/health answers 200 (fails after `timeout`)."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            assert self.proc.poll() is None, self.log.read_text()[-3000:]
+            try:
+                if requests.get(self.url + "/api/health", timeout=5).status_code == 200:
+                    return time.monotonic() - started
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"not healthy after {timeout} s:\n{self.log.read_text()[-3000:]}")
+
+    def child(self, *words: str) -> psutil.Process:
+        """The launcher's direct child whose command line holds all `words`."""
+        for proc in psutil.Process(self.proc.pid).children():
+            if all(w in " ".join(proc.cmdline()) for w in words):
+                return proc
+        raise AssertionError(f"no child {words}")
+
+    def launcher_lines(self) -> list[str]:
+        return [line for line in self.log.read_text().splitlines() if "[launcher]" in line]
+
+    def stop(self) -> None:
+        """SIGTERM to the launcher; whatever of its tree is left after a minute is killed."""
+        if self.proc.poll() is not None:
+            return
+        tree = psutil.Process(self.proc.pid).children(recursive=True)
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        for proc in tree:
+            try:
+                proc.kill()
+            except psutil.NoSuchProcess:
+                pass
+
+
+@pytest.fixture(scope="module")
+def launcher(tmp_path_factory, database_url):
+    folder = tmp_path_factory.mktemp("launch")
+    if database_url:  # its own database: the app fixture of other tests resets the shared one
+        with new_pg_database("trawl_launch") as url:
+            yield from _running(folder, url)
+    else:
+        yield from _running(folder, "")
+
+
+def _running(folder: Path, database_url: str):
+    launched = Launcher(folder, database_url)
+    launched.start()
+    try:
+        yield launched
+    finally:
+        launched.stop()
+
+
+@pytest.fixture(scope="module")
+def api(launcher) -> requests.Session:
+    """A session authenticated as the admin, with one source of one file indexed."""
+    session = launcher.session
+    resp = session.post(launcher.url + "/api/auth/setup", json=ADMIN)
+    assert resp.status_code == 201, resp.text
+    session.headers["Authorization"] = f"Bearer {resp.json()['access_token']}"
+    docs = launcher.roots / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("an aardvark in a supervised tree")
+    resp = session.post(launcher.url + "/api/sources", json={"name": "Docs",
+                                                             "root_path": str(docs)})
+    assert resp.status_code == 201, resp.text
+    assert _scan(launcher, session)["state"] == "finished"
+    return session
+
+
+def _scan(launcher: Launcher, session: requests.Session) -> dict:
+    resp = session.post(launcher.url + "/api/sources/docs/reindex?wait=60", timeout=70)
+    assert resp.status_code == 200, resp.text
+    return resp.json()["stats"]
+
+
+def _search_total(launcher: Launcher, session: requests.Session) -> int:
+    resp = session.post(launcher.url + "/api/search", json={"q": "aardvark"}, timeout=10)
+    assert resp.status_code == 200, resp.text
+    return resp.json()["total"]
+
+
+def _dead(proc: psutil.Process, reaped: bool = True) -> bool:
+    """The process has exited and (when `reaped`) is no zombie either.
+
+    Process objects, not pids: on this busy machine a pid comes back within seconds.
+    """
+    try:
+        return not proc.is_running() or (not reaped and proc.status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_dead(procs: list[psutil.Process], reaped: bool = True, timeout: float = 10.0) -> None:
+    """Fail unless every process has exited within `timeout` (and was reaped, when asked)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not all(_dead(p, reaped) for p in procs):
+        time.sleep(0.1)
+    left = [p for p in procs if not _dead(p, reaped)]
+    assert not left, f"still there: {left}"
+
+
+def test_killed_embedded_redis_is_restarted_and_search_works(launcher, api):
+    redis_server = launcher.child("redis-server")
+    scheduler = launcher.child("worker.py", "scheduler")
+    redis_server.kill()
+    started = time.monotonic()
+    while True:  # without a person: no step of ours between the kill and the answers
+        try:
+            if api.post(launcher.url + "/api/search", json={"q": "aardvark"},
+                        timeout=5).status_code == 200:
+                break
+        except requests.RequestException:
+            pass
+        assert time.monotonic() - started < RECOVERY_LIMIT
+        time.sleep(0.1)
+    print(f"search answered again {time.monotonic() - started:.2f} s after kill -9 of Redis")
+    _wait_dead([redis_server])  # reaped by the launcher: no zombie left behind
+    assert launcher.child("redis-server").pid != redis_server.pid
+    assert _search_total(launcher, api) == 1
+    assert _scan(launcher, api)["state"] == "finished"  # the workers use the new Redis
+    lines = launcher.launcher_lines()
+    assert any(f"redis (pid {redis_server.pid}) was killed by SIGKILL" in x for x in lines)
+    assert not any(x.split("] ", 1)[1].startswith("scheduler") for x in lines), lines
+    assert launcher.child("worker.py", "scheduler").pid == scheduler.pid  # it waited: no loop
+
+
+def test_revocation_survives_a_redis_crash(launcher, api):
+    resp = api.post(launcher.url + "/api/auth/login", json=ADMIN)
+    token = resp.json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    assert requests.get(launcher.url + "/api/sources", headers=headers).status_code == 200
+    assert requests.post(launcher.url + "/api/auth/logout", headers=headers).status_code in (
+        200, 204)
+    time.sleep(1.5)  # the append-only file is flushed once a second
+    launcher.child("redis-server").kill()
+    time.sleep(0.5)
+    launcher.wait_healthy()
+    assert requests.get(launcher.url + "/api/sources", headers=headers).status_code == 401
+    assert api.get(launcher.url + "/api/sources").status_code == 200
+    assert requests.post(launcher.url + "/api/auth/login", json=ADMIN).status_code == 200
+
+
+def test_killed_pool_parent_leaves_no_worker(launcher, api):
+    pool = launcher.child("worker.py", "--workers")
+    workers = pool.children(recursive=True)
+    assert len(workers) >= 2
+    pool.kill()
+    killed = time.monotonic()
+    _wait_dead([pool])
+    # the workers were the pool's children: init reaps them, we only ask that they exited
+    _wait_dead(workers, reaped=False, timeout=5)
+    print(f"pool workers gone {time.monotonic() - killed:.2f} s after kill -9 of their pool")
+    deadline = time.monotonic() + RECOVERY_LIMIT
+    while time.monotonic() < deadline:
+        try:
+            fresh = launcher.child("worker.py", "--workers")
+            if fresh.pid != pool.pid:
+                break
+        except AssertionError:
+            pass
+        time.sleep(0.1)
+    (launcher.roots / "docs" / "b.txt").write_text("a second aardvark")
+    assert _scan(launcher, api)["state"] == "finished"  # served by the new pool
+    assert _search_total(launcher, api) == 2
+    assert any(f"workers (pid {pool.pid}) was killed by SIGKILL" in x
+               for x in launcher.launcher_lines())
+
+
+def test_sigterm_to_gunicorn_master_restarts_the_web_server(launcher, api):
+    master = launcher.child("gunicorn")
+    master.terminate()
+    master.wait(timeout=40)
+    took = launcher.wait_healthy()
+    print(f"web server answered again {took:.2f} s after its master stopped")
+    assert launcher.child("gunicorn").pid != master.pid
+    assert _search_total(launcher, api) == 2
+
+
+def test_sigterm_to_the_launcher_stops_everything(launcher, api):
+    tree = psutil.Process(launcher.proc.pid).children(recursive=True)
+    assert len(tree) >= 6  # redis, gunicorn + worker, scheduler, pool + 2 workers
+    launcher.proc.send_signal(signal.SIGTERM)
+    assert launcher.proc.wait(timeout=60) == 0
+    _wait_dead(tree, reaped=False)
+    assert (launcher.data / "redis.aof").exists()
+    print("\n".join(launcher.launcher_lines()))

@@ -1,0 +1,118 @@
+"""An index written with an older schema is re-indexed in place in the background, text kept."""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing
+import shutil
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import tantivy
+
+from tests.test_search_backend import CORPUS
+from webapp.search import IndexRebuilding, SearchQuery
+from webapp.search.content_store import ContentStore
+from webapp.search.tantivy_backend import FIELD_WEIGHTS, TOKENIZER, TantivyBackend, build_analyzer
+from webapp.search.tantivy_rebuild import LOCK_NAME
+
+NEW_FIELDS = ("year", "folders")
+
+
+def old_schema() -> tantivy.Schema:
+    """The schema before `year` and `folders` existed."""
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("id", tokenizer_name="raw")
+    for name in ("source_id", "type", "extension", "basename_sort"):
+        sb.add_text_field(name, tokenizer_name="raw", fast=True)
+    for name in FIELD_WEIGHTS:
+        sb.add_text_field(name, tokenizer_name=TOKENIZER)
+    sb.add_integer_field("modified_at", indexed=True, fast=True)
+    sb.add_integer_field("size_bytes", indexed=True, fast=True)
+    sb.add_bytes_field("doc", stored=True)
+    return sb.build()
+
+
+def write_old_index(directory: Path) -> None:
+    """CORPUS indexed with the old schema, texts in the content store, as an older Trawl did."""
+    shaper = TantivyBackend(None)  # only to shape documents the way the backend does
+    index = tantivy.Index(old_schema(), str(directory))
+    index.register_tokenizer(TOKENIZER, build_analyzer())
+    writer = index.writer(32_000_000, 1)
+    for doc in CORPUS:
+        fields = shaper._to_document(dict(doc, title=doc.get("title"))).to_dict()
+        writer.add_document(tantivy.Document(
+            **{k: v for k, v in fields.items() if k not in NEW_FIELDS}))
+    writer.commit()
+    writer.wait_merging_threads()
+    ContentStore(directory).put(CORPUS)
+
+
+def _count_when_ready(backend: TantivyBackend, seconds: float = 60) -> int:
+    """The document count once the background rebuild is done."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return backend.count()
+        except IndexRebuilding:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _open_and_count(directory: str, out) -> None:
+    out.put(_count_when_ready(TantivyBackend(directory)))
+
+
+@contextmanager
+def rebuild_lock_held(directory: Path):
+    """What a process rebuilding the index holds."""
+    with open(directory / LOCK_NAME, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def test_an_older_index_is_rebuilt_in_the_background_with_the_new_fields(tmp_path):
+    directory = tmp_path / "ix"
+    directory.mkdir()
+    write_old_index(directory)
+    with pytest.raises(ValueError, match="schema does not match"):
+        tantivy.Index(TantivyBackend(None).schema, str(directory), reuse=True)
+    with rebuild_lock_held(directory):  # another process is at it: say so, do not wait
+        with pytest.raises(IndexRebuilding, match="being rebuilt"):
+            TantivyBackend(directory).count()
+    ctx = multiprocessing.get_context("spawn")  # processes starting together: one rebuilds
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_open_and_count, args=(str(directory), out)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(90)
+    assert sorted(out.get(timeout=5) for _ in procs) == [len(CORPUS)] * 2
+    backend = TantivyBackend(directory)
+    page = backend.search(SearchQuery(q="invoice path:/data/docs", facets=("year",)))
+    assert [r["basename"] for r in page.results] == ["2024-invoice_acme.pdf"]
+    assert page.facet_distribution == {"year": {"2023": 1}}
+    assert "<em>invoice</em>" in page.results[0]["snippet"]  # the text came along
+    assert backend.get("docs--cv")["content"].startswith("Curriculum vitae")
+    assert not (tmp_path / "ix.rebuild").exists()
+
+
+def test_search_answers_503_while_the_index_is_rebuilt(app, client, auth):
+    directory = Path(app.config["SEARCH_INDEX_DIR"])
+    app.extensions.pop("trawl.search", None)  # as if the app started on an older index
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    write_old_index(directory)
+    with rebuild_lock_held(directory):
+        resp = client.post("/api/search", headers=auth, json={"q": "invoice"})
+        assert resp.status_code == 503 and resp.headers["Retry-After"] == "60"
+        assert "being rebuilt" in resp.get_json()["detail"]
+    with app.app_context():
+        from webapp.runtime import get_search
+
+        assert _count_when_ready(get_search(app)) == len(CORPUS)
+    found = client.post("/api/search", headers=auth, json={"q": "invoice"}).get_json()
+    assert found["total"] == 1

@@ -1,0 +1,123 @@
+"""Rewrites a Tantivy index made with an older schema into the current one, in place.
+
+Tantivy refuses to open an index whose schema differs from the one asked for. A new field
+(e.g. `folders` for `path:` filters) must not cost a re-extraction of every file: each
+document's JSON is stored in the index and its text in the content store beside it, so the
+documents are re-indexed from those into a new index, which then takes the old one's place.
+The first process to open the older index rewrites it in a background thread, holding a file
+lock; until it is done, every process answers IndexRebuilding (503) for the index.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import tantivy
+
+from webapp.search import IndexRebuilding, validate_doc
+from webapp.search.content_store import FILE_NAME, ContentStore
+
+log = logging.getLogger(__name__)
+MISMATCH = "schema does not match"
+CHUNK = 500  # documents read and written at a time
+LOCK_NAME = ".trawl-rebuild.lock"
+KEEP = (FILE_NAME, ".tantivy-meta.lock", ".tantivy-writer.lock", LOCK_NAME)
+REBUILDING = ("The search index is being rebuilt for this version of Trawl "
+              "(no file is read again); try again in a few minutes")
+
+
+def _open(schema: tantivy.Schema, directory: Path) -> tantivy.Index | None:
+    """The index with this schema, or None when the one on disk has another schema."""
+    try:
+        return tantivy.Index(schema, str(directory), reuse=True)
+    except ValueError as exc:
+        if MISMATCH not in str(exc):
+            raise
+        return None
+
+
+def open_or_rebuild(
+    directory: Path, schema: tantivy.Schema, to_document: Callable[[dict], tantivy.Document],
+    register: Callable[[tantivy.Index], None],
+) -> tantivy.Index:
+    """The index in `directory` with `schema`; IndexRebuilding while an older one is rewritten.
+
+    The first caller to find an older index starts the rewrite in a background thread of its
+    process (a web request must not wait minutes), holding a file lock until it is done."""
+    index = _open(schema, directory)
+    if index is not None:
+        return index
+    handle = open(directory / LOCK_NAME, "w")  # noqa: SIM115 - the rebuild thread closes it
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise IndexRebuilding(REBUILDING) from None
+    index = _open(schema, directory)  # rebuilt by another process before this one locked
+    if index is not None:
+        handle.close()
+        return index
+    thread = threading.Thread(target=_rebuild_unlocking, name="trawl-index-rebuild", daemon=True,
+                              args=(handle, directory, schema, to_document, register))
+    thread.start()
+    raise IndexRebuilding(REBUILDING)
+
+
+def _rebuild_unlocking(handle, directory: Path, schema, to_document, register) -> None:
+    """Rebuild, log the outcome, free the lock (closing the file frees it)."""
+    started = time.monotonic()
+    try:
+        moved = _rebuild(directory, schema, to_document, register)
+        log.warning("Search index rebuilt for a new schema: %d documents in %.0f s",
+                    moved, time.monotonic() - started)
+    except Exception:  # noqa: BLE001 - a background thread: logged, retried at the next open
+        log.exception("Rebuilding the search index failed; the next start tries again")
+    finally:
+        handle.close()
+
+
+def _rebuild(directory: Path, schema: tantivy.Schema, to_document, register) -> int:
+    """Index every stored document again into `<dir>.rebuild`, then swap it in."""
+    old = tantivy.Index.open(str(directory))
+    searcher = old.searcher()
+    store = ContentStore(directory)
+    target = directory.parent / f"{directory.name}.rebuild"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir()
+    new = tantivy.Index(schema, str(target))
+    register(new)
+    writer = new.writer(64_000_000, 1)
+    hits = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs), count=False).hits
+    addresses = [address for _, address in hits]
+    for first in range(0, len(addresses), CHUNK):
+        docs = [json.loads(searcher.doc(a).get_first("doc")) for a in addresses[first:first + CHUNK]]
+        store.put([d for d in docs if "content" in d])  # older layout: text in the JSON
+        texts = store.get_many([d["id"] for d in docs if "content" not in d])
+        for doc in docs:
+            doc.setdefault("content", texts.get(doc["id"], ""))
+            writer.add_document(to_document(validate_doc(doc)))
+    writer.commit()
+    writer.wait_merging_threads()
+    del writer, new, searcher, old
+    _swap(target, directory)
+    return len(addresses)
+
+
+def _swap(source: Path, directory: Path) -> None:
+    """Move the new index's files into `directory`; meta.json last (the switch), then the old
+    index's files go. The content store stays where it is."""
+    old_files = {n for n in os.listdir(directory) if n not in KEEP and not n.startswith(FILE_NAME)}
+    new_files = [n for n in os.listdir(source) if n not in KEEP]
+    for name in sorted(new_files, key=lambda n: (n == "meta.json", n == ".managed.json")):
+        os.replace(source / name, directory / name)
+    for name in old_files - set(new_files):
+        (directory / name).unlink(missing_ok=True)
+    shutil.rmtree(source, ignore_errors=True)

@@ -1,0 +1,97 @@
+"""The one validator of search arguments: the API, the web page and the CLI give the same errors.
+
+`load()` checks the shape (the API's marshmallow schema, so the texts are the API's);
+`to_query()` checks what needs the data: the query language of `q`, that a `type` is a
+known type and a source exists, and turns `path:` folders into absolute ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+from collections.abc import Iterable, Mapping
+
+import marshmallow as ma
+
+from webapp.exceptions import InvalidInput
+from webapp.extensions import db
+from webapp.models import IndexedFile, Source
+from webapp.runtime import get_search
+from webapp.search import DEFAULT_MATCHING_STRATEGY, SearchQuery
+from webapp.search.syntax import parse_syntax
+
+
+def load(raw: Mapping) -> dict:
+    """Arguments as the API's search body would be after validation; InvalidInput when bad."""
+    from webapp.api.schemas import SearchArgsSchema
+    from webapp.errors import validation_detail
+
+    try:
+        return SearchArgsSchema().load(dict(raw))
+    except ma.ValidationError as exc:
+        raise InvalidInput(validation_detail(exc.messages)) from None
+
+
+def to_query(args: Mapping) -> SearchQuery:
+    """A SearchQuery of loaded arguments after the checks against the data (400 when bad)."""
+    spec = parse_syntax(args["q"])
+    source_id = args.get("source_id") or None
+    doc_type = args.get("type") or None
+    if doc_type is not None:
+        check_type(doc_type, "type")
+    if source_id is not None:
+        check_source(source_id, "source_id")
+    for value in spec.types:
+        check_type(value, f"q: type:{value}")
+    for value in spec.sources:
+        check_source(value, f"q: source:{value}")
+    if spec.paths:
+        wanted = [source_id] if source_id else list(spec.sources)
+        spec = dataclasses.replace(spec, paths=tuple(resolve_paths(spec.paths, wanted)))
+    return SearchQuery(
+        q=args["q"], source_id=source_id, type=doc_type, limit=args.get("limit", 20),
+        offset=args.get("offset", 0), sort=args.get("sort", "relevance"),
+        snippet_length=args.get("snippet_length", 300),
+        facets=tuple(dict.fromkeys(args.get("facets") or ())), spec=spec,
+        matching_strategy=args.get("matching_strategy") or DEFAULT_MATCHING_STRATEGY,
+    )
+
+
+def check_type(doc_type: str, label: str) -> None:
+    """400 `<label>: unknown type 'X'` unless extractors make that type or documents have it."""
+    from webapp.indexing.extractors import DOC_TYPES
+
+    if doc_type in DOC_TYPES:
+        return
+    if db.session.query(IndexedFile.id).filter_by(doc_type=doc_type).first() is None:
+        raise InvalidInput(f"{label}: unknown type {doc_type!r}")
+
+
+def check_source(source_id: str, label: str) -> None:
+    """400 `<label>: unknown source 'x'` unless that source exists (or still has documents:
+    an index served without its database, as the search benchmark does)."""
+    if db.session.get(Source, source_id) is None and not get_search().count(source_id):
+        raise InvalidInput(f"{label}: unknown source {source_id!r}")
+
+
+def resolve_paths(paths: Iterable[str], source_ids: list[str]) -> list[str]:
+    """Absolute folders for `path:` values: absolute ones as they are, relative ones under the
+    root of each source (of `source_ids` when given)."""
+    roots = None
+    out: list[str] = []
+    for path in paths:
+        if path.startswith("/"):
+            out.append(_clean(path))
+            continue
+        if roots is None:
+            query = db.session.query(Source.id, Source.root_path)
+            roots = [root for sid, root in query if not source_ids or sid in source_ids]
+        # No source to resolve it under: kept relative, it matches nothing (folders are absolute).
+        out += [_clean(posixpath.join(root, path)) for root in roots] or [path]
+    return list(dict.fromkeys(out))
+
+
+def _clean(path: str) -> str:
+    """`/a//b/./c/` -> `/a/b/c` (the form the index keeps folders in)."""
+    return posixpath.normpath(path).replace("//", "/")
+
