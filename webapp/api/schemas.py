@@ -6,7 +6,10 @@ import marshmallow as ma
 from marshmallow import fields, validate
 
 from webapp.indexing.runstats import RunState, SourceState
-from webapp.search import FACETS, SORTS
+from webapp.search import DEFAULT_MATCHING_STRATEGY, FACETS, MATCHING_STRATEGIES, SORTS
+
+# A question pasted whole is searched (its first MAX_QUERY_WORDS words); longer text is 400.
+MAX_Q_CHARS = 4000
 
 
 class StrictSchema(ma.Schema):
@@ -207,6 +210,9 @@ class SearchArgsSchema(StrictSchema):
         SORTS, error="must be one of " + ", ".join(SORTS)))
     snippet_length = fields.Integer(load_default=300, validate=validate.Range(
         min=50, max=1000, error="must be between 50 and 1000"))
+    matching_strategy = fields.String(
+        load_default=DEFAULT_MATCHING_STRATEGY, validate=validate.OneOf(
+            MATCHING_STRATEGIES, error="must be one of " + ", ".join(MATCHING_STRATEGIES)))
     facets = fields.List(fields.String(), load_default=list, metadata={
         "description": "Count matches per value of these: " + ", ".join(FACETS)})
 
@@ -214,8 +220,8 @@ class SearchArgsSchema(StrictSchema):
     def _q(self, value: str, **kwargs) -> None:
         if not value.strip():
             raise ma.ValidationError("must not be empty")
-        if len(value) > 1000:
-            raise ma.ValidationError("must be at most 1000 characters")
+        if len(value) > MAX_Q_CHARS:
+            raise ma.ValidationError(f"must be at most {MAX_Q_CHARS} characters")
 
     @ma.validates("facets")
     def _facets(self, value: list[str], **kwargs) -> None:
