@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 VENDOR := static/vendor
 
-.PHONY: run test install install-dev assets chromium services lint bench bench-quick clean
+.PHONY: run test install install-dev assets chromium services lint bench bench-quick bench-relevance clean
 
 run: install assets
 	$(BIN)/python -m webapp.launcher
@@ -71,6 +71,10 @@ bench: install assets
 
 bench-quick: install assets
 	$(BIN)/python -m bench.run --quick
+
+# Ranking quality on the CISI collection through the service, beside a plain BM25 reference.
+bench-relevance: install assets
+	$(BIN)/python -m bench.relevance
 
 clean:
 	rm -rf $(VENV) node_modules $(VENDOR) .pytest_cache

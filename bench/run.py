@@ -1,4 +1,5 @@
-"""Benchmark entry: `python -m bench.run [--quick] [--scale 5k|50k|both]`, Trawl beside Recoll.
+"""Benchmark entry: `python -m bench.run [--quick] [--scale 5k|50k|both]`, Trawl beside Recoll,
+then the relevance benchmark (bench/relevance.py) unless --skip-relevance.
 
 For each scale: build (or reuse) the corpus, run Trawl through `python -m webapp.launcher` and its
 HTTP API, then Recoll on the same files; write bench/results/<scale>-<date>.json and the tables
@@ -16,7 +17,7 @@ from datetime import date
 from pathlib import Path
 
 from bench import corpus as corpus_mod
-from bench import recoll_runner, report
+from bench import recoll_runner, relevance, report
 from bench.measure import machine
 from bench.trawl_runner import TrawlService
 
@@ -119,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=0, help="queries per kind (default 200)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-recoll", action="store_true")
+    parser.add_argument("--skip-relevance", action="store_true",
+                        help="leave out the relevance benchmark (bench/relevance.py)")
     args = parser.parse_args(argv)
     scales = ["quick"] if args.quick else (["5k", "50k"] if args.scale == "both" else [args.scale])
     per_kind = args.queries or (50 if args.quick else 200)
@@ -128,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         path = save(result)
         print(report.markdown(result))
         log(f"{scale} done in {time.monotonic() - started:.0f} s; wrote {path} and {DOC}")
+    if not args.skip_relevance:
+        log("relevance: CISI through the service beside a plain BM25 reference ...")
+        relevance.main([])
     return 0
 
 

@@ -44,7 +44,9 @@ def test_search_validation_names_the_field(client, auth):
              ({"q": "x", "limit": 101}, "limit: must be between 1 and 100"),
              ({"q": "x", "snippet_length": 49}, "snippet_length: must be between 50 and 1000"),
              ({"q": "x", "offset": -1}, "offset:"), ({"q": "x", "sort": "name"}, "sort: must be one of"),
-             ({"q": "x", "limit": "ten"}, "limit:"), ({"q": "x", "colour": 1}, "colour: unknown field")]
+             ({"q": "x", "limit": "ten"}, "limit:"), ({"q": "x", "colour": 1}, "colour: unknown field"),
+             ({"q": "x", "matching_strategy": "any"}, "matching_strategy: must be one of all, last"),
+             ({"q": "x" * 4001}, "q: must be at most 4000 characters")]
     for body, detail in cases:
         resp = _search(client, auth, **body)
         assert resp.status_code == 400 and resp.get_json()["detail"].startswith(detail), body
@@ -62,6 +64,14 @@ def test_search_results_have_the_contract_fields(client, auth, indexed):
     assert "<em>quarterly</em>" in hit["snippet"] and "<em>revenue</em>" in hit["snippet"]
     assert hit["id"].startswith("docs--") and len(hit["id"]) == len("docs--") + 12
     assert isinstance(hit["modified_at"], int) and hit["score"] > 0
+
+
+def test_matching_strategy_over_http(client, auth, indexed):
+    # `budget` occurs, `zebra` nowhere: the default strategy still finds the budget plan
+    assert _search(client, auth, q="budget zebra").get_json()["total"] == 1
+    assert _search(client, auth, q="budget zebra", matching_strategy="all").get_json()["total"] == 0
+    question = "What is in the budget plan for next year, and who wrote it? " * 8
+    assert _first_id(client, auth, question) == _first_id(client, auth, "budget plan")
 
 
 def test_accents_filters_and_escaping(client, auth, indexed):

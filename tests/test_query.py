@@ -9,9 +9,12 @@ import pytest
 
 from tests.conftest import corpus_dir
 from webapp.search.query import (
+    MAX_QUERY_WORDS,
+    MAX_TYPO_WORDS,
     QueryTerm,
     allowed_typos,
     fold,
+    index_terms,
     parse_query,
     tokens,
     typo_match,
@@ -44,10 +47,12 @@ def test_last_word_is_prefix_only_when_it_ends_the_query():
     assert parse_query('acme "total due"').phrases == (("total", "due"),)
 
 
-def test_query_words_are_capped():
-    parsed = parse_query(" ".join(f"w{i}" for i in range(30)))
-    assert len(parsed.terms) + sum(map(len, parsed.phrases)) <= 10
-    assert not parsed.terms[-1].prefix
+def test_query_words_are_capped_and_only_the_first_ten_are_typo_tolerant():
+    parsed = parse_query("lorem " * 150 + "lorem")
+    assert len(parsed.terms) == MAX_QUERY_WORDS
+    assert not parsed.terms[-1].prefix  # the query went on: the last kept word is complete
+    assert [t.typos for t in parsed.terms[:MAX_TYPO_WORDS]] == [1] * MAX_TYPO_WORDS
+    assert {t.typos for t in parsed.terms[MAX_TYPO_WORDS:]} == {0}
 
 
 def test_punctuation_only_query_is_empty():
@@ -111,7 +116,7 @@ def test_python_folding_matches_the_index_tokenizer():
              + ["Ŝtraße", "Œuvre", "Ærøskøbing", "ﬁnance", "Łódź", "Ðóttir"])
     assert len(words) > 3000
     analyzer = build_analyzer()
-    mismatches = [w for w in words if tokens(w) != analyzer.analyze(w)]
+    mismatches = [w for w in words if index_terms(w) != analyzer.analyze(w)]
     assert mismatches == []
 
 

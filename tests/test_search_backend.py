@@ -96,30 +96,30 @@ def visible(snippet: str) -> str:
 
 def test_four_letter_word_with_a_typo_does_not_match(corpus):
     assert ids_of(corpus, "lazy garden") == ["garden"]
-    assert ids_of(corpus, "lazi garden") == []
+    assert ids_of(corpus, "lazi garden", matching_strategy="all") == []
 
 
 def test_five_letter_word_matches_with_one_typo_not_two(corpus):
     assert ids_of(corpus, "basel garden") == ["garden"]
     assert ids_of(corpus, "tomatos garden") == ["garden"]
-    assert ids_of(corpus, "tmatos garden") == []
+    assert ids_of(corpus, "tmatos garden", matching_strategy="all") == []
 
 
 def test_nine_letter_word_matches_with_two_typos_not_three(corpus):
     assert ids_of(corpus, "dapartmnet budget") == ["budget"]
-    assert ids_of(corpus, "dapartmnot budget") == []
+    assert ids_of(corpus, "dapartmnot budget", matching_strategy="all") == []
 
 
 def test_last_word_matches_as_prefix(corpus):
     assert ids_of(corpus, "tomat") == ["garden"]
     assert ids_of(corpus, "internation") == ["i18n"]
-    assert ids_of(corpus, "tomat garden") == []  # only the last word is a prefix
+    assert ids_of(corpus, "tomat garden", matching_strategy="all") == []  # only the last word is a prefix
 
 
 def test_all_words_must_match_in_any_field(corpus):
-    assert ids_of(corpus, "garden notes basil") == ["garden"]
-    assert ids_of(corpus, "invoice acme") == ["hostile"]  # acme is only in the file name
-    assert ids_of(corpus, "garden plumber") == []
+    assert ids_of(corpus, "garden notes basil", matching_strategy="all") == ["garden"]
+    assert ids_of(corpus, "invoice acme", matching_strategy="all") == ["hostile"]  # name only
+    assert ids_of(corpus, "garden plumber", matching_strategy="all") == []
 
 
 def test_quoted_phrase_matches_words_in_order(corpus):
@@ -159,6 +159,109 @@ def test_title_and_file_name_matches_rank_first(backend):
     ranked = ids_of(backend, "zebra")
     assert ranked[-1] == "body"
     assert set(ranked) == {"body", "named", "titled"}
+
+
+# --- relevance: strategies, order rules, stems, OR, CJK -------------------------------------
+
+
+def _meili(backend) -> bool:
+    return not isinstance(backend, TantivyBackend)
+
+
+def test_default_strategy_finds_documents_matching_some_words(corpus):
+    assert ids_of(corpus, "garden xylophone") == ["garden"]  # one word occurs nowhere
+    assert set(ids_of(corpus, "garden plumber")) == {"garden", "minutes"}
+    assert ids_of(corpus, "garden plumber", matching_strategy="all") == []
+
+
+def test_more_matched_words_rank_above_fewer_in_every_strategy(backend):
+    backend.upsert([
+        make_doc("one", "Otter. Otter otter otter, the otter."),
+        make_doc("both", "A long report on rivers, with one otter and one heron among many "
+                         "other animals and plants described over several pages of text."),
+        make_doc("none", "Nothing to see here."),
+    ])
+    for strategy in ("last", "frequency"):
+        page = backend.search(SearchQuery(q="otter heron", matching_strategy=strategy))
+        assert [r["id"] for r in page.results] == ["docs--both", "docs--one"], strategy
+        assert page.total == 2
+    assert ids_of(backend, "otter heron", matching_strategy="all") == ["both"]
+
+
+def test_last_strategy_prefers_the_first_words(backend):
+    if _meili(backend):
+        pytest.skip("Meilisearch's `last` leaves out documents without the first word")
+    backend.upsert([
+        make_doc("first", "The kestrel hunted over the field."),
+        make_doc("second", "The lapwing nested in the field."),
+    ])
+    assert ids_of(backend, "kestrel lapwing", matching_strategy="last") == ["first", "second"]
+    assert ids_of(backend, "lapwing kestrel", matching_strategy="last") == ["second", "first"]
+
+
+def test_exact_form_ranks_above_its_stem_and_stems_match(backend):
+    if _meili(backend):
+        pytest.skip("Meilisearch does not stem English words")
+    backend.upsert([
+        make_doc("stem", "The server connected to the network at noon."),
+        make_doc("exact", "Network connections are watched at noon, all of them, all day."),
+        make_doc("other", "Gardens and tomatoes."),
+    ])
+    results = backend.search(SearchQuery(q="connections ")).results
+    assert [r["id"] for r in results] == ["docs--exact", "docs--stem"]
+    assert "<em>connected</em>" in results[1]["snippet"]
+    assert sorted(ids_of(backend, "connecting network ", matching_strategy="all")) == [
+        "exact", "stem"]  # neither has `connecting`: both by their stem
+
+
+def test_exact_ranks_above_typo_with_a_partial_match(backend):
+    backend.upsert([
+        make_doc("typo", "Falcons seen: peregrine faclons near the tower."),
+        make_doc("exact", "One falcon near the tower, and a long list of other birds seen there."),
+    ])
+    assert ids_of(backend, "falcon tower ") == ["exact", "typo"]
+
+
+def test_score_reflects_term_frequency_and_length(backend):
+    backend.upsert([
+        make_doc("dense", "walrus walrus walrus colony"),
+        make_doc("sparse", "a walrus colony mentioned once in a much longer text about the "
+                           "northern coast, its weather, its birds and its fishing boats"),
+    ])
+    results = backend.search(SearchQuery(q="walrus colony")).results
+    assert [r["id"] for r in results] == ["docs--dense", "docs--sparse"]
+    assert results[0]["score"] > results[1]["score"] > 0
+
+
+def test_or_fills_one_word_place(corpus):
+    if _meili(corpus):
+        pytest.skip("Meilisearch has no OR: the adapter sends both words")
+    assert sorted(ids_of(corpus, "tomatoes OR plumber", matching_strategy="all")) == [
+        "garden", "minutes"]
+    assert ids_of(corpus, "lazy OR plumber cat", matching_strategy="all") == ["garden"]
+    assert sorted(ids_of(corpus, '"action items" OR basil', matching_strategy="all")) == [
+        "garden", "minutes"]
+    assert ids_of(corpus, "tomatoes or plumber", matching_strategy="all") == []  # `or`: a word
+
+
+CJK_DOCS = [
+    make_doc("prospectus", "本公司发布了募集说明书，请投资者仔细阅读。Annual figures inside."),
+    make_doc("named", "Annual report.", "募集说明书2024.pdf", type="pdf"),
+    make_doc("apart", "说明和书是分开的。"),
+    make_doc("latin", "A plain English text about annual accounts."),
+]
+
+
+def test_cjk_runs_are_found_inside_longer_runs_in_content_and_file_names(backend):
+    backend.upsert(CJK_DOCS)
+    assert sorted(ids_of(backend, "说明书")) == ["named", "prospectus"]
+    results = {r["id"]: r for r in backend.search(SearchQuery(q="说明书")).results}
+    assert "募集<em>说明书</em>" in results["docs--prospectus"]["snippet"]
+    assert sorted(ids_of(backend, "说明书 annual", matching_strategy="all")) == [
+        "named", "prospectus"]
+    if not _meili(backend):  # any run of two letters, not only dictionary words
+        assert sorted(ids_of(backend, "集说")) == ["named", "prospectus"]
+        assert ids_of(backend, "annual report ", matching_strategy="all") == ["named"]
 
 
 # --- filters, sorting, pagination, totals -------------------------------------------------
@@ -325,7 +428,7 @@ def test_two_processes_writing_lose_no_documents(tmp_path):
         p.join(60)
         assert p.exitcode == 0
     assert reader.count() == 100
-    assert reader.search(SearchQuery(q="south worker")).total == 50
+    assert reader.search(SearchQuery(q="south worker", matching_strategy="all")).total == 50
 
 
 def test_busy_writer_waits_then_raises(tmp_path):
@@ -392,3 +495,33 @@ def test_meilisearch_chunks_keep_every_word_under_the_position_limit():
     parts = MeiliBackend._chunks(make_doc("big", text))
     assert [p["chunk"] for p in parts] == list(range(len(chunks)))
     assert len({p["uid"] for p in parts}) == len(parts) and parts[0]["metadata"] == {"lines": 1}
+
+
+def test_index_written_by_the_older_tokenizer_is_upgraded_once(tmp_path, caplog):
+    """Before analyzer version 2 a CJK run was one term: such documents are re-indexed when
+    the index opens (logged), Latin ones are left alone, and the next open does nothing."""
+    index_dir = tmp_path / "ix"
+    index_dir.mkdir()
+    old = tantivy.Index(TantivyBackend(None).schema, str(index_dir))
+    old.register_tokenizer("trawl_fold", tantivy.TextAnalyzerBuilder(
+        tantivy.Tokenizer.regex(r"[^\W\d_]+|\d+")).filter(tantivy.Filter.lowercase()).build())
+    writer = old.writer(50_000_000, 1)
+    for doc in (make_doc("cjk", "本公司发布了募集说明书。"), make_doc("latin", "plain words")):
+        stored = json.dumps(doc, ensure_ascii=False).encode()  # older layout: text in the JSON
+        writer.add_document(tantivy.Document(
+            id=[doc["id"]], source_id=["docs"], type=["text"], extension=["txt"],
+            basename_sort=[doc["basename"]], basename=[doc["basename"]], path=[doc["path"]],
+            content=[doc["content"]], modified_at=[1], size_bytes=[1], doc=[stored]))
+    writer.commit()
+    writer.wait_merging_threads()
+    del old, writer
+    with caplog.at_level("WARNING", logger="webapp.search.tantivy_backend"):
+        backend = TantivyBackend(index_dir)
+    assert "re-indexing 1 documents with CJK text" in caplog.text
+    assert ids_of(backend, "说明书") == ["cjk"]
+    assert ids_of(backend, "plain words") == ["latin"]
+    assert backend.count() == 2
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="webapp.search.tantivy_backend"):
+        TantivyBackend(index_dir)
+    assert "re-indexing" not in caplog.text

@@ -198,3 +198,15 @@ def test_random_texts_every_shown_match_is_marked_and_nothing_else():
             inner = inner[:-1]
         expected = [w for w in inner if m.match(w) is not None]
         assert len(marked) >= len(expected), (case, q, marked, expected)
+
+
+def test_cjk_runs_are_marked_inside_longer_runs_and_next_to_latin_words():
+    text = "这是一份募集说明书的PDF文件。" + "填充 " * 200 + "募集说明书"
+    out = build_snippet(text, matcher("说明书 pdf"), 60)
+    assert "募集<em>说明书</em>的<em>PDF</em>文件" in out
+    assert highlight_all("明书说明书", matcher("说明 明书")) == "<em>明书</em><em>说明</em>书"
+
+
+def test_stem_forms_are_marked_but_not_same_length_spellings():
+    out = highlight_all("connected, connection, lazy", matcher("connections lazi"))
+    assert out == "<em>connected</em>, <em>connection</em>, lazy"

@@ -12,6 +12,11 @@ if TYPE_CHECKING:
 
 SORTS = ("relevance", "modified_at:desc", "modified_at:asc", "size_bytes:desc", "basename:asc")
 BACKENDS = ("tantivy", "meilisearch")
+# Meilisearch's names: `all` words must match; `last` drops words from the end, `frequency`
+# the most common first, when too few documents match them all. The default is the one the
+# relevance benchmark found best (docs/relevance.md).
+MATCHING_STRATEGIES = ("all", "last", "frequency")
+DEFAULT_MATCHING_STRATEGY = "frequency"
 FACETS = ("type", "extension", "source_id", "year")  # `year` of modified_at, UTC
 MAX_FACET_VALUES = 100  # per facet, the most frequent first (as Meilisearch's default)
 # Keys every upserted document carries (title may be None, metadata may be {}).
@@ -45,6 +50,7 @@ class SearchQuery:
     offset: int = 0
     sort: str = "relevance"
     snippet_length: int = 300
+    matching_strategy: str = DEFAULT_MATCHING_STRATEGY
     facets: tuple[str, ...] = ()
     spec: QuerySpec | None = None  # q's syntax, paths resolved; parsed from q when None
 

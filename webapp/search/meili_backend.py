@@ -25,7 +25,7 @@ from webapp.search import (
     doc_year,
     validate_doc,
 )
-from webapp.search.query import TOKEN_RE, TermMatcher, parse_query
+from webapp.search.query import TOKEN_RE, ParsedQuery, QueryTerm, TermMatcher, parse_query
 from webapp.search.snippets import build_snippet
 from webapp.search.syntax import QuerySpec, Range
 
@@ -54,6 +54,9 @@ INDEX_SETTINGS = {
     # `sort` first: an explicit sort orders the whole result set, not only ties.
     "rankingRules": ["sort", "words", "typo", "proximity", "attribute", "exactness"],
     "typoTolerance": {"enabled": True, "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 9}},
+    # No localizedAttributes: the engine detects the language of each text (its Chinese and
+    # Japanese segmenters then find `说明书` in `募集说明书`); naming locales would turn
+    # detection off for every language not named. Meilisearch does not stem English words.
     "pagination": {"maxTotalHits": 100_000},
 }
 
@@ -231,7 +234,9 @@ class MeiliBackend:
         if query.type is not None:
             filters.append(f"type = {_quote(query.type)}")
         filters += _meili_filters(spec)
-        common: dict = {"indexUid": self.uid, "q": _meili_q(spec)}
+        parsed = parse_query(spec.text)
+        common: dict = {"indexUid": self.uid, "q": _meili_q(spec, parsed),
+                        "matchingStrategy": query.matching_strategy}
         if filters:
             common["filter"] = " AND ".join(filters)
         if query.effective_sort() in SORTS:
@@ -247,7 +252,7 @@ class MeiliBackend:
             count_query["facets"] = list(query.facets)
         answer = self._call(self.client.multi_search, [hits_query, count_query])
         hits, counted = answer["results"]
-        matcher = TermMatcher.from_query(parse_query(spec.text))
+        matcher = TermMatcher.from_query(parsed)
         results = [_result(h, matcher, query.snippet_length) for h in hits["hits"]]
         facets = None
         if query.facets:
@@ -257,7 +262,7 @@ class MeiliBackend:
         return SearchPage(results, int(counted["totalHits"]), elapsed, facets)
 
 
-def _meili_q(spec: QuerySpec) -> str:
+def _meili_q(spec: QuerySpec, parsed: ParsedQuery) -> str:
     """The q Meilisearch gets: its own `-word` / `-"phrase"` exclusions, then the text.
 
     Meilisearch cannot limit one word to some attributes, so a `title:` term is sent as a
@@ -265,8 +270,7 @@ def _meili_q(spec: QuerySpec) -> str:
     """
     parts = ["-" + _phrase(words) for words in spec.excluded]
     parts += ['"' + " ".join(words) + '"' for words in spec.title]
-    parts.append(spec.text)
-    return " ".join(parts)
+    return " ".join(parts + [meili_text(parsed)]).lstrip()
 
 
 def _phrase(words: tuple[str, ...]) -> str:
@@ -292,6 +296,22 @@ def _meili_range(attribute: str, bounds: Range) -> str:
     if bounds.high is not None:
         parts.append(f"{attribute} < {bounds.high}")
     return "(" + " AND ".join(parts) + ")" if parts else ""
+
+
+def meili_text(parsed: ParsedQuery) -> str:
+    """The query as Meilisearch reads it. It has no `OR`: the alternatives of a slot are
+    sent as words of their own (with `last` or `frequency` any of them may match); phrases
+    stay quoted; a trailing space unless the last word is a prefix being typed."""
+    parts = []
+    for slot in parsed.slots:
+        for alternative in slot.alternatives:
+            if isinstance(alternative, QueryTerm):
+                parts.append(alternative.text)
+            else:
+                parts.append('"' + " ".join(alternative) + '"')
+    last = parsed.terms[-1] if parsed.terms else None
+    prefix = bool(parsed.slots) and last is parsed.slots[-1].alternatives[-1] and last.prefix
+    return " ".join(parts) + ("" if prefix else " ")
 
 
 def _result(hit: dict, matcher: TermMatcher, snippet_length: int) -> dict:

@@ -11,15 +11,29 @@ from functools import lru_cache
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
+# Chinese, Japanese and Korean letters (Hangul jamo, kana, CJK ideographs and their
+# extensions, Hangul syllables, compatibility ideographs, half-width katakana).
+CJK_CHARS = (
+    "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002ebef"
+)
 # A token is a run of letters or a run of digits: `2024-invoice_acme.pdf` gives
-# `2024`, `invoice`, `acme`, `pdf`, and `report2024` gives `report`, `2024`.
-# The Tantivy tokenizer uses the same pattern (Rust regex syntax is compatible).
-TOKEN_PATTERN = r"[^\W\d_]+|\d+"
+# `2024`, `invoice`, `acme`, `pdf`, and `report2024` gives `report`, `2024`. A run of CJK
+# letters is a token of its own (`PDF说明书` gives `pdf`, `说明书`).
+TOKEN_PATTERN = f"[{CJK_CHARS}]+|[^\\W\\d_{CJK_CHARS}]+|\\d+"
 TOKEN_RE = re.compile(TOKEN_PATTERN)
-_PHRASE_RE = re.compile(r'"([^"]*)"?')
+# The index splits CJK runs into single letters, so any run of them is found as a phrase of
+# its letters (`说明书` in `募集说明书`); Rust regex syntax is compatible with Python's here.
+INDEX_TOKEN_PATTERN = f"[{CJK_CHARS}]|[^\\W\\d_{CJK_CHARS}]+|\\d+"
+CJK_RE = re.compile(f"[{CJK_CHARS}]")
+_ITEM_RE = re.compile(r'"([^"]*)"?|[^\s"]+')
+OR_WORD = "OR"  # upper-case only: lower-case `or` is a word
 
-# Like Meilisearch, only the first words of a query are used (keeps fuzzy expansion bounded).
-MAX_QUERY_WORDS = 10
+# Like Meilisearch, only the first words of a query are typo-tolerant (keeps fuzzy expansion
+# bounded); the words after them, up to MAX_QUERY_WORDS, match exactly or by their stem, so a
+# long question is searched whole.
+MAX_TYPO_WORDS = 10
+MAX_QUERY_WORDS = 100
 ONE_TYPO_MIN_LENGTH = 5
 TWO_TYPOS_MIN_LENGTH = 9
 
@@ -63,11 +77,67 @@ def tokens(text: str) -> list[str]:
     return [fold(t) for t in TOKEN_RE.findall(unicodedata.normalize("NFC", text))]
 
 
+def is_cjk(word: str) -> bool:
+    """True for a token of CJK letters (found as a run of letters, never with typos)."""
+    return bool(word) and CJK_RE.match(word) is not None
+
+
 def allowed_typos(term: str) -> int:
     """Number of typos tolerated for a folded query word: 0, 1 from 5 letters, 2 from 9."""
+    if is_cjk(term):
+        return 0
     if len(term) >= TWO_TYPOS_MIN_LENGTH:
         return 2
     return 1 if len(term) >= ONE_TYPO_MIN_LENGTH else 0
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    """Tantivy's English Snowball stemmer over whitespace-separated folded words."""
+    import tantivy
+
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def stemmable(word: str) -> bool:
+    """Words the English stemmer is used for: folded Latin letters, at least three."""
+    return len(word) >= 3 and word.isascii() and word.isalpha()
+
+
+def stems(words: list[str]) -> list[str]:
+    """English Snowball stems of folded words, in one call (a word not stemmable is kept)."""
+    todo = [w for w in words if stemmable(w)]
+    if not todo:
+        return list(words)
+    found = _stemmer().analyze(" ".join(todo))
+    if len(found) != len(todo):  # cannot happen for letter-only words; stay safe
+        found = [(_stemmer().analyze(w) or [w])[0] for w in todo]
+    by_word = dict(zip(todo, found, strict=True))
+    return [by_word.get(w, w) for w in words]
+
+
+def stem_variant(word: str, form: str) -> bool:
+    """True when `form`, of the same stem as `word`, counts as a stem match: a form of the
+    same length differs only in spelling (`lazi` and `lazy` both give `lazi`), which is
+    what the typo rules decide, not the stemmer."""
+    return len(form) != len(word)
+
+
+def index_terms(text: str) -> list[str]:
+    """Folded terms as the search index holds them: CJK runs split into single letters."""
+    out: list[str] = []
+    for token in tokens(text):
+        out.extend(list(token) if is_cjk(token) else [token])
+    return out
+
+
+def stem_head(stem: str) -> str:
+    """The beginning every word of this stem starts with (`happi` comes from `happy` too)."""
+    return stem[:-1] if stem.endswith("i") else stem
 
 
 @dataclass(frozen=True)
@@ -79,42 +149,92 @@ class QueryTerm:
     prefix: bool = False
 
 
+Alternative = QueryTerm | tuple[str, ...]  # a word, or a quoted phrase's folded words
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One place of the query: its alternatives (`a OR b`); any one of them fills it."""
+
+    alternatives: tuple[Alternative, ...]
+
+    @property
+    def size(self) -> int:
+        """Query words this slot spends of the budget."""
+        return sum(1 if isinstance(a, QueryTerm) else len(a) for a in self.alternatives)
+
+
 @dataclass(frozen=True)
 class ParsedQuery:
-    """A query split into free words (all must match) and quoted phrases (must match)."""
+    """A query as slots in order: words and phrases, each with its `OR` alternatives."""
 
-    terms: tuple[QueryTerm, ...] = ()
-    phrases: tuple[tuple[str, ...], ...] = ()
+    slots: tuple[Slot, ...] = ()
+
+    @property
+    def terms(self) -> tuple[QueryTerm, ...]:
+        """Every free word of the query, in order."""
+        return tuple(a for s in self.slots for a in s.alternatives if isinstance(a, QueryTerm))
+
+    @property
+    def phrases(self) -> tuple[tuple[str, ...], ...]:
+        """Every quoted phrase of the query, in order."""
+        return tuple(a for s in self.slots for a in s.alternatives if isinstance(a, tuple))
 
     @property
     def is_empty(self) -> bool:
         """True when the query has nothing to search for (placeholder search)."""
-        return not self.terms and not self.phrases
+        return not self.slots
+
+
+def _items(q: str) -> Iterable[tuple[str, list[Alternative]]]:
+    """The query's pieces in order: ("or", []) for a literal OR, else ("text", alternatives)."""
+    for m in _ITEM_RE.finditer(q):
+        if m.group(1) is not None:
+            phrase = tuple(tokens(m.group(1)))
+            yield "text", [phrase] if phrase else []
+        elif m.group(0) == OR_WORD:
+            yield "or", []
+        else:
+            yield "text", [QueryTerm(w, allowed_typos(w)) for w in tokens(m.group(0))]
 
 
 def parse_query(q: str, max_words: int = MAX_QUERY_WORDS) -> ParsedQuery:
-    """Parse user query text into words and phrases; the last word is a prefix if it ends q."""
-    phrases: list[tuple[str, ...]] = []
-    words: list[str] = []
-    last_end = 0
-    for m in _PHRASE_RE.finditer(q):
-        words.extend(tokens(q[last_end:m.start()]))
-        phrase = tuple(tokens(m.group(1)))
-        if phrase:
-            phrases.append(phrase)
-        last_end = m.end()
-    tail = q[last_end:]
-    tail_words = tokens(tail)
-    words.extend(tail_words)
-    # The last word is still being typed only when nothing follows it (no space, no quote).
-    ends_in_word = bool(tail_words) and TOKEN_RE.fullmatch(tail[-1]) is not None
-    budget = max(0, max_words - sum(len(p) for p in phrases))
-    prefix_last = ends_in_word and len(words) <= budget
-    words = words[:budget]
-    terms = [QueryTerm(w, allowed_typos(w)) for w in words]
-    if terms and prefix_last:
-        terms[-1] = QueryTerm(terms[-1].text, terms[-1].typos, prefix=True)
-    return ParsedQuery(tuple(terms), tuple(phrases))
+    """Parse query text into slots; `a OR b` fills one slot; the last word is a prefix when it
+    ends q (it is still being typed); only the first `max_words` words are kept."""
+    slots: list[list[Alternative]] = []
+    join = False
+    for kind, alternatives in _items(q):
+        if kind == "or":
+            join = bool(slots)  # a leading OR has nothing to join
+            continue
+        for k, alternative in enumerate(alternatives):
+            if join and k == 0:
+                slots[-1].append(alternative)
+            else:
+                slots.append([alternative])
+        join = join and not alternatives
+    kept, used = [], 0
+    for alternatives in slots:
+        slot = Slot(tuple(alternatives))
+        if used + slot.size > max_words:
+            break
+        if used + slot.size > MAX_TYPO_WORDS:
+            slot = Slot(tuple(QueryTerm(a.text, 0) if isinstance(a, QueryTerm) else a
+                              for a in slot.alternatives))
+        kept.append(slot)
+        used += slot.size
+    ends_in_word = bool(q) and TOKEN_RE.fullmatch(q[-1]) is not None
+    if kept and len(kept) == len(slots) and ends_in_word:
+        kept[-1] = _with_prefix_last(kept[-1])
+    return ParsedQuery(tuple(kept))
+
+
+def _with_prefix_last(slot: Slot) -> Slot:
+    """The slot with its last alternative matching as a prefix (when it is a Latin word)."""
+    last = slot.alternatives[-1]
+    if not isinstance(last, QueryTerm) or is_cjk(last.text):
+        return slot
+    return Slot(slot.alternatives[:-1] + (QueryTerm(last.text, last.typos, prefix=True),))
 
 
 def typo_match(term: QueryTerm, word: str) -> bool:
@@ -142,6 +262,9 @@ class TermMatcher:
     _known: dict[str, int] = field(default_factory=dict, repr=False)
     _version: int = field(default=0, repr=False)  # counts the changes to _known
     _forms: tuple[int, frozenset[str]] = field(default=(-1, frozenset()), repr=False)
+    _unseen: dict[int, int] = field(default_factory=dict, repr=False)  # see note_unseen
+    stemmed: bool = True  # English stems match too (not for an engine's own word list)
+    _stems: tuple[str | None, ...] | None = field(default=None, repr=False)
 
     @classmethod
     def from_query(cls, parsed: ParsedQuery) -> TermMatcher:
@@ -152,7 +275,7 @@ class TermMatcher:
     @classmethod
     def from_words(cls, words: Iterable[str]) -> TermMatcher:
         """Matcher for an explicit set of matched words (e.g. reported by the engine)."""
-        return cls(tuple(QueryTerm(fold(w), 0) for w in dict.fromkeys(words) if w))
+        return cls(tuple(QueryTerm(fold(w), 0) for w in dict.fromkeys(words) if w), stemmed=False)
 
     def match(self, word: str) -> int | None:
         """Index of the first query term that surface `word` matches, or None."""
@@ -164,7 +287,9 @@ class TermMatcher:
         """Lower-case beginnings of the query's words and of every word matched so far, none
         the beginning of another: a token that starts with none of them was not seen to match."""
         if self._forms[0] != self._version:
-            words = sorted({t.text for t in self.terms if t.text} | {w.lower() for w in self._known})
+            heads = {stem_head(s) for s in self.term_stems() if s and len(stem_head(s)) >= 3}
+            words = sorted({t.text for t in self.terms if t.text} | heads
+                           | {w.lower() for w in self._known})
             forms: list[str] = []
             for word in words:  # sorted, so a beginning comes right before the words it starts
                 if not forms or not word.startswith(forms[-1]):
@@ -175,6 +300,15 @@ class TermMatcher:
     def seen_terms(self) -> set[int]:
         """Indexes of the terms some word has matched so far."""
         return set(self._known.values())
+
+    def note_unseen(self, indexes: set[int]) -> None:
+        """Record that a text read word by word showed none of these terms."""
+        for index in indexes:
+            self._unseen[index] = self._unseen.get(index, 0) + 1
+
+    def unseen_terms(self, reads: int) -> set[int]:
+        """Terms that `reads` texts read word by word have not shown."""
+        return {index for index, count in self._unseen.items() if count >= reads}
 
     def match_many(self, words: Iterable[str]) -> dict[str, int]:
         """The words (surface forms) that match, each with the index of its query term."""
@@ -196,13 +330,51 @@ class TermMatcher:
         return {w: known[w] for w in words.intersection(known)}
 
     def _match_uncached(self, words: list[str]) -> list[int | None]:
-        """Bulk matching: exact and prefix by string ops, typos by rapidfuzz in C++."""
+        """Bulk matching: exact words by one dictionary, prefixes by string ops, typos by
+        rapidfuzz in C++, English stems by one stemmer call for the words that could share a
+        query word's stem."""
         folded = _fold_all(words)
+        at: dict[str, list[int]] = {}
+        for j, w in enumerate(folded):
+            at.setdefault(w, []).append(j)
+        by_stem = self._stem_hits(folded)
         found: list[int | None] = [None] * len(words)
         for index in range(len(self.terms) - 1, -1, -1):  # first term wins: assign last
-            for j in self._term_hits(self.terms[index], folded):
+            term = self.terms[index]
+            if term.typos or term.prefix:
+                hits = self._term_hits(term, folded)
+            else:
+                hits = set(at.get(term.text, ()))
+            for j in hits | by_stem.get(index, set()):
                 found[j] = index
         return found
+
+    def term_stems(self) -> tuple[str | None, ...]:
+        """The English stem of each query word (None for words that are not stemmed)."""
+        if self._stems is None:
+            texts = [t.text for t in self.terms]
+            self._stems = tuple(
+                s if stemmable(t) and self.stemmed else None
+                for t, s in zip(texts, stems(texts), strict=True)
+            )
+        return self._stems
+
+    def _stem_hits(self, folded: list[str]) -> dict[int, set[int]]:
+        """Query word index -> positions in `folded` of words with that word's English stem."""
+        terms_of: dict[str, list[int]] = {}
+        for index, stem in enumerate(self.term_stems()):
+            if stem is not None:
+                terms_of.setdefault(stem, []).append(index)
+        if not terms_of:
+            return {}
+        heads = tuple({stem_head(s) for s in terms_of})
+        near = [j for j, w in enumerate(folded) if w.startswith(heads) and stemmable(w)]
+        out: dict[int, set[int]] = {}
+        for j, stem in zip(near, stems([folded[j] for j in near]), strict=True):
+            for index in terms_of.get(stem, ()):
+                if stem_variant(self.terms[index].text, folded[j]):
+                    out.setdefault(index, set()).add(j)
+        return out
 
     @staticmethod
     def _term_hits(term: QueryTerm, folded: list[str]) -> set[int]:

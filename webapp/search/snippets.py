@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 from html import escape
 
-from webapp.search.query import TOKEN_RE, TermMatcher
+from webapp.search.query import CJK_RE, TOKEN_RE, TermMatcher, is_cjk
 
 ELLIPSIS = "…"
 _DIGIT_RE = re.compile(r"\d")
@@ -19,16 +20,20 @@ MAX_SPANS = 200
 MAX_CHUNK = 256_000  # a text is lower-cased and searched this many characters at a time
 # Every word of this head of a text is read while a missing term has matched nothing yet.
 HEAD_CHARS = 4_000
+HEAD_READS = 3  # heads read word by word for a term before it is taken to be elsewhere
 # How far (in characters) a window edge may move to avoid cutting a word in half.
 _WORD_SNAP = 20
 
 Span = tuple[int, int, int]  # start, end, index of the query term matched
 
 
+@lru_cache(maxsize=8192)  # called for every candidate match: a dict hit beats two regexes
 def _char_class(char: str) -> str:
-    """Tokenizer class of a character: 'd' digit, 'l' letter, '' separator."""
+    """Tokenizer class of a character: 'd' digit, 'c' CJK letter, 'l' letter, '' separator."""
     if _DIGIT_RE.match(char):
         return "d"
+    if CJK_RE.match(char):
+        return "c"
     return "l" if _LETTER_RE.match(char) else ""
 
 
@@ -41,7 +46,26 @@ def _is_whole_token(text: str, start: int, end: int) -> bool:
 
 def find_matches(text: str, matcher: TermMatcher) -> list[Span]:
     """Character spans of every word in `text` that the matcher accepts, in text order."""
-    return _spans_of(text, matcher.match_many(set(TOKEN_RE.findall(text))))
+    return _with_cjk(text, matcher, _spans_of(text, matcher.match_many(set(TOKEN_RE.findall(text)))))
+
+
+def _with_cjk(text: str, matcher: TermMatcher, spans: list[Span]) -> list[Span]:
+    """The spans plus every occurrence of the query's CJK runs, also inside longer runs
+    (`说明书` in `募集说明书`: CJK text has no spaces between words); overlaps dropped."""
+    cjk = [(i, t.text) for i, t in enumerate(matcher.terms) if is_cjk(t.text)]
+    if not cjk:
+        return spans
+    found = set(spans)
+    for index, run in cjk:
+        at = text.find(run)
+        while at >= 0:
+            found.add((at, at + len(run), index))
+            at = text.find(run, at + len(run))
+    out: list[Span] = []
+    for span in sorted(found):
+        if not out or span[0] >= out[-1][1]:
+            out.append(span)
+    return out
 
 
 def _spans_of(text: str, matched: dict[str, int]) -> list[Span]:
@@ -134,7 +158,8 @@ def _cut(text: str, matcher: TermMatcher, length: int, cut_before: bool, cut_aft
         start, end = 0, len(text)
     else:
         # (every word is read only when too many forms left the region's match out)
-        spans = _known_form_matches(text, matcher, None) or find_matches(text, matcher)
+        spans = (_with_cjk(text, matcher, _known_form_matches(text, matcher, None))
+                 or find_matches(text, matcher))
         budget = max(1, length - 2)  # room for the two ellipses
         start, end = _window(text, spans, budget) if spans else (0, _snap_end(text, budget))
     body = _render(text, start, end, _matches_in(text, start, end, matcher))
@@ -152,13 +177,16 @@ def _scanned_matches(text: str, matcher: TermMatcher, length: int, short: bool) 
     results matched; finding them is a plain-text search in C. Reading word by word is
     how a term's other forms (typos, accents) are learnt: it is done on the first
     HEAD_CHARS characters, and only until that term has matched a word in some text
-    (after that, a text without any known form of it most likely matched by its name).
+    (after that, a text without any known form of it most likely matched by its name) or
+    HEAD_READS heads have not shown it (a long question holds words most texts lack).
     """
-    spans = _known_form_matches(text, matcher, stop_after=length)
+    spans = _with_cjk(text, matcher, _known_form_matches(text, matcher, stop_after=length))
     missing = set(range(len(matcher.terms))) - {s[2] for s in spans}
-    if missing and (short or missing - matcher.seen_terms()):
+    if missing and (short or missing - matcher.seen_terms() - matcher.unseen_terms(HEAD_READS)):
         head = find_matches(text[: _cut_at_space(text, 0, HEAD_CHARS)], matcher)
         spans = sorted(set(spans).union(head))
+        if not short:
+            matcher.note_unseen(missing - {s[2] for s in spans})
     return spans
 
 
@@ -238,7 +266,7 @@ def _cut_at_space(text: str, start: int, n: int) -> int:
 def _matches_in(text: str, start: int, end: int, matcher: TermMatcher) -> list[Span]:
     """Every matching whole token inside text[start:end] (a word cut by an edge is none)."""
     return [(a + start, b + start, t) for a, b, t in find_matches(text[start:end], matcher)
-            if _is_whole_token(text, a + start, b + start)]
+            if _is_whole_token(text, a + start, b + start) or _char_class(text[a + start]) == "c"]
 
 
 def _region(text: str, matcher: TermMatcher, length: int,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import unicodedata
@@ -25,24 +26,64 @@ from webapp.search import (
     validate_doc,
 )
 from webapp.search.content_store import ContentStore
-from webapp.search.query import TOKEN_PATTERN, ParsedQuery, QueryTerm, TermMatcher, parse_query
+from webapp.search.query import (
+    CJK_CHARS,
+    INDEX_TOKEN_PATTERN,
+    ParsedQuery,
+    QueryTerm,
+    Slot,
+    TermMatcher,
+    is_cjk,
+    parse_query,
+    stem_head,
+    stem_variant,
+    stemmable,
+    stems,
+)
 from webapp.search.snippets import build_snippet
 from webapp.search.syntax import QuerySpec, Range
 from webapp.search.tantivy_rebuild import open_or_rebuild
 
+log = logging.getLogger(__name__)
+
 TOKENIZER = "trawl_fold"
-# Searchable fields and their weight: a match in the title or file name counts more.
-FIELD_WEIGHTS = {"title": 3.0, "basename": 3.0, "path": 1.5, "content": 1.0}
-# Constant scores per matched word, multiplied by the field weight. Exact beats prefix
-# beats typo: a word found exactly anywhere (>= 10) outranks typo matches in every field
-# together (<= 8.5), so the exact document comes first, as Meilisearch's `typo` rule does.
-EXACT_SCORE, PREFIX_SCORE, TYPO_SCORE = 10.0, 5.0, 1.0
+# Searchable fields and their weight: a match in the title or file name counts more. (Titles
+# often stand in the text too, so a title word already counts twice: a larger weight lowered
+# nDCG@10 on the relevance benchmark, docs/relevance.md.)
+FIELD_WEIGHTS = {"title": 1.5, "basename": 1.5, "path": 1.2, "content": 1.0}
+# Ranking (see _text_query and docs/relevance.md). In a query of up to STRICT_MAX_SLOTS
+# words every matched slot scores BUCKET, so a document matching more query words ranks
+# above one matching fewer: BUCKET exceeds what all the rest can add. Below it: `last`'s
+# preference for earlier words (steps of PREFERENCE_STEP, at most 45 of them), then the kind
+# of match (TIER_SCORES), then BM25 and proximity. A longer query (a question pasted whole)
+# gets a small bonus per matched word instead: strict word counting there ranked worse
+# than plain BM25 on the benchmark.
+STRICT_MAX_SLOTS = 10
+BUCKET = 100_000.0
+PREFERENCE_STEP = 1_000.0
+# `named`: the exact word in the title or file name (Meilisearch's `attribute` rule).
+TIER_SCORES = {"named": 350.0, "exact": 300.0, "stem": 200.0, "prefix": 100.0, "typo": 0.0}
+LONG_BUCKET = 1.0
+LONG_TIER_SCORES = {"named": 0.3, "exact": 0.3, "stem": 0.2, "prefix": 0.1, "typo": 0.0}
+NAME_FIELDS = ("title", "basename")
+STEM_FIELDS = ("title", "content")  # file names and paths match exact forms only
+STEM_WEIGHT = 0.7  # BM25 of another form of the word's stem, relative to the exact form
+PROXIMITY_FIELDS = ("title", "content")
+PROXIMITY_SLOP = 2  # neighbouring query words at most this many words apart earn the bonus
+PROXIMITY_WEIGHT = 0.3
+MIN_STEM_HEAD = 3  # shorter stems are not expanded (too many unrelated words share them)
+MAX_STEM_SCAN = 400  # dictionary words read per field for a stem (the most frequent first)
+MAX_STEM_FORMS = 30
 SORT_FIELDS = {
     "modified_at:desc": ("modified_at", Order.Desc),
     "modified_at:asc": ("modified_at", Order.Asc),
     "size_bytes:desc": ("size_bytes", Order.Desc),
     "basename:asc": ("basename_sort", Order.Asc),
 }
+# The tokenizer's version, kept in ANALYZER_FILE in the index folder (see _upgrade_analyzer).
+ANALYZER_VERSION = 2
+ANALYZER_FILE = "trawl-analyzer.json"
+OLD_CJK_TERM = f"(.*[{CJK_CHARS}].+)|(.+[{CJK_CHARS}].*)"  # a term an older tokenizer made
 # API facet name -> fast field counted by Searcher.aggregate.
 FACET_FIELDS = {"type": "type", "extension": "extension", "source_id": "source_id", "year": "year"}
 RENAME_CHUNK = 500  # documents whose texts a rename reads at once
@@ -68,7 +109,7 @@ def build_schema() -> tantivy.Schema:
 def build_analyzer() -> tantivy.TextAnalyzer:
     """Letter-run / digit-run tokens, lower-cased and ASCII-folded (`Résumé` -> `resume`)."""
     return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(TOKEN_PATTERN))
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(INDEX_TOKEN_PATTERN))
         .filter(tantivy.Filter.remove_long(MAX_TERM_BYTES))
         .filter(tantivy.Filter.lowercase())
         .filter(tantivy.Filter.ascii_fold())
@@ -95,6 +136,8 @@ class TantivyBackend:
             self._opened = self._open()
         except IndexRebuilding:  # an older index: rebuilt in the background, opened when done
             pass
+        if self._opened is not None and self.directory is not None:
+            self._upgrade_analyzer()
 
     @property
     def _index(self) -> tantivy.Index:
@@ -112,6 +155,42 @@ class TantivyBackend:
             index = open_or_rebuild(self.directory, self.schema, self._to_document, _register)
         _register(index)
         return index
+
+    def _upgrade_analyzer(self) -> None:
+        """Re-index, once per index, the documents an older tokenizer wrote differently.
+
+        Tokenizers are not stored with the index. Up to analyzer version 1 a run of CJK
+        letters was one term; now each letter is one (so any run is found as a phrase).
+        Latin text is tokenized as before, so only documents holding a term with a CJK
+        letter and more than one character are rewritten, from their stored copy.
+        """
+        marker = self.directory / ANALYZER_FILE
+        if _analyzer_version(marker) == ANALYZER_VERSION:
+            return
+        searcher = self._searcher()
+        stale = Query.boolean_query([
+            (Occur.Should, Query.regex_query(self.schema, field, OLD_CJK_TERM))
+            for field in FIELD_WEIGHTS])
+        total = searcher.search(stale, 1, count=True).count if searcher.num_docs else 0
+        if total:
+            log.warning("search index: re-indexing %d documents with CJK text written by an "
+                        "older tokenizer (once)", total)
+            try:
+                self._reindex_stored(searcher, stale, total)
+            except SearchBackendError as exc:  # writer busy: the next start tries again
+                log.warning("search index: re-indexing postponed: %s", exc)
+                return
+        marker.write_text(json.dumps({"analyzer": ANALYZER_VERSION}) + "\n")
+
+    def _reindex_stored(self, searcher: tantivy.Searcher, query: Query, total: int) -> None:
+        """Write the documents matching `query` again from their stored copies (one commit)."""
+        addresses = [address for _, address in searcher.search(query, total, count=False).hits]
+        with self._writer() as writer:
+            for first in range(0, len(addresses), RENAME_CHUNK):
+                docs = [_stored(searcher, a) for a in addresses[first:first + RENAME_CHUNK]]
+                for doc in self._with_content(docs):
+                    writer.delete_documents_by_term("id", doc["id"])
+                    writer.add_document(self._to_document(doc))
 
     # --- writing -------------------------------------------------------------------------
 
@@ -270,8 +349,8 @@ class TantivyBackend:
         started = time.perf_counter()
         spec = query.syntax()
         parsed = parse_query(spec.text)
-        tquery = self._with_syntax(self._build_query(parsed, query), spec)
         searcher = self._searcher()
+        tquery = self._with_syntax(self._build_query(parsed, query, searcher), spec)
         limit, offset = max(0, query.limit), max(0, query.offset)
         sort = SORT_FIELDS.get(query.effective_sort())
         kwargs = {"order_by_field": sort[0], "order": sort[1]} if sort else {}
@@ -318,16 +397,14 @@ class TantivyBackend:
 
     # --- query building ------------------------------------------------------------------
 
-    def _build_query(self, parsed: ParsedQuery, query: SearchQuery) -> Query:
-        """All words and phrases must match (each in any searchable field), plus filters."""
-        must = [self._word_query(t) for t in parsed.terms]
-        must += [self._phrase_query(p) for p in parsed.phrases]
+    def _build_query(self, parsed: ParsedQuery, query: SearchQuery,
+                     searcher: tantivy.Searcher) -> Query:
+        """The text part (see _text_query) AND the request's filters."""
+        must = [self._text_query(parsed, query.matching_strategy, searcher)]
         if query.source_id is not None:
             must.append(self._term("source_id", query.source_id))
         if query.type is not None:
             must.append(self._term("type", query.type))
-        if parsed.is_empty:
-            must.append(Query.all_query())  # placeholder search: everything, like Meilisearch
         return Query.boolean_query([(Occur.Must, q) for q in must])
 
     def _with_syntax(self, text_query: Query, spec: QuerySpec) -> Query:
@@ -365,41 +442,143 @@ class TantivyBackend:
         """A word (or the words as a phrase) in any of `fields`, weighted like the text."""
         clauses = []
         for field in fields:
-            if len(words) == 1:
-                inner = self._term(field, words[0])
-            else:
-                inner = Query.phrase_query(self.schema, field, list(words))
+            inner = self._words_query(field, list(words))
             clauses.append((Occur.Should, Query.boost_query(inner, FIELD_WEIGHTS[field])))
         return Query.boolean_query(clauses)
 
-    def _word_query(self, term: QueryTerm) -> Query:
-        """One word in any field: exact (BM25 + tier), prefix tier, typo tier."""
-        clauses = []
-        for field, weight in FIELD_WEIGHTS.items():
-            exact = self._term(field, term.text)
-            clauses.append(Query.boost_query(exact, weight))
-            clauses.append(Query.const_score_query(exact, EXACT_SCORE * weight))
-            if term.prefix:
-                prefix = Query.fuzzy_term_query(self.schema, field, term.text, 0, True, True)
-                clauses.append(Query.const_score_query(prefix, PREFIX_SCORE * weight))
-            if term.typos:
-                fuzzy = Query.fuzzy_term_query(
-                    self.schema, field, term.text, term.typos, True, term.prefix
-                )
-                clauses.append(Query.const_score_query(fuzzy, TYPO_SCORE * weight))
-        return Query.boolean_query([(Occur.Should, c) for c in clauses])
+    def _text_query(self, parsed: ParsedQuery, strategy: str,
+                    searcher: tantivy.Searcher) -> Query:
+        """The free-text part of a search: which documents match and how they score.
 
-    def _phrase_query(self, words: tuple[str, ...]) -> Query:
-        """A quoted phrase: the words in order, exactly, in any one field."""
-        clauses = []
-        for field, weight in FIELD_WEIGHTS.items():
-            if len(words) == 1:
-                inner = self._term(field, words[0])
+        Each slot (a word, a phrase, or `a OR b`) scores BUCKET when it matches, so more
+        matched slots always rank first; then the strategy's preference among slots (earlier
+        words for `last`, rarer for `frequency`); then the best kind of match (exact > stem >
+        prefix > typo); then BM25 of the exact and stem forms per field, and a bonus for
+        neighbouring query words found close together.
+        """
+        if parsed.is_empty:
+            return Query.all_query()  # placeholder search: everything, like Meilisearch
+        strict = len(parsed.slots) <= STRICT_MAX_SLOTS
+        order = _slot_order(parsed, strategy if strict else "all")
+        bucket, tiers = (BUCKET, TIER_SCORES) if strict else (LONG_BUCKET, LONG_TIER_SCORES)
+        built = [self._slot_query(s, searcher, bucket + order[i], tiers)
+                 for i, s in enumerate(parsed.slots)]
+        if strategy == "all":
+            match = [(Occur.Must, q) for q in built]
+        else:  # a document matching any slot is found (and ranks by how many it matches)
+            match = [(Occur.Must, Query.boolean_query(
+                [(Occur.Should, q) for q in built], minimum_number_should_match=1))]
+        bonus = [(Occur.Should, q) for q in self._proximity(parsed)]
+        return Query.boolean_query(match + bonus)
+
+    def _slot_query(self, slot: Slot, searcher: tantivy.Searcher, base: float,
+                    tier_scores: dict[str, float]) -> Query:
+        """One slot: its tier (dis_max of match kinds, each a constant) plus BM25 parts."""
+        tiers: dict[str, list[Query]] = {kind: [] for kind in tier_scores}
+        relevance: list[Query] = []
+        for alternative in slot.alternatives:
+            if isinstance(alternative, QueryTerm):
+                self._word_parts(alternative, searcher, tiers, relevance)
             else:
-                inner = Query.phrase_query(self.schema, field, list(words))
-            clauses.append(Query.boost_query(inner, weight))
-            clauses.append(Query.const_score_query(inner, EXACT_SCORE * weight * len(words)))
-        return Query.boolean_query([(Occur.Should, c) for c in clauses])
+                for field, weight in FIELD_WEIGHTS.items():
+                    inner = self._words_query(field, list(alternative))
+                    tiers["named" if field in NAME_FIELDS else "exact"].append(inner)
+                    relevance.append(Query.boost_query(inner, weight))
+        kinds = [
+            Query.const_score_query(_any(queries), base + tier_scores[kind])
+            for kind, queries in tiers.items() if queries
+        ]
+        return Query.boolean_query(
+            [(Occur.Should, Query.disjunction_max_query(kinds))]
+            + [(Occur.Should, q) for q in relevance]
+        )
+
+    def _word_parts(self, term: QueryTerm, searcher: tantivy.Searcher,
+                    tiers: dict[str, list[Query]], relevance: list[Query]) -> None:
+        """Clauses of one word: exact and stem forms score BM25; prefix and typo only a tier."""
+        forms = self._stem_forms(term.text, searcher)
+        for field, weight in FIELD_WEIGHTS.items():
+            exact = self._words_query(field, [term.text])
+            tiers["named" if field in NAME_FIELDS else "exact"].append(exact)
+            relevance.append(Query.boost_query(exact, weight))
+            for form in forms if field in STEM_FIELDS else ():  # (term_set_query is slower)
+                stemmed = self._term(field, form)
+                tiers["stem"].append(stemmed)
+                relevance.append(Query.boost_query(stemmed, weight * STEM_WEIGHT))
+            if term.prefix:
+                tiers["prefix"].append(
+                    Query.fuzzy_term_query(self.schema, field, term.text, 0, True, True))
+            if term.typos:
+                tiers["typo"].append(Query.fuzzy_term_query(
+                    self.schema, field, term.text, term.typos, True, term.prefix))
+
+    def _stem_forms(self, word: str, searcher: tantivy.Searcher) -> list[str]:
+        """Other words of the index with the English stem of `word` (`connected` for
+        `connections`), read from the term dictionaries of the searchable fields."""
+        if not stemmable(word):
+            return []
+        stem = stems([word])[0]
+        head = stem_head(stem)
+        if len(head) < MIN_STEM_HEAD:
+            return []
+        candidates = {t for field in STEM_FIELDS
+                      for t, _ in searcher.terms_with_prefix(field, head, limit=MAX_STEM_SCAN)}
+        candidates = sorted(c for c in candidates if stem_variant(word, c) and stemmable(c))
+        found = [c for c, s in zip(candidates, stems(candidates), strict=True) if s == stem]
+        return found[:MAX_STEM_FORMS]
+
+    def _words_query(self, field: str, words: list[str]) -> Query:
+        """Folded query words in one field: a term, or a phrase (CJK runs are letter phrases)."""
+        indexed = _index_words(words)
+        if len(indexed) == 1:
+            return self._term(field, indexed[0])
+        return Query.phrase_query(self.schema, field, indexed)
+
+    def _proximity(self, parsed: ParsedQuery) -> list[Query]:
+        """Sloppy two-word phrases of neighbouring single-word slots, in title and content."""
+        words = [s.alternatives[0].text if len(s.alternatives) == 1
+                 and isinstance(s.alternatives[0], QueryTerm)
+                 and not is_cjk(s.alternatives[0].text) else None for s in parsed.slots]
+        out = []
+        for a, b in zip(words, words[1:], strict=False):
+            if a and b and a != b:
+                for field in PROXIMITY_FIELDS:
+                    pair = Query.phrase_query(self.schema, field, [a, b], PROXIMITY_SLOP)
+                    out.append(Query.boost_query(pair, PROXIMITY_WEIGHT * FIELD_WEIGHTS[field]))
+        return out
+
+
+def _any(queries: list[Query]) -> Query:
+    """A query matching what any of `queries` matches."""
+    if len(queries) == 1:
+        return queries[0]
+    return Query.boolean_query([(Occur.Should, q) for q in queries])
+
+
+def _index_words(words: list[str]) -> list[str]:
+    """Query words as the index holds them: CJK runs split into single letters."""
+    out: list[str] = []
+    for word in words:
+        out.extend(list(word) if is_cjk(word) else [word])
+    return out
+
+
+def _slot_order(parsed: ParsedQuery, strategy: str) -> list[float]:
+    """Each slot's preference: `last` prefers documents matching earlier words (it drops
+    words from the end). `frequency` needs none: among documents matching as many words,
+    BM25's inverse document frequency already puts the rarer words first."""
+    n = len(parsed.slots)
+    if strategy != "last":
+        return [0.0] * n
+    return [PREFERENCE_STEP * (n - 1 - i) for i in range(n)]
+
+
+def _analyzer_version(marker: Path) -> int:
+    """The analyzer version written in an index folder (1 when it has no marker yet)."""
+    try:
+        return int(json.loads(marker.read_text()).get("analyzer", 1))
+    except (OSError, ValueError, AttributeError):
+        return 1
 
 
 def _facet_key(key: object) -> str:

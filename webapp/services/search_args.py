@@ -17,7 +17,7 @@ from webapp.exceptions import InvalidInput
 from webapp.extensions import db
 from webapp.models import IndexedFile, Source
 from webapp.runtime import get_search
-from webapp.search import SearchQuery
+from webapp.search import DEFAULT_MATCHING_STRATEGY, SearchQuery
 from webapp.search.syntax import parse_syntax
 
 
@@ -53,6 +53,7 @@ def to_query(args: Mapping) -> SearchQuery:
         offset=args.get("offset", 0), sort=args.get("sort", "relevance"),
         snippet_length=args.get("snippet_length", 300),
         facets=tuple(dict.fromkeys(args.get("facets") or ())), spec=spec,
+        matching_strategy=args.get("matching_strategy") or DEFAULT_MATCHING_STRATEGY,
     )
 
 
