@@ -537,5 +537,6 @@ def test_words_in_most_documents_of_a_large_index_only_rank(tmp_path):
     page = backend.search(SearchQuery(q="common puffin"))
     assert [r["id"] for r in page.results] == ["docs--both", "docs--rare"]
     assert page.total == 2
+    assert page.results[0]["snippet"] == "the common <em>puffin</em>"  # not the common word
     assert backend.search(SearchQuery(q="common xyzzy")).total == 1_101  # nothing else occurs
     assert backend.search(SearchQuery(q="common puffin", matching_strategy="all")).total == 1

@@ -354,15 +354,16 @@ class TantivyBackend:
         spec = query.syntax()
         parsed = parse_query(spec.text)
         searcher = self._searcher()
-        tquery = self._with_syntax(self._build_query(parsed, query, searcher), spec)
+        common = self._common_slots(parsed, query.matching_strategy, searcher)
+        tquery = self._with_syntax(self._build_query(parsed, query, searcher, common), spec)
         limit, offset = max(0, query.limit), max(0, query.offset)
         sort = SORT_FIELDS.get(query.effective_sort())
         kwargs = {"order_by_field": sort[0], "order": sort[1]} if sort else {}
         # limit=0 panics inside tantivy: fetch one and drop it.
         result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
-        if not result.count and query.matching_strategy != "all" and len(parsed.slots) > 1:
-            # only common words occur: let them find documents (see _common_slots)
-            tquery = self._with_syntax(self._build_query(parsed, query, searcher, True), spec)
+        if not result.count and common:  # only common words occur: they find documents
+            common = set()
+            tquery = self._with_syntax(self._build_query(parsed, query, searcher, common), spec)
             result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
         hits = result.hits[:limit]
         docs = self._with_content([_stored(searcher, address) for _, address in hits])
@@ -370,7 +371,9 @@ class TantivyBackend:
             scores = [float(key) for key, _ in hits]
         else:
             scores = self._scores(searcher, tquery, docs, [a for _, a in hits])
-        matcher = TermMatcher.from_query(parsed)
+        # Snippets show the other words (`the` marked everywhere helps nobody, and costs).
+        shown = ParsedQuery(tuple(s for i, s in enumerate(parsed.slots) if i not in common))
+        matcher = TermMatcher.from_query(shown)
         results = [
             _result(doc, score, matcher, query.snippet_length)
             for doc, score in zip(docs, scores, strict=True)
@@ -406,9 +409,9 @@ class TantivyBackend:
     # --- query building ------------------------------------------------------------------
 
     def _build_query(self, parsed: ParsedQuery, query: SearchQuery,
-                     searcher: tantivy.Searcher, broad: bool = False) -> Query:
+                     searcher: tantivy.Searcher, common: set[int]) -> Query:
         """The text part (see _text_query) AND the request's filters."""
-        must = [self._text_query(parsed, query.matching_strategy, searcher, broad)]
+        must = [self._text_query(parsed, query.matching_strategy, searcher, common)]
         if query.source_id is not None:
             must.append(self._term("source_id", query.source_id))
         if query.type is not None:
@@ -455,7 +458,7 @@ class TantivyBackend:
         return Query.boolean_query(clauses)
 
     def _text_query(self, parsed: ParsedQuery, strategy: str,
-                    searcher: tantivy.Searcher, broad: bool = False) -> Query:
+                    searcher: tantivy.Searcher, common: set[int]) -> Query:
         """The free-text part of a search: which documents match and how they score.
 
         Each slot (a word, a phrase, or `a OR b`) scores BUCKET when it matches, so more
@@ -469,7 +472,6 @@ class TantivyBackend:
         strict = len(parsed.slots) <= STRICT_MAX_SLOTS
         order = _slot_order(parsed, strategy if strict else "all")
         bucket, tiers = (BUCKET, TIER_SCORES) if strict else (LONG_BUCKET, LONG_TIER_SCORES)
-        common = set() if broad or strategy == "all" else self._common_slots(parsed, searcher)
         built = [self._slot_query(s, searcher, bucket + order[i], tiers, i not in common)
                  for i, s in enumerate(parsed.slots)]
         bonus = [(Occur.Should, q) for q in self._proximity(parsed, common)]
@@ -482,7 +484,8 @@ class TantivyBackend:
             match += [(Occur.Should, built[i]) for i in sorted(common)]
         return Query.boolean_query(match + bonus)
 
-    def _common_slots(self, parsed: ParsedQuery, searcher: tantivy.Searcher) -> set[int]:
+    def _common_slots(self, parsed: ParsedQuery, strategy: str,
+                      searcher: tantivy.Searcher) -> set[int]:
         """Slots whose every word is in more than COMMON_SHARE of a large index's documents.
 
         They still score (and count as matched words) but do not by themselves make a
@@ -491,7 +494,7 @@ class TantivyBackend:
         (When the other words find nothing, search() runs the query again without this.)
         """
         total = searcher.num_docs
-        if total < COMMON_MIN_DOCS:
+        if total < COMMON_MIN_DOCS or strategy == "all":
             return set()
         limit = COMMON_SHARE * total
         common = {
