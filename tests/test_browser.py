@@ -68,7 +68,8 @@ def site(tmp_path_factory, redis_url):
     env = {"DATA_DIR": str(data), "REDIS_URL": redis_url, "ALLOWED_ROOTS": str(roots),
            "DATABASE_URL": f"sqlite:///{data / 'trawl.db'}", "SEARCH_BACKEND": "tantivy",
            "SEARCH_INDEX_DIR": "", "SECRET_KEY": "", "LOG_LEVEL": "WARNING", "WORKERS": "1"}
-    app = create_app({**env, "AUTH_RATE_LIMIT": "100/minute", "TRUSTED_PROXIES": ""})
+    app = create_app({**env, "AUTH_RATE_LIMIT": "100/minute", "LOGIN_USER_RATE_LIMIT": "100/minute",
+                      "TRUSTED_PROXIES": ""})
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -34,6 +34,7 @@ def fuzz_target(app, client, auth, make_tree, make_source, run_jobs):
     client.post(f"/api/sources/{sid}/reindex", headers=auth)
     run_jobs()
     app.config["AUTH_RATE_LIMIT"] = "100000/minute"  # setup and login are fuzzed too
+    app.config["LOGIN_USER_RATE_LIMIT"] = "100000/minute"
     return app, auth
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from datetime import timedelta
 
+import psutil
 import pytest
 
 from tests.workers import Worker, poll_status
@@ -278,3 +280,33 @@ def test_a_killed_worker_does_not_leave_the_source_stuck(app, client, auth, make
     with app.app_context():
         report = verify_source(sid, repair=False)
     assert report["problems"] == 0, report
+
+
+@pytest.mark.slow
+def test_a_killed_coordinator_leaves_its_run_interrupted_not_indexing(app, client, auth,
+                                                                      make_tree, make_source):
+    app.config.update(SCAN_BATCH_SIZE=2, SCAN_LOCK_SECONDS=3)  # small batches: seconds of work
+    n = 2000
+    sid = make_source(make_tree("docs", _many_files(n)))["id"]
+    _reindex(client, auth, sid)
+    with Worker(app) as worker:
+        running = poll_status(client, auth, sid, lambda s: s["state"] == "indexing"
+                              and 0 < s["last_run"]["progress"]["done"] < n / 2)
+        # the coordinator is RQ's work horse, in a process group of its own with its
+        # extraction child: kill -9 that group, the worker itself lives on
+        horse = psutil.Process(worker.proc.pid).children()[0]
+        os.killpg(horse.pid, signal.SIGKILL)
+        # once the lock has expired, a status read finds the run dead and says so, for good
+        status = poll_status(client, auth, sid, lambda s: s["state"] == "idle", timeout=30)
+        run = status["last_run"]
+        assert run["state"] == "interrupted" and "Interrupted" in run["message"]
+        assert run["started_at"] == running["last_run"]["started_at"] and run["finished_at"]
+        assert run["current_file"] is None and 0 < run["progress"]["done"] < n
+        time.sleep(1)
+        assert client.get(f"/api/status/{sid}", headers=auth).get_json()["last_run"] == run
+        listed = client.get("/api/status", headers=auth).get_json()["sources"][0]["last_run"]
+        assert listed["state"] == "interrupted"
+        assert _reindex(client, auth, sid).status_code == 200
+        final = poll_status(client, auth, sid, lambda s: s["state"] == "idle"
+                            and s["last_run"]["state"] == "finished")
+    assert final["total_files"] == n and final["last_run"]["message"] is None

@@ -147,3 +147,32 @@ def test_test_path_reports_without_disclosing_outside(client, auth, make_tree, s
                       json={"root_path": "/etc/passwd"}).get_json()
     assert etc["exists"] is False and etc["message"] == "The path is outside the allowed roots"
     assert client.get("/api/sources", headers=auth).get_json() == []
+
+
+def test_source_fields_get_the_same_answer_from_the_api_the_form_and_the_cli(app, client, auth,
+                                                                            make_tree):
+    from tests.ui_helpers import post
+
+    root = str(make_tree("docs", {}))
+    ui = app.test_client()
+    assert post(ui, "/login", {"username": "admin", "password": "correct horse battery"},
+                page="/login").status_code == 302
+    cases = {"   ": "name: must be 1 to 200 characters",
+             "a" * 201: "name: must be 1 to 200 characters",
+             "bad\x00name": "name: must not contain control characters",
+             "two\nlines": "name: must not contain control characters"}
+    for name, detail in cases.items():
+        api = client.post("/api/sources", headers=auth, json={"name": name, "root_path": root})
+        assert api.status_code == 400 and api.get_json() == {"detail": detail}, name
+        form = post(ui, "/sources/new", {"name": name, "root_path": root,
+                                         "schedule_choice": "manual"}, page="/sources/new")
+        assert form.status_code == 400 and detail in form.get_data(as_text=True), name
+        cli = app.test_cli_runner().invoke(args=["trawl", "add-source", name, root])
+        assert cli.exit_code == 1 and f"Error: {detail}" in cli.output, (name, cli.output)
+    assert client.get("/api/sources", headers=auth).get_json() == []
+    ok = app.test_cli_runner().invoke(args=["trawl", "add-source", "  Spaced  ", root])
+    assert ok.exit_code == 0 and '"name": "Spaced"' in ok.output
+    renamed = client.put("/api/sources/spaced", headers=auth, json={"name": "\x00"})
+    assert renamed.get_json() == {"detail": "name: must not contain control characters"}
+    assert client.put("/api/sources/spaced", headers=auth,
+                      json={"name": "x" * 200}).status_code == 200

@@ -304,7 +304,7 @@ def test_add_source_form_shows_defaults_and_inline_errors(ui, make_tree):
     assert "**/.git/**" in form and "**/*" in form and "Manual only" in form
     root = make_tree("docs", {"a.txt": "x"})
     cases = [
-        ({"name": "", "root_path": str(root)}, "name", "name: must be 1-200 characters"),
+        ({"name": "", "root_path": str(root)}, "name", "name: must be 1 to 200 characters"),
         ({"name": "Docs", "root_path": str(root) + "/missing"}, "root_path",
          "root_path: the path does not exist"),
         ({"name": "Docs", "root_path": "/etc"}, "root_path", "outside the allowed roots"),

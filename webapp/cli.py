@@ -12,6 +12,7 @@ from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
 from webapp.exceptions import TrawlError
+from webapp.indexing.runstats import RunStats
 from webapp.indexing.verify import verify_source
 from webapp.services import auth, documents, scans, search_args, sources
 
@@ -98,16 +99,15 @@ def scan(source_id: str, full: bool) -> None:
     click.echo(started["message"])
     with tqdm(total=0, unit="file", desc=source_id) as bar:
         while True:
-            stats = scans.live_stats(source_id) or {}
-            progress = stats.get("progress") or {}
-            bar.total = progress.get("total", 0)
-            bar.n = progress.get("done", 0)
-            bar.set_postfix(state=stats.get("state"), failed=stats.get("failed", 0))
+            stats = scans.live_stats(source_id) or RunStats()
+            bar.total, bar.n = stats.progress.total, stats.progress.done
+            bar.set_postfix(state=stats.state, failed=stats.failed)
             bar.refresh()
-            if stats.get("state") in scans.FINAL_STATES:
+            if stats.final:
                 break
             time.sleep(0.5)
-    click.echo(json.dumps({k: v for k, v in stats.items() if k != "errors"}, indent=2))
+    shown = {k: v for k, v in stats.to_dict().items() if k != "errors"}
+    click.echo(json.dumps(shown, indent=2))
 
 
 @trawl.command("search")

@@ -14,10 +14,11 @@ from flask import Flask, current_app
 from rq import Worker, get_current_job
 from rq_scheduler import Scheduler
 
+from webapp import keys
 from webapp import schedule as cron
 from webapp.extensions import db
 from webapp.indexing.pipeline import ScanRun, help_extract
-from webapp.indexing.state import scan_lock
+from webapp.indexing.state import scan_lock, settle_interrupted
 from webapp.models import Source, utcnow
 from webapp.runtime import get_queue, get_redis, get_search
 
@@ -57,6 +58,7 @@ def scheduled_scan(source_id: str) -> str:
         db.session.commit()
         schedule_source(source_id, source.next_scan_at)
         job = get_current_job()
+        settle_interrupted(source_id)  # a run killed before this one is marked as such
         run_id = scan_lock(source_id).acquire_queued(job.id if job else "", full=False)
         if run_id is None:
             log.info("Scheduled scan of %s skipped: the source is busy", source_id)
@@ -81,7 +83,8 @@ def rename_documents(source_id: str) -> int:
 def enqueue_scan(source_id: str, run_id: str, full: bool, job_id: str) -> None:
     """Queue the coordinator of a run whose lock was taken."""
     get_queue().enqueue(scan_job, source_id, run_id, full, job_id=job_id,
-                        job_timeout=7 * 24 * 3600, result_ttl=3600, failure_ttl=7 * 24 * 3600)
+                        job_timeout=keys.SCAN_JOB_TIMEOUT, result_ttl=keys.SCAN_RESULT_TTL,
+                        failure_ttl=keys.SCAN_FAILURE_TTL)
 
 
 def enqueue_helpers(run_id: str, source_id: str, n_batches: int) -> None:
@@ -90,12 +93,14 @@ def enqueue_helpers(run_id: str, source_id: str, n_batches: int) -> None:
     others = max(0, Worker.count(queue=queue) - 1)
     for _ in range(min(others, n_batches - 1)):
         queue.enqueue(extract_batches, run_id, source_id,
-                      job_timeout=24 * 3600, result_ttl=60, failure_ttl=3600)
+                      job_timeout=keys.HELPER_JOB_TIMEOUT, result_ttl=keys.HELPER_RESULT_TTL,
+                      failure_ttl=keys.HELPER_FAILURE_TTL)
 
 
 def enqueue_rename(source_id: str) -> None:
     """Queue the rewrite of source_name in the source's documents."""
-    get_queue().enqueue(rename_documents, source_id, job_timeout=3600, result_ttl=600)
+    get_queue().enqueue(rename_documents, source_id, job_timeout=keys.RENAME_JOB_TIMEOUT,
+                        result_ttl=keys.RENAME_RESULT_TTL)
 
 
 # -- schedules (rq-scheduler) -------------------------------------------------------------------
@@ -115,7 +120,7 @@ def schedule_source(source_id: str, when: datetime | None, app: Flask | None = N
     scheduler.cancel(_schedule_job_id(source_id))
     if when is not None:
         scheduler.enqueue_at(when, scheduled_scan, source_id, job_id=_schedule_job_id(source_id),
-                             timeout=7 * 24 * 3600, job_result_ttl=3600)
+                             timeout=keys.SCAN_JOB_TIMEOUT, job_result_ttl=keys.SCHEDULED_RESULT_TTL)
 
 
 def unschedule(source_id: str) -> None:
@@ -134,7 +139,8 @@ def rebuild_schedules(app: Flask) -> int:
         count = 0
         for source in db.session.query(Source).filter(Source.scan_schedule.isnot(None)):
             if source.next_scan_at is None or source.next_scan_at <= now:
-                get_queue(app).enqueue(scheduled_scan, source.id, job_timeout=7 * 24 * 3600)
+                get_queue(app).enqueue(scheduled_scan, source.id,
+                                       job_timeout=keys.SCAN_JOB_TIMEOUT)
             else:
                 schedule_source(source.id, source.next_scan_at, app)
             count += 1

@@ -46,7 +46,7 @@ class Source(db.Model):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_scan_at: Mapped[datetime | None]
     next_scan_at: Mapped[datetime | None]
-    last_run: Mapped[dict | None] = mapped_column(JSON)  # stats of the latest finished run
+    last_run: Mapped[dict | None] = mapped_column(JSON)  # RunStats of the latest run that ended
 
 
 class IndexedFile(db.Model):

@@ -14,6 +14,7 @@ from flask import Flask, current_app
 from rq import Queue
 from sqlalchemy import Connection, event, inspect, text
 
+from webapp import keys
 from webapp.extensions import db
 from webapp.services.image_render import IsolatedRenderer
 
@@ -26,7 +27,7 @@ def init_app(app: Flask) -> None:
                                   socket_connect_timeout=5, health_check_interval=30)
     app.extensions["trawl.redis"] = client
     app.extensions["trawl.queue"] = Queue(app.config["QUEUE_NAME"], connection=client,
-                                          default_timeout=24 * 3600)
+                                          default_timeout=keys.DEFAULT_JOB_TIMEOUT)
     app.extensions["trawl.search"] = None
     app.extensions["trawl.previews"] = IsolatedRenderer(app.config["PREVIEW_CONCURRENCY"])
     with app.app_context():

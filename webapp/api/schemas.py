@@ -5,6 +5,7 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
+from webapp.indexing.runstats import RunState, SourceState
 from webapp.search import DEFAULT_MATCHING_STRATEGY, FACETS, MATCHING_STRATEGIES, SORTS
 
 # A question pasted whole is searched (its first MAX_QUERY_WORDS words); longer text is 400.
@@ -60,8 +61,8 @@ _PATTERNS = fields.List(fields.String(), allow_none=True)
 class SourceCreateSchema(StrictSchema):
     id = fields.String(load_default=None, allow_none=True,
                        metadata={"description": "Optional; a slug of name when absent"})
-    name = fields.String(required=True, validate=validate.Length(
-        min=1, max=200, error="must be 1 to 200 characters"))
+    name = fields.String(required=True, metadata={  # its rules: services.sources.valid_name
+        "description": "1 to 200 characters (spaces around it are dropped), no control characters"})
     root_path = fields.String(required=True)
     include_patterns = fields.List(fields.String(), allow_none=True,
                                    metadata={"example": ["**/*"]})
@@ -71,8 +72,7 @@ class SourceCreateSchema(StrictSchema):
 
 
 class SourceUpdateSchema(StrictSchema):
-    name = fields.String(validate=validate.Length(min=1, max=200,
-                                                  error="must be 1 to 200 characters"))
+    name = fields.String(metadata={"description": "as when creating"})
     root_path = fields.String()
     include_patterns = fields.List(fields.String(), allow_none=True)
     exclude_patterns = fields.List(fields.String(), allow_none=True)
@@ -90,7 +90,7 @@ class SourceSchema(ma.Schema):
     updated_at = fields.String()
     last_scan_at = fields.String(allow_none=True)
     next_scan_at = fields.String(allow_none=True)
-    state = fields.String(metadata={"description": "idle, queued or indexing"})
+    state = fields.String(metadata={"description": ", ".join(SourceState)})
     document_count = fields.Integer()
     failed_count = fields.Integer()
 
@@ -129,7 +129,7 @@ class ProgressSchema(ma.Schema):
 
 
 class RunStatsSchema(ma.Schema):
-    state = fields.String(metadata={"description": "queued, indexing, finished, failed, cancelled"})
+    state = fields.String(metadata={"description": ", ".join(RunState)})
     started_at = fields.String(allow_none=True)
     finished_at = fields.String(allow_none=True)
     total_scanned = fields.Integer()
@@ -169,7 +169,7 @@ class HealthSchema(ma.Schema):
 class SourceStatusSchema(ma.Schema):
     source_id = fields.String()
     source_name = fields.String()
-    state = fields.String()
+    state = fields.String(metadata={"description": ", ".join(SourceState)})
     total_files = fields.Integer()
     successful = fields.Integer()
     failed = fields.Integer()

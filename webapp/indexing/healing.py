@@ -15,6 +15,7 @@ from sqlalchemy import ColumnElement, and_, or_, select
 
 from webapp.extensions import db
 from webapp.indexing.extractors import TIMEOUT_MESSAGE, UNREADABLE_MESSAGE, VANISHED_MESSAGE
+from webapp.indexing.runstats import FileStatus
 from webapp.models import IndexedFile
 
 ACCESS_FAILURES = (VANISHED_MESSAGE, UNREADABLE_MESSAGE)
@@ -26,7 +27,7 @@ def _failed_with(*messages: str, timeouts: bool) -> ColumnElement[bool]:
     if timeouts:
         reason = or_(reason, IndexedFile.error_message.startswith(TIMEOUT_MESSAGE,
                                                                   autoescape=True))
-    return and_(IndexedFile.status == "failed", reason)
+    return and_(IndexedFile.status == FileStatus.FAILED, reason)
 
 
 def retry_paths(source_id: str) -> set[str]:

@@ -28,6 +28,7 @@ from webapp.indexing.extractors import (
     find_extractor,
     preload,
 )
+from webapp.indexing.runstats import FileStatus
 
 log = logging.getLogger(__name__)
 CRASH_MESSAGE = "Extractor crashed on this file"
@@ -40,7 +41,7 @@ CHILD_START_TIMEOUT = 60.0  # seconds a new child may take to start (a spawn on 
 class FileResult:
     """Outcome of one file: status success|failed|skipped, the document, and why it failed."""
 
-    status: str
+    status: FileStatus
     doc: Extracted
     error_message: str | None = None
 
@@ -141,9 +142,9 @@ class Extractor:
             return self._failed(doc_type, UNREADABLE_MESSAGE)
         if size > self.settings.max_file_size_bytes:
             message = f"File is larger than {self.settings.max_file_size_mb} MB"
-            return FileResult("skipped", Extracted(type=doc_type), message)
+            return FileResult(FileStatus.SKIPPED, Extracted(type=doc_type), message)
         if spec is None:
-            return FileResult("success", Extracted(type="file"))
+            return FileResult(FileStatus.SUCCESS, Extracted(type="file"))
         return self._ask_child(path, doc_type)
 
     def _ask_child(self, path: str, doc_type: str) -> FileResult:
@@ -167,13 +168,13 @@ class Extractor:
             self._kill()
             return self._failed(doc_type, CRASH_MESSAGE)
         if kind == "ok":
-            return FileResult("success", payload)
+            return FileResult(FileStatus.SUCCESS, payload)
         if kind == "fatal":
             self._kill()
         return self._failed(doc_type, payload)
 
     def _failed(self, doc_type: str, message: str) -> FileResult:
-        return FileResult("failed", Extracted(type=doc_type), message)
+        return FileResult(FileStatus.FAILED, Extracted(type=doc_type), message)
 
     def _ensure_child(self) -> Any:
         if self._proc is not None and self._proc.is_alive():

@@ -18,20 +18,21 @@ from collections.abc import Callable, Iterable
 from flask import Flask
 from sqlalchemy import select
 
+from webapp import keys
 from webapp.extensions import db
 from webapp.indexing.extractors import ExtractionSettings
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
 from webapp.indexing.isolation import Extractor
 from webapp.indexing.records import delete_records, upsert_records
+from webapp.indexing.runstats import FileStatus, Progress, RunState, RunStats
 from webapp.indexing.scanner import Changes, FileStat, diff, doc_id, root_problem, walk
-from webapp.indexing.state import Heartbeat, new_stats, scan_lock, stamp
+from webapp.indexing.state import Heartbeat, scan_lock, stamp
 from webapp.memtune import release_freed
 from webapp.models import IndexedFile, Source, utcnow
 from webapp.runtime import get_redis, get_search
 
 log = logging.getLogger(__name__)
-MAX_ERRORS = 100
 RESULT_WAIT = 1.0  # seconds the coordinator blocks on helpers' results before looking around
 INFLIGHT_TTL = 120  # a helper batch not refreshed for this long is handed out again
 ALIVE_EVERY = 1.0  # seconds between a helper's "still working on batch n" marks
@@ -43,11 +44,6 @@ WRITE_MAX_CHARS = 8_000_000  # ... nor more extracted text than this (the writer
 PUSH_BATCHES = 100  # batches per RPUSH when a run hands out its work
 
 _extractor: tuple | None = None  # (settings, Extractor): one child per worker process, reused
-
-
-def _keys(run_id: str) -> dict[str, str]:
-    base = f"trawl:run:{run_id}"
-    return {"todo": f"{base}:todo", "results": f"{base}:results", "inflight": f"{base}:inflight"}
 
 
 def get_extractor(app: Flask):
@@ -99,9 +95,8 @@ class ScanRun:
         self.start_helpers = start_helpers or (lambda n_batches: None)
         self.redis = get_redis(app)
         self.lock = scan_lock(source_id, app)
-        self.keys = _keys(run_id)
-        self.stats = new_stats("indexing")
-        self.stats["started_at"] = stamp()
+        self.lists = keys.run_lists(run_id)
+        self.stats = RunStats(RunState.INDEXING, started_at=stamp())
         self._last_publish = 0.0
         self._buffer: list[dict] = []  # batch results not yet written
         self._buffer_since = 0.0
@@ -109,10 +104,8 @@ class ScanRun:
 
     # -- stats -------------------------------------------------------------------------------
     def error(self, path: str, message: str) -> None:
-        """Count an error, keeping the first MAX_ERRORS for the stats."""
-        self.stats["error_count"] += 1
-        if len(self.stats["errors"]) < MAX_ERRORS:
-            self.stats["errors"].append({"path": path, "error": message})
+        """Count an error of the walk or of a file (the stats keep the first ones)."""
+        self.stats.add_error(path, message)
 
     def publish(self, force: bool = False) -> None:
         """Write the live stats to Redis (at most a few times a second)."""
@@ -122,7 +115,7 @@ class ScanRun:
             self._last_publish = now
 
     # -- run ---------------------------------------------------------------------------------
-    def run(self) -> dict:
+    def run(self) -> RunStats:
         """Do the whole scan; returns the final stats."""
         if not self.lock.start(self.run_id):
             log.info("Scan %s of %s no longer owns the source; skipped", self.run_id,
@@ -133,11 +126,11 @@ class ScanRun:
             with Heartbeat(self.lock, self.run_id) as beat:
                 self._scan(beat)
         except Exception as exc:
-            self._finish("failed", f"Scan failed: {exc}")
+            self._finish(RunState.FAILED, f"Scan failed: {exc}")
             raise
         finally:
             self.lock.release(self.run_id)
-            self.redis.delete(*self.keys.values())
+            self.redis.delete(*self.lists.values())
             # the final stats appear only once the source is free: whoever sees "finished"
             # (a ?wait= request, the UI) may start the next scan at once
             self.publish(force=True)
@@ -146,14 +139,14 @@ class ScanRun:
     def _scan(self, beat: Heartbeat) -> None:
         source = db.session.get(Source, self.source_id)
         if source is None:
-            self.stats["state"] = "cancelled"
+            self.stats.state = RunState.CANCELLED
             return
         problem = root_problem(source.root_path, self.app.config["ALLOWED_ROOTS"])
         if problem:
-            self._finish("failed", problem)  # nothing is deleted when the root is missing
+            self._finish(RunState.FAILED, problem)  # nothing is deleted when the root is missing
             return
         self.source = {"id": source.id, "name": source.name}
-        unclean = not source.last_run or source.last_run.get("state") != "finished"
+        unclean = not source.last_run or source.last_run.get("state") != RunState.FINISHED
         patterns = PatternSet(source.include_patterns, source.exclude_patterns)
         records = {p: (size, mtime) for p, size, mtime in db.session.execute(
             select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
@@ -168,14 +161,14 @@ class ScanRun:
         if unclean or self.full:
             self._remove_orphans()
         self._extract_all(changes.to_index, beat)
-        self._finish("cancelled" if self._stopped(beat) else "finished")
+        self._finish(RunState.CANCELLED if self._stopped(beat) else RunState.FINISHED)
 
     def _count(self, changes: Changes) -> None:
         s = self.stats
-        s["total_scanned"] = changes.scanned
-        s["new_files"], s["modified_files"] = len(changes.new), len(changes.modified)
-        s["unchanged_files"], s["deleted_files"] = changes.unchanged, len(changes.deleted)
-        s["progress"] = {"done": 0, "total": len(changes.to_index)}
+        s.total_scanned = changes.scanned
+        s.new_files, s.modified_files = len(changes.new), len(changes.modified)
+        s.unchanged_files, s.deleted_files = changes.unchanged, len(changes.deleted)
+        s.progress = Progress(0, len(changes.to_index))
         self.publish(force=True)
 
     def _remove_orphans(self) -> None:
@@ -203,14 +196,14 @@ class ScanRun:
             return json.dumps({"n": n, "files": [[f.path, f.size, f.mtime_ns] for f in chunk]})
 
         for first in range(0, n_batches, PUSH_BATCHES):
-            self.redis.rpush(self.keys["todo"], *map(
+            self.redis.rpush(self.lists["todo"], *map(
                 payload, range(first, min(first + PUSH_BATCHES, n_batches))))
-        self.redis.expire(self.keys["todo"], 86400)
+        self.redis.expire(self.lists["todo"], keys.RUN_LISTS_TTL)
         self.start_helpers(n_batches)
         pending = set(range(n_batches))
         while pending and not self._stopped(beat):
             self._drain_results(pending)
-            raw = self.redis.lpop(self.keys["todo"])
+            raw = self.redis.lpop(self.lists["todo"])
             if raw is not None:
                 task = json.loads(raw)
                 self._write(task["n"], extract_batch(self.app, self.source, task["files"]),
@@ -221,7 +214,7 @@ class ScanRun:
 
     def _drain_results(self, pending: set[int]) -> None:
         while True:
-            raw = self.redis.lpop(self.keys["results"])
+            raw = self.redis.lpop(self.lists["results"])
             if raw is None:
                 return
             result = json.loads(raw)
@@ -229,21 +222,21 @@ class ScanRun:
 
     def _wait_for_helpers(self, pending: set[int], payload: Callable[[int], str]) -> None:
         """Block briefly on results; hand out again any batch whose helper went silent."""
-        item = self.redis.blpop([self.keys["results"]], timeout=RESULT_WAIT)
+        item = self.redis.blpop([self.lists["results"]], timeout=RESULT_WAIT)
         if item is not None:
             result = json.loads(item[1])
             self._write(result["n"], result, pending)
             return
-        alive = {int(n) for n in self.redis.hkeys(self.keys["inflight"])
+        alive = {int(n) for n in self.redis.hkeys(self.lists["inflight"])
                  if self._inflight_fresh(n)}
         for n in sorted(pending - alive):
             log.warning("Batch %d of run %s was lost by its worker; extracting it again",
                         n, self.run_id)
-            self.redis.hdel(self.keys["inflight"], n)
-            self.redis.rpush(self.keys["todo"], payload(n))
+            self.redis.hdel(self.lists["inflight"], n)
+            self.redis.rpush(self.lists["todo"], payload(n))
 
     def _inflight_fresh(self, n: bytes) -> bool:
-        seen = self.redis.hget(self.keys["inflight"], n)
+        seen = self.redis.hget(self.lists["inflight"], n)
         return seen is not None and time.time() - float(seen) < INFLIGHT_TTL
 
     def _write(self, n: int, result: dict, pending: set[int]) -> None:
@@ -275,29 +268,29 @@ class ScanRun:
     def _count_batch(self, result: dict) -> None:
         s = self.stats
         for rec in result["records"]:
-            status = rec["status"]
-            s["successful" if status == "success" else status] += 1
-            if rec["error_message"] and status == "failed":
+            status = FileStatus(rec["status"])
+            s.count_file(status)
+            if rec["error_message"] and status == FileStatus.FAILED:
                 self.error(rec["path"], rec["error_message"])
-        s["progress"]["done"] += len(result["records"])
+        s.progress.done += len(result["records"])
         if result["records"]:
-            s["current_file"] = result["records"][-1]["path"]
+            s.current_file = result["records"][-1]["path"]
         self.publish()
 
-    def _finish(self, state: str, message: str | None = None) -> None:
+    def _finish(self, state: RunState, message: str | None = None) -> None:
         """Persist the final stats on the source (they outlive Redis); run() publishes them."""
-        self.stats["state"] = state
-        self.stats["finished_at"] = stamp()
-        self.stats["current_file"] = None
+        self.stats.state = state
+        self.stats.finished_at = stamp()
+        self.stats.current_file = None
         if message:
-            self.stats["message"] = message
-            if state == "failed":
-                self.error(self.stats.get("root", ""), message)
+            self.stats.message = message
+            if state == RunState.FAILED:
+                self.error("", message)
         db.session.rollback()
         source = db.session.get(Source, self.source_id)
         if source is not None:
-            source.last_run = dict(self.stats)
-            if state == "finished":
+            source.last_run = self.stats.to_dict()
+            if state == RunState.FINISHED:
                 source.last_scan_at = utcnow()
             db.session.commit()
 
@@ -305,29 +298,29 @@ class ScanRun:
 def help_extract(app: Flask, run_id: str, source_id: str) -> int:
     """A helper job: take a run's batches until none are left; results go to the coordinator."""
     r = get_redis(app)
-    keys = _keys(run_id)
+    lists = keys.run_lists(run_id)
     source = db.session.get(Source, source_id)
     if source is None:
         return 0
     info = {"id": source.id, "name": source.name}
     done = 0
     while True:
-        raw = r.lpop(keys["todo"])
+        raw = r.lpop(lists["todo"])
         if raw is None:
             return done
         task = json.loads(raw)
-        r.expire(keys["inflight"], 86400)
+        r.expire(lists["inflight"], keys.RUN_LISTS_TTL)
 
         beat = {"at": 0.0}
 
         def alive(n: int = task["n"], beat: dict = beat) -> None:
             now = time.time()
             if now - beat["at"] >= ALIVE_EVERY:  # one Redis round trip a second, not per file
-                r.hset(keys["inflight"], n, now)
+                r.hset(lists["inflight"], n, now)
                 beat["at"] = now
 
         result = extract_batch(app, info, task["files"], on_file=alive)
         result["n"] = task["n"]
-        r.rpush(keys["results"], json.dumps(result))
-        r.expire(keys["results"], 86400)
+        r.rpush(lists["results"], json.dumps(result))
+        r.expire(lists["results"], keys.RUN_LISTS_TTL)
         done += 1

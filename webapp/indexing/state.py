@@ -16,35 +16,21 @@ from flask import Flask, current_app
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from webapp.models import iso, utcnow
+from webapp import keys
+from webapp.extensions import db
+from webapp.indexing.runstats import RunState, RunStats, SourceState
+from webapp.models import Source, iso, utcnow
 from webapp.runtime import get_redis
 
-QUEUED_TTL = 7 * 24 * 3600  # a queued scan waits for a free worker; its job is checked on read
 ENQUEUE_GRACE = 30  # seconds a queued lock may exist before its RQ job does
 # Delete the key only if it still holds exactly this value (another process may have moved on).
 _DELETE_IF_EQUAL = ("if redis.call('get', KEYS[1]) == ARGV[1] then "
                     "return redis.call('del', KEYS[1]) end return 0")
+# Replace the key's value only if it still holds exactly ARGV[1].
+_SET_IF_EQUAL = ("if redis.call('get', KEYS[1]) == ARGV[1] then "
+                 "return redis.call('set', KEYS[1], ARGV[2], 'KEEPTTL') end return 0")
 _ALIVE_JOB = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED}
-
-
-def _lock_key(source_id: str) -> str:
-    return f"trawl:scan:{source_id}"
-
-
-def _stats_key(source_id: str) -> str:
-    return f"trawl:stats:{source_id}"
-
-
-def _cancel_key(run_id: str) -> str:
-    return f"trawl:cancel:{run_id}"
-
-
-def new_stats(state: str = "queued") -> dict:
-    """An empty stats object of a run (the shape of decisions.md)."""
-    return {"state": state, "started_at": None, "finished_at": None, "total_scanned": 0,
-            "new_files": 0, "modified_files": 0, "unchanged_files": 0, "deleted_files": 0,
-            "successful": 0, "failed": 0, "skipped": 0, "error_count": 0, "errors": [],
-            "progress": {"done": 0, "total": 0}, "current_file": None, "message": None}
+INTERRUPTED = "Interrupted: the worker running this scan stopped before it finished"
 
 
 def scan_lock(source_id: str, app: Flask | None = None) -> ScanLock:
@@ -63,20 +49,21 @@ class ScanLock:
 
     def read(self) -> dict | None:
         """The lock value ({run_id, job_id, state, full}) or None when idle."""
-        raw = self.conn.get(_lock_key(self.source_id))
+        raw = self.conn.get(keys.scan_lock(self.source_id))
         return json.loads(raw) if raw else None
 
     def acquire_queued(self, job_id: str, full: bool) -> str | None:
         """Take the slot for a queued run; None when another run holds it."""
         run_id = uuid.uuid4().hex
-        value = json.dumps({"run_id": run_id, "job_id": job_id, "state": "queued", "full": full,
+        value = json.dumps({"run_id": run_id, "job_id": job_id, "state": SourceState.QUEUED,
+                            "full": full,
                             "since": time.time()})
-        if self.conn.set(_lock_key(self.source_id), value, nx=True, ex=QUEUED_TTL):
-            self.write_stats(new_stats("queued"))
+        if self.conn.set(keys.scan_lock(self.source_id), value, nx=True, ex=keys.QUEUED_LOCK_TTL):
+            self.write_stats(RunStats(RunState.QUEUED))
             return run_id
-        if self.state() == "idle":  # a stale lock was cleared by state(); try once more
-            if self.conn.set(_lock_key(self.source_id), value, nx=True, ex=QUEUED_TTL):
-                self.write_stats(new_stats("queued"))
+        if self.state() == SourceState.IDLE:  # a stale lock was cleared by state(); try once more
+            if self.conn.set(keys.scan_lock(self.source_id), value, nx=True, ex=keys.QUEUED_LOCK_TTL):
+                self.write_stats(RunStats(RunState.QUEUED))
                 return run_id
         return None
 
@@ -85,19 +72,21 @@ class ScanLock:
         lock = self.read()
         if lock and lock["run_id"] == run_id:
             lock["job_id"] = job_id
-            self.conn.set(_lock_key(self.source_id), json.dumps(lock), xx=True, keepttl=True)
+            self.conn.set(keys.scan_lock(self.source_id), json.dumps(lock), xx=True, keepttl=True)
 
-    def state(self) -> str:
+    def state(self) -> SourceState:
         """idle, queued or indexing; a queued lock whose job is gone is released."""
-        raw = self.conn.get(_lock_key(self.source_id))
+        raw = self.conn.get(keys.scan_lock(self.source_id))
         if raw is None:
-            return "idle"
+            return SourceState.IDLE
         lock = json.loads(raw)
-        if lock["state"] == "queued" and not self._job_alive(lock):
+        if lock["state"] == SourceState.QUEUED and not self._job_alive(lock):
             # only if the lock is still this queued one: a worker may have just started the run
-            self.conn.eval(_DELETE_IF_EQUAL, 1, _lock_key(self.source_id), raw)
-            return self.state() if self.conn.exists(_lock_key(self.source_id)) else "idle"
-        return lock["state"]
+            self.conn.eval(_DELETE_IF_EQUAL, 1, keys.scan_lock(self.source_id), raw)
+            if self.conn.exists(keys.scan_lock(self.source_id)):
+                return self.state()
+            return SourceState.IDLE
+        return SourceState(lock["state"])
 
     def _job_alive(self, lock: dict) -> bool:
         if time.time() - lock.get("since", 0) < ENQUEUE_GRACE:
@@ -112,8 +101,8 @@ class ScanLock:
         lock = self.read()
         if not lock or lock["run_id"] != run_id:
             return False
-        lock["state"] = "indexing"
-        self.conn.set(_lock_key(self.source_id), json.dumps(lock), ex=self.ttl)
+        lock["state"] = SourceState.INDEXING
+        self.conn.set(keys.scan_lock(self.source_id), json.dumps(lock), ex=self.ttl)
         return True
 
     def heartbeat(self, run_id: str) -> bool:
@@ -121,37 +110,43 @@ class ScanLock:
         lock = self.read()
         if not lock or lock["run_id"] != run_id:
             return False
-        return bool(self.conn.expire(_lock_key(self.source_id), self.ttl))
+        return bool(self.conn.expire(keys.scan_lock(self.source_id), self.ttl))
 
     def release(self, run_id: str) -> None:
         """Free the slot if this run still holds it."""
-        raw = self.conn.get(_lock_key(self.source_id))
+        raw = self.conn.get(keys.scan_lock(self.source_id))
         if raw is not None and json.loads(raw)["run_id"] == run_id:
-            self.conn.eval(_DELETE_IF_EQUAL, 1, _lock_key(self.source_id), raw)
+            self.conn.eval(_DELETE_IF_EQUAL, 1, keys.scan_lock(self.source_id), raw)
 
     def cancel(self) -> None:
         """Ask the running scan to stop, and free the slot at once."""
         lock = self.read()
         if lock:
-            self.conn.set(_cancel_key(lock["run_id"]), "1", ex=3600)
-            self.conn.delete(_lock_key(self.source_id))
+            self.conn.set(keys.cancel(lock["run_id"]), "1", ex=keys.CANCEL_TTL)
+            self.conn.delete(keys.scan_lock(self.source_id))
 
     def cancelled(self, run_id: str) -> bool:
         """Whether this run was asked to stop."""
-        return bool(self.conn.exists(_cancel_key(run_id)))
+        return bool(self.conn.exists(keys.cancel(run_id)))
 
-    def write_stats(self, stats: dict) -> None:
+    def write_stats(self, stats: RunStats) -> None:
         """Publish the live stats of the current run."""
-        self.conn.set(_stats_key(self.source_id), json.dumps(stats), ex=7 * 24 * 3600)
+        self.conn.set(keys.run_stats(self.source_id), json.dumps(stats.to_dict()),
+                      ex=keys.STATS_TTL)
 
-    def read_stats(self) -> dict | None:
+    def read_stats(self) -> RunStats | None:
         """The stats of the current or latest run, while Redis has them."""
-        raw = self.conn.get(_stats_key(self.source_id))
-        return json.loads(raw) if raw else None
+        raw = self.conn.get(keys.run_stats(self.source_id))
+        return RunStats.from_dict(json.loads(raw)) if raw else None
+
+    def replace_stats(self, old: RunStats, new: RunStats) -> bool:
+        """Write `new` only if Redis still holds `old` (the run may have published since)."""
+        return bool(self.conn.eval(_SET_IF_EQUAL, 1, keys.run_stats(self.source_id),
+                                   json.dumps(old.to_dict()), json.dumps(new.to_dict())))
 
     def forget(self) -> None:
         """Drop everything Redis holds about the source."""
-        self.conn.delete(_lock_key(self.source_id), _stats_key(self.source_id))
+        self.conn.delete(keys.scan_lock(self.source_id), keys.run_stats(self.source_id))
 
 
 class Heartbeat:
@@ -186,3 +181,28 @@ class Heartbeat:
 def stamp() -> str:
     """Now, as the stats write datetimes."""
     return iso(utcnow())
+
+
+def settle_interrupted(source_id: str, app: Flask | None = None) -> RunStats | None:
+    """Mark a run whose worker died (its lock expired while it said `indexing`) as interrupted.
+
+    Redis and the source's `last_run` both get the interrupted stats, so the run is not shown
+    as indexing for good and the next run knows the last one did not finish. Returns them.
+    """
+    lock = scan_lock(source_id, app)
+    stats = lock.read_stats()
+    if stats is None or stats.state != RunState.INDEXING or lock.state() != SourceState.IDLE:
+        return None
+    source = db.session.get(Source, source_id)
+    kept = (source.last_run or {}) if source is not None else {}
+    if kept.get("started_at") == stats.started_at:
+        return None  # it ended normally: its final stats are on the source and on their way
+    ended = RunStats.from_dict(stats.to_dict())
+    ended.state, ended.finished_at = RunState.INTERRUPTED, stamp()
+    ended.current_file, ended.message = None, INTERRUPTED
+    if not lock.replace_stats(stats, ended):
+        return None  # someone else moved on in the meantime
+    if source is not None:
+        source.last_run = ended.to_dict()
+        db.session.commit()
+    return ended

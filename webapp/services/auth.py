@@ -12,6 +12,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from flask_jwt_extended import create_access_token, decode_token
 
+from webapp import keys
 from webapp.exceptions import Conflict, InvalidInput, Unauthorized
 from webapp.extensions import db, jwt
 from webapp.models import User
@@ -20,7 +21,6 @@ from webapp.runtime import get_redis
 USERNAME_RE = re.compile(r"^[A-Za-z0-9._-]{3,50}$")
 MIN_PASSWORD = 8
 _hasher = PasswordHasher()
-_REVOKED = "trawl:revoked:"
 
 
 def validate_credentials(username: str, password: str) -> None:
@@ -104,12 +104,12 @@ def revoke_session(session_id: str, expires_at: int) -> None:
     """End a session (an access token's jti or a UI session's id) and what it signed, until
     `expires_at` (a Unix time) when it would have ended anyway."""
     ttl = max(1, int(expires_at - time.time()))
-    get_redis().set(_REVOKED + session_id, "1", ex=ttl)
+    get_redis().set(keys.revoked_token(session_id), "1", ex=ttl)
 
 
 def session_revoked(session_id: str) -> bool:
     """Whether this session id was ended by a logout."""
-    return bool(get_redis().exists(_REVOKED + session_id))
+    return bool(get_redis().exists(keys.revoked_token(session_id)))
 
 
 def user_json(user: User) -> dict:

@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import resource
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,26 +149,28 @@ class IsolatedRenderer:
     def __init__(self, slots: int) -> None:
         self._slots = threading.BoundedSemaphore(max(1, slots))
         self._ctx = multiprocessing.get_context("forkserver")
-        # the fork server imports only this module (never the web app's __main__)
+        # the fork server imports only these modules (never the web app or its __main__)
         self._ctx.set_forkserver_preload(FORK_SERVER_PRELOAD)
 
     def render(self, path: str, kind: str, limits: PreviewLimits) -> tuple[bytes, str]:
         """The preview bytes and mimetype; PreviewRefused or PreviewBusy when there is none."""
+        deadline = time.monotonic() + limits.timeout  # the wait for a slot counts too
         if not self._slots.acquire(timeout=limits.timeout):
             raise PreviewBusy("Too many image previews at once; try again shortly")
         try:
-            return self._run_child(path, kind, limits)
+            return self._run_child(path, kind, limits, max(0.0, deadline - time.monotonic()))
         finally:
             self._slots.release()
 
-    def _run_child(self, path: str, kind: str, limits: PreviewLimits) -> tuple[bytes, str]:
+    def _run_child(self, path: str, kind: str, limits: PreviewLimits,
+                   seconds: float) -> tuple[bytes, str]:
         parent_end, child_end = self._ctx.Pipe(duplex=False)
         proc = self._ctx.Process(target=_child_main, args=(child_end, path, kind, limits),
                                  name="trawl-preview", daemon=True)
         proc.start()
         child_end.close()
         try:
-            if not parent_end.poll(limits.timeout):
+            if not parent_end.poll(seconds):
                 raise PreviewRefused(f"Image took longer than {limits.timeout:g} s to preview")
             reply = parent_end.recv()
         except (EOFError, OSError) as exc:  # killed by its memory cap or a decoder crash

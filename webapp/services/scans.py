@@ -10,22 +10,24 @@ from webapp import jobs
 from webapp.exceptions import Conflict, InvalidInput
 from webapp.extensions import db
 from webapp.indexing.records import delete_records
+from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
 from webapp.indexing.scanner import doc_id, root_problem
-from webapp.indexing.state import ScanLock, new_stats, scan_lock
+from webapp.indexing.state import ScanLock, scan_lock, settle_interrupted
 from webapp.models import IndexedFile, get_source
 from webapp.runtime import get_search
 
-FINAL_STATES = {"finished", "failed", "cancelled"}
 
-
-def scan_state(source_id: str) -> str:
+def scan_state(source_id: str) -> SourceState:
     """idle, queued or indexing."""
     return scan_lock(source_id).state()
 
 
-def live_stats(source_id: str) -> dict | None:
-    """Stats of the current run, or of the latest one while Redis still has them."""
-    return scan_lock(source_id).read_stats()
+def live_stats(source_id: str) -> RunStats | None:
+    """Stats of the current run, or of the latest one while Redis still has them.
+
+    A run whose worker died is marked interrupted here, once its lock has expired.
+    """
+    return settle_interrupted(source_id) or scan_lock(source_id).read_stats()
 
 
 def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
@@ -35,6 +37,7 @@ def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
         problem = root_problem(source.root_path, current_app.config["ALLOWED_ROOTS"])
         if problem:
             raise InvalidInput(f"root_path: {problem}")
+    settle_interrupted(source_id)  # the next run must know the last one did not finish
     lock = scan_lock(source_id)
     run_id = lock.acquire_queued("", full)
     if run_id is None:
@@ -42,16 +45,16 @@ def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
     job_id = f"scan-{source_id}-{run_id[:12]}"
     lock.set_job(run_id, job_id)
     jobs.enqueue_scan(source_id, run_id, full, job_id)
-    stats = _wait(lock, wait) if wait else (lock.read_stats() or new_stats("queued"))
+    stats = _wait(lock, wait) if wait else (lock.read_stats() or RunStats(RunState.QUEUED))
     kind = "Full rebuild" if full else "Scan"
     return {"message": f"{kind} of '{source_id}' queued", "job_id": job_id, "stats": stats}
 
 
-def _wait(lock: ScanLock, seconds: int) -> dict:
+def _wait(lock: ScanLock, seconds: int) -> RunStats:
     deadline = time.monotonic() + seconds
     while True:
-        stats = lock.read_stats() or new_stats("queued")
-        if stats["state"] in FINAL_STATES or time.monotonic() >= deadline:
+        stats = lock.read_stats() or RunStats(RunState.QUEUED)
+        if stats.final or time.monotonic() >= deadline:
             return stats
         time.sleep(0.2)
 
@@ -59,10 +62,10 @@ def _wait(lock: ScanLock, seconds: int) -> dict:
 def clear_stale(source_id: str) -> int:
     """Delete the failed records and their documents so the next scan retries them."""
     source = get_source(source_id)
-    if scan_state(source.id) != "idle":
+    if scan_state(source.id) != SourceState.IDLE:
         raise Conflict(f"Source '{source_id}' is busy; try again when the scan has finished")
     paths = [p for (p,) in db.session.query(IndexedFile.path)
-             .filter_by(source_id=source.id, status="failed")]
+             .filter_by(source_id=source.id, status=FileStatus.FAILED)]
     if paths:
         get_search().delete_ids([doc_id(source.id, p) for p in paths])
         delete_records(source.id, paths)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,12 +15,14 @@ from webapp import schedule as cron
 from webapp.exceptions import Conflict, InvalidInput
 from webapp.extensions import db
 from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, validate_pattern
+from webapp.indexing.runstats import FileStatus
 from webapp.indexing.scanner import inside_any
 from webapp.models import IndexedFile, Source, get_source, iso, utcnow
 from webapp.runtime import get_search
 from webapp.services import scans
 
 PATTERN_FIELDS = {"include_patterns": DEFAULT_INCLUDE, "exclude_patterns": DEFAULT_EXCLUDE}
+NAME_MAX = 200  # the column's width
 
 
 def allowed_roots() -> list[str]:
@@ -78,6 +81,21 @@ def resolve_root(raw: Any) -> str:
     return report["path"]
 
 
+def valid_name(value: Any) -> str:
+    """The name without surrounding spaces, or a 400: 1 to 200 characters, no control characters.
+
+    The one check of a source's name, for the API, the web form and the CLI alike.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput("name: must be a string")
+    name = value.strip()
+    if not name or len(name) > NAME_MAX:
+        raise InvalidInput(f"name: must be 1 to {NAME_MAX} characters")
+    if any(unicodedata.category(ch) == "Cc" for ch in name):
+        raise InvalidInput("name: must not contain control characters")
+    return name
+
+
 def _patterns(field: str, value: Any) -> list[str]:
     """A validated pattern list; None means the default list."""
     if value is None:
@@ -105,10 +123,10 @@ def _next_scan(schedule: str | None):
     return cron.next_scan(schedule, utcnow(), current_app.config["SCHEDULE_TIMEZONE"])
 
 
-def _new_id(data: Mapping) -> str:
+def _new_id(data: Mapping, name: str) -> str:
     taken = {sid for (sid,) in db.session.query(Source.id)}
     if data.get("id") is None:
-        return slugs.unique_slug(slugs.slugify(data["name"]), taken)
+        return slugs.unique_slug(slugs.slugify(name), taken)
     sid = data["id"]
     if not isinstance(sid, str) or not slugs.is_valid_source_id(sid):
         raise InvalidInput("id: must match ^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -119,9 +137,10 @@ def _new_id(data: Mapping) -> str:
 
 def create(data: Mapping) -> Source:
     """Validate and store a new source, and put it on its schedule."""
+    name = valid_name(data.get("name"))
     root = resolve_root(data.get("root_path"))
     source = Source(
-        id=_new_id(data), name=data["name"].strip(), root_path=root,
+        id=_new_id(data, name), name=name, root_path=root,
         include_patterns=_patterns("include_patterns", data.get("include_patterns")),
         exclude_patterns=_patterns("exclude_patterns", data.get("exclude_patterns")),
         scan_schedule=_schedule(data.get("scan_schedule")))
@@ -140,7 +159,7 @@ def update(source_id: str, data: Mapping) -> Source:
     source = get(source_id)
     old_name = source.name
     if "name" in data:
-        source.name = data["name"].strip()
+        source.name = valid_name(data["name"])
     if "root_path" in data:
         source.root_path = resolve_root(data["root_path"])
     for field in PATTERN_FIELDS:
@@ -199,7 +218,7 @@ def to_json(source: Source, by_status: Mapping[str, int] | None = None) -> dict:
         "last_scan_at": iso(source.last_scan_at), "next_scan_at": iso(source.next_scan_at),
         "state": scans.scan_state(source.id),
         "document_count": sum(by_status.values()),
-        "failed_count": by_status.get("failed", 0),
+        "failed_count": by_status.get(FileStatus.FAILED, 0),
     }
 
 

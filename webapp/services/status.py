@@ -9,6 +9,7 @@ from sqlalchemy import func, text
 
 from webapp.config import VERSION
 from webapp.extensions import db
+from webapp.indexing.runstats import FileStatus, RunStats, SourceState
 from webapp.models import IndexedFile, Source, iso
 from webapp.runtime import get_queue, get_redis, get_search
 from webapp.services import auth, scans
@@ -50,17 +51,19 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
     last_indexed = db.session.query(func.max(IndexedFile.indexed_at)).filter_by(
         source_id=source.id).scalar()
     failed = (db.session.query(IndexedFile.path, IndexedFile.error_message)
-              .filter_by(source_id=source.id, status="failed")
+              .filter_by(source_id=source.id, status=FileStatus.FAILED)
               .order_by(IndexedFile.path).limit(FAILED_FILES))
-    state = scans.scan_state(source.id)
     live = scans.live_stats(source.id)  # the running run's stats, or the latest while Redis has them
+    state = scans.scan_state(source.id)
+    kept = RunStats.from_dict(source.last_run) if source.last_run else None
     return {
         "source_id": source.id, "source_name": source.name, "state": state,
-        "total_files": sum(by_status.values()), "successful": by_status.get("success", 0),
-        "failed": by_status.get("failed", 0), "skipped": by_status.get("skipped", 0),
+        "total_files": sum(by_status.values()),
+        "successful": by_status.get(FileStatus.SUCCESS, 0),
+        "failed": by_status.get(FileStatus.FAILED, 0), "skipped": by_status.get(FileStatus.SKIPPED, 0),
         "last_indexed_at": iso(last_indexed), "last_scan_at": iso(source.last_scan_at),
         "next_scan_at": iso(source.next_scan_at),
-        "last_run": (live if state != "idle" else source.last_run or live),
+        "last_run": (live if state != SourceState.IDLE else kept or live),
         "failed_files": [{"path": p, "error": e or ""} for p, e in failed],
     }
 

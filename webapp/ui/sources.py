@@ -7,7 +7,7 @@ import json
 from flask import current_app, flash, redirect, render_template, request, url_for
 
 from webapp import schedule
-from webapp.exceptions import InvalidInput, TrawlError
+from webapp.exceptions import TrawlError
 from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from webapp.models import utcnow
 from webapp.services import scans, sources, status, ui_support
@@ -38,10 +38,7 @@ def schedule_from_form(form) -> str | None:
 
 def form_to_data(form, creating: bool) -> dict:
     """The create/update body of the service from the submitted form."""
-    name = form.get("name", "").strip()
-    if not name or len(name) > 200:
-        raise InvalidInput("name: must be 1-200 characters")
-    data = {"name": name, "root_path": form.get("root_path", "").strip(),
+    data = {"name": form.get("name", ""), "root_path": form.get("root_path", "").strip(),
             "include_patterns": _lines(form.get("include_patterns", "")),
             "exclude_patterns": _lines(form.get("exclude_patterns", "")),
             "scan_schedule": schedule_from_form(form)}

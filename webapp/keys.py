@@ -1,0 +1,61 @@
+"""What Trawl keeps in Redis, by name, and how long it lives there; the RQ jobs' time limits.
+
+Redis also holds RQ's own keys (`rq:*`, the queue and its jobs), rq-scheduler's and
+flask-limiter's; those libraries name them.
+"""
+
+from __future__ import annotations
+
+HOUR = 3600
+DAY = 24 * HOUR
+WEEK = 7 * DAY
+
+# -- a source's scan (indexing/state.py) ----------------------------------------------------------
+QUEUED_LOCK_TTL = WEEK  # a queued scan waits for a free worker; its RQ job is checked on read
+STATS_TTL = WEEK  # live stats of the current or latest run (the final ones are also in the database)
+CANCEL_TTL = HOUR  # "stop" flag of a cancelled run, read by its coordinator within seconds
+
+
+def scan_lock(source_id: str) -> str:
+    """The source's scan slot: {run_id, job_id, state, full, since}."""
+    return f"trawl:scan:{source_id}"
+
+
+def run_stats(source_id: str) -> str:
+    """The stats of the source's current or latest run (JSON)."""
+    return f"trawl:stats:{source_id}"
+
+
+def cancel(run_id: str) -> str:
+    """Set when the run was asked to stop."""
+    return f"trawl:cancel:{run_id}"
+
+
+# -- one run's work lists (indexing/pipeline.py) -------------------------------------------------
+RUN_LISTS_TTL = DAY  # work and result lists of a run whose coordinator died
+
+
+def run_lists(run_id: str) -> dict[str, str]:
+    """Batches to extract, their results, and which batches a helper is working on."""
+    base = f"trawl:run:{run_id}"
+    return {"todo": f"{base}:todo", "results": f"{base}:results", "inflight": f"{base}:inflight"}
+
+
+# -- sessions (services/auth.py) -----------------------------------------------------------------
+
+def revoked_token(session_id: str) -> str:
+    """Set while a logged-out token or UI session would still be valid."""
+    return f"trawl:revoked:{session_id}"
+
+
+# -- RQ job limits (jobs.py) ---------------------------------------------------------------------
+SCAN_JOB_TIMEOUT = WEEK  # a first scan of millions of files may run for days
+SCAN_RESULT_TTL = HOUR
+SCAN_FAILURE_TTL = WEEK  # a failed scan stays visible in rq-dashboard for a week
+HELPER_JOB_TIMEOUT = DAY
+HELPER_RESULT_TTL = 60
+HELPER_FAILURE_TTL = HOUR
+RENAME_JOB_TIMEOUT = HOUR
+RENAME_RESULT_TTL = 600
+SCHEDULED_RESULT_TTL = HOUR
+DEFAULT_JOB_TIMEOUT = DAY  # the queue's default, for any job enqueued without its own
