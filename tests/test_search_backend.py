@@ -525,3 +525,18 @@ def test_index_written_by_the_older_tokenizer_is_upgraded_once(tmp_path, caplog)
     with caplog.at_level("WARNING", logger="webapp.search.tantivy_backend"):
         TantivyBackend(index_dir)
     assert "re-indexing" not in caplog.text
+
+
+def test_words_in_most_documents_of_a_large_index_only_rank(tmp_path):
+    """In an index of 1,000+ documents, a word found in more than a fifth of them does not by
+    itself make a match (scoring them all made questions slow); alone, it still finds them."""
+    backend = TantivyBackend(tmp_path / "ix")
+    filler = [make_doc(f"f{i:04d}", f"a common note number {i}") for i in range(1_100)]
+    backend.upsert(filler + [make_doc("both", "the common puffin"),
+                             make_doc("rare", "a puffin alone")])
+    page = backend.search(SearchQuery(q="common puffin"))
+    assert [r["id"] for r in page.results] == ["docs--both", "docs--rare"]
+    assert page.total == 2
+    assert page.results[0]["snippet"] == "the common <em>puffin</em>"  # not the common word
+    assert backend.search(SearchQuery(q="common xyzzy")).total == 1_101  # nothing else occurs
+    assert backend.search(SearchQuery(q="common puffin", matching_strategy="all")).total == 1

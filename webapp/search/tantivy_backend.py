@@ -71,9 +71,13 @@ STEM_WEIGHT = 0.7  # BM25 of another form of the word's stem, relative to the ex
 PROXIMITY_FIELDS = ("title", "content")
 PROXIMITY_SLOP = 2  # neighbouring query words at most this many words apart earn the bonus
 PROXIMITY_WEIGHT = 0.3
+# In an index of COMMON_MIN_DOCS documents or more, a word found in more than COMMON_SHARE
+# of them does not by itself make a document a match (see _common_slots).
+COMMON_MIN_DOCS = 1_000
+COMMON_SHARE = 0.2
 MIN_STEM_HEAD = 3  # shorter stems are not expanded (too many unrelated words share them)
 MAX_STEM_SCAN = 400  # dictionary words read per field for a stem (the most frequent first)
-MAX_STEM_FORMS = 30
+MAX_STEM_FORMS = 8
 SORT_FIELDS = {
     "modified_at:desc": ("modified_at", Order.Desc),
     "modified_at:asc": ("modified_at", Order.Asc),
@@ -350,19 +354,26 @@ class TantivyBackend:
         spec = query.syntax()
         parsed = parse_query(spec.text)
         searcher = self._searcher()
-        tquery = self._with_syntax(self._build_query(parsed, query, searcher), spec)
+        common = self._common_slots(parsed, query.matching_strategy, searcher)
+        tquery = self._with_syntax(self._build_query(parsed, query, searcher, common), spec)
         limit, offset = max(0, query.limit), max(0, query.offset)
         sort = SORT_FIELDS.get(query.effective_sort())
         kwargs = {"order_by_field": sort[0], "order": sort[1]} if sort else {}
         # limit=0 panics inside tantivy: fetch one and drop it.
         result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
+        if not result.count and common:  # only common words occur: they find documents
+            common = set()
+            tquery = self._with_syntax(self._build_query(parsed, query, searcher, common), spec)
+            result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
         hits = result.hits[:limit]
         docs = self._with_content([_stored(searcher, address) for _, address in hits])
         if sort is None:
             scores = [float(key) for key, _ in hits]
         else:
             scores = self._scores(searcher, tquery, docs, [a for _, a in hits])
-        matcher = TermMatcher.from_query(parsed)
+        # Snippets show the other words (`the` marked everywhere helps nobody, and costs).
+        shown = ParsedQuery(tuple(s for i, s in enumerate(parsed.slots) if i not in common))
+        matcher = TermMatcher.from_query(shown)
         results = [
             _result(doc, score, matcher, query.snippet_length)
             for doc, score in zip(docs, scores, strict=True)
@@ -398,9 +409,9 @@ class TantivyBackend:
     # --- query building ------------------------------------------------------------------
 
     def _build_query(self, parsed: ParsedQuery, query: SearchQuery,
-                     searcher: tantivy.Searcher) -> Query:
+                     searcher: tantivy.Searcher, common: set[int]) -> Query:
         """The text part (see _text_query) AND the request's filters."""
-        must = [self._text_query(parsed, query.matching_strategy, searcher)]
+        must = [self._text_query(parsed, query.matching_strategy, searcher, common)]
         if query.source_id is not None:
             must.append(self._term("source_id", query.source_id))
         if query.type is not None:
@@ -447,7 +458,7 @@ class TantivyBackend:
         return Query.boolean_query(clauses)
 
     def _text_query(self, parsed: ParsedQuery, strategy: str,
-                    searcher: tantivy.Searcher) -> Query:
+                    searcher: tantivy.Searcher, common: set[int]) -> Query:
         """The free-text part of a search: which documents match and how they score.
 
         Each slot (a word, a phrase, or `a OR b`) scores BUCKET when it matches, so more
@@ -461,24 +472,46 @@ class TantivyBackend:
         strict = len(parsed.slots) <= STRICT_MAX_SLOTS
         order = _slot_order(parsed, strategy if strict else "all")
         bucket, tiers = (BUCKET, TIER_SCORES) if strict else (LONG_BUCKET, LONG_TIER_SCORES)
-        built = [self._slot_query(s, searcher, bucket + order[i], tiers)
+        built = [self._slot_query(s, searcher, bucket + order[i], tiers, i not in common)
                  for i, s in enumerate(parsed.slots)]
+        bonus = [(Occur.Should, q) for q in self._proximity(parsed, common)]
         if strategy == "all":
             match = [(Occur.Must, q) for q in built]
         else:  # a document matching any slot is found (and ranks by how many it matches)
+            drivers = [q for i, q in enumerate(built) if i not in common]
             match = [(Occur.Must, Query.boolean_query(
-                [(Occur.Should, q) for q in built], minimum_number_should_match=1))]
-        bonus = [(Occur.Should, q) for q in self._proximity(parsed)]
+                [(Occur.Should, q) for q in drivers], minimum_number_should_match=1))]
+            match += [(Occur.Should, built[i]) for i in sorted(common)]
         return Query.boolean_query(match + bonus)
 
+    def _common_slots(self, parsed: ParsedQuery, strategy: str,
+                      searcher: tantivy.Searcher) -> set[int]:
+        """Slots whose every word is in more than COMMON_SHARE of a large index's documents.
+
+        They still score (and count as matched words) but do not by themselves make a
+        document a match, and get no typo or prefix forms: in a question most documents hold
+        `the` or `information`, and scoring all of them is what made long questions slow.
+        (When the other words find nothing, search() runs the query again without this.)
+        """
+        total = searcher.num_docs
+        if total < COMMON_MIN_DOCS or strategy == "all":
+            return set()
+        limit = COMMON_SHARE * total
+        common = {
+            i for i, slot in enumerate(parsed.slots)
+            if all(isinstance(a, QueryTerm) and not is_cjk(a.text)
+                   and searcher.doc_freq("content", a.text) > limit for a in slot.alternatives)
+        }
+        return common if len(common) < len(parsed.slots) else set()
+
     def _slot_query(self, slot: Slot, searcher: tantivy.Searcher, base: float,
-                    tier_scores: dict[str, float]) -> Query:
+                    tier_scores: dict[str, float], expand: bool = True) -> Query:
         """One slot: its tier (dis_max of match kinds, each a constant) plus BM25 parts."""
         tiers: dict[str, list[Query]] = {kind: [] for kind in tier_scores}
         relevance: list[Query] = []
         for alternative in slot.alternatives:
             if isinstance(alternative, QueryTerm):
-                self._word_parts(alternative, searcher, tiers, relevance)
+                self._word_parts(alternative, searcher, tiers, relevance, expand)
             else:
                 for field, weight in FIELD_WEIGHTS.items():
                     inner = self._words_query(field, list(alternative))
@@ -494,9 +527,12 @@ class TantivyBackend:
         )
 
     def _word_parts(self, term: QueryTerm, searcher: tantivy.Searcher,
-                    tiers: dict[str, list[Query]], relevance: list[Query]) -> None:
-        """Clauses of one word: exact and stem forms score BM25; prefix and typo only a tier."""
-        forms = self._stem_forms(term.text, searcher)
+                    tiers: dict[str, list[Query]], relevance: list[Query], expand: bool) -> None:
+        """Clauses of one word: exact and stem forms score BM25; prefix and typo only a tier.
+        Without `expand` (a common word, see _common_slots) only the exact form."""
+        if not expand:
+            term = QueryTerm(term.text, 0)
+        forms = self._stem_forms(term.text, searcher) if expand else []
         for field, weight in FIELD_WEIGHTS.items():
             exact = self._words_query(field, [term.text])
             tiers["named" if field in NAME_FIELDS else "exact"].append(exact)
@@ -525,6 +561,8 @@ class TantivyBackend:
                       for t, _ in searcher.terms_with_prefix(field, head, limit=MAX_STEM_SCAN)}
         candidates = sorted(c for c in candidates if stem_variant(word, c) and stemmable(c))
         found = [c for c, s in zip(candidates, stems(candidates), strict=True) if s == stem]
+        if len(found) > MAX_STEM_FORMS:  # the most frequent forms (each one is a posting list)
+            found = sorted(found, key=lambda f: -searcher.doc_freq("content", f))
         return found[:MAX_STEM_FORMS]
 
     def _words_query(self, field: str, words: list[str]) -> Query:
@@ -534,11 +572,13 @@ class TantivyBackend:
             return self._term(field, indexed[0])
         return Query.phrase_query(self.schema, field, indexed)
 
-    def _proximity(self, parsed: ParsedQuery) -> list[Query]:
-        """Sloppy two-word phrases of neighbouring single-word slots, in title and content."""
-        words = [s.alternatives[0].text if len(s.alternatives) == 1
+    def _proximity(self, parsed: ParsedQuery, common: set[int]) -> list[Query]:
+        """Sloppy two-word phrases of neighbouring single-word slots, in title and content
+        (none with a common word: `of the` is near in every text)."""
+        words = [s.alternatives[0].text if len(s.alternatives) == 1 and i not in common
                  and isinstance(s.alternatives[0], QueryTerm)
-                 and not is_cjk(s.alternatives[0].text) else None for s in parsed.slots]
+                 and not is_cjk(s.alternatives[0].text) else None
+                 for i, s in enumerate(parsed.slots)]
         out = []
         for a, b in zip(words, words[1:], strict=False):
             if a and b and a != b:
