@@ -12,8 +12,10 @@ from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
 from webapp.exceptions import TrawlError
+from webapp.extensions import db
 from webapp.indexing.runstats import RunStats
 from webapp.indexing.verify import verify_source
+from webapp.models import User
 from webapp.services import auth, documents, scans, search_args, sources
 
 trawl = AppGroup("trawl", help="Manage sources, scans and searches from the shell.")
@@ -47,10 +49,6 @@ def create_admin(username: str, password: str | None) -> None:
               envvar="TRAWL_NEW_PASSWORD")
 def set_password(username: str, password: str | None) -> None:
     """Give an account a new password; its tokens, sessions and download links end."""
-    from webapp.extensions import db
-    from webapp.models import User
-    from webapp.services import auth
-
     user = db.session.query(User).filter_by(username=username).first()
     if user is None:
         click.echo(f"Error: no user '{username}'", err=True)
