@@ -66,10 +66,10 @@ services:
 lint:
 	$(BIN)/ruff check .
 
-bench: install assets
+bench: install-dev assets
 	$(BIN)/python -m bench.run
 
-bench-quick: install assets
+bench-quick: install-dev assets
 	$(BIN)/python -m bench.run --quick
 
 # Ranking quality on the CISI collection through the service, beside a plain BM25 reference.

@@ -14,7 +14,6 @@ import logging
 import os
 import signal
 import time
-from multiprocessing import get_context
 
 import redis
 from rq import Worker
@@ -45,30 +44,26 @@ class _Worker(Worker):
         super().main_work_horse(job, queue)
 
 
-class _Pool(WorkerPool):
-    """RQ's worker pool, minus the RQ scheduler process it forks beside every worker, and with
-    workers that die with the pool (a `kill -9` of the pool leaves no orphan taking jobs).
+class _PoolWorker(_Worker):
+    """A member of the worker pool: it dies with the pool (a `kill -9` of the pool leaves no
+    orphan taking jobs), waits for Redis, and runs without RQ's scheduler.
 
     Scheduled scans go through rq-scheduler (`python worker.py scheduler`); RQ's own scheduler
     would only cost each worker one more process.
     """
 
-    def get_worker_process(self, name: str, burst: bool, _sleep: float = 0,
-                           logging_level: str = "INFO"):
-        return self._ForkProcess(target=_pool_worker, name=f"Worker {name}",
-                                 args=(name, self._queue_names, self.connection, burst,
-                                       logging_level, os.getpid()))
+    pool_pid = 0  # the pool's pid, taken before it forks (see _pool_worker_class)
 
-    _ForkProcess = get_context("fork").Process
+    def work(self, *args, with_scheduler: bool = False, **kwargs) -> bool:
+        """Serve the queue (the pool asks for a scheduler: none is started)."""
+        die_with_parent(signal.SIGKILL, self.pool_pid)  # no warm shutdown: the pool died hard
+        wait_for_redis(self.connection, f"worker {self.name}")
+        return super().work(*args, with_scheduler=False, **kwargs)
 
 
-def _pool_worker(name: str, queues: list[str], connection, burst: bool, level: str,
-                 pool_pid: int) -> None:
-    """Body of one forked pool worker (the Redis client reconnects after the fork)."""
-    die_with_parent(signal.SIGKILL, pool_pid)  # no warm shutdown: the pool died hard
-    connection.connection_pool.reset()
-    wait_for_redis(connection, f"worker {name}")
-    _Worker(queues, name=name, connection=connection).work(burst=burst, logging_level=level)
+def _pool_worker_class() -> type[_PoolWorker]:
+    """The worker class of a pool started by this process (it knows the pool's pid)."""
+    return type("PoolWorker", (_PoolWorker,), {"pool_pid": os.getpid()})
 
 
 def wait_for_redis(connection: redis.Redis, who: str) -> None:
@@ -104,8 +99,8 @@ def run_workers(count: int = 1, burst: bool = False) -> None:
             wait_for_redis(get_redis(app), "worker")
             _Worker([queue], connection=get_redis(app)).work(burst=burst, logging_level=level)
         else:
-            _Pool([queue], connection=get_redis(app), num_workers=count).start(
-                burst=burst, logging_level=level)
+            WorkerPool([queue], connection=get_redis(app), num_workers=count,
+                       worker_class=_pool_worker_class()).start(burst=burst, logging_level=level)
 
 
 def run_scheduler() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import datetime
 import json
 import re
 import time
@@ -14,8 +15,10 @@ import pytest
 from tests.conftest import CORPUS_SKIP, corpus_dir, require_corpus
 from webapp.indexing.extractors import (
     DOC_TYPES,
+    Extracted,
     ExtractionError,
     ExtractionSettings,
+    ExtractorSpec,
     detect_type,
     extract,
 )
@@ -151,6 +154,25 @@ def test_content_is_capped_and_cut_recorded(tmp_path):
     assert len(doc.content) == 100
     assert doc.metadata["truncated"] is True
     assert doc.metadata["truncated_at_chars"] == 100
+
+
+def _careless(path: str, settings: ExtractionSettings) -> Extracted:
+    """A plug-in that only extracts: long text with a NUL, metadata json cannot encode."""
+    return Extracted(type="text", content="a\x00b " * 500, title="  T\x00itle  ",
+                     metadata={"when": datetime.date(2026, 1, 2), "ratio": float("nan"),
+                               "raw": b"bytes", "tags": {"x", "y"} - {"y"}})
+
+
+def test_the_registry_enforces_the_contract_for_every_extractor(tmp_path):
+    path = tmp_path / "file.careless"
+    path.write_text("whatever", encoding="utf-8")
+    plugin = ExtractorSpec(type="text", extract=_careless, extensions=("careless",))
+    doc = extract(str(path), ExtractionSettings(max_content_chars=50), extra=(plugin,))
+    assert len(doc.content) == 50 and "\x00" not in doc.content and doc.title == "Title"
+    assert doc.metadata["truncated"] is True and doc.metadata["original_chars"] == 1500
+    assert json.loads(json.dumps(doc.metadata, allow_nan=False)) == {
+        "when": "2026-01-02", "ratio": None, "raw": "bytes", "tags": ["x"],
+        "original_chars": 1500, "truncated": True, "truncated_at_chars": 50}
 
 
 def test_text_encodings_detected(tmp_path):

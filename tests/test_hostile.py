@@ -135,8 +135,8 @@ def test_hostile_tree_scans_to_the_end(app, client, auth, make_source, hostile_r
     # each file within its timeout: the whole run fits in the budget of a few slow files
     assert elapsed < 150
     assert client.get("/api/health").status_code == 200
-    hits = client.post("/api/search", headers=auth, json={"q": "hundred levels",
-                                                           "matching_strategy": "all"}).get_json()
+    hits = client.post("/api/search", headers=auth,
+                       json={"q": "hundred levels", "matching_strategy": "all"}).get_json()
     assert hits["total"] == 1
     report = verify(app, sid)
     assert report["orphan_documents"] == 0 and report["records_without_document"] == 0, report
@@ -192,7 +192,7 @@ def test_files_deleted_or_truncated_mid_scan(app, client, auth, make_source):
                              timeout=60)
     assert status["total_files"] == 370
     assert verify(app, sid)["problems"] == 0
-    hit = client.post("/api/search", headers=auth, json={"q": "mid scan file 340",
-                                                          "matching_strategy": "all"}).get_json()
+    hit = client.post("/api/search", headers=auth,
+                       json={"q": "mid scan file 340", "matching_strategy": "all"}).get_json()
     assert hit["total"] == 0  # a truncated file's old text is gone from the index
     assert client.get("/api/health").status_code == 200

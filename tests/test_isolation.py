@@ -149,3 +149,32 @@ def test_a_slow_child_start_does_not_count_against_the_first_file(files):
         first = ex.run(files["ok.txt"])
         assert first.status == "success", first.error_message
         assert first.doc.content == "still serving files"
+
+
+def test_a_hanging_child_dies_with_its_parent(files):
+    """A worker (here a forked process) killed mid-extraction leaves no child spinning."""
+    import psutil
+
+    settings = ExtractionSettings(timeout_text=600, memory_mb=256)
+    reader, writer = os.pipe()
+    parent = os.fork()
+    if parent == 0:  # the "worker": hands the child an endless file and waits for its answer
+        os.close(reader)
+        extractor = Extractor(settings, extra_extractors=TEST_EXTRACTORS)
+        extractor.run(files["ok.txt"])
+        os.write(writer, str(extractor.pid).encode())
+        extractor.run(files["a.hang"])
+        os._exit(0)
+    os.close(writer)
+    child = psutil.Process(int(os.read(reader, 32)))
+    os.close(reader)
+    time.sleep(0.3)  # the child is spinning on the endless file now
+    os.kill(parent, signal.SIGKILL)
+    os.waitpid(parent, 0)
+    try:
+        child.wait(timeout=5)  # reaped by init once it is gone
+    except psutil.TimeoutExpired:
+        child.kill()
+        raise AssertionError("the extraction child outlived its parent") from None
+    except psutil.NoSuchProcess:
+        pass

@@ -194,3 +194,27 @@ def test_scan_spreads_over_four_workers_and_indexes_each_file_once(
           f"batches per worker with 4: {sorted(shared.values(), reverse=True)}")
     assert sum(shared.values()) == FILES // BATCH
     assert len(shared) >= 3, f"extraction ran on only {len(shared)} worker(s): {shared}"
+
+
+def test_a_pool_runs_its_workers_without_rq_schedulers(app, tmp_path):
+    """`worker.py --workers 2`: two worker processes under the pool and nothing more (RQ's
+    pool would start a scheduler beside each worker; rq-scheduler does that job here)."""
+    import psutil
+
+    from webapp.runtime import get_queue, get_redis
+
+    env = {**os.environ, "DATA_DIR": app.config["DATA_DIR"], "REDIS_URL": app.config["REDIS_URL"],
+           "DATABASE_URL": app.config["DATABASE_URL"], "QUEUE_NAME": app.config["QUEUE_NAME"],
+           "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"]), "LOG_LEVEL": "WARNING"}
+    pool = subprocess.Popen([sys.executable, "worker.py", "--workers", "2"], cwd=REPO, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while Worker.count(connection=get_redis(app), queue=get_queue(app)) < 2:
+            assert time.monotonic() < deadline and pool.poll() is None
+            time.sleep(0.1)
+        time.sleep(2)  # a scheduler would be up by now
+        tree = psutil.Process(pool.pid).children(recursive=True)
+        assert len(tree) == 2, [p.cmdline() for p in tree]
+        assert all(p.ppid() == pool.pid for p in tree)
+    finally:
+        stop([pool])

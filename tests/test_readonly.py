@@ -121,8 +121,8 @@ def _scan_and_use(app, client, auth, make_source, root: Path, sid: str) -> dict:
             assert preview.status_code == 200, preview.get_json()
         link = client.post(f"/api/documents/{did}/download-link", headers=auth).get_json()
         assert client.get(link["url"]).status_code == 200
-    hits = client.post("/api/search", headers=auth, json={"q": "readonly plain",
-                                                              "matching_strategy": "all"}).get_json()
+    hits = client.post("/api/search", headers=auth,
+                       json={"q": "readonly plain", "matching_strategy": "all"}).get_json()
     assert {r["basename"] for r in hits["results"]} == {"plain.txt", "link.txt"}
     return status
 

@@ -505,6 +505,6 @@ def test_scan_of_a_root_swapped_for_a_symlink_outside_indexes_nothing_outside(
     _swap_root(client, auth, make_tree, make_source, run_jobs, scratch)
     client.post("/api/sources/shared/reindex", headers=auth)
     run_jobs()
-    hits = client.post("/api/search", headers=auth, json={"q": "wombat outside",
-                                                           "matching_strategy": "all"}).get_json()
+    hits = client.post("/api/search", headers=auth,
+                       json={"q": "wombat outside", "matching_strategy": "all"}).get_json()
     assert hits["total"] == 0

@@ -204,6 +204,17 @@ def test_search_fragment_for_htmx_only(ui, indexed):
     assert "<html" in _text(ui.get("/?q=plan"))
 
 
+def test_a_scan_button_under_htmx_answers_with_the_status_cell_and_a_message(ui, indexed):
+    import json
+
+    resp = post(ui, f"/sources/{indexed}/reindex", page="/sources", headers=HX)
+    assert resp.status_code == 200 and f'id="status-{indexed}"' in _text(resp)
+    note = json.loads(resp.headers["HX-Trigger"])["trawl:notify"]
+    assert note == {"message": f"Scan of '{indexed}' queued", "level": "success"}
+    again = post(ui, f"/sources/{indexed}/reindex", page="/sources", headers=HX)
+    assert json.loads(again.headers["HX-Trigger"])["trawl:notify"]["level"] == "error"
+
+
 def test_search_filters_sort_and_pagination(app, ui, indexed, make_tree, run_jobs):
     root = make_tree("more", {f"note{i:02d}.txt": f"wonderful note number {i}" for i in range(12)})
     post(ui, "/sources/new", {"name": "More", "root_path": str(root)})

@@ -79,13 +79,14 @@ def _init_extensions(app: Flask) -> None:
     """Bind the unbound extensions of extensions.py."""
     from webapp import models  # noqa: F401  (tables must be known before create_all)
     from webapp.api.schemas import ErrorSchema
-    from webapp.extensions import api, db, jwt, limiter, migrate
+    from webapp.extensions import api, db, htmx, jwt, limiter, migrate
 
     api.ERROR_SCHEMA = ErrorSchema  # the documented default error body is ours: {"detail"}
     db.init_app(app)
     migrate.init_app(app, db, directory=str(ROOT / "migrations"))
     jwt.init_app(app)
     limiter.init_app(app)
+    htmx.init_app(app)
     api.init_app(app, spec_kwargs={"info": {"description": _api_description()}})
     api.spec.components.security_scheme(
         "bearerAuth", {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"})

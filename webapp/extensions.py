@@ -5,6 +5,7 @@ from flask_limiter import Limiter
 from flask_migrate import Migrate
 from flask_smorest import Api
 from flask_sqlalchemy import SQLAlchemy
+from htmx_flask import Htmx
 from sqlalchemy.orm import DeclarativeBase
 
 from webapp.netaddr import client_address
@@ -19,3 +20,4 @@ migrate = Migrate()
 jwt = JWTManager()
 limiter = Limiter(key_func=client_address, default_limits=[], headers_enabled=True)
 api = Api()
+htmx = Htmx()  # request.htmx: the HX-* request headers, parsed

@@ -29,6 +29,7 @@ from webapp.indexing.extractors import (
     preload,
 )
 from webapp.indexing.runstats import FileStatus
+from webapp.procs import die_with_parent
 
 log = logging.getLogger(__name__)
 CRASH_MESSAGE = "Extractor crashed on this file"
@@ -70,8 +71,9 @@ def _limit_memory(memory_mb: int) -> None:
 
 
 def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
-                extra: tuple[ExtractorSpec, ...]) -> None:
+                extra: tuple[ExtractorSpec, ...], parent: int) -> None:
     """Child loop: receive a path, send back ("ok", doc) or ("error", message)."""
+    die_with_parent(signal.SIGKILL, parent)  # a hanging extraction must not outlive its worker
     other_end.close()
     faulthandler.disable()  # a crash is reported by the parent as a failed file
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -183,7 +185,8 @@ class Extractor:
             self._kill()
         parent_end, child_end = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(
-            target=_child_main, args=(child_end, parent_end, self.settings, self.extra),
+            target=_child_main,
+            args=(child_end, parent_end, self.settings, self.extra, os.getpid()),
             name="trawl-extractor", daemon=True,
         )
         proc.start()

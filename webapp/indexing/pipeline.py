@@ -20,7 +20,7 @@ from sqlalchemy import select
 
 from webapp import keys
 from webapp.extensions import db
-from webapp.indexing.extractors import ExtractionSettings
+from webapp.indexing.extractors import ExtractionSettings, extension
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
 from webapp.indexing.isolation import Extractor
@@ -69,11 +69,10 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
         result = extractor.run(path)
         doc = result.doc
         basename = os.path.basename(path)
-        ext = os.path.splitext(basename)[1].lstrip(".").lower()
         docs.append({
             "id": doc_id(source["id"], path), "source_id": source["id"],
             "source_name": source["name"], "path": path, "basename": basename,
-            "extension": ext, "type": doc.type, "size_bytes": size,
+            "extension": extension(path), "type": doc.type, "size_bytes": size,
             "modified_at": int(mtime_ns // 1_000_000_000), "indexed_at": now,
             "content": doc.content or "", "title": doc.title, "metadata": doc.metadata or {}})
         records.append({"path": path, "size_bytes": size, "mtime_ns": mtime_ns,

@@ -54,6 +54,7 @@ def open_or_rebuild(
     process (a web request must not wait minutes), holding a file lock until it is done."""
     index = _open(schema, directory)
     if index is not None:
+        _tidy(directory)
         return index
     handle = open(directory / LOCK_NAME, "w")  # noqa: SIM115 - the rebuild thread closes it
     try:
@@ -69,6 +70,24 @@ def open_or_rebuild(
                               args=(handle, directory, schema, to_document, register))
     thread.start()
     raise IndexRebuilding(REBUILDING)
+
+
+def _tidy(directory: Path) -> None:
+    """Remove what a rebuild left behind when its process ended before cleaning up."""
+    target = _target(directory)
+    if not target.exists():
+        return
+    with open(directory / LOCK_NAME, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # a rebuild is running
+        shutil.rmtree(target, ignore_errors=True)
+
+
+def _target(directory: Path) -> Path:
+    """Where the new index is written before it takes the old one's place."""
+    return directory.parent / f"{directory.name}.rebuild"
 
 
 def _rebuild_unlocking(handle, directory: Path, schema, to_document, register) -> None:
@@ -89,7 +108,7 @@ def _rebuild(directory: Path, schema: tantivy.Schema, to_document, register) -> 
     old = tantivy.Index.open(str(directory))
     searcher = old.searcher()
     store = ContentStore(directory)
-    target = directory.parent / f"{directory.name}.rebuild"
+    target = _target(directory)
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir()
     new = tantivy.Index(schema, str(target))
@@ -120,4 +139,8 @@ def _swap(source: Path, directory: Path) -> None:
         os.replace(source / name, directory / name)
     for name in old_files - set(new_files):
         (directory / name).unlink(missing_ok=True)
-    shutil.rmtree(source, ignore_errors=True)
+    for _ in range(20):  # tantivy's threads of the closed index may still touch a lock file
+        shutil.rmtree(source, ignore_errors=True)
+        if not source.exists():
+            break
+        time.sleep(0.1)

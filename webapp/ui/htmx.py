@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from flask import make_response, render_template, request
+import htmx_flask
+from flask import make_response, render_template
 from werkzeug.wrappers import Response
 
 
 def is_htmx() -> bool:
     """A real htmx request: not boosted and not a history restore (those want the full page)."""
-    headers = request.headers
-    return (headers.get("HX-Request") == "true" and headers.get("HX-Boosted") != "true"
-            and headers.get("HX-History-Restore-Request") != "true")
+    hx = htmx_flask.request.htmx
+    return bool(hx) and not hx.boosted and not hx.history_restore_request
 
 
 def render(page_template: str, fragment_template: str, status: int = 200, /,
@@ -24,7 +24,6 @@ def render(page_template: str, fragment_template: str, status: int = 200, /,
 
 def client_redirect(url: str, status: int = 200) -> Response:
     """Make htmx load `url` as a full page (a plain 3xx would be followed inside the swap)."""
-    resp = make_response("", status)
-    resp.headers["HX-Redirect"] = url
+    resp = htmx_flask.make_response("", status, redirect=url)
     resp.vary.add("HX-Request")
     return resp

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
+import htmx_flask
 from flask import current_app, flash, redirect, render_template, request, url_for
 
 from webapp import schedule
@@ -176,10 +175,9 @@ def _action(source_id: str, run):
     except TrawlError as exc:
         message, level = exc.detail, "error"
     if is_htmx():
-        resp = _status_fragment(source_id)
-        resp.headers["HX-Trigger"] = json.dumps(
-            {"trawl:notify": {"message": message, "level": level}})
-        return resp
+        return htmx_flask.make_response(
+            _status_fragment(source_id),
+            trigger={"trawl:notify": {"message": message, "level": level}})
     flash(message, level)
     return redirect(url_for("ui.sources_page") + f"#source-{source_id}")
 

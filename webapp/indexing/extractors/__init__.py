@@ -9,12 +9,12 @@ from collections.abc import Iterable
 
 from . import comic, docx, epub, markdown, media, pdf, pptx, raw_image, rtf, subtitle, text, xlsx
 from ._util import cap_content, clean_str, json_safe
-from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
+from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec, extension
 from .image import IMAGE
 
 __all__ = [
     "EXTRACTORS", "ExtractionError", "ExtractionSettings", "Extracted", "ExtractorSpec",
-    "detect_type", "extract", "find_extractor", "preload", "DOC_TYPES",
+    "detect_type", "extension", "extract", "find_extractor", "preload", "DOC_TYPES",
 ]
 
 # Order matters only for extensions claimed twice (none today): first match wins.
@@ -50,11 +50,8 @@ _LABELS = {
 
 
 def _name_keys(path: str) -> tuple[str, str]:
-    """(lower-case basename, extension without dot or '' for none/dotfiles)."""
-    name = os.path.basename(path).lower()
-    stem = name.lstrip(".")
-    ext = stem.rsplit(".", 1)[1] if "." in stem else ""
-    return name, ext
+    """(lower-case basename, extension)."""
+    return os.path.basename(path).lower(), extension(path)
 
 
 def find_extractor(path: str, extra: Iterable[ExtractorSpec] = ()) -> ExtractorSpec | None:

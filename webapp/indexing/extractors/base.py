@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +73,12 @@ def _as_bool(value: Any) -> bool:
     return bool(value)
 
 
+def extension(path: str) -> str:
+    """The lower-case extension without its dot; '' for none and for a dotfile (`.bashrc`)."""
+    stem = os.path.basename(path).lower().lstrip(".")
+    return stem.rsplit(".", 1)[1] if "." in stem else ""
+
+
 ExtractFunc = Callable[[str, ExtractionSettings], Extracted]
 
 
@@ -82,6 +89,5 @@ class ExtractorSpec:
     type: str
     extract: ExtractFunc
     extensions: tuple[str, ...] = ()
-    mime_types: tuple[str, ...] = ()
     filenames: tuple[str, ...] = ()
     heavy_modules: tuple[str, ...] = ()

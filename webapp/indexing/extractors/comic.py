@@ -9,7 +9,6 @@ import zipfile
 from typing import Any
 
 from ._util import (
-    cap_content,
     check_zip,
     clean_str,
     json_safe,
@@ -177,8 +176,6 @@ def extract_comic(path: str, settings: ExtractionSettings) -> Extracted:
     doc_type = "comic"
     if path.lower().endswith(".zip") and len(pages) * 2 < max(len(names), 1):
         doc_type = "file"
-    meta = json_safe(meta)
-    content = cap_content(content, settings, meta)
     return Extracted(type=doc_type, content=content, title=_title(meta), metadata=meta)
 
 
@@ -186,6 +183,5 @@ COMIC = ExtractorSpec(
     type="comic",
     extract=extract_comic,
     extensions=("cbz", "cbr", "zip"),
-    mime_types=("application/vnd.comicbook+zip", "application/vnd.comicbook-rar"),
     heavy_modules=("rarfile", "lxml.etree"),
 )

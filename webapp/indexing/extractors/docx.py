@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._util import cap_content, json_safe, local_name
+from ._util import local_name
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 from .ooxml import open_package, package_metadata, paragraph_text, read_xml, relationships
 
@@ -55,15 +55,14 @@ def extract_docx(path: str, settings: ExtractionSettings) -> Extracted:
                     _block_lines(part, lines)
         meta = package_metadata(archive)
     meta["paragraph_count"] = len(lines)
-    content = cap_content("\n".join(lines), settings, meta)
+    content = "\n".join(lines)
     title = meta.get("title")
-    return Extracted(type="docx", content=content, title=title, metadata=json_safe(meta))
+    return Extracted(type="docx", content=content, title=title, metadata=meta)
 
 
 DOCX = ExtractorSpec(
     type="docx",
     extract=extract_docx,
     extensions=("docx", "docm", "dotx", "dotm"),
-    mime_types=("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
     heavy_modules=("lxml.etree",),
 )

@@ -6,7 +6,7 @@ import posixpath
 import zipfile
 from typing import Any
 
-from ._util import cap_content, clean_str, json_safe, local_name, open_zip, parse_xml, read_member
+from ._util import clean_str, local_name, open_zip, parse_xml, read_member
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 
 _DC_FIELDS = ("title", "creator", "language", "identifier", "publisher", "date", "description",
@@ -106,14 +106,13 @@ def extract_epub(path: str, settings: ExtractionSettings) -> Extracted:
     meta["chapter_count"] = len(chapters)
     title = meta.get("title")
     title = title[0] if isinstance(title, list) else title
-    content = cap_content("\n\n".join(c for c in chapters if c), settings, meta)
-    return Extracted(type="epub", content=content, title=title, metadata=json_safe(meta))
+    content = "\n\n".join(c for c in chapters if c)
+    return Extracted(type="epub", content=content, title=title, metadata=meta)
 
 
 EPUB = ExtractorSpec(
     type="epub",
     extract=extract_epub,
     extensions=("epub",),
-    mime_types=("application/epub+zip",),
     heavy_modules=("lxml.etree", "lxml.html"),
 )

@@ -7,7 +7,7 @@ import zlib
 from typing import Any
 
 from . import exif as exiflib
-from ._util import cap_content, clean_str, json_safe
+from ._util import clean_str
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 
 TIFF_HEADERS = (b"II*\x00", b"MM\x00*")
@@ -145,8 +145,7 @@ def build_doc(doc_type: str, meta: dict, tags: dict, settings: ExtractionSetting
                           ("LensModel", "lens"), ("DateTimeOriginal", "date_taken")):
             if key in tags:
                 meta[name] = tags[key]
-    meta = json_safe(meta)
-    content = cap_content("\n".join(lines), settings, meta)
+    content = "\n".join(lines)
     title = tags.get("XPTitle") or tags.get("title") or tags.get("ObjectName")
     title = title if isinstance(title, str) else None
     return Extracted(type=doc_type, content=content, title=title, metadata=meta)
@@ -174,8 +173,6 @@ IMAGE = ExtractorSpec(
     extract=extract_image,
     extensions=("jpg", "jpeg", "jpe", "jfif", "png", "gif", "webp", "tif", "tiff", "bmp", "dib",
                 "heic", "heif", "avif", "ico", "tga", "ppm", "pgm", "pbm", "pcx", "jp2"),
-    mime_types=("image/jpeg", "image/png", "image/gif", "image/webp", "image/tiff", "image/bmp",
-                "image/heic", "image/heif"),
     heavy_modules=("PIL.Image", "PIL.ExifTags", "PIL.IptcImagePlugin", "PIL.JpegImagePlugin",
                    "PIL.PngImagePlugin", "PIL.TiffImagePlugin", "PIL.WebPImagePlugin",
                    "PIL.GifImagePlugin"),

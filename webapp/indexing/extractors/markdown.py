@@ -7,7 +7,7 @@ import re
 import tomllib
 from typing import Any
 
-from ._util import cap_content, clean_str, decode_text, json_safe, read_text_bytes
+from ._util import clean_str, decode_text, json_safe, read_text_bytes
 from .base import Extracted, ExtractionSettings, ExtractorSpec
 
 _FENCES = {"---": "yaml", "+++": "toml"}
@@ -92,7 +92,7 @@ def from_text(text: str, metadata: dict[str, Any], settings: ExtractionSettings)
             if isinstance(front.get("title"), str) and front["title"].strip():
                 title = front["title"].strip()
     title = title or _first_heading(body)
-    content = cap_content(body.lstrip("\r\n"), settings, metadata)
+    content = body.lstrip("\r\n")
     return Extracted(type="markdown", content=content, title=title, metadata=metadata)
 
 
@@ -112,6 +112,5 @@ MARKDOWN = ExtractorSpec(
     type="markdown",
     extract=extract_markdown,
     extensions=("md", "markdown", "mdown", "mkd", "mkdn", "mdwn", "mdx", "rmd"),
-    mime_types=("text/markdown", "text/x-markdown"),
     heavy_modules=("yaml",),
 )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._util import cap_content, clean_str, json_safe, summary_lines
-from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
+from ._util import clean_str, summary_lines
+from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec, extension
 
 # ID3 frames and MP4 atoms mapped to the names Vorbis comments already use.
 TAG_NAMES = {
@@ -98,7 +98,7 @@ def extract_media(path: str, settings: ExtractionSettings) -> Extracted:
     details = _hachoir(path)
     if not info and not tags and not details:
         raise ExtractionError("Not a valid media file")
-    ext = path.rsplit(".", 1)[-1].lower()
+    ext = extension(path)
     meta: dict[str, Any] = dict(info)
     meta["kind"] = "video" if ext in VIDEO_EXTENSIONS else "audio"
     if tags:
@@ -109,8 +109,6 @@ def extract_media(path: str, settings: ExtractionSettings) -> Extracted:
     first = summary_lines((k.capitalize(), tags.get(k)) for k in SUMMARY_TAGS)
     other = summary_lines((k, v) for k, v in tags.items() if k not in SUMMARY_TAGS)
     content = "\n".join(p for p in (first, other, "\n".join(details)) if p)
-    meta = json_safe(meta)
-    content = cap_content(content, settings, meta)
     title = tags.get("title") if isinstance(tags.get("title"), str) else None
     return Extracted(type="media", content=content, title=title, metadata=meta)
 
@@ -120,8 +118,6 @@ MEDIA = ExtractorSpec(
     extract=extract_media,
     extensions=("mp3", "flac", "ogg", "oga", "opus", "m4a", "m4b", "aac", "wav", "aiff", "aif",
                 "wma", "ape", "wv", "mpc", "dsf") + VIDEO_EXTENSIONS,
-    mime_types=("audio/mpeg", "audio/flac", "audio/ogg", "audio/mp4", "audio/wav", "video/mp4",
-                "video/x-matroska", "video/webm", "video/quicktime", "video/x-msvideo"),
     heavy_modules=("mutagen", "mutagen.mp3", "mutagen.mp4", "mutagen.flac", "mutagen.oggvorbis",
                    "hachoir.parser", "hachoir.metadata"),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._util import cap_content, clean_str, json_safe, local_name, parse_xml, summary_lines
+from ._util import clean_str, local_name, parse_xml, summary_lines
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 
 _INFO_KEYS = ("title", "author", "subject", "keywords", "creator", "producer")
@@ -112,15 +112,13 @@ def extract_pdf(path: str, settings: ExtractionSettings) -> Extracted:
         (k.capitalize(), meta.get(k)) for k in ("title", "author", "subject", "keywords")
     )
     content = (header + "\n\n" + body).strip() if header else body
-    content = cap_content(content, settings, meta)
     title = meta.get("title") if isinstance(meta.get("title"), str) else None
-    return Extracted(type="pdf", content=content, title=title, metadata=json_safe(meta))
+    return Extracted(type="pdf", content=content, title=title, metadata=meta)
 
 
 PDF = ExtractorSpec(
     type="pdf",
     extract=extract_pdf,
     extensions=("pdf",),
-    mime_types=("application/pdf",),
     heavy_modules=("pymupdf",),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._util import cap_content, json_safe, local_name
+from ._util import local_name
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 from .ooxml import open_package, package_metadata, paragraph_text, read_xml, relationships
 
@@ -66,15 +66,14 @@ def extract_pptx(path: str, settings: ExtractionSettings) -> Extracted:
         meta = package_metadata(archive)
     meta["slide_count"] = len(slides)
     meta["slides_with_notes"] = note_count
-    content = cap_content("\n\n".join(sections), settings, meta)
+    content = "\n\n".join(sections)
     return Extracted(type="pptx", content=content, title=meta.get("title"),
-                     metadata=json_safe(meta))
+                     metadata=meta)
 
 
 PPTX = ExtractorSpec(
     type="pptx",
     extract=extract_pptx,
     extensions=("pptx", "pptm", "ppsx", "potx"),
-    mime_types=("application/vnd.openxmlformats-officedocument.presentationml.presentation",),
     heavy_modules=("lxml.etree",),
 )

@@ -7,7 +7,7 @@ from typing import Any
 
 from . import exif as exiflib
 from ._util import read_bytes
-from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
+from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec, extension
 from .image import TIFF_HEADERS, build_doc, find_tiff, load_exif
 
 # Vendor TIFF variants whose magic number Pillow does not accept (RW2, ORF).
@@ -76,7 +76,7 @@ def _rawpy_sizes(path: str) -> dict[str, Any]:
 def extract_raw(path: str, settings: ExtractionSettings) -> Extracted:
     """Extract RAW metadata; files without pixel data still yield their EXIF."""
     data = read_bytes(path, settings)
-    ext = path.rsplit(".", 1)[-1].upper()
+    ext = extension(path).upper()
     meta: dict[str, Any] = {"format": ext}
     tags: dict[str, Any] = {}
     if data[4:8] == b"ftyp":
@@ -106,7 +106,5 @@ RAW_IMAGE = ExtractorSpec(
     extract=extract_raw,
     extensions=("cr2", "cr3", "crw", "nef", "nrw", "arw", "srf", "sr2", "dng", "orf", "rw2",
                 "raf", "pef", "srw", "x3f", "3fr", "erf", "kdc", "mrw", "mos", "iiq", "rwl"),
-    mime_types=("image/x-canon-cr2", "image/x-nikon-nef", "image/x-adobe-dng",
-                "image/x-sony-arw", "image/x-fuji-raf"),
     heavy_modules=("rawpy", "PIL.Image"),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ._util import cap_content, clean_str, json_safe, read_bytes, summary_lines
+from ._util import clean_str, read_bytes, summary_lines
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 
 _CODEPAGE = re.compile(rb"\\ansicpg(\d{3,5})")
@@ -42,16 +42,14 @@ def extract_rtf(path: str, settings: ExtractionSettings) -> Extracted:
     body = clean_str(rtf_to_text(raw, encoding=encoding, errors="replace"))
     body = "\n".join(line.rstrip() for line in body.splitlines())
     header = summary_lines((k.capitalize(), meta.get(k)) for k in ("title", "author", "subject"))
-    content = cap_content((header + "\n\n" + body).strip() if header else body.strip(), settings,
-                          meta)
+    content = (header + "\n\n" + body).strip() if header else body.strip()
     return Extracted(type="rtf", content=content, title=meta.get("title"),
-                     metadata=json_safe(meta))
+                     metadata=meta)
 
 
 RTF = ExtractorSpec(
     type="rtf",
     extract=extract_rtf,
     extensions=("rtf",),
-    mime_types=("application/rtf", "text/rtf"),
     heavy_modules=("striprtf.striprtf",),
 )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ._util import cap_content, clean_str, decode_text, read_text_bytes
-from .base import Extracted, ExtractionSettings, ExtractorSpec
+from ._util import clean_str, decode_text, read_text_bytes
+from .base import Extracted, ExtractionSettings, ExtractorSpec, extension
 
 _TAG = re.compile(r"<[^>\n]*>")
 _ASS_OVERRIDE = re.compile(r"\{[^}]*\}")
@@ -67,7 +67,7 @@ def extract_subtitle(path: str, settings: ExtractionSettings) -> Extracted:
     data, cut = read_text_bytes(path, settings)
     text, encoding = decode_text(data)
     text = clean_str(text)
-    ext = path.rsplit(".", 1)[-1].lower()
+    ext = extension(path)
     title = None
     if ext in ("ass", "ssa") or "[Events]" in text[:1_000_000]:
         lines, cues, title = _ass(text)
@@ -78,7 +78,7 @@ def extract_subtitle(path: str, settings: ExtractionSettings) -> Extracted:
     meta: dict = {"encoding": encoding, "format": fmt, "cue_count": cues}
     if cut:
         meta["truncated"] = True
-    content = cap_content("\n".join(lines), settings, meta)
+    content = "\n".join(lines)
     return Extracted(type="subtitle", content=content, title=title, metadata=meta)
 
 
@@ -86,5 +86,4 @@ SUBTITLE = ExtractorSpec(
     type="subtitle",
     extract=extract_subtitle,
     extensions=("srt", "vtt", "ass", "ssa", "sub", "sbv"),
-    mime_types=("application/x-subrip", "text/vtt", "text/x-ssa"),
 )

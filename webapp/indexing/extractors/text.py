@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from . import markdown
-from ._util import cap_content, clean_str, decode_text, read_text_bytes
+from ._util import clean_str, decode_text, read_text_bytes
 from .base import Extracted, ExtractionSettings, ExtractorSpec
 
 TEXT_EXTENSIONS = (
@@ -41,8 +41,7 @@ def _read_text(path: str, settings: ExtractionSettings, doc_type: str) -> Extrac
     metadata: dict = {"encoding": encoding, "line_count": _line_count(text)}
     if cut:
         metadata["truncated"] = True
-    content = cap_content(text, settings, metadata)
-    return Extracted(type=doc_type, content=content, metadata=metadata)
+    return Extracted(type=doc_type, content=text, metadata=metadata)
 
 
 def _line_count(text: str) -> int:
@@ -79,20 +78,17 @@ TEXT = ExtractorSpec(
     type="text",
     extract=extract_text,
     extensions=TEXT_EXTENSIONS,
-    mime_types=("text/plain",),
     heavy_modules=("charset_normalizer", "yaml"),
 )
 CODE = ExtractorSpec(
     type="code",
     extract=extract_code,
     extensions=CODE_EXTENSIONS,
-    mime_types=("text/x-python", "text/javascript", "text/x-c", "text/x-java", "text/html"),
     filenames=CODE_FILENAMES,
 )
 CONFIG = ExtractorSpec(
     type="config",
     extract=extract_config,
     extensions=CONFIG_EXTENSIONS,
-    mime_types=("application/json", "application/xml", "text/xml", "application/yaml"),
     filenames=CONFIG_FILENAMES,
 )

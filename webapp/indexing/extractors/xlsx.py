@@ -6,7 +6,7 @@ import datetime as dt
 import re
 from typing import Any
 
-from ._util import cap_content, clean_str, json_safe, local_name
+from ._util import clean_str, local_name
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 from .ooxml import open_package, package_metadata, read_xml, relationships
 
@@ -176,15 +176,14 @@ def extract_xlsx(path: str, settings: ExtractionSettings) -> Extracted:
         meta["truncated_sheets"] = bounded_sheets
         meta["max_rows_per_sheet"] = MAX_ROWS_PER_SHEET
         meta["max_columns"] = MAX_COLUMNS
-    content = cap_content("\n\n".join(sections), settings, meta)
+    content = "\n\n".join(sections)
     return Extracted(type="xlsx", content=content, title=meta.get("title"),
-                     metadata=json_safe(meta))
+                     metadata=meta)
 
 
 XLSX = ExtractorSpec(
     type="xlsx",
     extract=extract_xlsx,
     extensions=("xlsx", "xlsm", "xltx", "xltm"),
-    mime_types=("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",),
     heavy_modules=("lxml.etree",),
 )
