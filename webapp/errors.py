@@ -14,7 +14,9 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 
 from webapp.exceptions import TrawlError
 from webapp.extensions import jwt, limiter
+from webapp.rqdash import answers_json
 from webapp.search import IndexRebuilding
+from webapp.validation import validation_detail
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +39,6 @@ def wants_json() -> bool:
     path = request.path
     if path.startswith("/api/") or path == "/api":
         return True
-    from webapp.rqdash import answers_json
-
     return answers_json(path, request.method)
 
 
@@ -55,23 +55,6 @@ def error_response(status: int, detail: str, headers: dict | None = None):
     return resp
 
 
-def validation_detail(messages) -> str:
-    """Flatten marshmallow/webargs messages into 'field: rule' (the first problem)."""
-    if isinstance(messages, dict):
-        if set(messages) <= {"json", "query", "form", "files", "headers", "path"}:
-            for value in messages.values():
-                return validation_detail(value)
-        for field, value in messages.items():
-            inner = validation_detail(value)
-            if field == "_schema":
-                return inner
-            return f"{field}: {inner[0].lower() + inner[1:] if inner else 'is invalid'}"
-    if isinstance(messages, list | tuple) and messages:
-        return validation_detail(messages[0])
-    text = str(messages).rstrip(".")
-    return {"Missing data for required field": "is required",
-            "Unknown field": "unknown field",
-            "Field may not be null": "may not be null"}.get(text, text)
 
 
 def _retry_after() -> int:

@@ -6,17 +6,8 @@ import marshmallow as ma
 from marshmallow import fields, validate
 
 from webapp.indexing.runstats import RunState, SourceState
-from webapp.search import DEFAULT_MATCHING_STRATEGY, FACETS, MATCHING_STRATEGIES, SORTS
-
-# A question pasted whole is searched (its first MAX_QUERY_WORDS words); longer text is 400.
-MAX_Q_CHARS = 4000
-
-
-class StrictSchema(ma.Schema):
-    """Unknown keys are an error (400 naming the key)."""
-
-    class Meta:
-        unknown = ma.RAISE
+from webapp.services.search_args import SearchArgsSchema  # noqa: F401  (the API's search body)
+from webapp.validation import StrictSchema
 
 
 class ErrorSchema(ma.Schema):
@@ -198,37 +189,6 @@ class StatusSchema(ma.Schema):
 
 # --- search and documents -----------------------------------------------------------------------
 
-class SearchArgsSchema(StrictSchema):
-    q = fields.String(required=True)
-    source_id = fields.String(load_default=None, allow_none=True)
-    type = fields.String(load_default=None, allow_none=True)
-    limit = fields.Integer(load_default=20, validate=validate.Range(
-        min=1, max=100, error="must be between 1 and 100"))
-    offset = fields.Integer(load_default=0, validate=validate.Range(
-        min=0, max=100_000, error="must be between 0 and 100000"))
-    sort = fields.String(load_default="relevance", validate=validate.OneOf(
-        SORTS, error="must be one of " + ", ".join(SORTS)))
-    snippet_length = fields.Integer(load_default=300, validate=validate.Range(
-        min=50, max=1000, error="must be between 50 and 1000"))
-    matching_strategy = fields.String(
-        load_default=DEFAULT_MATCHING_STRATEGY, validate=validate.OneOf(
-            MATCHING_STRATEGIES, error="must be one of " + ", ".join(MATCHING_STRATEGIES)))
-    facets = fields.List(fields.String(), load_default=list, metadata={
-        "description": "Count matches per value of these: " + ", ".join(FACETS)})
-
-    @ma.validates("q")
-    def _q(self, value: str, **kwargs) -> None:
-        if not value.strip():
-            raise ma.ValidationError("must not be empty")
-        if len(value) > MAX_Q_CHARS:
-            raise ma.ValidationError(f"must be at most {MAX_Q_CHARS} characters")
-
-    @ma.validates("facets")
-    def _facets(self, value: list[str], **kwargs) -> None:
-        for name in value:
-            if name not in FACETS:
-                raise ma.ValidationError(
-                    f"unknown facet {name!r} (use {', '.join(FACETS)})")
 
 
 class SearchResultSchema(ma.Schema):

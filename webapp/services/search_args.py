@@ -12,20 +12,64 @@ import posixpath
 from collections.abc import Iterable, Mapping
 
 import marshmallow as ma
+from marshmallow import fields, validate
 
 from webapp.exceptions import InvalidInput
 from webapp.extensions import db
+from webapp.indexing.extractors import DOC_TYPES
 from webapp.models import IndexedFile, Source
 from webapp.runtime import get_search
-from webapp.search import DEFAULT_MATCHING_STRATEGY, SearchQuery
+from webapp.search import (
+    DEFAULT_MATCHING_STRATEGY,
+    FACETS,
+    MATCHING_STRATEGIES,
+    SORTS,
+    SearchQuery,
+)
 from webapp.search.syntax import parse_syntax
+from webapp.validation import StrictSchema, validation_detail
+
+# A question pasted whole is searched (its first MAX_QUERY_WORDS words); longer text is 400.
+MAX_Q_CHARS = 4000
+
+
+class SearchArgsSchema(StrictSchema):
+    """The search request: the API's JSON body, the web page's query string, the CLI's options."""
+
+    q = fields.String(required=True)
+    source_id = fields.String(load_default=None, allow_none=True)
+    type = fields.String(load_default=None, allow_none=True)
+    limit = fields.Integer(load_default=20, validate=validate.Range(
+        min=1, max=100, error="must be between 1 and 100"))
+    offset = fields.Integer(load_default=0, validate=validate.Range(
+        min=0, max=100_000, error="must be between 0 and 100000"))
+    sort = fields.String(load_default="relevance", validate=validate.OneOf(
+        SORTS, error="must be one of " + ", ".join(SORTS)))
+    snippet_length = fields.Integer(load_default=300, validate=validate.Range(
+        min=50, max=1000, error="must be between 50 and 1000"))
+    matching_strategy = fields.String(
+        load_default=DEFAULT_MATCHING_STRATEGY, validate=validate.OneOf(
+            MATCHING_STRATEGIES, error="must be one of " + ", ".join(MATCHING_STRATEGIES)))
+    facets = fields.List(fields.String(), load_default=list, metadata={
+        "description": "Count matches per value of these: " + ", ".join(FACETS)})
+
+    @ma.validates("q")
+    def _q(self, value: str, **kwargs) -> None:
+        if not value.strip():
+            raise ma.ValidationError("must not be empty")
+        if len(value) > MAX_Q_CHARS:
+            raise ma.ValidationError(f"must be at most {MAX_Q_CHARS} characters")
+
+    @ma.validates("facets")
+    def _facets(self, value: list[str], **kwargs) -> None:
+        for name in value:
+            if name not in FACETS:
+                raise ma.ValidationError(
+                    f"unknown facet {name!r} (use {', '.join(FACETS)})")
 
 
 def load(raw: Mapping) -> dict:
     """Arguments as the API's search body would be after validation; InvalidInput when bad."""
-    from webapp.api.schemas import SearchArgsSchema
-    from webapp.errors import validation_detail
-
     try:
         return SearchArgsSchema().load(dict(raw))
     except ma.ValidationError as exc:
@@ -59,8 +103,6 @@ def to_query(args: Mapping) -> SearchQuery:
 
 def check_type(doc_type: str, label: str) -> None:
     """400 `<label>: unknown type 'X'` unless extractors make that type or documents have it."""
-    from webapp.indexing.extractors import DOC_TYPES
-
     if doc_type in DOC_TYPES:
         return
     if db.session.query(IndexedFile.id).filter_by(doc_type=doc_type).first() is None:
