@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 from flask import Flask, abort, current_app, redirect, request, session, url_for
 from werkzeug.wrappers import Response
 
+from webapp.ui.session import session_user
+
 PREFIX = "/admin/rq"
 BLUEPRINT = "rq_dashboard"
 CSRF_COOKIE = "_csrf_token"  # the dashboard's script sends this cookie back as X-CSRFToken
@@ -75,8 +77,6 @@ def _guard() -> Response | None:
     """Admin session, then origin and CSRF for actions, then the path values its views trust."""
     if request.blueprint != BLUEPRINT:
         return None
-    from webapp.ui.session import session_user
-
     user = session_user()
     if user is None:
         return redirect(url_for("ui.login", next=request.full_path.rstrip("?")))

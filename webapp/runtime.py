@@ -16,7 +16,7 @@ from sqlalchemy import Connection, event, inspect, text
 
 from webapp import keys
 from webapp.extensions import db
-from webapp.services.image_render import IsolatedRenderer
+from webapp.previews.render import IsolatedRenderer
 
 _lock = threading.Lock()
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from webapp.search.syntax import QuerySpec
+from webapp.search.syntax import QuerySpec, parse_syntax
 
 SORTS = ("relevance", "modified_at:desc", "modified_at:asc", "size_bytes:desc", "basename:asc")
 BACKENDS = ("tantivy", "meilisearch")
@@ -57,8 +56,6 @@ class SearchQuery:
     def syntax(self) -> QuerySpec:
         """The query language terms of `q` (see search/syntax.py)."""
         if self.spec is None:
-            from webapp.search.syntax import parse_syntax
-
             self.spec = parse_syntax(self.q)
         return self.spec
 

@@ -13,13 +13,13 @@ from webapp.exceptions import Forbidden, NotFound, QuerySyntaxError, Unauthorize
 from webapp.extensions import db
 from webapp.indexing.scanner import within
 from webapp.models import Source, User
+from webapp.previews.render import PreviewLimits
 from webapp.runtime import get_previews, get_search
 from webapp.search import SearchPage, SearchQuery
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
 from webapp.search.syntax import parse_syntax
 from webapp.services import auth, search_args
-from webapp.services.image_render import PreviewLimits
 from webapp.services.sources import inside_allowed_roots
 
 PREVIEW_PAGE_CHARS = 20_000

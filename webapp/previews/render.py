@@ -21,7 +21,7 @@ from typing import Any
 from webapp.exceptions import Unavailable, Unprocessable
 
 # imported once by the fork server, so each child starts with Pillow and its plug-ins loaded
-FORK_SERVER_PRELOAD = [__name__, "webapp.services.image_preload"]
+FORK_SERVER_PRELOAD = [__name__, "webapp.previews.preload"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Image previews decoded in capped child processes, away from the web process."""
