@@ -17,6 +17,7 @@ from sqlalchemy import Connection, event, inspect, text
 from webapp import keys
 from webapp.extensions import db
 from webapp.previews.render import IsolatedRenderer
+from webapp.search import make_backend
 
 _lock = threading.Lock()
 
@@ -138,8 +139,6 @@ def get_search(app: Flask | None = None):
         with _lock:
             backend = app.extensions.get("trawl.search")
             if backend is None:
-                from webapp.search import make_backend
-
                 backend = make_backend(app.config)
                 app.extensions["trawl.search"] = backend
     return backend

@@ -2,52 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from flask import Flask
-from flask_jwt_extended import jwt_required
-from flask_smorest import Blueprint
 
-from webapp.api.schemas import ErrorSchema
-
-_ERROR_TEXT = {
-    400: "Invalid input; `detail` names the field and the rule",
-    401: "Missing, invalid, expired or revoked token",
-    403: "Not allowed",
-    404: "Not found",
-    409: "Busy or already exists",
-    422: "The file cannot be handled: an image too large, damaged or unreadable to preview",
-    429: "Too many attempts; see Retry-After",
-    503: "A backing service is unavailable",
-}
-
-
-def errors(blp: Blueprint, *codes: int) -> Callable:
-    """Document the error responses of an endpoint (all share the {"detail"} body)."""
-
-    def wrap(view):
-        for code in codes:
-            view = blp.alt_response(code, schema=ErrorSchema, description=_ERROR_TEXT[code])(view)
-        return view
-
-    return wrap
-
-
-def authenticated(blp: Blueprint) -> Callable:
-    """Require a valid access token, and say so in the OpenAPI document."""
-
-    def wrap(view):
-        view = jwt_required()(view)
-        view = blp.doc(security=[{"bearerAuth": []}])(view)
-        return errors(blp, 401)(view)
-
-    return wrap
+from webapp.api import auth, documents, search, sources, status
+from webapp.extensions import api
 
 
 def register_api(app: Flask) -> None:
     """Register every API blueprint on the app's flask-smorest Api."""
-    from webapp.api import auth, documents, search, sources, status
-    from webapp.extensions import api
-
     for module in (auth, sources, search, documents, status):
         api.register_blueprint(module.blp)

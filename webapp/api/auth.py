@@ -7,7 +7,7 @@ from flask_jwt_extended import current_user, get_jwt
 from flask_smorest import Blueprint
 
 from webapp import ratelimits
-from webapp.api import authenticated, errors
+from webapp.api.common import authenticated, errors
 from webapp.api.schemas import (
     AuthStatusSchema,
     CredentialsSchema,

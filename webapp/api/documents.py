@@ -7,7 +7,7 @@ from flask.views import MethodView
 from flask_jwt_extended import current_user, get_jwt
 from flask_smorest import Blueprint
 
-from webapp.api import authenticated, errors
+from webapp.api.common import authenticated, errors
 from webapp.api.schemas import (
     DocumentSchema,
     DownloadArgsSchema,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from webapp.api import authenticated, errors
+from webapp.api.common import authenticated, errors
 from webapp.api.schemas import (
     PathTestArgsSchema,
     PathTestSchema,

@@ -15,7 +15,7 @@ from flask_jwt_extended import create_access_token, decode_token
 from webapp import keys
 from webapp.exceptions import Conflict, InvalidInput, Unauthorized
 from webapp.extensions import db, jwt
-from webapp.models import User
+from webapp.models import User, iso
 from webapp.runtime import get_redis
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9._-]{3,50}$")
@@ -114,8 +114,6 @@ def session_revoked(session_id: str) -> bool:
 
 def user_json(user: User) -> dict:
     """The current-user response."""
-    from webapp.models import iso
-
     return {"id": user.id, "username": user.username, "is_admin": user.is_admin,
             "created_at": iso(user.created_at)}
 

@@ -7,7 +7,8 @@ from flask import flash, g, redirect, render_template, request, url_for
 from webapp import ratelimits
 from webapp.exceptions import TrawlError
 from webapp.services import auth
-from webapp.ui import bp, session
+from webapp.ui import session
+from webapp.ui.blueprint import bp
 
 
 def _after_login() -> str:

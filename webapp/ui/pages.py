@@ -11,7 +11,8 @@ from flask import Response, abort, g, redirect, render_template, request, url_fo
 from webapp.exceptions import InvalidInput, TrawlError
 from webapp.search import FACETS, IndexRebuilding, SearchBackendError
 from webapp.services import documents, search_args, ui_support
-from webapp.ui import bp, session
+from webapp.ui import session
+from webapp.ui.blueprint import bp
 from webapp.ui.htmx import is_htmx, render
 
 PAGE_SIZES = (10, 20, 50, 100)

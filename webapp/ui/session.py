@@ -22,7 +22,7 @@ from webapp.exceptions import InvalidInput
 from webapp.extensions import db
 from webapp.models import User
 from webapp.services import auth
-from webapp.ui import bp
+from webapp.ui.blueprint import bp
 from webapp.ui.htmx import client_redirect
 
 CSRF_FIELD = "csrf_token"

@@ -10,7 +10,7 @@ from webapp.exceptions import TrawlError
 from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from webapp.models import utcnow
 from webapp.services import scans, sources, status, ui_support
-from webapp.ui import bp
+from webapp.ui.blueprint import bp
 from webapp.ui.htmx import is_htmx, render
 
 SCHEDULE_PRESETS = {"manual": None, "hourly": "@hourly", "daily": "@daily", "weekly": "@weekly"}

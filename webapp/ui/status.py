@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import render_template
 
 from webapp.services import status
-from webapp.ui import bp
+from webapp.ui.blueprint import bp
 
 
 def _overall() -> tuple[dict | None, str | None]:
