@@ -29,7 +29,7 @@ from webapp.indexing.extractors import (
     preload,
 )
 from webapp.indexing.runstats import FileStatus
-from webapp.procs import die_with_parent
+from webapp.procs import die_with_parent, limit_memory
 
 log = logging.getLogger(__name__)
 CRASH_MESSAGE = "Extractor crashed on this file"
@@ -51,23 +51,6 @@ def _format_seconds(seconds: float) -> str:
     return f"{seconds:g}"
 
 
-def _limit_memory(memory_mb: int) -> None:
-    """Cap the child's address space at its size after fork plus memory_mb."""
-    try:
-        import resource
-    except ImportError:  # not on POSIX: no cap
-        return
-    try:
-        with open("/proc/self/statm") as handle:
-            baseline = int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        baseline = 0
-    limit = baseline + memory_mb * 1024 * 1024
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ValueError, OSError) as exc:
-        log.warning("Could not cap extractor memory: %s", exc)
 
 
 def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
@@ -78,7 +61,7 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
     faulthandler.disable()  # a crash is reported by the parent as a failed file
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _limit_memory(settings.memory_mb)
+    limit_memory(settings.memory_mb)
     conn.send(("ready", None))  # a file's timeout starts now, not while the child starts up
     while True:
         try:

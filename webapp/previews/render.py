@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import io
 import multiprocessing
-import os
-import resource
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from webapp.exceptions import Unavailable, Unprocessable
+from webapp.procs import limit_memory
 
 # imported once by the fork server, so each child starts with Pillow and its plug-ins loaded
 FORK_SERVER_PRELOAD = [__name__, "webapp.previews.preload"]
@@ -43,15 +42,6 @@ class PreviewBusy(Unavailable):
 
 
 # -- the child side ------------------------------------------------------------------------------
-
-def _limit_memory(memory_mb: int) -> None:
-    """Cap the child's address space at its size at start plus memory_mb; no core dumps."""
-    with open("/proc/self/statm") as handle:
-        baseline = int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    limit = baseline + memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
 
 def _check_pixels(size: tuple[int, int], max_pixels: int) -> None:
     width, height = size
@@ -113,7 +103,7 @@ def _child_main(conn: Any, path: str, kind: str, limits: PreviewLimits) -> None:
     """Child: render one preview and send ("ok", bytes, mimetype) or ("refused", message)."""
     try:
         _register_heif()
-        _limit_memory(limits.memory_mb)
+        limit_memory(limits.memory_mb)
         data, mimetype = render(path, kind, limits)
         reply: tuple = ("ok", data, mimetype)
     except PreviewRefused as exc:
