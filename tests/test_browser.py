@@ -180,6 +180,9 @@ def _add_source(page, site) -> None:
     shot(page, "03-add-source")
     page.get_by_label("Manual only").check()
     expect(page.locator("#schedule-preview")).to_contain_text("only when you start them")
+    first_scan = page.get_by_label("Start the first scan at once")
+    expect(first_scan).to_be_checked()  # on by default; off here to watch "Scan now" below
+    first_scan.uncheck()
     page.get_by_role("button", name="Add source").click()
     expect(page).to_have_url(re.compile(r"/sources#source-logbooks$"))
     expect(page.locator("#source-logbooks")).to_contain_text("Never scanned")
