@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 
 import pytest
+import redis
 
 from tests.conftest import REPO
 from tests.workers import Worker
@@ -135,33 +137,39 @@ def test_an_unused_default_data_folder_is_refused(app_config, tmp_path, monkeypa
     assert fresh.test_cli_runner().invoke(args=["trawl", "sources", "--json"]).exit_code == 0
 
 
-def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "trawl", *args],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+def test_the_cli_finds_the_redis_of_make_run(tmp_path, roots, database_url):
+    """With only DATA_DIR set, as in `make run`'s .env, the CLI uses the Redis `make run` starts
+    for that folder (launched here as the launcher launches it): a schedule lands there, and
+    once that Redis is stopped the CLI says so at once instead of hanging."""
+    from webapp import create_app, launcher
 
-
-def test_the_cli_beside_make_run(tmp_path, database_url):
-    """With only DATA_DIR set, as in `make run`'s .env, the CLI queues into the Redis `make run`
-    started, its workers scan, and once it is stopped the CLI says so instead of hanging."""
-    from tests.test_supervise import Launcher
-
-    launcher = Launcher(tmp_path, database_url)
-    folder = launcher.roots / "docs"
-    folder.mkdir()
-    (folder / "a.txt").write_text("alpha")
-    launcher.start()
+    data = tmp_path / "data"
+    data.mkdir()
+    server = subprocess.Popen(launcher.redis_command(data), stdout=subprocess.DEVNULL)
     try:
-        assert json.loads(_cli(launcher.env, "sources", "--json").stdout) == []
-        added = _cli(launcher.env, "add-source", "Docs", str(folder), "--schedule", "@daily")
-        assert added.returncode == 0, added.stderr
-        scanned = _cli(launcher.env, "scan", "docs", "--json")
-        assert scanned.returncode == 0, scanned.stderr
-        assert json.loads(scanned.stdout)["new_files"] == 1
-        status = launcher.session.get(launcher.url + "/api/health").json()
-        assert status["status"] == "ok"
+        assert launcher.redis_ready(f"unix://{data / 'redis.sock'}", server)
+        settings = {"DATA_DIR": str(data), "REDIS_URL": "", "DATABASE_URL": database_url,
+                    "ALLOWED_ROOTS": str(roots)}
+        runner = create_app(settings).test_cli_runner()
+        (roots / "docs").mkdir()
+        added = runner.invoke(args=["trawl", "add-source", "Docs", str(roots / "docs"),
+                                    "--schedule", "@daily"])
+        assert added.exit_code == 0, added.output
+        embedded = redis.Redis(unix_socket_path=str(data / "redis.sock"))
+        assert embedded.zcard("rq:scheduler:scheduled_jobs") == 1  # the schedule is there
+        env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+        env.update({"DATA_DIR": str(data), "ALLOWED_ROOTS": str(roots)})
+        if database_url:
+            env["DATABASE_URL"] = database_url
+        listed = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "trawl",
+                                 "sources", "--json"], cwd=REPO, env=env, capture_output=True,
+                                text=True, timeout=120)  # the real entry point, DATA_DIR only
+        assert listed.returncode == 0, listed.stderr
+        assert [s["id"] for s in json.loads(listed.stdout)] == ["docs"]
     finally:
-        launcher.stop()
-    stopped = _cli(launcher.env, "sources")
-    assert stopped.returncode == 1
-    assert f"does not answer at unix://{launcher.data / 'redis.sock'}" in stopped.stderr
-    assert "make run" in stopped.stderr
+        server.terminate()
+        server.wait(10)
+    stopped = runner.invoke(args=["trawl", "scan", "docs"])
+    assert stopped.exit_code == 1
+    assert f"does not answer at unix://{data / 'redis.sock'}" in stopped.output
+    assert "`make run` starts it" in stopped.output
