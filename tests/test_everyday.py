@@ -60,6 +60,24 @@ def test_jobs_keep_the_newest_runs_per_source_and_go_with_the_source(client, aut
     assert client.get("/api/status", headers=auth).get_json()["recent_runs"] == []
 
 
+def test_a_run_whose_worker_died_is_listed_as_interrupted(app, client, auth, make_tree,
+                                                          make_source):
+    from webapp import keys
+    from webapp.indexing.runstats import RunState, RunStats
+    from webapp.indexing.state import scan_lock, stamp
+    from webapp.runtime import get_redis
+
+    sid = make_source(make_tree("docs", {"a.txt": "alpha"}))["id"]
+    with app.app_context():
+        lock = scan_lock(sid)
+        assert lock.start(lock.acquire_queued("job", False))
+        lock.write_stats(RunStats(RunState.INDEXING, started_at=stamp(), total_scanned=7))
+        get_redis().delete(keys.scan_lock(sid))  # its heartbeat stopped: the lock expired
+    runs = client.get("/api/status", headers=auth).get_json()["recent_runs"]
+    assert [(r["state"], r["total_scanned"]) for r in runs] == [("interrupted", 7)]
+    assert "Interrupted" in runs[0]["message"]
+
+
 def test_status_page_has_a_jobs_section_with_a_failed_link(ui, make_tree, run_jobs):
     root = make_tree("docs", {"a.txt": "alpha", "bad.pdf": BROKEN_PDF})
     post(ui, "/sources/new", {"name": "Docs", "root_path": str(root)})
