@@ -14,6 +14,9 @@ import pytest
 import redis
 
 REPO = Path(__file__).resolve().parent.parent
+# every process of a test run (this one and the workers it starts) writes its metrics here,
+# never into the repository's data folder; set before any test module imports webapp
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="trawl-metrics-")
 CORPUS = Path(os.environ.get("TRAWL_CORPUS") or REPO.parent / "shared" / "corpus")
 CORPUS_SKIP = "shared corpus not found: set TRAWL_CORPUS or add ../shared/corpus"
 CLAIM_KEY = "trawl-test-claim"

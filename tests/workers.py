@@ -38,8 +38,9 @@ class Worker:
     permissions bind it like any service account (mode 000 files are unreadable to it).
     """
 
-    def __init__(self, app, **env):
+    def __init__(self, app, output=None, **env):
         self.app = app
+        self.output = output  # a file for the worker's stdout and stderr (else the test's)
         self.env = {**os.environ, "LOG_LEVEL": "WARNING",
                     "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"])}
         self.env.update({k: str(app.config[k]) for k in SETTING_KEYS})
@@ -50,7 +51,8 @@ class Worker:
     def __enter__(self) -> Worker:
         prefix = DROP_DAC if os.geteuid() == 0 and shutil.which("setpriv") else []
         self.proc = subprocess.Popen([*prefix, sys.executable, "worker.py"], cwd=REPO,
-                                     env=self.env, start_new_session=True)
+                                     env=self.env, start_new_session=True, stdout=self.output,
+                                     stderr=subprocess.STDOUT if self.output else None)
         self._sampler = threading.Thread(target=self._sample, daemon=True)
         self._sampler.start()
         return self

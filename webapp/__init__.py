@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,7 +13,12 @@ from flask import Flask, g, request
 
 from webapp import config as settings
 
+# before any module of ours imports prometheus_client, which reads it once (see config.py)
+settings.export_metrics_dir()
+
 ROOT = Path(__file__).resolve().parent.parent
+# a proxy's X-Request-ID is kept when it is one plain token (it goes into every log line)
+SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@+=/-]{1,128}")
 
 
 def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
@@ -22,8 +28,9 @@ def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
     cfg = settings.load(overrides)
     app.config.update(cfg)
     _flask_settings(app)
-    logging.basicConfig(level=app.config["LOG_LEVEL"],
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from webapp import logs
+
+    logs.configure(app.config["LOG_LEVEL"], app.config["LOG_FORMAT"])
     logging.getLogger("alembic").setLevel(logging.WARNING)
     _init_extensions(app)
     _init_services(app)
@@ -123,7 +130,7 @@ def _request_hooks(app: Flask) -> None:
     @app.before_request
     def _request_id():
         incoming = request.headers.get("X-Request-ID", "")
-        g.request_id = incoming[:200] if incoming.isprintable() and incoming else uuid.uuid4().hex
+        g.request_id = incoming if SANE_REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex
 
     @app.after_request
     def _headers(resp):

@@ -53,9 +53,13 @@ class Settings:
     SCAN_LOCK_SECONDS = 30  # a scan whose worker stops heartbeating is released after this
     QUEUE_NAME = "trawl"  # RQ queue for scans and extraction
     LOG_LEVEL = "INFO"  # logging level of web and workers
+    LOG_FORMAT = "text"  # "text" (readable lines) or "json" (one JSON object per line) for every process
+    METRICS_PUBLIC = False  # GET /metrics without a token (otherwise an admin's bearer token)
+    PROMETHEUS_MULTIPROC_DIR = ""  # where every process writes its metrics; empty means DATA_DIR/metrics
     MAX_CONTENT_LENGTH = 1024 * 1024  # request bodies over this get 413
 
 
+LOG_FORMATS = ("text", "json")
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 
 
@@ -111,6 +115,11 @@ def _derive(cfg: dict) -> dict:
         cfg["DATABASE_URL"] = f"sqlite:///{data_dir / 'trawl.db'}"
     if not cfg["REDIS_URL"]:
         cfg["REDIS_URL"] = embedded_redis_url(data_dir)
+    if not cfg["PROMETHEUS_MULTIPROC_DIR"]:
+        cfg["PROMETHEUS_MULTIPROC_DIR"] = str(data_dir / "metrics")
+    if cfg["LOG_FORMAT"] not in LOG_FORMATS:
+        raise SystemExit(f"Setting LOG_FORMAT: {cfg['LOG_FORMAT']!r} is not one of "
+                         f"{', '.join(LOG_FORMATS)}")
     if not cfg["SEARCH_INDEX_DIR"]:
         cfg["SEARCH_INDEX_DIR"] = str(data_dir / "index")
     roots = cfg["ALLOWED_ROOTS"]
@@ -128,6 +137,21 @@ def _derive(cfg: dict) -> dict:
         cfg["SECRET_KEY"] = _stored_secret(data_dir)
     _check_secret(cfg["SECRET_KEY"])
     return cfg
+
+
+def export_metrics_dir() -> str:
+    """Put the metrics folder in this process's environment, for prometheus_client and children.
+
+    prometheus_client chooses its multiprocess mode when it is imported, from the variable
+    PROMETHEUS_MULTIPROC_DIR: so it is set (from the environment, or DATA_DIR/metrics) when
+    the `webapp` package is imported, before any of our modules imports the library.
+    """
+    env = _environment()
+    path = env.get("PROMETHEUS_MULTIPROC_DIR") or os.path.join(
+        os.path.realpath(os.path.expanduser(env.get("DATA_DIR") or Settings.DATA_DIR)), "metrics")
+    os.makedirs(path, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
+    return path
 
 
 def embedded_redis_url(data_dir: Path) -> str:

@@ -35,9 +35,9 @@ _STATUS_DETAIL = {
 
 
 def wants_json() -> bool:
-    """API paths, and the dashboard's data and action routes, answer JSON; pages answer HTML."""
+    """API paths (and /metrics), the dashboard's data and action routes answer JSON; pages HTML."""
     path = request.path
-    if path.startswith("/api/") or path == "/api":
+    if path.startswith("/api/") or path in ("/api", "/metrics"):
         return True
     return answers_json(path, request.method)
 

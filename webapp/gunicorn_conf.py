@@ -88,6 +88,15 @@ def post_worker_init(worker) -> None:
     util.write_error = write_json_error
 
 
+def child_exit(server, worker) -> None:
+    """A web worker ended: its live gauges leave the scrape (its counters stay in the sums)."""
+    # not at the top: the forked workers must not inherit a prometheus_client imported (and
+    # so set up) before `webapp` put PROMETHEUS_MULTIPROC_DIR in the environment
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
 _settings = gunicorn_settings(_trawl_config.load())
 bind = _settings["bind"]
 workers = _settings["workers"]

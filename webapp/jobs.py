@@ -14,7 +14,7 @@ from flask import Flask, current_app
 from rq import Worker, get_current_job
 from rq_scheduler import Scheduler
 
-from webapp import keys
+from webapp import keys, logs
 from webapp import schedule as cron
 from webapp.extensions import db
 from webapp.indexing.pipeline import ScanRun, help_extract
@@ -34,7 +34,7 @@ def _app() -> Flask:
 def scan_job(source_id: str, run_id: str, full: bool = False) -> dict:
     """Coordinate one scan of a source (the queued run identified by run_id)."""
     app = _app()
-    with app.app_context():
+    with app.app_context(), logs.bind(source_id=source_id):
         helpers = partial(enqueue_helpers, run_id, source_id)
         return ScanRun(app, source_id, run_id, full, start_helpers=helpers).run()
 
@@ -42,14 +42,14 @@ def scan_job(source_id: str, run_id: str, full: bool = False) -> dict:
 def extract_batches(run_id: str, source_id: str) -> int:
     """Help a running scan by extracting its batches on this worker."""
     app = _app()
-    with app.app_context():
+    with app.app_context(), logs.bind(source_id=source_id):
         return help_extract(app, run_id, source_id)
 
 
 def scheduled_scan(source_id: str) -> str:
     """A due scheduled run: book the next one, then scan unless the source is busy."""
     app = _app()
-    with app.app_context():
+    with app.app_context(), logs.bind(source_id=source_id):
         source = db.session.get(Source, source_id)
         if source is None or not source.scan_schedule:
             return "no schedule"
@@ -70,7 +70,7 @@ def scheduled_scan(source_id: str) -> str:
 def rename_documents(source_id: str) -> int:
     """Write the source's current name into its documents (after a rename)."""
     app = _app()
-    with app.app_context():
+    with app.app_context(), logs.bind(source_id=source_id):
         source = db.session.get(Source, source_id)
         if source is None:
             return 0

@@ -12,7 +12,9 @@ leaves no orphans. The embedded Redis keeps its data in an append-only file in t
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import redis
 
-from webapp import config
+from webapp import config, logs
 from webapp.procs import die_with_parent
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,11 +36,46 @@ STABLE_AFTER = 60.0  # a process that ran this long failed "slowly": the pause s
 POLL = 0.25  # seconds between two checks of the children
 REDIS_READY = 10.0  # seconds redis-server gets to answer after it started
 AOF_NAME = "redis.aof"
+METRICS_FILE = re.compile(r"[a-z_]+_(\d+)\.db")  # prometheus_client's <type>_<pid>.db
+log = logging.getLogger("trawl.launcher")
 
 
 def say(message: str) -> None:
     """One line of the launcher's own log, beside the children's output."""
-    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [launcher] {message}", flush=True)
+    log.info(message)
+
+
+def setup_logging(log_format: str) -> None:
+    """The launcher's lines on stdout: `<time> [launcher] <message>`, or JSON objects."""
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logs.JsonFormatter() if log_format == "json" else
+                         logging.Formatter("%(asctime)s [launcher] %(message)s",
+                                           "%Y-%m-%d %H:%M:%S"))
+    log.handlers[:] = [handler]
+    log.setLevel(logging.INFO)
+    log.propagate = False  # the root handler (create_app's) would print each line twice
+
+
+def clean_metrics(folder: Path) -> int:
+    """Remove the metric files of processes that are gone (all of them at a fresh start: the
+    counters of the previous run start over, as Prometheus expects after a restart)."""
+    removed = 0
+    for path in folder.glob("*.db"):
+        match = METRICS_FILE.fullmatch(path.name)
+        if match and not _alive(int(match.group(1))):
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 # -- the embedded Redis --------------------------------------------------------------------------
@@ -216,7 +253,12 @@ def services(cfg: dict, data_dir: Path | None) -> list[Service]:
 def main() -> int:
     """Start the whole service on the embedded defaults (or the configured services)."""
     cfg = config.load()
+    setup_logging(cfg["LOG_FORMAT"])
+    metrics_dir = Path(cfg["PROMETHEUS_MULTIPROC_DIR"])
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+    clean_metrics(metrics_dir)
     env = dict(os.environ)
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)  # one folder for web and workers
     data_dir = None if config.env_value("REDIS_URL") else Path(cfg["DATA_DIR"])
     plan = services(cfg, data_dir)
     supervisor = Supervisor(plan, env)

@@ -30,6 +30,7 @@ from webapp.indexing.runstats import FileStatus, Progress, RunState, RunStats
 from webapp.indexing.scanner import Changes, FileStat, diff, doc_id, root_problem, walk
 from webapp.indexing.state import Heartbeat, scan_lock, stamp
 from webapp.memtune import release_freed
+from webapp.metrics import extraction_seconds, scan_files, scan_runs
 from webapp.models import IndexedFile, Source, utcnow
 from webapp.runtime import get_redis, get_search
 
@@ -67,8 +68,10 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
     for path, size, mtime_ns in files:
         if on_file:
             on_file()
+        started = time.perf_counter()
         result = extractor.run(path)
         doc = result.doc
+        extraction_seconds.labels(doc.type).observe(time.perf_counter() - started)
         basename = os.path.basename(path)
         docs.append({
             "id": doc_id(source["id"], path), "source_id": source["id"],
@@ -122,6 +125,7 @@ class ScanRun:
                      self.source_id)
             return self.stats
         self.publish(force=True)
+        started = time.monotonic()
         try:
             with Heartbeat(self.lock, self.run_id) as beat:
                 self._scan(beat)
@@ -134,7 +138,18 @@ class ScanRun:
             # the final stats appear only once the source is free: whoever sees "finished"
             # (a ?wait= request, the UI) may start the next scan at once
             self.publish(force=True)
+            self._summarize(time.monotonic() - started)
         return self.stats
+
+    def _summarize(self, seconds: float) -> None:
+        """One log line and the run counter for the run that just ended."""
+        s = self.stats
+        scan_runs.labels(self.source_id, str(s.state)).inc()
+        log.info("Scan of %s %s in %.1f s: %d files seen (%.0f files/s); %d new, %d modified, "
+                 "%d unchanged, %d deleted; %d indexed, %d failed, %d skipped", self.source_id,
+                 s.state, seconds, s.total_scanned, s.total_scanned / max(seconds, 0.001),
+                 s.new_files, s.modified_files, s.unchanged_files, s.deleted_files,
+                 s.successful, s.failed, s.skipped)
 
     def _scan(self, beat: Heartbeat) -> None:
         source = db.session.get(Source, self.source_id)
@@ -169,6 +184,8 @@ class ScanRun:
         s.new_files, s.modified_files = len(changes.new), len(changes.modified)
         s.unchanged_files, s.deleted_files = changes.unchanged, len(changes.deleted)
         s.progress = Progress(0, len(changes.to_index))
+        scan_files.labels(self.source_id, "unchanged").inc(changes.unchanged)
+        scan_files.labels(self.source_id, "deleted").inc(len(changes.deleted))
         self.publish(force=True)
 
     def _remove_orphans(self) -> None:
@@ -270,6 +287,7 @@ class ScanRun:
         for rec in result["records"]:
             status = FileStatus(rec["status"])
             s.count_file(status)
+            scan_files.labels(self.source_id, str(status)).inc()
             if rec["error_message"] and status == FileStatus.FAILED:
                 self.error(rec["path"], rec["error_message"])
         s.progress.done += len(result["records"])

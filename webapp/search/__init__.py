@@ -107,6 +107,9 @@ class SearchBackend(Protocol):
     def health(self) -> str:
         """'ok' or a short error string."""
 
+    def disk_bytes(self) -> int:
+        """Size of the index on disk, in bytes (the engine's whole database for a server)."""
+
     def clear(self) -> None:
         """Remove every document."""
 

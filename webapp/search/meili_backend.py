@@ -216,6 +216,10 @@ class MeiliBackend:
         filter_ = f"source_id = {_quote(source_id)} AND chunk = 0"
         return {d["id"] for d in self._list(filter_, ["id"])}
 
+    def disk_bytes(self) -> int:
+        """Size of Meilisearch's database (every index of that server), as it reports it."""
+        return int(self._call(self.client.get_all_stats).get("databaseSize") or 0)
+
     def health(self) -> str:
         """'ok' when the server answers healthy, else a short error."""
         try:

@@ -345,6 +345,18 @@ class TantivyBackend:
         terms = searcher.terms_with_prefix("id", "", filter_query=only_source)
         return {term for term, freq in terms if freq > 0}
 
+    def disk_bytes(self) -> int:
+        """Bytes of the index folder's files (the content store included); 0 in memory."""
+        if self.directory is None:
+            return 0
+        total = 0
+        for path in self.directory.rglob("*"):
+            try:
+                total += path.stat().st_size if path.is_file() else 0
+            except OSError:  # a segment merged away while we looked
+                continue
+        return total
+
     def health(self) -> str:
         """'ok' when the index opens and answers, else a short error."""
         try:

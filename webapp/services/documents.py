@@ -12,6 +12,7 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from webapp.exceptions import Forbidden, NotFound, QuerySyntaxError, Unauthorized
 from webapp.extensions import db
 from webapp.indexing.scanner import within
+from webapp.metrics import search_duration
 from webapp.models import Source, User
 from webapp.previews.render import PreviewLimits
 from webapp.runtime import get_previews, get_search
@@ -29,8 +30,9 @@ IMAGE_TYPES = {"image", "raw_image"}
 def search(args: dict) -> dict:
     """Run a search request loaded by search_args.load (or the API's schema); 400 when its
     query language, type or source is bad. The response echoes limit and offset."""
-    query: SearchQuery = search_args.to_query(args)
-    page: SearchPage = get_search().search(query)
+    with search_duration.time():
+        query: SearchQuery = search_args.to_query(args)
+        page: SearchPage = get_search().search(query)
     out = {"results": page.results, "total": page.total, "limit": query.limit,
            "offset": query.offset, "processing_time_ms": page.processing_time_ms}
     if query.facets:

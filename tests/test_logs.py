@@ -1,0 +1,83 @@
+"""Log lines: one JSON object per line with LOG_FORMAT=json (request id, source id, job id
+when known), readable text by default; the request id of every response."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from webapp import create_app, logs
+
+
+@pytest.fixture
+def captured(app):
+    """The lines our root handler (installed by the app) writes while the test runs."""
+    handler = next(h for h in logging.getLogger().handlers if isinstance(h, logs._TrawlHandler))
+    stream = io.StringIO()
+    old = handler.setStream(stream)
+    yield stream
+    handler.setStream(old)
+
+
+def json_app(app_config):
+    return create_app({**app_config, "LOG_FORMAT": "json"})
+
+
+def test_json_lines_carry_the_request_and_source(app_config, captured):
+    app = json_app(app_config)
+    with app.test_request_context("/api/sources/holiday-photos/reindex", method="POST",
+                                  headers={"X-Request-ID": "edge-7f3a"}):
+        app.preprocess_request()
+        logging.getLogger("trawl.test").warning("scan asked for %s", "holiday-photos")
+    line = json.loads(captured.getvalue().strip().splitlines()[-1])
+    assert line["message"] == "scan asked for holiday-photos"
+    assert line["level"] == "WARNING" and line["logger"] == "trawl.test"
+    assert line["request_id"] == "edge-7f3a" and line["source_id"] == "holiday-photos"
+    assert line["time"].endswith("+00:00") and "job_id" not in line
+
+
+def test_json_lines_of_a_job_and_of_an_error(app_config, captured):
+    json_app(app_config)
+    with logs.bind(source_id="docs", job_id="job-1"):
+        try:
+            raise ValueError("bad pdf")
+        except ValueError:
+            logging.getLogger("trawl.test").exception("Extraction failed")
+    line = json.loads(captured.getvalue().strip().splitlines()[-1])
+    assert line["source_id"] == "docs" and line["job_id"] == "job-1"
+    assert "ValueError: bad pdf" in line["exception"] and "request_id" not in line
+
+
+def test_default_lines_stay_readable_text(app, captured):
+    with logs.bind(source_id="docs"):
+        logging.getLogger("trawl.test").warning("Batch 3 was lost")
+    text = captured.getvalue().strip().splitlines()[-1]
+    assert text.endswith("WARNING trawl.test: Batch 3 was lost  [source_id=docs]")
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+
+
+def test_one_root_handler_however_many_apps(app_config):
+    json_app(app_config)
+    create_app(app_config)
+    ours = [h for h in logging.getLogger().handlers if isinstance(h, logs._TrawlHandler)]
+    assert len(ours) == 1 and not isinstance(ours[0].formatter, logs.JsonFormatter)
+
+
+def test_bad_log_format_is_refused(app_config):
+    with pytest.raises(SystemExit, match="LOG_FORMAT"):
+        create_app({**app_config, "LOG_FORMAT": "xml"})
+
+
+@pytest.mark.parametrize("sent, kept", [
+    ("abc-123", True), ("req_9.f:1@edge/2+x=", True), ("a" * 128, True), ("a" * 129, False),
+    ("two words", False), ('x"y', False), ("a\x1b[31m", False), ("", False)])
+def test_request_id_is_echoed_only_when_sane(client, sent, kept):
+    resp = client.get("/api/health", headers={"X-Request-ID": sent} if sent else {})
+    rid = resp.headers["X-Request-ID"]
+    assert (rid == sent) is kept
+    if not kept:
+        assert len(rid) == 32 and rid.isalnum()

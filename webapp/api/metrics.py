@@ -1,0 +1,25 @@
+"""GET /metrics: Prometheus text of every web and worker process (see docs/operations.md)."""
+
+from __future__ import annotations
+
+from flask import Response
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from webapp.api.common import errors
+from webapp.services import metrics
+
+blp = Blueprint("metrics", __name__, url_prefix="", description="Prometheus metrics")
+
+
+@blp.route("/metrics")
+class Metrics(MethodView):
+    @blp.doc(security=[{"bearerAuth": []}], responses={
+        "200": {"description": "Prometheus text format",
+                "content": {"text/plain": {"schema": {"type": "string"}}}}})
+    @errors(blp, 401, 403)
+    def get(self):
+        """Every series of the web and worker processes; an admin's token unless METRICS_PUBLIC."""
+        metrics.check_access()
+        body, content_type = metrics.scrape()
+        return Response(body, content_type=content_type, headers={"Cache-Control": "no-store"})

@@ -1,0 +1,29 @@
+"""The series that web and worker processes record (prometheus_client, multiprocess mode).
+
+Each process writes its values to its own files in PROMETHEUS_MULTIPROC_DIR (exported when
+the `webapp` package is imported); `services/metrics.py` adds them up at scrape time, with
+the gauges that are read then (documents, queue, index size). docs/operations.md says what
+each series means.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+# seconds: a search answers in milliseconds, a slow one in a second or two
+SEARCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# seconds: a text file takes a millisecond, a large PDF many seconds, up to its timeout
+EXTRACTION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0)
+
+SCAN_OUTCOMES = ("success", "failed", "skipped", "unchanged", "deleted")
+
+search_duration = Histogram(
+    "trawl_search_duration_seconds", "Time to answer a search (API, page or CLI)",
+    buckets=SEARCH_BUCKETS)
+scan_files = Counter(
+    "trawl_scan_files", "Files seen by scans, by what happened to each", ["source", "outcome"])
+scan_runs = Counter(
+    "trawl_scan_runs", "Scans that ended, by their final state", ["source", "state"])
+extraction_seconds = Histogram(
+    "trawl_extraction_seconds", "Time to extract one file, by document type", ["type"],
+    buckets=EXTRACTION_BUCKETS)

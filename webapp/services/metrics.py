@@ -1,0 +1,85 @@
+"""GET /metrics: who may scrape, and the Prometheus text of every process plus the gauges
+read at scrape time (documents per source, queue, workers, index size)."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from flask import current_app
+from flask_jwt_extended import get_current_user, verify_jwt_in_request
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
+from rq import Worker
+from rq.registry import DeferredJobRegistry, FailedJobRegistry, StartedJobRegistry
+
+from webapp.exceptions import Forbidden
+from webapp.extensions import db
+from webapp.models import Source
+from webapp.runtime import get_queue, get_redis, get_search
+from webapp.search import SearchBackendError
+
+log = logging.getLogger(__name__)
+
+
+def check_access() -> None:
+    """Public with METRICS_PUBLIC; otherwise an admin's bearer token (401 without a valid
+    token, 403 for an account that is not an administrator). The one place to extend when
+    other kinds of token exist."""
+    if current_app.config["METRICS_PUBLIC"]:
+        return
+    verify_jwt_in_request()
+    user = get_current_user()
+    if user is None or not user.is_admin:
+        raise Forbidden("Metrics are for administrators")
+
+
+def scrape() -> tuple[bytes, str]:
+    """The text of one scrape and its content type."""
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    registry.register(_Snapshot(live_gauges()))
+    return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+class _Snapshot:
+    """A collector that yields metric families measured beforehand (in the request)."""
+
+    def __init__(self, families: list[GaugeMetricFamily]) -> None:
+        self.families = families
+
+    def collect(self) -> list[GaugeMetricFamily]:
+        return self.families
+
+
+def live_gauges() -> list[GaugeMetricFamily]:
+    """Queue and worker counts from Redis; documents and index size from the search engine."""
+    queue = get_queue()
+    jobs = GaugeMetricFamily("trawl_queue_jobs", "Jobs of the scan queue, by state",
+                             labels=["state"])
+    for state, count in (("queued", queue.count),
+                         ("started", StartedJobRegistry(queue=queue).count),
+                         ("deferred", DeferredJobRegistry(queue=queue).count),
+                         ("failed", FailedJobRegistry(queue=queue).count)):
+        jobs.add_metric([state], count)
+    workers = GaugeMetricFamily("trawl_workers", "RQ workers serving the scan queue",
+                                value=Worker.count(connection=get_redis(), queue=queue))
+    return [jobs, workers, *_index_gauges()]
+
+
+def _index_gauges() -> list[GaugeMetricFamily]:
+    """Documents per source and the index's size; none while the engine cannot answer (the
+    series of the processes are still worth a scrape)."""
+    try:
+        search = get_search()
+        documents = GaugeMetricFamily("trawl_documents", "Documents in the search index, by source",
+                                      labels=["source"])
+        for (source_id,) in db.session.query(Source.id).order_by(Source.id):
+            documents.add_metric([source_id], search.count(source_id))
+        size = GaugeMetricFamily("trawl_index_bytes", "Size of the search index on disk",
+                                 value=search.disk_bytes())
+    except SearchBackendError as exc:
+        log.warning("Metrics without the index gauges: %s", exc)
+        return []
+    return [documents, size]
