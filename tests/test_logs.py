@@ -81,3 +81,27 @@ def test_request_id_is_echoed_only_when_sane(client, sent, kept):
     assert (rid == sent) is kept
     if not kept:
         assert len(rid) == 32 and rid.isalnum()
+
+
+def test_gunicorn_access_lines_are_json_with_the_request_id(capsys):
+    import logging.config
+
+    from gunicorn.glogging import CONFIG_DEFAULTS
+
+    from webapp.gunicorn_conf import json_logconfig
+
+    loggers = [logging.getLogger(n) for n in ("", "gunicorn.access", "gunicorn.error")]
+    saved = [(lg.handlers[:], lg.level, lg.propagate) for lg in loggers]
+    try:
+        logging.config.dictConfig({**CONFIG_DEFAULTS, **json_logconfig("INFO")})  # as gunicorn
+        loggers[1].info('%(h)s "%(r)s" %(s)s rid=%({x-request-id}o)s',
+                        {"h": "10.0.0.9", "r": "GET /api/health HTTP/1.1", "s": "200",
+                         "{x-request-id}o": "edge-42"})
+    finally:  # the other tests' logging as it was
+        for lg, (handlers, level, propagate) in zip(loggers, saved, strict=True):
+            lg.handlers[:] = handlers
+            lg.setLevel(level)
+            lg.propagate = propagate
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["logger"] == "gunicorn.access" and line["request_id"] == "edge-42"
+    assert line["message"] == '10.0.0.9 "GET /api/health HTTP/1.1" 200 rid=edge-42'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,7 @@ class Settings:
     LOG_LEVEL = "INFO"  # logging level of web and workers
     LOG_FORMAT = "text"  # "text" (readable lines) or "json" (one JSON object per line) for every process
     METRICS_PUBLIC = False  # GET /metrics without a token (otherwise an admin's bearer token)
-    PROMETHEUS_MULTIPROC_DIR = ""  # where every process writes its metrics; empty means DATA_DIR/metrics
+    METRICS_DIR = ""  # every process's metrics, a folder per host; empty means DATA_DIR/metrics
     MAX_CONTENT_LENGTH = 1024 * 1024  # request bodies over this get 413
 
 
@@ -115,8 +116,8 @@ def _derive(cfg: dict) -> dict:
         cfg["DATABASE_URL"] = f"sqlite:///{data_dir / 'trawl.db'}"
     if not cfg["REDIS_URL"]:
         cfg["REDIS_URL"] = embedded_redis_url(data_dir)
-    if not cfg["PROMETHEUS_MULTIPROC_DIR"]:
-        cfg["PROMETHEUS_MULTIPROC_DIR"] = str(data_dir / "metrics")
+    cfg["METRICS_DIR"] = os.path.realpath(os.path.expanduser(
+        cfg["METRICS_DIR"] or data_dir / "metrics"))
     if cfg["LOG_FORMAT"] not in LOG_FORMATS:
         raise SystemExit(f"Setting LOG_FORMAT: {cfg['LOG_FORMAT']!r} is not one of "
                          f"{', '.join(LOG_FORMATS)}")
@@ -140,15 +141,17 @@ def _derive(cfg: dict) -> dict:
 
 
 def export_metrics_dir() -> str:
-    """Put the metrics folder in this process's environment, for prometheus_client and children.
+    """Put this host's metrics folder in the environment, for prometheus_client and children.
 
     prometheus_client chooses its multiprocess mode when it is imported, from the variable
-    PROMETHEUS_MULTIPROC_DIR: so it is set (from the environment, or DATA_DIR/metrics) when
-    the `webapp` package is imported, before any of our modules imports the library.
+    PROMETHEUS_MULTIPROC_DIR: so it is set (METRICS_DIR/<host name>) when the `webapp` package
+    is imported, before any of our modules imports the library. One folder per host: process
+    ids name the files, and containers sharing a data volume reuse the same small ids.
     """
     env = _environment()
-    path = env.get("PROMETHEUS_MULTIPROC_DIR") or os.path.join(
+    base = env.get("METRICS_DIR") or os.path.join(
         os.path.realpath(os.path.expanduser(env.get("DATA_DIR") or Settings.DATA_DIR)), "metrics")
+    path = os.path.join(os.path.realpath(os.path.expanduser(base)), socket.gethostname())
     os.makedirs(path, exist_ok=True)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
     return path

@@ -65,6 +65,27 @@ def gunicorn_settings(cfg: Mapping[str, Any], cores: int | None = None) -> dict[
         "control_socket": os.path.join(cfg["DATA_DIR"], "gunicorn.ctl"),
         # gunicorn's maximum: long search URLs of the UI (GET forms) still reach Flask
         "limit_request_line": MAX_REQUEST_LINE,
+        "logconfig_dict": (json_logconfig(str(cfg["LOG_LEVEL"]))
+                           if cfg.get("LOG_FORMAT") == "json" else {}),
+    }
+
+
+def json_logconfig(level: str) -> dict[str, Any]:
+    """gunicorn's own lines (its errors, the access log) as Trawl's JSON objects on stdout.
+
+    The root logger gets no handler here: the app installs its own in each worker
+    (`logs.configure`), so a line is never printed twice.
+    """
+    json_handler = {"class": "logging.StreamHandler", "formatter": "json",
+                    "stream": "ext://sys.stdout"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "root": {"level": level.upper(), "handlers": []},
+        "loggers": {name: {"level": level.upper(), "handlers": ["json"], "propagate": False}
+                    for name in ("gunicorn.error", "gunicorn.access")},
+        "handlers": {"json": json_handler},
+        "formatters": {"json": {"()": "webapp.logs.JsonFormatter"}},
     }
 
 
@@ -114,3 +135,4 @@ preload_app = _settings["preload_app"]
 worker_tmp_dir = _settings["worker_tmp_dir"]
 control_socket = _settings["control_socket"]
 limit_request_line = _settings["limit_request_line"]
+logconfig_dict = _settings["logconfig_dict"]

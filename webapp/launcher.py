@@ -254,11 +254,8 @@ def main() -> int:
     """Start the whole service on the embedded defaults (or the configured services)."""
     cfg = config.load()
     setup_logging(cfg["LOG_FORMAT"])
-    metrics_dir = Path(cfg["PROMETHEUS_MULTIPROC_DIR"])
-    metrics_dir.mkdir(parents=True, exist_ok=True)
-    clean_metrics(metrics_dir)
+    clean_metrics(Path(config.export_metrics_dir()))  # the children inherit the folder
     env = dict(os.environ)
-    env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)  # one folder for web and workers
     data_dir = None if config.env_value("REDIS_URL") else Path(cfg["DATA_DIR"])
     plan = services(cfg, data_dir)
     supervisor = Supervisor(plan, env)

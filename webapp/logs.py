@@ -72,6 +72,10 @@ class JsonFormatter(logging.Formatter):
             value = getattr(record, key, None)
             if value:
                 line[key] = value
+        if record.name == "gunicorn.access" and isinstance(record.args, dict):
+            # gunicorn logs a request after Flask is done with it: the id is in the response
+            if record.args.get("{x-request-id}o", "-") != "-":
+                line["request_id"] = record.args["{x-request-id}o"]
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False, default=str)

@@ -1,7 +1,8 @@
 """The series that web and worker processes record (prometheus_client, multiprocess mode).
 
-Each process writes its values to its own files in PROMETHEUS_MULTIPROC_DIR (exported when
-the `webapp` package is imported); `services/metrics.py` adds them up at scrape time, with
+Each process writes its values to its own files in METRICS_DIR/<host name> (the library's
+PROMETHEUS_MULTIPROC_DIR, exported when the `webapp` package is imported: config.py);
+`services/metrics.py` adds up the files of every host folder at scrape time, with
 the gauges that are read then (documents, queue, index size). docs/operations.md says what
 each series means.
 """

@@ -4,12 +4,13 @@ read at scrape time (documents per source, queue, workers, index size)."""
 from __future__ import annotations
 
 import logging
-import os
+from collections.abc import Iterable
+from pathlib import Path
 
 from flask import current_app
 from flask_jwt_extended import get_current_user, verify_jwt_in_request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from rq import Worker
 from rq.registry import DeferredJobRegistry, FailedJobRegistry, StartedJobRegistry
@@ -38,9 +39,20 @@ def check_access() -> None:
 def scrape() -> tuple[bytes, str]:
     """The text of one scrape and its content type."""
     registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    registry.register(_Processes(Path(current_app.config["METRICS_DIR"])))
     registry.register(_Snapshot(live_gauges()))
     return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+class _Processes:
+    """The series of every process that wrote into METRICS_DIR (one folder per host)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def collect(self) -> Iterable[Metric]:
+        return MultiProcessCollector.merge(
+            [str(p) for p in self.folder.glob("*/*.db")], accumulate=True)
 
 
 class _Snapshot:
