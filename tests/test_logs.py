@@ -105,3 +105,22 @@ def test_gunicorn_access_lines_are_json_with_the_request_id(capsys):
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["logger"] == "gunicorn.access" and line["request_id"] == "edge-42"
     assert line["message"] == '10.0.0.9 "GET /api/health HTTP/1.1" 200 rid=edge-42'
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_launcher_lines(capsys, log_format):
+    from webapp import launcher
+
+    launcher.setup_logging(log_format)
+    try:
+        launcher.say("redis restarted (pid 42, restart 1)")
+    finally:
+        launcher.log.handlers.clear()
+        launcher.log.propagate = True
+    out = capsys.readouterr().out.strip()
+    if log_format == "json":
+        line = json.loads(out)
+        assert line["logger"] == "trawl.launcher" and line["level"] == "INFO"
+        assert line["message"] == "redis restarted (pid 42, restart 1)"
+    else:
+        assert out.endswith(" [launcher] redis restarted (pid 42, restart 1)")
