@@ -20,7 +20,7 @@ from rq import Worker
 from rq.worker_pool import WorkerPool
 from rq_scheduler import Scheduler
 
-from webapp import create_app, jobs
+from webapp import create_app, jobs, metrics
 from webapp.extensions import db
 from webapp.indexing import extractors
 from webapp.memtune import tune_malloc
@@ -41,6 +41,7 @@ class _Worker(Worker):
 
     def main_work_horse(self, job, queue) -> None:
         die_with_parent(signal.SIGKILL, self._own_pid)
+        metrics.work_horse_of(self._own_pid)
         super().main_work_horse(job, queue)
 
 

@@ -71,34 +71,37 @@ def test_scan_in_a_worker_and_search_move_the_series(app, client, auth, make_tre
     assert value(before, "trawl_documents", source=sid) == 0
     log = tmp_path / "worker.log"
     with open(log, "wb") as out, Worker(app, output=out, LOG_FORMAT="json", LOG_LEVEL="INFO"):
-        assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200
-        status = poll_status(client, auth, sid, finished, timeout=90)
-        assert status["last_run"]["state"] == "finished", status
+        for _ in range(2):  # the second job's work horse carries on the first one's counts
+            assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200
+            status = poll_status(client, auth, sid, finished, timeout=90)
+            assert status["last_run"]["state"] == "finished", status
+            (root / "readme.md").write_text("# Trawl\nsalmon nets, mended")
         during = scrape(client, auth)
         assert value(during, "trawl_workers") == 1
     moved = {outcome: value(during, "trawl_scan_files_total", source=sid, outcome=outcome) -
              value(before, "trawl_scan_files_total", source=sid, outcome=outcome)
              for outcome in ("success", "failed", "skipped", "unchanged", "deleted")}
-    assert moved == {"success": 6, "failed": 0, "skipped": 0, "unchanged": 0, "deleted": 0}
+    assert moved == {"success": 7, "failed": 0, "skipped": 0, "unchanged": 5, "deleted": 0}
     extracted = (value(during, "trawl_extraction_seconds_count", type="text") -
                  value(before, "trawl_extraction_seconds_count", type="text"))
     assert extracted == 4
     assert value(during, "trawl_scan_runs_total", source=sid, state="finished") == \
-        value(before, "trawl_scan_runs_total", source=sid, state="finished") + 1
+        value(before, "trawl_scan_runs_total", source=sid, state="finished") + 2
     assert value(during, "trawl_documents", source=sid) == 6
     assert value(during, "trawl_index_bytes") > value(before, "trawl_index_bytes")
 
     assert client.post("/api/search", headers=auth, json={"q": "salmon"}).status_code == 200
     after = scrape(client, auth)
-    assert value(after, "trawl_search_duration_seconds_count") == \
-        value(during, "trawl_search_duration_seconds_count") + 1
+    assert value(after, "trawl_search_duration_seconds_count", backend="tantivy") == \
+        value(during, "trawl_search_duration_seconds_count", backend="tantivy") + 1
 
     lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     summary = [x for x in lines if x["message"].startswith(f"Scan of {sid} finished")]
-    assert len(summary) == 1, lines
+    assert len(summary) == 2, lines
     assert summary[0]["source_id"] == sid and summary[0]["job_id"]
     assert summary[0]["level"] == "INFO" and summary[0]["logger"] == "webapp.indexing.pipeline"
     assert "6 files seen" in summary[0]["message"] and "files/s" in summary[0]["message"]
+    assert "1 modified, 5 unchanged" in summary[1]["message"]
     assert {"time", "level", "logger", "message"} <= set(lines[0])
 
 
@@ -106,8 +109,10 @@ def test_launcher_removes_the_metric_files_of_dead_processes(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     gone, mine = int(dead.stdout), os.getpid()
-    for name in (f"counter_{gone}.db", f"histogram_{gone}.db", f"counter_{mine}.db", "notes.txt"):
+    for name in (f"counter_{gone}.db", f"histogram_{gone}h.db", f"counter_{mine}.db",
+                 f"counter_{mine}h.db", "notes.txt"):
         (tmp_path / name).write_bytes(b"")
     assert clean_metrics(tmp_path) == 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"counter_{mine}.db", "notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"counter_{mine}.db", f"counter_{mine}h.db", "notes.txt"]
 

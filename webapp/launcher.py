@@ -36,7 +36,8 @@ STABLE_AFTER = 60.0  # a process that ran this long failed "slowly": the pause s
 POLL = 0.25  # seconds between two checks of the children
 REDIS_READY = 10.0  # seconds redis-server gets to answer after it started
 AOF_NAME = "redis.aof"
-METRICS_FILE = re.compile(r"[a-z_]+_(\d+)\.db")  # prometheus_client's <type>_<pid>.db
+# prometheus_client's <type>_<pid>.db, or <type>_<worker pid>h.db of a worker's work horses
+METRICS_FILE = re.compile(r"[a-z_]+_(\d+)h?\.db")
 log = logging.getLogger("trawl.launcher")
 
 

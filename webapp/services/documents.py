@@ -30,7 +30,7 @@ IMAGE_TYPES = {"image", "raw_image"}
 def search(args: dict) -> dict:
     """Run a search request loaded by search_args.load (or the API's schema); 400 when its
     query language, type or source is bad. The response echoes limit and offset."""
-    with search_duration.time():
+    with search_duration.labels(current_app.config["SEARCH_BACKEND"]).time():
         query: SearchQuery = search_args.to_query(args)
         page: SearchPage = get_search().search(query)
     out = {"results": page.results, "total": page.total, "limit": query.limit,
