@@ -78,7 +78,7 @@ def add_source(name: str, root_path: str, source_id: str | None, schedule: str |
 @trawl.command("sources")
 def list_sources() -> None:
     """List the sources with their state and counts."""
-    for s in sources.list_json():
+    for s in sources.list_json(None):  # the shell runs as the server's operator: all
         click.echo(f"{s['id']:<24} {s['state']:<9} {s['document_count']:>8} docs  "
                    f"{s['failed_count']:>5} failed  {s['root_path']}")
 
@@ -124,7 +124,7 @@ def search(query: str, limit: str, offset: str, source_id: str | None, doc_type:
     raw = {"q": query, "limit": limit, "offset": offset, "source_id": source_id,
            "type": doc_type, "sort": sort, "snippet_length": 160, "facets": list(facets)}
     try:
-        page = documents.search(search_args.load(raw))
+        page = documents.search(search_args.load(raw), None)
     except TrawlError as exc:
         _fail(exc)
     if as_json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from webapp.api.common import authenticated, errors
+from webapp.api.common import authenticated, errors, requester
 from webapp.api.schemas import HealthSchema, SourceStatusSchema, StatusSchema
 from webapp.services import status
 
@@ -26,8 +26,8 @@ class Status(MethodView):
     @authenticated(blp)
     @blp.response(200, StatusSchema)
     def get(self):
-        """Documents, sources, queue and workers."""
-        return status.overall()
+        """Documents, sources, queue and workers (the sources you may see)."""
+        return status.overall(requester())
 
 
 @blp.route("/status/<string:source_id>")
@@ -37,4 +37,4 @@ class SourceStatus(MethodView):
     @errors(blp, 404)
     def get(self, source_id):
         """Counts, latest run and failed files of one source."""
-        return status.one(source_id)
+        return status.one(source_id, requester())

@@ -10,10 +10,11 @@ from sqlalchemy import func, text
 from webapp.config import VERSION
 from webapp.extensions import db
 from webapp.indexing.runstats import FileStatus, RunStats, SourceState
-from webapp.models import IndexedFile, Source, iso
+from webapp.models import IndexedFile, Source, User, iso
 from webapp.runtime import get_queue, get_redis, get_search
 from webapp.services import auth, scans
-from webapp.services.sources import counts, get
+from webapp.services.access import can_see, source_for, visible_sources
+from webapp.services.sources import counts
 
 FAILED_FILES = 50
 
@@ -68,22 +69,25 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
     }
 
 
-def one(source_id: str) -> dict:
-    """GET /api/status/<id>."""
-    return source_status(get(source_id))
+def one(source_id: str, user: User | None) -> dict:
+    """GET /api/status/<id> (404 for a source the user was not granted)."""
+    return source_status(source_for(user, source_id))
 
 
-def overall() -> dict:
-    """GET /api/status."""
+def overall(user: User | None) -> dict:
+    """GET /api/status: the documents and sources `user` may see (None: everything)."""
+    visible = visible_sources(user)
     by_source = counts()
     queue = get_queue()
     conn = get_redis()
+    shown = [s for s in db.session.query(Source).order_by(Source.name, Source.id)
+             if can_see(visible, s.id)]
     return {
         "version": VERSION,
         "search_backend": current_app.config["SEARCH_BACKEND"],
-        "documents": get_search().count(),
-        "sources": [source_status(s, by_source.get(s.id, {}))
-                    for s in db.session.query(Source).order_by(Source.name, Source.id)],
+        "documents": (get_search().count() if visible is None
+                      else sum(get_search().count(s.id) for s in shown)),
+        "sources": [source_status(s, by_source.get(s.id, {})) for s in shown],
         "queue": {"queued": queue.count,
                   "started": StartedJobRegistry(queue=queue).count,
                   "failed": FailedJobRegistry(queue=queue).count,
