@@ -16,7 +16,7 @@ from webapp.extensions import db
 from webapp.indexing.runstats import RunStats
 from webapp.indexing.verify import verify_source
 from webapp.models import User
-from webapp.services import auth, documents, scans, search_args, sources
+from webapp.services import auth, documents, scans, search_args, sources, tokens
 
 trawl = AppGroup("trawl", help="Manage sources, scans and searches from the shell.")
 
@@ -135,6 +135,28 @@ def search(query: str, limit: str, offset: str, source_id: str | None, doc_type:
         click.echo(f"{r['score']:7.2f}  {r['path']}")
     for facet, counts in (page.get("facet_distribution") or {}).items():
         click.echo(f"{facet}: " + ", ".join(f"{value} {n}" for value, n in counts.items()))
+
+
+@trawl.command("create-token")
+@click.argument("username")
+@click.option("--name", required=True, help="What the token is for (shown in its list).")
+@click.option("--scope", type=click.Choice(tokens.SCOPES), default="read", show_default=True,
+              help="read: GET endpoints and search; full: everything the user may do.")
+@click.option("--expires-days", type=int, default=None, help="Days until it stops working "
+              "(default: never).")
+def create_token(username: str, name: str, scope: str, expires_days: int | None) -> None:
+    """Create an API token for USERNAME and print it (shown only this once)."""
+    user = db.session.query(User).filter_by(username=username).first()
+    if user is None:
+        click.echo(f"Error: no user '{username}'", err=True)
+        sys.exit(1)
+    try:
+        made = tokens.create(user, name, scope, expires_days)
+    except TrawlError as exc:
+        _fail(exc)
+    click.echo(f"API token '{made['name']}' ({made['scope']}) of '{username}', expires "
+               f"{made['expires_at'] or 'never'}; it is shown only now:", err=True)
+    click.echo(made["token"])
 
 
 @trawl.command("verify")

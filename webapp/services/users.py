@@ -5,7 +5,7 @@ The rules: usernames and passwords as at setup (services/auth.py), a role of `ad
 or deleted (409), so the service always has someone who can manage it. Disabling raises the
 account's generation, which is part of its credential stamp: every session, access token and
 download link it had ends at once, and enabling it again does not bring them back; its API
-tokens are refused while it is disabled. Deleting removes its grants and tokens with it.
+tokens are deleted. Deleting removes its grants and tokens with it.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def update(user_id: int, data: Mapping) -> User:
         auth.set_password(user, data["password"] if isinstance(data["password"], str) else "")
     if user.active and not active:
         user.generation += 1  # ends its sessions, access tokens and download links
+        db.session.query(ApiToken).filter_by(user_id=user.id).delete()
     user.is_admin, user.active = is_admin, active
     if grants is not None:
         _grant(user, grants)
