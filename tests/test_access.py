@@ -435,3 +435,90 @@ def test_cli_creates_a_token_and_admins_reset_passwords(app, client, auth, world
     assert client.get("/api/auth/me", headers=world["h"]["granted"]).status_code == 401
     assert client.get("/api/auth/me", headers=world["h"]["full"]).status_code == 401
     login(client, "alice", "reset by admin 1")
+
+
+# -- web pages -------------------------------------------------------------------------------------
+
+def _session(app, username: str, password: str = PASSWORD):
+    """A browser-like client logged in through the login form."""
+    from tests.ui_helpers import login as form_login
+
+    browser = app.test_client()
+    assert form_login(browser, username, password).status_code == 302
+    return browser
+
+
+def test_pages_show_a_user_only_what_is_granted_and_hide_admin_actions(app, world):
+    docs = world["docs"]
+    alice = _session(app, "alice")
+    page = alice.get("/?q=kestrel").get_data(as_text=True)
+    assert "alpha.txt" in page and "payroll" not in page and "Secret" not in page
+    assert 'href="/users"' not in page
+    listing = alice.get("/sources").get_data(as_text=True)
+    assert "Open" in listing and "Secret" not in listing
+    assert "Add a source" not in listing and "Scan now" not in listing and "Edit" not in listing
+    status = alice.get("/status").get_data(as_text=True)
+    assert "Open" in status and "Secret" not in status and "/admin/rq" not in status
+    assert alice.get(f"/documents/{docs['payroll.txt']}").status_code == 404
+    assert alice.get(f"/documents/{docs['alpha.txt']}").status_code == 200
+    assert alice.get("/sources/secret/status").status_code == 404
+    for path in ("/sources/new", "/users", "/sources/open/edit", "/admin/rq/"):
+        assert alice.get(path).status_code == 403, path
+    from tests.ui_helpers import post
+
+    assert post(alice, "/sources/open/reindex").status_code == 403
+    assert post(alice, f"/users/{world['bob']['id']}/delete").status_code == 403
+    admin = _session(app, "admin", "correct horse battery")
+    assert "Add a source" in admin.get("/sources").get_data(as_text=True)
+    assert 'href="/users"' in admin.get("/").get_data(as_text=True)
+
+
+def test_users_page_creates_edits_and_disables_accounts(app, client, world):
+    from tests.ui_helpers import post
+
+    admin = _session(app, "admin", "correct horse battery")
+    page = admin.get("/users").get_data(as_text=True)
+    assert "alice" in page and "bob" in page
+    resp = post(admin, "/users", {"username": "carol", "password": "short", "role": "user",
+                                  "active": "1"}, page="/users")
+    assert resp.status_code == 400 and "at least 8 characters" in resp.get_data(as_text=True)
+    resp = post(admin, "/users", {"username": "carol", "password": PASSWORD, "role": "user",
+                                  "active": "1", "source_ids": "secret"}, page="/users")
+    assert resp.status_code == 302
+    carol = _session(app, "carol")
+    assert "payroll" in carol.get("/?q=zeppelin").get_data(as_text=True)
+    carol_id = next(u["id"] for u in client.get("/api/users", headers=world["h"]["admin"])
+                    .get_json() if u["username"] == "carol")
+    resp = post(admin, f"/users/{carol_id}", {"username": "carol", "role": "user",
+                                              "source_ids": "secret"}, page="/users")
+    assert resp.status_code == 302  # `active` unchecked: disabled
+    assert carol.get("/").status_code == 302  # her session ended: back to the login page
+    admin_id = client.get("/api/auth/me", headers=world["h"]["admin"]).get_json()["id"]
+    resp = post(admin, f"/users/{admin_id}", {"username": "admin", "role": "user",
+                                             "active": "1"}, page="/users")
+    assert resp.status_code == 409 and "last active admin" in resp.get_data(as_text=True)
+
+
+def test_account_pages_change_the_password_and_manage_tokens(app, client, world):
+    from tests.ui_helpers import post
+
+    alice = _session(app, "alice")
+    other = _session(app, "alice")
+    resp = post(alice, "/account/tokens", {"name": "laptop", "scope": "read",
+                                           "expires_in_days": "5"}, page="/account/tokens")
+    page = resp.get_data(as_text=True)
+    secret = page.split('class="token-secret">')[1].split("<")[0]
+    assert resp.status_code == 200 and secret.startswith("trawl_")
+    assert client.get("/api/auth/me", headers=bearer(secret)).status_code == 200
+    assert secret not in alice.get("/account/tokens").get_data(as_text=True)  # shown once
+    token_id = next(t["id"] for t in client.get("/api/tokens", headers=bearer(secret))
+                    .get_json() if t["name"] == "laptop")
+    assert post(alice, f"/account/tokens/{token_id}/delete", page="/account/tokens"
+                ).status_code == 302
+    assert client.get("/api/auth/me", headers=bearer(secret)).status_code == 401
+    resp = post(alice, "/account", {"current_password": PASSWORD, "new_password": "new pass 123",
+                                    "new_password_confirm": "new pass 123"}, page="/account")
+    assert resp.status_code == 302
+    assert alice.get("/account").status_code == 200  # this session goes on
+    assert other.get("/account").status_code == 302  # the other one has ended
+    assert client.get("/api/auth/me", headers=world["h"]["granted"]).status_code == 401
