@@ -55,6 +55,7 @@ def compare_over_http(index_dir: Path, mixes: dict[str, list[SearchQuery]], sour
 
     work = Path(tempfile.mkdtemp(prefix="trawl-bench-access-http-"))
     roots = work / "roots"
+    roots.mkdir()
     try:
         with TrawlService(work / "data", roots, workers=1,
                           env={"SEARCH_INDEX_DIR": str(index_dir)}) as service:
@@ -167,13 +168,19 @@ def main(argv: list[str] | None = None) -> None:
                   "sources": args.sources, "granted": list(granted),
                   "indexing": indexing, "index_mb": round(dir_size(index_dir) / 1e6, 1),
                   "classes": {name: compare(backend, qs, granted) for name, qs in mixes.items()}}
+        _save(report, args.n)
         if args.http:
             report["http"] = compare_over_http(index_dir, mixes, args.sources, granted)
+            _save(report, args.n)
     finally:
         shutil.rmtree(index_dir, ignore_errors=True)
     print(markdown(report))
+
+
+def _save(report: dict, n: int) -> None:
+    """Write what is measured so far (an HTTP failure keeps the in-process figures)."""
     RESULTS_DIR.mkdir(exist_ok=True)
-    (RESULTS_DIR / f"access-{args.n}.json").write_text(json.dumps(report, indent=2) + "\n")
+    (RESULTS_DIR / f"access-{n}.json").write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":

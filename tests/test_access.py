@@ -110,6 +110,10 @@ OPERATIONS = {
     "POST /api/documents/{doc_id}/download-link": (OWN, {"doc_id": "alpha.txt"}, None, 200),
     "GET /api/status": (READ, {}, None, 200),
     "GET /api/status/{source_id}": (READ, {"source_id": "open"}, None, 200),
+    "GET /api/status/{source_id}/failed": (READ, {"source_id": "open"}, None, 200),
+    "GET /api/saved-searches": (READ, {}, None, 200),
+    "POST /api/saved-searches": (OWN, {}, {"name": "", "q": "x"}, 400),
+    "DELETE /api/saved-searches/{saved_id}": (OWN, {"saved_id": "999"}, None, 404),
 }
 USERS = ("nogrant", "granted", "read", "full")
 
@@ -164,7 +168,8 @@ def test_what_is_not_granted_is_404_exactly_like_what_is_missing(client, world):
         for op, values in (("GET /api/documents/{doc_id}", {"doc_id": secret_doc}),
                            ("GET /api/documents/{doc_id}/preview", {"doc_id": secret_doc}),
                            ("GET /api/sources/{source_id}", {"source_id": "secret"}),
-                           ("GET /api/status/{source_id}", {"source_id": "secret"})):
+                           ("GET /api/status/{source_id}", {"source_id": "secret"}),
+                           ("GET /api/status/{source_id}/failed", {"source_id": "secret"})):
             hidden = call(client, op, values, None, h[caller], docs)
             missing_values = {k: MISSING_DOC if k == "doc_id" else "nothere" for k in values}
             missing = call(client, op, missing_values, None, h[caller], docs)

@@ -14,7 +14,8 @@ from sqlalchemy import create_engine, inspect, text
 from tests.conftest import new_pg_database
 
 REPO = Path(__file__).resolve().parent.parent
-TABLES = {"users", "sources", "indexed_files", "user_sources", "api_tokens"}
+TABLES = {"users", "sources", "indexed_files", "run_records", "saved_searches",
+          "user_sources", "api_tokens"}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

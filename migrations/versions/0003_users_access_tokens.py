@@ -3,7 +3,7 @@
 Existing accounts stay as they were: active, with their role (an admin sees everything).
 
 Revision ID: 0003
-Revises: 0001
+Revises: 0007
 Create Date: 2026-11-23
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0003"
-down_revision = "0001"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
