@@ -191,7 +191,7 @@ def _search(client, headers, **body):
     return resp.get_json()
 
 
-def test_search_shows_only_granted_sources(client, world):
+def test_search_sources_status_and_links_show_only_granted_sources(client, auth, world):
     h = world["h"]
     everything = _search(client, h["admin"])
     assert everything["total"] == 4
@@ -220,9 +220,7 @@ def test_search_shows_only_granted_sources(client, world):
         assert (hidden.get_json()["detail"].replace("secret", "X")
                 == missing.get_json()["detail"].replace("nothere", "X"))
     assert _search(client, h["granted"], source_id="open")["total"] == 2
-
-
-def test_sources_and_status_list_only_what_is_granted(client, world):
+    # -- sources and status list only what is granted
     h = world["h"]
     assert [s["id"] for s in client.get("/api/sources", headers=h["admin"]).get_json()] == [
         "open", "secret"]
@@ -232,13 +230,12 @@ def test_sources_and_status_list_only_what_is_granted(client, world):
         status = client.get("/api/status", headers=h[caller]).get_json()
         assert [s["source_id"] for s in status["sources"]] == ["open"]
         assert status["documents"] == 2
+        assert {r["source_id"] for r in status["recent_runs"]} == {"open"}  # the Jobs list
     assert client.get("/api/sources", headers=h["nogrant"]).get_json() == []
     status = client.get("/api/status", headers=h["nogrant"]).get_json()
     assert status["sources"] == [] and status["documents"] == 0
     assert client.get("/api/status", headers=h["admin"]).get_json()["documents"] == 4
-
-
-def test_download_links_follow_the_grants_of_their_maker(client, auth, world):
+    # -- download links follow the grants of their maker
     h, docs = world["h"], world["docs"]
     url = client.post(f"/api/documents/{docs['alpha.txt']}/download-link",
                       headers=h["full"]).get_json()["url"]
@@ -283,7 +280,7 @@ def test_tokens_are_shown_once_stored_hashed_and_listed_per_user(app, client, au
         assert resp.status_code == 400 and resp.get_json()["detail"].startswith(detail)
 
 
-def test_read_scope_reads_and_searches_only(client, world):
+def test_read_scope_and_deleted_and_expired_tokens(app, client, world):
     h, docs = world["h"], world["docs"]
     read = h["read"]
     assert client.get("/api/auth/me", headers=read).get_json()["username"] == "alice"
@@ -294,9 +291,7 @@ def test_read_scope_reads_and_searches_only(client, world):
                          ("PUT", "/api/auth/password")):
         resp = client.open(path, method=method, headers=read, json={})
         assert resp.status_code == 403 and "read scope" in resp.get_json()["detail"], path
-
-
-def test_deleted_and_expired_tokens_are_refused_at_once(app, client, world):
+    # -- deleted and expired tokens are refused at once
     h = world["h"]
     tokens = client.get("/api/tokens", headers=h["granted"]).get_json()
     by_name = {t["name"]: t["id"] for t in tokens}
