@@ -77,6 +77,10 @@ def test_openapi_documents_every_endpoint_with_bearer_auth(client):
         ("/api/sources/test-path", "post"), ("/api/sources/{source_id}/reindex", "post"),
         ("/api/sources/{source_id}/clear-stale", "post"), ("/api/health", "get"),
         ("/api/status", "get"), ("/api/status/{source_id}", "get"),
+        ("/api/auth/password", "put"), ("/api/users", "get"), ("/api/users", "post"),
+        ("/api/users/{user_id}", "get"), ("/api/users/{user_id}", "put"),
+        ("/api/users/{user_id}", "delete"), ("/api/tokens", "get"), ("/api/tokens", "post"),
+        ("/api/tokens/{token_id}", "delete"),
     }
     found = {(p, m) for p, ops in paths.items() for m in ops if m != "parameters"}
     assert expected <= found

@@ -35,7 +35,8 @@ def test_deeply_nested_json_is_a_400_on_every_json_endpoint(client, token, logge
     for method, path, secured in ops:
         if secured and not logged_in:
             continue
-        url = path.replace("{source_id}", "docs").replace("{doc_id}", "docs--000000000000")
+        url = (path.replace("{source_id}", "docs").replace("{doc_id}", "docs--000000000000")
+               .replace("{user_id}", "1"))
         for body in (NESTED, '{"q": ' + NESTED):
             resp = client.open(url, method=method.upper(), data=body,
                                content_type="application/json",

@@ -46,8 +46,14 @@ def test_metrics_need_an_admin_token(app, client, auth):
     assert client.get("/metrics", headers={"Authorization": "Bearer nonsense"}).status_code == 401
     reader = client.get("/metrics", headers=non_admin_headers(app, client))
     assert reader.status_code == 403 and reader.get_json() == {
-        "detail": "Metrics are for administrators"}
+        "detail": "Only an admin may do this"}
     assert "trawl_queue_jobs" in client.get("/metrics", headers=auth).get_data(as_text=True)
+    # a scraper's key that does not expire with the session: an admin's read-scope API token
+    made = client.post("/api/tokens", headers=auth, json={"name": "prometheus", "scope": "read"})
+    key = {"Authorization": f"Bearer {made.get_json()['token']}"}
+    assert "trawl_queue_jobs" in client.get("/metrics", headers=key).get_data(as_text=True)
+    client.delete(f"/api/tokens/{made.get_json()['id']}", headers=auth)
+    assert client.get("/metrics", headers=key).status_code == 401
 
 
 def test_metrics_public_when_configured(app_config, client):

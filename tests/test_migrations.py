@@ -14,7 +14,8 @@ from sqlalchemy import create_engine, inspect, text
 from tests.conftest import new_pg_database
 
 REPO = Path(__file__).resolve().parent.parent
-TABLES = {"users", "sources", "indexed_files", "run_records", "saved_searches"}
+TABLES = {"users", "sources", "indexed_files", "run_records", "saved_searches",
+          "user_sources", "api_tokens"}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -142,8 +143,8 @@ def test_database_made_by_create_all_is_stamped_not_recreated(tmp_path, make_app
     engine = create_engine(url)
     db.metadata.create_all(engine)
     with engine.begin() as conn:
-        conn.execute(text("INSERT INTO users (username, password_hash, is_admin, created_at) "
-                          "VALUES ('old', 'x', 1, '2026-01-01 00:00:00')"))
+        conn.execute(text("INSERT INTO users (username, password_hash, is_admin, created_at, "
+                          "active, generation) VALUES ('old', 'x', 1, '2026-01-01 00:00:00', 1, 0)"))
     engine.dispose()
     make_app(url)
     assert revision(url) == head()
@@ -151,6 +152,45 @@ def test_database_made_by_create_all_is_stamped_not_recreated(tmp_path, make_app
     with engine.connect() as conn:
         assert conn.execute(text("SELECT username FROM users")).scalars().all() == ["old"]
     engine.dispose()
+
+
+def test_upgrade_from_0001_keeps_the_admin_working_and_seeing_everything(empty_db, make_app,
+                                                                       roots):
+    """An install of the first schema with an admin, a source and a document record: after
+    the upgrade the admin logs in as before, is an active admin and sees every source."""
+    from webapp.services.auth import _hasher
+
+    application = make_app(empty_db)
+    runner = application.test_cli_runner()
+    result = runner.invoke(args=["db", "downgrade", "0001"])
+    assert result.exit_code == 0, result.output
+    folder = roots / "old"
+    folder.mkdir()
+    engine = create_engine(empty_db)
+    with engine.begin() as conn:
+        assert "active" not in {c["name"] for c in inspect(conn).get_columns("users")}
+        conn.execute(text("INSERT INTO users (username, password_hash, is_admin, created_at) "
+                          "VALUES ('boss', :h, :t, '2026-01-01 00:00:00')"),
+                     {"h": _hasher.hash("old password 1"), "t": True})
+        conn.execute(text(
+            "INSERT INTO sources (id, name, root_path, include_patterns, exclude_patterns, "
+            "created_at, updated_at) VALUES ('old', 'Old', :root, '[\"**/*\"]', '[]', "
+            "'2026-01-01 00:00:00', '2026-01-01 00:00:00')"), {"root": str(folder)})
+    engine.dispose()
+    result = runner.invoke(args=["db", "upgrade"])
+    assert result.exit_code == 0, result.output
+    assert revision(empty_db) == head()
+    assert schema_diff(empty_db) == []
+    application.config["AUTH_RATE_LIMIT"] = "1000/minute"  # Redis is shared with other tests
+    client = application.test_client()
+    login = client.post("/api/auth/login", json={"username": "boss",
+                                                 "password": "old password 1"})
+    assert login.status_code == 200, login.get_json()
+    auth = {"Authorization": f"Bearer {login.get_json()['access_token']}"}
+    me = client.get("/api/auth/me", headers=auth).get_json()
+    assert (me["role"], me["is_admin"], me["active"]) == ("admin", True, True)
+    assert [s["id"] for s in client.get("/api/sources", headers=auth).get_json()] == ["old"]
+    assert client.get("/api/users", headers=auth).status_code == 200
 
 
 STARTER = """

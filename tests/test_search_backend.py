@@ -274,6 +274,20 @@ def test_filters_by_source_and_type(corpus):
     assert ids_of(corpus, "pdf", type="pdf", source_id="other") == []
 
 
+def test_granted_sources_limit_results_totals_facets_and_sorts(corpus):
+    """The access filter (SearchQuery.source_ids) works inside the query of each backend."""
+    everything = corpus.search(SearchQuery(q="the", facets=("source_id",)))
+    assert everything.facet_distribution["source_id"]["other"] == 1
+    only = corpus.search(SearchQuery(q="the", facets=("source_id",), source_ids=("other",)))
+    assert [r["id"] for r in only.results] == ["other--minutes"] and only.total == 1
+    assert only.facet_distribution["source_id"] == {"other": 1}
+    assert ids_of(corpus, "pdf", sort="basename:asc", source_ids=("other",)) == []
+    assert ids_of(corpus, "minutes", source_id="other", source_ids=("docs",)) == []
+    assert ids_of(corpus, "minutes", source_ids=("docs", "other")) == ["minutes"]
+    none = corpus.search(SearchQuery(q="minutes", facets=("type",), source_ids=()))
+    assert none.total == 0 and none.results == [] and none.facet_distribution["type"] == {}
+
+
 LOREM = [
     make_doc(f"l{i:02d}", f"lorem ipsum {'dolor ' * (i % 5)} entry {i}", f"{name}-{i}.txt",
              size_bytes=(i * 37) % 101, modified_at=1_600_000_000 + (i * 7919) % 1000)

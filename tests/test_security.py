@@ -123,7 +123,8 @@ def test_every_secured_endpoint_refuses_bad_tokens(app, client, token, auth, ind
     bad = None if kind == "missing" else _bad_token(kind, app, client, token, doc_id)
     headers = {"Authorization": f"Bearer {bad}"} if bad else {}
     for method, path in _secured_operations(client):
-        url = path.replace("{source_id}", "docs").replace("{doc_id}", doc_id)
+        url = (path.replace("{source_id}", "docs").replace("{doc_id}", doc_id)
+               .replace("{user_id}", "1").replace("{token_id}", "1").replace("{saved_id}", "1"))
         resp = client.open(url, method=method.upper(), headers=headers,
                            json={"q": "zanzibar", "name": "x", "root_path": "/"})
         assert resp.status_code == 401, (kind, method, url, resp.get_json())
@@ -140,7 +141,8 @@ def test_a_valid_token_is_accepted_on_the_same_endpoints(client, auth, indexed):
     for method, path in _secured_operations(client):
         if method != "get":
             continue
-        url = path.replace("{source_id}", "docs").replace("{doc_id}", ids["script.txt"])
+        url = (path.replace("{source_id}", "docs").replace("{doc_id}", ids["script.txt"])
+               .replace("{user_id}", "1"))
         assert client.get(url, headers=auth).status_code == 200, url
 
 
@@ -437,7 +439,9 @@ def test_every_ui_post_route_refuses_a_missing_csrf_token(app, client, make_tree
              if r.endpoint.startswith("ui.") and "POST" in (r.methods or ())]
     assert len(rules) >= 5
     for rule in rules:
-        url = rule.rule.replace("<source_id>", "csrf").replace("<doc_id>", "csrf--000000000000")
+        url = (rule.rule.replace("<source_id>", "csrf").replace("<doc_id>", "csrf--000000000000")
+               .replace("<int:user_id>", "1").replace("<int:token_id>", "1")
+               .replace("<int:saved_id>", "1"))
         resp = client.post(url, data={"name": "Hacked", "root_path": str(root)})
         assert resp.status_code in (400, 403), (url, resp.status_code)
     assert client.get("/sources/csrf/edit").status_code == 200  # the source is still there

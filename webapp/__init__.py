@@ -96,13 +96,16 @@ def _init_extensions(app: Flask) -> None:
     htmx.init_app(app)
     api.init_app(app, spec_kwargs={"info": {"description": _api_description()}})
     api.spec.components.security_scheme(
-        "bearerAuth", {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"})
+        "bearerAuth", {"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+                       "description": "An access token from login, or an API token trawl_..."})
 
 
 def _api_description() -> str:
     return ("Full-text search over the files of your server folders. Log in with "
-            "`POST /api/auth/login`, then send `Authorization: Bearer <token>`; in this page use "
-            "**Authorize**. Errors are `{\"detail\": \"...\"}`.")
+            "`POST /api/auth/login`, then send `Authorization: Bearer <token>`; scripts may use "
+            "an API token (`POST /api/tokens`, `trawl_...`) the same way. In this page use "
+            "**Authorize**. Users see only the sources granted to them; managing sources and "
+            "users needs an admin. Errors are `{\"detail\": \"...\"}`.")
 
 
 def _init_services(app: Flask) -> None:

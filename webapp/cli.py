@@ -28,7 +28,7 @@ from webapp.indexing.runstats import RunStats
 from webapp.indexing.verify import verify_source
 from webapp.models import Source, User
 from webapp.runtime import get_queue, get_redis
-from webapp.services import auth, documents, scans, search_args, sources, status
+from webapp.services import auth, documents, scans, search_args, sources, status, tokens
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
 
@@ -155,7 +155,7 @@ def add_source(name: str, root_path: str, source_id: str | None, schedule: str |
 @needs_trawl
 def list_sources(as_json: bool) -> None:
     """List the sources with their state and counts."""
-    rows = sources.list_json()
+    rows = sources.list_json(None)  # the shell runs as the server's operator: all
     if as_json:
         _print_json(rows)
         return
@@ -172,7 +172,7 @@ def list_sources(as_json: bool) -> None:
 @needs_data
 def jobs(as_json: bool, limit: int) -> None:
     """The latest scans that ended: outcome, duration and counts (the status page's Jobs)."""
-    runs = status.recent_runs(limit)
+    runs = status.recent_runs(None, limit)
     if as_json:
         _print_json(runs)
         return
@@ -251,7 +251,7 @@ def scan(source_id: str, full: bool, no_wait: bool, as_json: bool) -> None:
 def failed(source_id: str, page: int, as_json: bool) -> None:
     """The source's failed files, grouped by error message."""
     try:
-        info = status.failed_files(source_id, page)
+        info = status.failed_files(source_id, page, None)
     except TrawlError as exc:
         _fail(exc)
     if as_json:
@@ -281,7 +281,7 @@ def search(query: str, limit: str, offset: str, source_id: str | None, doc_type:
     raw = {"q": query, "limit": limit, "offset": offset, "source_id": source_id,
            "type": doc_type, "sort": sort, "snippet_length": 160, "facets": list(facets)}
     try:
-        page = documents.search(search_args.load(raw))
+        page = documents.search(search_args.load(raw), None)
     except TrawlError as exc:
         _fail(exc)
     if as_json:
@@ -292,6 +292,28 @@ def search(query: str, limit: str, offset: str, source_id: str | None, doc_type:
         click.echo(f"{r['score']:7.2f}  {r['path']}")
     for facet, counts in (page.get("facet_distribution") or {}).items():
         click.echo(f"{facet}: " + ", ".join(f"{value} {n}" for value, n in counts.items()))
+
+
+@trawl.command("create-token")
+@click.argument("username")
+@click.option("--name", required=True, help="What the token is for (shown in its list).")
+@click.option("--scope", type=click.Choice(tokens.SCOPES), default="read", show_default=True,
+              help="read: GET endpoints and search; full: everything the user may do.")
+@click.option("--expires-days", type=int, default=None, help="Days until it stops working "
+              "(default: never).")
+def create_token(username: str, name: str, scope: str, expires_days: int | None) -> None:
+    """Create an API token for USERNAME and print it (shown only this once)."""
+    user = db.session.query(User).filter_by(username=username).first()
+    if user is None:
+        click.echo(f"Error: no user '{username}'", err=True)
+        sys.exit(1)
+    try:
+        made = tokens.create(user, name, scope, expires_days)
+    except TrawlError as exc:
+        _fail(exc)
+    click.echo(f"API token '{made['name']}' ({made['scope']}) of '{username}', expires "
+               f"{made['expires_at'] or 'never'}; it is shown only now:", err=True)
+    click.echo(made["token"])
 
 
 @trawl.command("verify")

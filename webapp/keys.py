@@ -48,6 +48,12 @@ def revoked_token(session_id: str) -> str:
     return f"trawl:revoked:{session_id}"
 
 
+# -- API tokens (services/tokens.py) --------------------------------------------------------------
+TOKENS_USED = "trawl:tokens:used"  # hash: token id -> Unix time of its latest use, not yet saved
+TOKENS_FLUSH = "trawl:tokens:flush"  # held while TOKEN_FLUSH_SECONDS pass between two saves
+TOKEN_FLUSH_SECONDS = 60  # last-used times reach the database at most this often (and on listing)
+
+
 # -- RQ job limits (jobs.py) ---------------------------------------------------------------------
 SCAN_JOB_TIMEOUT = WEEK  # a first scan of millions of files may run for days
 SCAN_RESULT_TTL = HOUR

@@ -1,4 +1,5 @@
-"""Database models: users, sources and the per-file index records."""
+"""Database models: users, their source grants and API tokens, sources and the per-file index
+records."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ def iso(value: datetime | None) -> str | None:
     return value.replace(microsecond=0).isoformat() if value else None
 
 
+ROLES = ("admin", "user")
+
+
 class User(db.Model):
     """An account that can log in; the first one is created by setup and is an admin."""
 
@@ -28,8 +32,42 @@ class User(db.Model):
     id: Mapped[int] = mapped_column(primary_key=True)
     username: Mapped[str] = mapped_column(String(50), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
-    is_admin: Mapped[bool] = mapped_column(default=False)
+    is_admin: Mapped[bool] = mapped_column(default=False)  # the role: admin, or user
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    active: Mapped[bool] = mapped_column(default=True)  # a disabled account cannot log in
+    last_login_at: Mapped[datetime | None]
+    # Raised when the account is disabled: part of its credential stamp, so every session,
+    # token and download link from before ends, and enabling it again does not revive them.
+    generation: Mapped[int] = mapped_column(default=0)
+
+    @property
+    def role(self) -> str:
+        """`admin` or `user`."""
+        return "admin" if self.is_admin else "user"
+
+
+class UserSource(db.Model):
+    """A source granted to a user (admins see every source without grants)."""
+
+    __tablename__ = "user_sources"
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    source_id: Mapped[str] = mapped_column(
+        String(63), ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True)
+
+
+class ApiToken(db.Model):
+    """A key for scripts: only a keyed hash of it is kept (services/tokens.py)."""
+
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    scope: Mapped[str] = mapped_column(String(8))  # read | full
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)  # HMAC-SHA256, hex
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime | None]
+    last_used_at: Mapped[datetime | None]  # flushed from Redis in batches
 
 
 class Source(db.Model):

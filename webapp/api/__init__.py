@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from flask import Flask
 
-from webapp.api import auth, documents, metrics, saved_searches, search, sources, status
+from webapp.api import (
+    auth,
+    documents,
+    metrics,
+    saved_searches,
+    search,
+    sources,
+    status,
+    tokens,
+    users,
+)
 from webapp.extensions import api
 
 
 def register_api(app: Flask) -> None:
     """Register every API blueprint on the app's flask-smorest Api."""
-    for module in (auth, sources, search, saved_searches, documents, status, metrics):
+    for module in (auth, users, tokens, sources, search, saved_searches, documents, status,
+                   metrics):
         api.register_blueprint(module.blp)

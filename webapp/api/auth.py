@@ -1,21 +1,23 @@
-"""Authentication endpoints: first-run setup, login, current user, logout."""
+"""Authentication endpoints: first-run setup, login, current user, password, logout."""
 
 from __future__ import annotations
 
+from flask import g
 from flask.views import MethodView
-from flask_jwt_extended import current_user, get_jwt
+from flask_jwt_extended import get_jwt
 from flask_smorest import Blueprint
 
 from webapp import ratelimits
-from webapp.api.common import authenticated, errors
+from webapp.api.common import authenticated, errors, requester
 from webapp.api.schemas import (
     AuthStatusSchema,
     CredentialsSchema,
     MessageSchema,
+    PasswordChangeSchema,
     TokenSchema,
     UserSchema,
 )
-from webapp.services import auth
+from webapp.services import auth, tokens
 
 blp = Blueprint("auth", __name__, url_prefix="/api/auth", description="Setup, login and tokens")
 
@@ -57,8 +59,21 @@ class Me(MethodView):
     @authenticated(blp)
     @blp.response(200, UserSchema)
     def get(self):
-        """The user the token belongs to."""
-        return auth.user_json(current_user)
+        """The user the token belongs to, with its role and granted sources."""
+        return auth.user_json(requester())
+
+
+@blp.route("/password")
+class Password(MethodView):
+    @authenticated(blp)
+    @blp.arguments(PasswordChangeSchema)
+    @blp.response(200, TokenSchema)
+    @errors(blp, 400)
+    def put(self, body):
+        """Change your password. Every session, access token, API token and download link of
+        the account ends; the answer is a new access token for this client."""
+        return auth.change_own_password(requester(), body["current_password"],
+                                        body["new_password"])
 
 
 @blp.route("/logout")
@@ -66,6 +81,9 @@ class Logout(MethodView):
     @authenticated(blp)
     @blp.response(200, MessageSchema)
     def post(self):
-        """Revoke the token used for this request."""
-        auth.revoke(get_jwt())
+        """Revoke the token used for this request (an API token is deleted)."""
+        if g.api_token is not None:
+            tokens.delete(requester(), g.api_token.id)
+        else:
+            auth.revoke(get_jwt())
         return {"message": "Logged out"}

@@ -1,13 +1,19 @@
-"""What every API blueprint shares: documented error responses and the token requirement."""
+"""What every API blueprint shares: documented error responses, who is asking, and the
+requirements of an endpoint (a token; an admin; a write scope)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
-from flask_jwt_extended import jwt_required
+from flask import g, request
+from flask_jwt_extended import current_user, get_jwt, verify_jwt_in_request
 from flask_smorest import Blueprint
 
 from webapp.api.schemas import ErrorSchema
+from webapp.exceptions import Forbidden
+from webapp.models import ApiToken, User
+from webapp.services import tokens
 
 _ERROR_TEXT = {
     400: "Invalid input; `detail` names the field and the rule",
@@ -19,6 +25,7 @@ _ERROR_TEXT = {
     429: "Too many attempts; see Retry-After",
     503: "A backing service is unavailable",
 }
+READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 
 
 def errors(blp: Blueprint, *codes: int) -> Callable:
@@ -32,12 +39,57 @@ def errors(blp: Blueprint, *codes: int) -> Callable:
     return wrap
 
 
-def authenticated(blp: Blueprint) -> Callable:
-    """Require a valid access token, and say so in the OpenAPI document."""
+def authenticated(blp: Blueprint, admin: bool = False, reads: bool = False) -> Callable:
+    """Require a valid bearer token (an access token from login, or an API token `trawl_...`),
+    and say so in the OpenAPI document. `admin`: users get 403. `reads`: a POST that only
+    reads (search), open to `read`-scope API tokens like every GET; other writes are 403 for
+    them."""
 
     def wrap(view):
-        view = jwt_required()(view)
-        view = blp.doc(security=[{"bearerAuth": []}])(view)
-        return errors(blp, 401)(view)
+        @functools.wraps(view)
+        def checked(*args, **kwargs):
+            check_requester(admin, reads)
+            return view(*args, **kwargs)
+
+        checked = blp.doc(security=[{"bearerAuth": []}])(checked)
+        refusable = admin or not (reads or view.__name__ == "get")
+        return errors(blp, 401, 403)(checked) if refusable else errors(blp, 401)(checked)
 
     return wrap
+
+
+def check_requester(admin: bool = False, reads: bool = False) -> User:
+    """The checks of `authenticated` for this request (401, or 403 for a scope or role);
+    the account asking."""
+    user, token = _authenticate()
+    if token is not None and token.scope != "full" and not (
+            reads or request.method in READ_METHODS):
+        raise Forbidden("This API token has the read scope: it may only read and search")
+    if admin and not user.is_admin:
+        raise Forbidden("Only an admin may do this")
+    return user
+
+
+def _authenticate() -> tuple[User, ApiToken | None]:
+    """Who sent this request, with their API token (None for an access token); 401 if no one."""
+    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
+    credential = credential.strip()
+    if scheme.lower() == "bearer" and credential.startswith(tokens.PREFIX):
+        token, user = tokens.authenticate(credential)
+    else:
+        verify_jwt_in_request()
+        token, user = None, current_user
+    g.api_user, g.api_token = user, token
+    return user, token
+
+
+def requester() -> User:
+    """The account behind this request (after `authenticated`)."""
+    return g.api_user
+
+
+def session_id() -> str:
+    """What ends this request's credential: the access token's jti, or the API token (what a
+    download link made with it is bound to)."""
+    token = g.api_token
+    return tokens.session_id(token) if token is not None else get_jwt()["jti"]

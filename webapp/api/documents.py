@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from flask import Response, render_template, send_file
 from flask.views import MethodView
-from flask_jwt_extended import current_user, get_jwt
 from flask_smorest import Blueprint
 
-from webapp.api.common import authenticated, errors
+from webapp.api.common import authenticated, errors, requester, session_id
 from webapp.api.schemas import (
     DocumentSchema,
     DownloadArgsSchema,
@@ -27,7 +26,7 @@ class Document(MethodView):
     @errors(blp, 404)
     def get(self, doc_id):
         """The full document: extracted content and metadata."""
-        return documents.get(doc_id)
+        return documents.get(doc_id, requester())
 
 
 @blp.route("/<string:doc_id>/preview")
@@ -40,7 +39,7 @@ class Preview(MethodView):
     @errors(blp, 400, 403, 404, 422, 503)
     def get(self, args, doc_id):
         """A readable preview: scaled image, or the text page by page."""
-        doc = documents.get(doc_id)
+        doc = documents.get(doc_id, requester())
         if documents.is_image(doc):
             data, mimetype = documents.image_preview(doc)
             resp = Response(data, mimetype=mimetype)
@@ -60,7 +59,8 @@ class DownloadLink(MethodView):
     @errors(blp, 404)
     def post(self, doc_id):
         """A short-lived link to download the original file."""
-        return documents.download_link(documents.get(doc_id), current_user, get_jwt()["jti"])
+        user = requester()
+        return documents.download_link(documents.get(doc_id, user), user, session_id())
 
 
 @blp.route("/<string:doc_id>/download")
@@ -71,8 +71,8 @@ class Download(MethodView):
     @errors(blp, 401, 403, 404)
     def get(self, args, doc_id):
         """The original file; authenticated by the link's token instead of a bearer token."""
-        documents.check_download_token(args["token"], doc_id)
-        doc = documents.get(doc_id)
+        user = documents.check_download_token(args["token"], doc_id)
+        doc = documents.get(doc_id, user)
         path = documents.open_path(doc)
         resp = send_file(path, mimetype="application/octet-stream", conditional=True,
                          max_age=0)

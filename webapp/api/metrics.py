@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from flask import Response
+from flask import Response, current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from webapp.api.common import errors
+from webapp.api.common import check_requester, errors
 from webapp.services import metrics
 
 blp = Blueprint("metrics", __name__, url_prefix="", description="Prometheus metrics")
@@ -19,7 +19,9 @@ class Metrics(MethodView):
                 "content": {"text/plain": {"schema": {"type": "string"}}}}})
     @errors(blp, 401, 403)
     def get(self):
-        """Every series of the web and worker processes; an admin's token unless METRICS_PUBLIC."""
-        metrics.check_access()
+        """Every series of the web and worker processes; an admin's access or API token
+        unless METRICS_PUBLIC."""
+        if not current_app.config["METRICS_PUBLIC"]:
+            check_requester(admin=True)
         body, content_type = metrics.scrape()
         return Response(body, content_type=content_type, headers={"Cache-Control": "no-store"})

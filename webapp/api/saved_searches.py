@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from flask.views import MethodView
-from flask_jwt_extended import current_user
 from flask_smorest import Blueprint
 
-from webapp.api.common import authenticated, errors
+from webapp.api.common import authenticated, errors, requester
 from webapp.api.schemas import SavedSearchCreateSchema, SavedSearchSchema
 from webapp.services import saved_searches
 
@@ -20,7 +19,7 @@ class SavedSearches(MethodView):
     @blp.response(200, SavedSearchSchema(many=True))
     def get(self):
         """Your saved searches, by name."""
-        return saved_searches.list_json(current_user)
+        return saved_searches.list_json(requester())
 
     @authenticated(blp)
     @blp.arguments(SavedSearchCreateSchema)
@@ -28,7 +27,7 @@ class SavedSearches(MethodView):
     @errors(blp, 400, 409)
     def post(self, body):
         """Save a search (query, source, type, sort) under a name of your own."""
-        return saved_searches.to_json(saved_searches.create(current_user, body))
+        return saved_searches.to_json(saved_searches.create(requester(), body))
 
 
 @blp.route("/<int:saved_id>")
@@ -38,4 +37,4 @@ class SavedSearchItem(MethodView):
     @errors(blp, 404)
     def delete(self, saved_id):
         """Delete one of your saved searches."""
-        saved_searches.delete(current_user, saved_id)
+        saved_searches.delete(requester(), saved_id)

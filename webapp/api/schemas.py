@@ -40,8 +40,58 @@ class TokenSchema(ma.Schema):
 class UserSchema(ma.Schema):
     id = fields.Integer()
     username = fields.String()
+    role = fields.String(metadata={"example": "user", "description": "admin or user"})
     is_admin = fields.Boolean()
+    active = fields.Boolean()
+    source_ids = fields.List(fields.String(), metadata={
+        "description": "The sources granted (admins see every source regardless)"})
     created_at = fields.String(metadata={"example": "2026-11-21T10:30:00"})
+    last_login_at = fields.String(allow_none=True)
+
+
+class PasswordChangeSchema(StrictSchema):
+    current_password = fields.String(required=True, load_only=True)
+    new_password = fields.String(required=True, load_only=True)
+
+
+class UserCreateSchema(StrictSchema):
+    """The rules live in services/users.py (shared with the web page)."""
+
+    username = fields.String(required=True)
+    password = fields.String(required=True, load_only=True,
+                             metadata={"description": "At least 8 characters"})
+    role = fields.String(load_default="user", metadata={"description": "admin or user"})
+    active = fields.Boolean(load_default=True)
+    source_ids = fields.List(fields.String(), load_default=list)
+
+
+class UserUpdateSchema(StrictSchema):
+    """Partial: absent fields stay. A new password ends the account's sessions and tokens."""
+
+    username = fields.String()
+    password = fields.String(load_only=True)
+    role = fields.String()
+    active = fields.Boolean()
+    source_ids = fields.List(fields.String())
+
+
+class ApiTokenCreateSchema(StrictSchema):
+    name = fields.String(required=True, metadata={"example": "backup script"})
+    scope = fields.String(load_default="read", metadata={
+        "description": "read (GET endpoints and search) or full"})
+    expires_in_days = fields.Integer(load_default=None, allow_none=True, metadata={
+        "description": "Days until it stops working (1-3650); null: never"})
+
+
+class ApiTokenSchema(ma.Schema):
+    id = fields.Integer()
+    name = fields.String()
+    scope = fields.String()
+    user_id = fields.Integer()
+    token = fields.String(metadata={"description": "Only in the answer to its creation"})
+    created_at = fields.String()
+    expires_at = fields.String(allow_none=True)
+    last_used_at = fields.String(allow_none=True)
 
 
 # --- sources ------------------------------------------------------------------------------------

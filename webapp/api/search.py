@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from webapp.api.common import authenticated, errors
+from webapp.api.common import authenticated, errors, requester
 from webapp.api.schemas import SearchArgsSchema, SearchResponseSchema
 from webapp.services import documents
 
@@ -14,10 +14,11 @@ blp = Blueprint("search", __name__, url_prefix="/api", description="Full-text se
 
 @blp.route("/search")
 class Search(MethodView):
-    @authenticated(blp)
+    @authenticated(blp, reads=True)
     @blp.arguments(SearchArgsSchema)
     @blp.response(200, SearchResponseSchema)
     @errors(blp, 400)
     def post(self, body):
-        """Search every source (or one), best matches first unless another sort is asked."""
-        return documents.search(body)
+        """Search every source you may see (or one), best matches first unless another sort
+        is asked."""
+        return documents.search(body, requester())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from webapp.api.common import authenticated, errors
+from webapp.api.common import authenticated, errors, requester
 from webapp.api.schemas import (
     PathTestArgsSchema,
     PathTestSchema,
@@ -16,7 +16,7 @@ from webapp.api.schemas import (
     SourceSchema,
     SourceUpdateSchema,
 )
-from webapp.services import scans, sources
+from webapp.services import access, scans, sources
 
 blp = Blueprint("sources", __name__, url_prefix="/api/sources",
                 description="Folders to index, their patterns and schedules")
@@ -27,10 +27,10 @@ class Sources(MethodView):
     @authenticated(blp)
     @blp.response(200, SourceSchema(many=True))
     def get(self):
-        """All sources with their state and counts."""
-        return sources.list_json()
+        """All sources you may see, with their state and counts."""
+        return sources.list_json(access.visible_sources(requester()))
 
-    @authenticated(blp)
+    @authenticated(blp, admin=True)
     @blp.arguments(SourceCreateSchema)
     @blp.response(201, SourceSchema)
     @errors(blp, 400, 409)
@@ -42,7 +42,7 @@ class Sources(MethodView):
 
 @blp.route("/test-path")
 class TestPath(MethodView):
-    @authenticated(blp)
+    @authenticated(blp, admin=True)
     @blp.arguments(PathTestArgsSchema)
     @blp.response(200, PathTestSchema)
     @errors(blp, 400)
@@ -57,10 +57,10 @@ class SourceItem(MethodView):
     @blp.response(200, SourceSchema)
     @errors(blp, 404)
     def get(self, source_id):
-        """One source."""
-        return sources.to_json(sources.get(source_id))
+        """One source (404 for one you were not granted)."""
+        return sources.to_json(access.source_for(requester(), source_id))
 
-    @authenticated(blp)
+    @authenticated(blp, admin=True)
     @blp.arguments(SourceUpdateSchema)
     @blp.response(200, SourceSchema)
     @errors(blp, 400, 404)
@@ -68,7 +68,7 @@ class SourceItem(MethodView):
         """Partial update; null patterns reset to the defaults, a null schedule means manual."""
         return sources.to_json(sources.update(source_id, body))
 
-    @authenticated(blp)
+    @authenticated(blp, admin=True)
     @blp.response(204)
     @errors(blp, 404)
     def delete(self, source_id):
@@ -78,7 +78,7 @@ class SourceItem(MethodView):
 
 @blp.route("/<string:source_id>/reindex")
 class Reindex(MethodView):
-    @authenticated(blp)
+    @authenticated(blp, admin=True)
     @blp.arguments(ReindexArgsSchema, location="query")
     @blp.response(200, ReindexSchema)
     @errors(blp, 400, 404, 409)
@@ -89,7 +89,7 @@ class Reindex(MethodView):
 
 @blp.route("/<string:source_id>/clear-stale")
 class ClearStale(MethodView):
-    @authenticated(blp)
+    @authenticated(blp, admin=True)
     @blp.response(200, RemovedSchema)
     @errors(blp, 404, 409)
     def post(self, source_id):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from webapp.api.common import authenticated, errors
+from webapp.api.common import authenticated, errors, requester
 from webapp.api.schemas import (
     FailedFilesArgsSchema,
     FailedFilesSchema,
@@ -32,8 +32,8 @@ class Status(MethodView):
     @authenticated(blp)
     @blp.response(200, StatusSchema)
     def get(self):
-        """Documents, sources, queue and workers."""
-        return status.overall()
+        """Documents, sources, queue and workers (the sources you may see)."""
+        return status.overall(requester())
 
 
 @blp.route("/status/<string:source_id>")
@@ -43,7 +43,7 @@ class SourceStatus(MethodView):
     @errors(blp, 404)
     def get(self, source_id):
         """Counts, latest run and failed files of one source."""
-        return status.one(source_id)
+        return status.one(source_id, requester())
 
 
 @blp.route("/status/<string:source_id>/failed")
@@ -54,4 +54,4 @@ class FailedFiles(MethodView):
     @errors(blp, 400, 404)
     def get(self, args, source_id):
         """A page of the source's failed files (50), grouped by message; past the end, the last."""
-        return status.failed_files(source_id, args["page"])
+        return status.failed_files(source_id, args["page"], requester())

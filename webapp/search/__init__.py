@@ -51,6 +51,9 @@ class SearchQuery:
     snippet_length: int = 300
     matching_strategy: str = DEFAULT_MATCHING_STRATEGY
     facets: tuple[str, ...] = ()
+    # The sources the asker may see, filtered inside the query (None: every source; empty:
+    # nothing). Results, total, facets and snippets all come from within them.
+    source_ids: tuple[str, ...] | None = None
     spec: QuerySpec | None = None  # q's syntax, paths resolved; parsed from q when None
 
     def syntax(self) -> QuerySpec:

@@ -233,6 +233,9 @@ class MeiliBackend:
         started = time.perf_counter()
         spec = query.syntax()
         filters = []
+        if query.source_ids is not None:  # the sources the asker may see (none: no chunk < 0)
+            granted = ", ".join(_quote(s) for s in query.source_ids)
+            filters.append(f"source_id IN [{granted}]" if granted else "chunk < 0")
         if query.source_id is not None:
             filters.append(f"source_id = {_quote(query.source_id)}")
         if query.type is not None:

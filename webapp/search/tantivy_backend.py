@@ -428,8 +428,11 @@ class TantivyBackend:
 
     def _build_query(self, parsed: ParsedQuery, query: SearchQuery,
                      searcher: tantivy.Searcher, common: set[int]) -> Query:
-        """The text part (see _text_query) AND the request's filters."""
+        """The text part (see _text_query) AND the request's filters, the access filter first."""
         must = [self._text_query(parsed, query.matching_strategy, searcher, common)]
+        if query.source_ids is not None:  # the sources the asker may see: scored 0
+            granted = Query.term_set_query(self.schema, "source_id", list(query.source_ids))
+            must.append(Query.const_score_query(granted, 0.0))
         if query.source_id is not None:
             must.append(self._term("source_id", query.source_id))
         if query.type is not None:

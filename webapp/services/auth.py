@@ -15,8 +15,9 @@ from flask_jwt_extended import create_access_token, decode_token
 from webapp import keys
 from webapp.exceptions import Conflict, InvalidInput, Unauthorized
 from webapp.extensions import db, jwt
-from webapp.models import User, iso
+from webapp.models import ApiToken, User, iso, utcnow
 from webapp.runtime import get_redis
+from webapp.services.access import granted
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9._-]{3,50}$")
 MIN_PASSWORD = 8
@@ -63,6 +64,10 @@ def authenticate(username: str, password: str) -> User:
         user = None
     if user is None:
         raise Unauthorized("Invalid username or password")
+    if not user.active:
+        raise Unauthorized("This account is disabled")
+    user.last_login_at = utcnow()
+    db.session.commit()
     return user
 
 
@@ -74,16 +79,38 @@ def _dummy_hash() -> str:
 
 
 def credential_stamp(user: User) -> str:
-    """A short fingerprint of the account's password hash: a new password changes it, so every
-    token, session and download link that carries the old stamp stops working."""
-    return hashlib.sha256(user.password_hash.encode()).hexdigest()[:16]
+    """A short fingerprint of the account's password hash and generation: a new password or
+    disabling the account changes it, so every token, session and download link that carries
+    the old stamp stops working (accounts never disabled keep the stamps of before)."""
+    material = user.password_hash + (f":{user.generation}" if user.generation else "")
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def set_password(user: User, password: str) -> None:
+    """Set a new password (not committed); sessions, access tokens, download links and API
+    tokens of the old one end with it."""
+    validate_credentials(user.username, password)
+    user.password_hash = _hasher.hash(password)
+    db.session.query(ApiToken).filter_by(user_id=user.id).delete()
 
 
 def change_password(user: User, password: str) -> None:
     """Set a new password; the user's tokens, UI sessions and download links end with the old one."""
-    validate_credentials(user.username, password)
-    user.password_hash = _hasher.hash(password)
+    set_password(user, password)
     db.session.commit()
+
+
+def change_own_password(user: User, current: str, new: str) -> dict:
+    """PUT /api/auth/password: check the current password, set the new one, and return a new
+    access token (every other session and token of the account has ended)."""
+    try:
+        _hasher.verify(user.password_hash, current or "")
+    except (VerificationError, InvalidHashError):
+        raise InvalidInput("current_password: is wrong") from None
+    if len(new or "") < MIN_PASSWORD:
+        raise InvalidInput(f"new_password: must be at least {MIN_PASSWORD} characters")
+    change_password(user, new)
+    return issue_token(user)
 
 
 def issue_token(user: User) -> dict:
@@ -114,8 +141,10 @@ def session_revoked(session_id: str) -> bool:
 
 def user_json(user: User) -> dict:
     """The current-user response."""
-    return {"id": user.id, "username": user.username, "is_admin": user.is_admin,
-            "created_at": iso(user.created_at)}
+    return {"id": user.id, "username": user.username, "role": user.role,
+            "is_admin": user.is_admin, "active": user.active,
+            "source_ids": sorted(granted(user.id)), "created_at": iso(user.created_at),
+            "last_login_at": iso(user.last_login_at)}
 
 
 @jwt.token_in_blocklist_loader
@@ -138,4 +167,6 @@ def _verify_access_token(header: dict, payload: dict) -> bool:
     if payload.get("type") != "access" or not isinstance(payload.get("exp"), int | float):
         return False
     user = _load_user(header, payload)
-    return user is None or payload.get("stp") == credential_stamp(user)  # None: "user gone" 401
+    if user is None:
+        return True  # "user gone": the user lookup answers 401
+    return user.active and payload.get("stp") == credential_stamp(user)

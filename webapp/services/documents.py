@@ -20,18 +20,20 @@ from webapp.search import SearchPage, SearchQuery
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
 from webapp.search.syntax import parse_syntax
-from webapp.services import auth, search_args
+from webapp.services import auth, search_args, tokens
+from webapp.services.access import can_see, visible_sources
 from webapp.services.sources import inside_allowed_roots
 
 PREVIEW_PAGE_CHARS = 20_000
 IMAGE_TYPES = {"image", "raw_image"}
 
 
-def search(args: dict) -> dict:
-    """Run a search request loaded by search_args.load (or the API's schema); 400 when its
-    query language, type or source is bad. The response echoes limit and offset."""
+def search(args: dict, user: User | None) -> dict:
+    """Run a search request loaded by search_args.load (or the API's schema) over the sources
+    `user` may see (None: all); 400 when its query language, type or source is bad. The
+    response echoes limit and offset."""
     with search_duration.labels(current_app.config["SEARCH_BACKEND"]).time():
-        query: SearchQuery = search_args.to_query(args)
+        query: SearchQuery = search_args.to_query(args, visible_sources(user))
         page: SearchPage = get_search().search(query)
     out = {"results": page.results, "total": page.total, "limit": query.limit,
            "offset": query.offset, "processing_time_ms": page.processing_time_ms}
@@ -40,10 +42,10 @@ def search(args: dict) -> dict:
     return out
 
 
-def get(doc_id: str) -> dict:
-    """The full indexed document, or 404."""
+def get(doc_id: str, user: User | None) -> dict:
+    """The full indexed document, or 404 (also when `user` may not see its source)."""
     doc = get_search().get(doc_id)
-    if doc is None:
+    if doc is None or not can_see(visible_sources(user), doc["source_id"]):
         raise NotFound(f"Document '{doc_id}' not found")
     return doc
 
@@ -119,8 +121,9 @@ def download_link(doc: dict, user: User, session_id: str) -> dict:
             "filename": doc["basename"]}
 
 
-def check_download_token(token: str, doc_id: str) -> None:
-    """401 for a missing, invalid or expired token or an ended session; 403 for another document."""
+def check_download_token(token: str, doc_id: str) -> User:
+    """The user who made the link; 401 for a missing, invalid or expired token, an ended
+    session or API token, or a disabled account; 403 for another document."""
     if not token:
         raise Unauthorized("Missing download token")
     try:
@@ -137,9 +140,10 @@ def check_download_token(token: str, doc_id: str) -> None:
     if user is None:
         raise Unauthorized("Invalid download token")  # the account that made the link is gone
     sid = data.get("sid")
-    if (not isinstance(sid, str) or not sid or auth.session_revoked(sid)
-            or data.get("stp") != auth.credential_stamp(user)):
+    if (not isinstance(sid, str) or not sid or auth.session_revoked(sid) or not user.active
+            or data.get("stp") != auth.credential_stamp(user) or not tokens.still_valid(sid)):
         raise Unauthorized("Download link ended with the session that made it")
+    return user
 
 
 def content_disposition(kind: str, filename: str) -> str:

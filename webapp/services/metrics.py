@@ -8,32 +8,18 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from flask import current_app
-from flask_jwt_extended import get_current_user, verify_jwt_in_request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from rq import Worker
 from rq.registry import DeferredJobRegistry, FailedJobRegistry, StartedJobRegistry
 
-from webapp.exceptions import Forbidden
 from webapp.extensions import db
 from webapp.models import Source
 from webapp.runtime import get_queue, get_redis, get_search
 from webapp.search import SearchBackendError
 
 log = logging.getLogger(__name__)
-
-
-def check_access() -> None:
-    """Public with METRICS_PUBLIC; otherwise an admin's bearer token (401 without a valid
-    token, 403 for an account that is not an administrator). The one place to extend when
-    other kinds of token exist."""
-    if current_app.config["METRICS_PUBLIC"]:
-        return
-    verify_jwt_in_request()
-    user = get_current_user()
-    if user is None or not user.is_admin:
-        raise Forbidden("Metrics are for administrators")
 
 
 def scrape() -> tuple[bytes, str]:

@@ -11,6 +11,7 @@ from webapp.exceptions import Conflict, InvalidInput, NotFound
 from webapp.extensions import db
 from webapp.models import SavedSearch, User, iso
 from webapp.services import search_args
+from webapp.services.access import visible_sources
 
 NAME_MAX = 100
 
@@ -45,7 +46,8 @@ def create(user: User, data: Mapping) -> SavedSearch:
     args = search_args.load({"q": data.get("q"), "source_id": data.get("source_id") or None,
                              "type": data.get("type") or None,
                              "sort": data.get("sort") or "relevance"})
-    search_args.to_query(args)  # unknown types, sources and bad query terms are refused here
+    # unknown types, sources (or ones the user may not see) and bad query terms are refused here
+    search_args.to_query(args, visible_sources(user))
     if db.session.query(SavedSearch.id).filter_by(user_id=user.id, name=name).first():
         raise Conflict(f"name: you already have a saved search named '{name}'")
     saved = SavedSearch(user_id=user.id, name=name, q=args["q"].strip(),

@@ -27,6 +27,7 @@ from webapp.search import (
     SearchQuery,
 )
 from webapp.search.syntax import parse_syntax
+from webapp.services.access import Visible, can_see
 from webapp.validation import StrictSchema, validation_detail
 
 # A question pasted whole is searched (its first MAX_QUERY_WORDS words); longer text is 400.
@@ -76,27 +77,29 @@ def load(raw: Mapping) -> dict:
         raise InvalidInput(validation_detail(exc.messages)) from None
 
 
-def to_query(args: Mapping) -> SearchQuery:
-    """A SearchQuery of loaded arguments after the checks against the data (400 when bad)."""
+def to_query(args: Mapping, visible: Visible) -> SearchQuery:
+    """A SearchQuery of loaded arguments after the checks against the data (400 when bad),
+    limited to the `visible` sources (None: all); one not visible is an unknown source."""
     spec = parse_syntax(args["q"])
     source_id = args.get("source_id") or None
     doc_type = args.get("type") or None
     if doc_type is not None:
         check_type(doc_type, "type")
     if source_id is not None:
-        check_source(source_id, "source_id")
+        check_source(source_id, "source_id", visible)
     for value in spec.types:
         check_type(value, f"q: type:{value}")
     for value in spec.sources:
-        check_source(value, f"q: source:{value}")
+        check_source(value, f"q: source:{value}", visible)
     if spec.paths:
-        wanted = [source_id] if source_id else list(spec.sources)
+        wanted = [source_id] if source_id else list(spec.sources) or visible
         spec = dataclasses.replace(spec, paths=tuple(resolve_paths(spec.paths, wanted)))
     return SearchQuery(
         q=args["q"], source_id=source_id, type=doc_type, limit=args.get("limit", 20),
         offset=args.get("offset", 0), sort=args.get("sort", "relevance"),
         snippet_length=args.get("snippet_length", 300),
         facets=tuple(dict.fromkeys(args.get("facets") or ())), spec=spec,
+        source_ids=None if visible is None else tuple(sorted(visible)),
         matching_strategy=args.get("matching_strategy") or DEFAULT_MATCHING_STRATEGY,
     )
 
@@ -109,14 +112,15 @@ def check_type(doc_type: str, label: str) -> None:
         raise InvalidInput(f"{label}: unknown type {doc_type!r}")
 
 
-def check_source(source_id: str, label: str) -> None:
+def check_source(source_id: str, label: str, visible: Visible = None) -> None:
     """400 `<label>: unknown source 'x'` unless that source exists (or still has documents:
-    an index served without its database, as the search benchmark does)."""
-    if db.session.get(Source, source_id) is None and not get_search().count(source_id):
+    an index served without its database, as the search benchmark does) and is visible."""
+    if not can_see(visible, source_id) or (
+            db.session.get(Source, source_id) is None and not get_search().count(source_id)):
         raise InvalidInput(f"{label}: unknown source {source_id!r}")
 
 
-def resolve_paths(paths: Iterable[str], source_ids: list[str]) -> list[str]:
+def resolve_paths(paths: Iterable[str], source_ids: Iterable[str] | None) -> list[str]:
     """Absolute folders for `path:` values: absolute ones as they are, relative ones under the
     root of each source (of `source_ids` when given)."""
     roots = None

@@ -17,9 +17,10 @@ from webapp.extensions import db
 from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, validate_pattern
 from webapp.indexing.runstats import FileStatus
 from webapp.indexing.scanner import inside_any
-from webapp.models import IndexedFile, Source, get_source, iso, utcnow
+from webapp.models import IndexedFile, Source, UserSource, get_source, iso, utcnow
 from webapp.runtime import get_search
 from webapp.services import scans
+from webapp.services.access import Visible, can_see
 
 PATTERN_FIELDS = {"include_patterns": DEFAULT_INCLUDE, "exclude_patterns": DEFAULT_EXCLUDE}
 NAME_MAX = 200  # the column's width
@@ -186,6 +187,7 @@ def delete(source_id: str) -> None:
     jobs.unschedule(source.id)
     get_search().delete_source(source.id)
     db.session.query(IndexedFile).filter_by(source_id=source.id).delete()
+    db.session.query(UserSource).filter_by(source_id=source.id).delete()  # its grants
     db.session.delete(source)
     db.session.commit()
 
@@ -225,8 +227,9 @@ def to_json(source: Source, by_status: Mapping[str, int] | None = None) -> dict:
     }
 
 
-def list_json() -> list[dict]:
-    """Every source as the API shows it, ordered by name."""
+def list_json(visible: Visible) -> list[dict]:
+    """Every visible source (None: all) as the API shows it, ordered by name."""
     by_source = counts()
     return [to_json(s, by_source.get(s.id, {}))
-            for s in db.session.query(Source).order_by(Source.name, Source.id)]
+            for s in db.session.query(Source).order_by(Source.name, Source.id)
+            if can_see(visible, s.id)]

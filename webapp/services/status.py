@@ -10,10 +10,11 @@ from sqlalchemy import func, text
 from webapp.config import VERSION
 from webapp.extensions import db
 from webapp.indexing.runstats import FileStatus, RunStats, SourceState
-from webapp.models import IndexedFile, RunRecord, Source, iso
+from webapp.models import IndexedFile, RunRecord, Source, User, iso
 from webapp.runtime import get_queue, get_redis, get_search
 from webapp.services import auth, scans
-from webapp.services.sources import counts, get
+from webapp.services.access import Visible, can_see, source_for, visible_sources
+from webapp.services.sources import counts
 
 FAILED_FILES = 50
 RECENT_RUNS = 30  # ended scans shown in the Jobs section
@@ -70,23 +71,26 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
     }
 
 
-def one(source_id: str) -> dict:
-    """GET /api/status/<id>."""
-    return source_status(get(source_id))
+def one(source_id: str, user: User | None) -> dict:
+    """GET /api/status/<id> (404 for a source the user was not granted)."""
+    return source_status(source_for(user, source_id))
 
 
-def overall() -> dict:
-    """GET /api/status."""
+def overall(user: User | None) -> dict:
+    """GET /api/status: the documents and sources `user` may see (None: everything)."""
+    visible = visible_sources(user)
     by_source = counts()
     queue = get_queue()
     conn = get_redis()
+    shown = [s for s in db.session.query(Source).order_by(Source.name, Source.id)
+             if can_see(visible, s.id)]
     return {
         "version": VERSION,
         "search_backend": current_app.config["SEARCH_BACKEND"],
-        "documents": get_search().count(),
-        "sources": [source_status(s, by_source.get(s.id, {}))
-                    for s in db.session.query(Source).order_by(Source.name, Source.id)],
-        "recent_runs": recent_runs(),
+        "documents": (get_search().count() if visible is None
+                      else sum(get_search().count(s.id) for s in shown)),
+        "sources": [source_status(s, by_source.get(s.id, {})) for s in shown],
+        "recent_runs": recent_runs(visible),
         "queue": {"queued": queue.count,
                   "started": StartedJobRegistry(queue=queue).count,
                   "failed": FailedJobRegistry(queue=queue).count,
@@ -94,10 +98,13 @@ def overall() -> dict:
     }
 
 
-def recent_runs(limit: int = RECENT_RUNS) -> list[dict]:
-    """The newest ended scans of every source: outcome, times, duration and counts."""
-    rows = (db.session.query(RunRecord, Source.name).join(Source, Source.id == RunRecord.source_id)
-            .order_by(RunRecord.finished_at.desc(), RunRecord.id.desc()).limit(limit))
+def recent_runs(visible: Visible = None, limit: int = RECENT_RUNS) -> list[dict]:
+    """The newest ended scans of every visible source (None: all): outcome, times, duration
+    and counts."""
+    rows = db.session.query(RunRecord, Source.name).join(Source, Source.id == RunRecord.source_id)
+    if visible is not None:
+        rows = rows.filter(RunRecord.source_id.in_(visible))
+    rows = rows.order_by(RunRecord.finished_at.desc(), RunRecord.id.desc()).limit(limit)
     out = []
     for run, name in rows:
         stats = run.stats or {}
@@ -113,11 +120,13 @@ def recent_runs(limit: int = RECENT_RUNS) -> list[dict]:
     return out
 
 
-def failed_files(source_id: str, page: int = 1, per_page: int | None = None) -> dict:
+def failed_files(source_id: str, page: int, user: User | None,
+                 per_page: int | None = None) -> dict:
     """One page of a source's failed files, ordered by message then path, and every message's
-    count (so the page shows them grouped); a page past the end shows the last one."""
+    count (so the page shows them grouped); a page past the end shows the last one. 404 for a
+    source `user` may not see."""
     per_page = per_page or FAILED_PAGE
-    source = get(source_id)
+    source = source_for(user, source_id)
     base = db.session.query(IndexedFile).filter_by(source_id=source.id,
                                                    status=FileStatus.FAILED)
     total = base.count()

@@ -5,27 +5,37 @@ from __future__ import annotations
 import math
 
 from webapp.extensions import db
-from webapp.models import IndexedFile, Source
+from webapp.models import IndexedFile, Source, User
 from webapp.services import documents, sources, status
+from webapp.services.access import can_see, visible_sources
 
 MAX_PAGES_SCANNED = 50  # looking for the first page with a match stops here (huge documents)
 
 
-def source_choices() -> list[tuple[str, str]]:
-    """(id, name) of every source, ordered by name, for the search filter."""
+def source_choices(user: User) -> list[tuple[str, str]]:
+    """(id, name) of every source the user may see, ordered by name, for the search filter."""
+    visible = visible_sources(user)
     return [(sid, name) for sid, name in
-            db.session.query(Source.id, Source.name).order_by(Source.name, Source.id)]
+            db.session.query(Source.id, Source.name).order_by(Source.name, Source.id)
+            if can_see(visible, sid)]
 
 
-def document_types() -> list[str]:
-    """The document types the index holds, sorted (the search filter's choices)."""
-    rows = db.session.query(IndexedFile.doc_type).distinct()
+def _records(user: User):
+    """The file records of the sources the user may see."""
+    query = db.session.query(IndexedFile)
+    visible = visible_sources(user)
+    return query if visible is None else query.filter(IndexedFile.source_id.in_(visible))
+
+
+def document_types(user: User) -> list[str]:
+    """The document types in the sources the user may see, sorted (the filter's choices)."""
+    rows = _records(user).with_entities(IndexedFile.doc_type).distinct()
     return sorted({t for (t,) in rows if t})
 
 
-def document_total() -> int:
-    """How many files the database records across all sources."""
-    return db.session.query(IndexedFile.id).count()
+def document_total(user: User) -> int:
+    """How many files the database records across the sources the user may see."""
+    return _records(user).count()
 
 
 def first_match_page(doc: dict, q: str) -> int:
@@ -40,11 +50,15 @@ def first_match_page(doc: dict, q: str) -> int:
     return 1
 
 
-def source_rows() -> list[dict]:
-    """Per source, ordered by name: its API object ("source") and its status object ("info")."""
+def source_rows(user: User) -> list[dict]:
+    """Per source the user may see, ordered by name: its API object ("source") and its status
+    object ("info")."""
     by_source = sources.counts()
+    visible = visible_sources(user)
     rows = []
     for source in db.session.query(Source).order_by(Source.name, Source.id):
+        if not can_see(visible, source.id):
+            continue
         counts = by_source.get(source.id, {})
         rows.append({"source": sources.to_json(source, counts),
                      "info": status.source_status(source, counts)})

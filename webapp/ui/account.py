@@ -1,4 +1,5 @@
-"""First-run setup, login and logout pages (session cookie; the API keeps bearer tokens)."""
+"""First-run setup, login and logout pages (session cookie; the API keeps bearer tokens), and
+your account: password and API tokens."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from flask import flash, g, redirect, render_template, request, url_for
 
 from webapp import ratelimits
 from webapp.exceptions import TrawlError
-from webapp.services import auth
+from webapp.services import auth, tokens
 from webapp.ui import session
 from webapp.ui.blueprint import bp
 
@@ -67,3 +68,49 @@ def logout():
     session.logout()
     flash("You have been logged out.", "info")
     return redirect(url_for("ui.login"))
+
+
+@bp.route("/account", methods=["GET", "POST"])
+def account():
+    """Your account: change the password (every other session and token of it ends)."""
+    error, status_code = None, 200
+    if request.method == "POST":
+        new = request.form.get("new_password", "")
+        if new != request.form.get("new_password_confirm", ""):
+            error, status_code = "new_password: the two passwords do not match", 400
+        else:
+            try:
+                auth.change_own_password(g.user, request.form.get("current_password", ""), new)
+            except TrawlError as exc:
+                error, status_code = exc.detail, exc.status
+            else:
+                session.login(g.user)  # this session goes on; every other one has ended
+                flash("Password changed. Your other sessions and API tokens have ended.",
+                      "success")
+                return redirect(url_for("ui.account"))
+    return render_template("account.html", user=auth.user_json(g.user), error=error), status_code
+
+
+@bp.route("/account/tokens", methods=["GET", "POST"])
+def account_tokens():
+    """Your API tokens: create one (its secret is shown once, on this page) or revoke one."""
+    created, error, status_code = None, None, 200
+    if request.method == "POST":
+        days = (request.form.get("expires_in_days") or "").strip()
+        try:
+            created = tokens.create(g.user, request.form.get("name", ""),
+                                    request.form.get("scope", "read"),
+                                    int(days) if days.isdigit() else (days or None))
+        except TrawlError as exc:
+            error, status_code = exc.detail, exc.status
+    mine = [t for t in tokens.list_for(g.user) if t["user_id"] == g.user.id]
+    return render_template("tokens.html", tokens=mine, created=created, error=error,
+                           scopes=tokens.SCOPES), status_code
+
+
+@bp.post("/account/tokens/<int:token_id>/delete")
+def account_token_delete(token_id: int):
+    """Revoke one of your tokens at once."""
+    tokens.delete(g.user, token_id)
+    flash("Token revoked.", "success")
+    return redirect(url_for("ui.account_tokens"))

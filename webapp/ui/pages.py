@@ -143,12 +143,12 @@ def _run_search(args: Mapping) -> tuple[dict, dict | None, str | None]:
     if parsed["args"] is None:
         return parsed, None, None
     try:
-        result = documents.search(parsed["args"])
+        result = documents.search(parsed["args"], g.user)
         last = max(1, math.ceil(result["total"] / parsed["limit"]))
         if parsed["page"] > last:  # "page 999 of 71" shows page 71
             parsed["page"] = last
             parsed["args"] = {**parsed["args"], "offset": (last - 1) * parsed["limit"]}
-            result = documents.search(parsed["args"])
+            result = documents.search(parsed["args"], g.user)
         return parsed, result, None
     except TrawlError as exc:
         return parsed, None, exc.detail
@@ -174,18 +174,18 @@ def index():
     parsed, result, error = _run_search(request.args)
     form, limit, page = parsed["form"], parsed["limit"], parsed["page"]
     pages = math.ceil(result["total"] / limit) if result else 0
-    sources = ui_support.source_choices()
+    sources = ui_support.source_choices(g.user)
     context = {
         "form": form, "result": result, "error": error, "page": page, "pages": pages,
         "searched": parsed["args"] is not None or bool(error),
         "page_url": lambda n, **changes: _page_url(form, n, **changes),
         "facets": _facet_groups(result, form, dict(sources)) if result else [],
-        "sources": sources, "types": ui_support.document_types(),
+        "sources": sources, "types": ui_support.document_types(g.user),
         "sort_labels": SORT_LABELS, "page_sizes": PAGE_SIZES, "syntax_rows": SYNTAX_ROWS,
         "saved": [{**s, "url": saved.search_url(s)} for s in saved_searches.list_json(g.user)],
     }
     if not context["searched"]:
-        context["file_total"] = ui_support.document_total()
+        context["file_total"] = ui_support.document_total(g.user)
     resp = render("index.html", "_results.html", 400 if error else 200, **context)
     if is_htmx():  # the address bar shows the short form of the search (shared links, history)
         resp.headers["HX-Push-Url"] = request.full_path if error else _page_url(form, page)
@@ -195,7 +195,7 @@ def index():
 @bp.get("/documents/<doc_id>")
 def document(doc_id: str):
     """One document: facts, metadata, and a paged text preview with highlights (or the image)."""
-    doc = documents.get(doc_id)
+    doc = documents.get(doc_id, g.user)
     q = (request.args.get("q") or "").strip()[:1000]
     preview = None
     if not documents.is_image(doc):
@@ -220,7 +220,7 @@ def _back_url() -> str | None:
 @bp.get("/documents/<doc_id>/image")
 def document_image(doc_id: str):
     """The scaled image (or a RAW file's preview) of an image document."""
-    doc = documents.get(doc_id)
+    doc = documents.get(doc_id, g.user)
     if not documents.is_image(doc):
         abort(404)
     data, mimetype = documents.image_preview(doc)
@@ -233,7 +233,7 @@ def document_image(doc_id: str):
 @bp.post("/documents/<doc_id>/download")
 def document_download(doc_id: str):
     """Create a short-lived download link for the logged-in user and follow it."""
-    doc = documents.get(doc_id)
+    doc = documents.get(doc_id, g.user)
     documents.open_path(doc)  # a vanished or moved file gets our error page, not the API's JSON
     link = documents.download_link(doc, g.user, session.session_id())
     return redirect(link["url"], 303)

@@ -9,6 +9,7 @@ cookie stops working when its owner logs out.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import secrets
 import time
@@ -18,7 +19,7 @@ from flask import Flask, current_app, g, redirect, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.wrappers import Response
 
-from webapp.exceptions import InvalidInput
+from webapp.exceptions import Forbidden, InvalidInput
 from webapp.extensions import db
 from webapp.models import User
 from webapp.services import auth
@@ -103,12 +104,24 @@ def session_user() -> User | None:
     user = None
     if time.time() - issued < lifetime and not auth.session_revoked(sid):
         user = db.session.get(User, uid)
-    if user is not None and session.get("stp") != auth.credential_stamp(user):
+    if user is not None and (not user.active or session.get("stp") != auth.credential_stamp(user)):
         user = None
     if user is None:
         for key in ("uid", "iat", "sid", "stp"):
             session.pop(key, None)
     return user
+
+
+def admin_required(view):
+    """A page only admins may use (others get the 403 error page; the gate ran before)."""
+
+    @functools.wraps(view)
+    def checked(*args, **kwargs):
+        if not g.user or not g.user.is_admin:
+            raise Forbidden("Only an admin may do this")
+        return view(*args, **kwargs)
+
+    return checked
 
 
 def safe_next(target: str | None) -> str | None:

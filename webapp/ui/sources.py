@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import htmx_flask
-from flask import current_app, flash, redirect, render_template, request, url_for
+from flask import current_app, flash, g, redirect, render_template, request, url_for
 
 from webapp import schedule
 from webapp.exceptions import TrawlError
 from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from webapp.models import utcnow
-from webapp.services import scans, sources, status, ui_support
+from webapp.services import access, scans, sources, status, ui_support
 from webapp.ui.blueprint import bp
 from webapp.ui.htmx import is_htmx, render
+from webapp.ui.session import admin_required
 
 SCHEDULE_PRESETS = {"manual": None, "hourly": "@hourly", "daily": "@daily", "weekly": "@weekly"}
 SCHEDULE_LABELS = {"manual": "Manual only", "hourly": "Every hour", "daily": "Every day at 02:00",
@@ -97,10 +98,11 @@ def _render_form(source, values: dict, error: str | None = None, status_code: in
 @bp.get("/sources")
 def sources_page():
     """Every source with its state, counts, schedule and scan buttons."""
-    return render_template("sources.html", rows=ui_support.source_rows())
+    return render_template("sources.html", rows=ui_support.source_rows(g.user))
 
 
 @bp.route("/sources/new", methods=["GET", "POST"])
+@admin_required
 def source_new():
     """Add a source; validation errors are shown next to the form."""
     if request.method == "GET":
@@ -118,6 +120,7 @@ def source_new():
 
 
 @bp.route("/sources/<source_id>/edit", methods=["GET", "POST"])
+@admin_required
 def source_edit(source_id: str):
     """Edit a source's name, folder, patterns and schedule."""
     source = sources.get(source_id)
@@ -132,6 +135,7 @@ def source_edit(source_id: str):
 
 
 @bp.route("/sources/<source_id>/delete", methods=["GET", "POST"])
+@admin_required
 def source_delete(source_id: str):
     """Ask for confirmation (GET), then delete the source and its index entries (POST)."""
     source = sources.get(source_id)
@@ -146,6 +150,7 @@ def source_delete(source_id: str):
 # -- htmx helpers of the form ---------------------------------------------------------------------
 
 @bp.post("/sources/test-path")
+@admin_required
 def source_test_path():
     """Path diagnostics for the form's root_path (a fragment, or a page without JavaScript)."""
     report = sources.diagnose_path(request.form.get("root_path", "").strip())
@@ -168,6 +173,7 @@ def _schedule_preview(values) -> dict:
 
 
 @bp.get("/sources/schedule-preview")
+@admin_required
 def schedule_preview():
     """The schedule preview fragment (the form asks for it as the choice or cron box changes)."""
     return render("schedule_preview.html", "_schedule_preview.html",
@@ -178,7 +184,7 @@ def schedule_preview():
 
 def _status_fragment(source_id: str):
     """The live status cell of one source (it polls itself while a scan is queued or running)."""
-    source = sources.get(source_id)
+    source = access.source_for(g.user, source_id)
     return render("source.html", "_source_status.html", info=status.source_status(source),
                   source=sources.to_json(source))
 
@@ -199,6 +205,7 @@ def _action(source_id: str, run):
 
 
 @bp.post("/sources/<source_id>/reindex")
+@admin_required
 def source_reindex(source_id: str):
     """Queue a scan (full=1: a full rebuild); 409 while busy is shown as a message."""
     full = request.form.get("full") == "1"
@@ -206,6 +213,7 @@ def source_reindex(source_id: str):
 
 
 @bp.post("/sources/<source_id>/clear-stale")
+@admin_required
 def source_clear_stale(source_id: str):
     """Remove the failed-file records so the next scan retries them."""
 

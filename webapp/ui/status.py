@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import render_template, request
+from flask import g, render_template, request
 
 from webapp.services import status
 from webapp.ui.blueprint import bp
@@ -11,7 +11,7 @@ from webapp.ui.blueprint import bp
 def _overall() -> tuple[dict | None, str | None]:
     """status.overall(), or why it could not be read (the page still shows the health checks)."""
     try:
-        return status.overall(), None
+        return status.overall(g.user), None
     except Exception as exc:  # a down Redis or search engine must not hide the health table
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
 
@@ -32,4 +32,4 @@ def failed_files(source_id: str):
         page = int(request.args.get("page", "1"))
     except ValueError:
         page = 1
-    return render_template("failed_files.html", info=status.failed_files(source_id, page))
+    return render_template("failed_files.html", info=status.failed_files(source_id, page, g.user))
