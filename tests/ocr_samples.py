@@ -28,7 +28,7 @@ def tesseract_installed() -> bool:
     return shutil.which("tesseract") is not None
 
 
-def page_words(seed: int, lines: int = 6) -> list[list[str]]:
+def page_words(seed: int, lines: int = 4) -> list[list[str]]:
     """Lines of words for one page (the same seed gives the same page)."""
     rnd = random.Random(seed)
     return [[rnd.choice(VOCABULARY) for _ in range(WORDS_PER_LINE)] for _ in range(lines)]
