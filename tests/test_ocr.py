@@ -185,3 +185,17 @@ def test_missing_language_is_unavailable(app, client):
     assert client.get("/api/health").get_json()["components"]["ocr"] == "unavailable"
     app.config["OCR_LANGUAGES"] = "eng"
     assert client.get("/api/health").get_json()["components"]["ocr"] == "ok"
+
+
+def test_pages_past_the_timeout_or_the_cap_are_left_out(app, client, auth, make_tree,
+                                                         make_source, run_jobs, run_ocr):
+    app.config.update(OCR_TIMEOUT_PAGE=0.001, OCR_MAX_PAGES=2)  # no page can be read that fast
+    images = [page_image(page_words(seed)) for seed in (1, 2, 3)]
+    src = make_source(make_tree("office", {"long-scan.pdf": scanned_pdf(images)}))
+    _scan(client, auth, run_jobs, src["id"])
+    run_ocr()
+    assert _status(client, auth, src["id"])["ocr_pending"] == 0
+    hits = client.post("/api/search", headers=auth, json={"q": "long-scan"}).get_json()["results"]
+    doc = client.get(f"/api/documents/{hits[0]['id']}", headers=auth).get_json()
+    assert doc["metadata"]["ocr"] == {"pages": 2, "languages": "eng", "timed_out": 2}
+    assert doc["metadata"]["page_count"] == 3
