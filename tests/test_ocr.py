@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,25 @@ def test_pages_past_the_timeout_or_the_cap_are_left_out(app, client, auth, make_
     doc = client.get(f"/api/documents/{hits[0]['id']}", headers=auth).get_json()
     assert doc["metadata"]["ocr"] == {"pages": 2, "languages": "eng", "timed_out": 2}
     assert doc["metadata"]["page_count"] == 3
+
+
+def _raw_with_preview(jpeg: bytes) -> bytes:
+    """A minimal TIFF-based RAW (as DNG is) whose IFD0 points at an embedded JPEG preview."""
+    entries = [(0x100, 4, 1, 4000), (0x101, 4, 1, 3000), (0x201, 4, 1, 0), (0x202, 4, 1, len(jpeg))]
+    offset = 8 + 2 + 12 * len(entries) + 4
+    entries[2] = (0x201, 4, 1, offset)
+    ifd = struct.pack("<H", len(entries)) + b"".join(
+        struct.pack("<HHII", tag, kind, count, value) for tag, kind, count, value in entries)
+    return b"II*\x00" + struct.pack("<I", 8) + ifd + struct.pack("<I", 0) + jpeg
+
+
+def test_the_preview_of_a_raw_file_is_read(client, auth, make_tree, make_source, run_jobs,
+                                           run_ocr):
+    jpeg = image_bytes(page_image(page_words(8)), "JPEG")
+    src = make_source(make_tree("office", {"camera/whiteboard.dng": _raw_with_preview(jpeg)}))
+    _scan(client, auth, run_jobs, src["id"])
+    assert _status(client, auth, src["id"])["ocr_pending"] == 1
+    run_ocr()
+    words = _words(8)
+    found = sum("camera/whiteboard.dng" in _found(client, auth, w) for w in words)
+    assert found / len(words) >= MIN_FOUND

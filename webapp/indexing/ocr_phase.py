@@ -188,6 +188,10 @@ class OcrRun:
                 states[row.path] = DONE if value is not None else FAILED
             if docs:
                 get_search(self.app).upsert(docs)
+                db.session.rollback()  # a source deleted meanwhile (without this lock): undo
+                if db.session.get(Source, self.source_id) is None:
+                    get_search(self.app).delete_ids([d["id"] for d in docs])
+                    return
             for state in (DONE, FAILED):
                 paths = [p for p, s in states.items() if s == state]
                 if paths:
