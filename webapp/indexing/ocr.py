@@ -14,7 +14,6 @@ import io
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,6 @@ RAW_EXTENSIONS = ("cr2", "cr3", "nef", "nrw", "arw", "dng", "orf", "rw2", "raf",
 MIN_SIDE_PX = 32  # a smaller image holds no line of text
 MAX_PAGE_PIXELS = 40_000_000  # pages above this are scaled down before OCR (memory, time)
 PDF_DPI = 300
-PROBE_SECONDS = 60.0  # how long an answer about the installed Tesseract is trusted
 # OpenMP threads of one tesseract spin against each other on a busy machine: 4x slower here
 TESSERACT_ENV = {"OMP_THREAD_LIMIT": "1"}
 
@@ -65,7 +63,8 @@ class OcrSettings:
 # -- is it there ---------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=4)
-def _installed_languages(binary: str | None, _epoch: int) -> frozenset[str] | None:
+def _installed_languages(binary: str | None) -> frozenset[str] | None:
+    """Tesseract's languages, asked once per process (worker.py asks before forking workers)."""
     if binary is None:
         return None
     try:
@@ -82,7 +81,7 @@ def availability(settings: OcrSettings) -> tuple[str, str]:
     """(`ok` | `off` | `unavailable`, why) for these settings on this machine."""
     if settings.enabled in ("0", "false", "no", "off"):
         return OFF, "OCR is turned off (OCR_ENABLED)"
-    langs = _installed_languages(settings.command, int(time.time() // PROBE_SECONDS))
+    langs = _installed_languages(settings.command)
     if langs is None:
         return UNAVAILABLE, ("Tesseract is not installed (apt-get install tesseract-ocr): "
                              "scanned documents and images are found by name and metadata only")
