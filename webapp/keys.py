@@ -32,7 +32,6 @@ def cancel(run_id: str) -> str:
 
 
 # -- writes and the OCR phase (indexing/state.py, indexing/ocr_phase.py, jobs.py) -----------------
-WRITER_LOCK_TTL = 30  # a writer holding a source's writer lock renews it; a dead one frees it
 OCR_QUEUED_TTL = DAY  # "an OCR job of this source is queued"; checked against its RQ job
 
 

@@ -227,8 +227,12 @@ class RedisLock:
 @contextlib.contextmanager
 def writer_lock(source_id: str, app: Flask | None = None) -> Iterator[None]:
     """Held while a source's documents, then records, are written: the scan's coordinator and
-    the OCR phase take turns, so neither writes over what the other has just written."""
-    lock = RedisLock(get_redis(app or current_app), keys.writer(source_id), keys.WRITER_LOCK_TTL)
+    the OCR phase take turns, so neither writes over what the other has just written.
+
+    It expires as the scan lock does (SCAN_LOCK_SECONDS, renewed while held): a coordinator
+    killed in the middle of a write blocks nobody longer than its scan lock does."""
+    app = app or current_app
+    lock = RedisLock(get_redis(app), keys.writer(source_id), app.config["SCAN_LOCK_SECONDS"])
     lock.wait()
     with lock.kept():
         yield
