@@ -1,7 +1,7 @@
 """OCR: a file record says whether its document waits for OCR (pending), got it, or failed.
 
 Revision ID: 0004
-Revises: 0001
+Revises: 0007
 Create Date: 2026-11-23
 """
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0004"
-down_revision = "0001"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 

@@ -23,6 +23,7 @@ from webapp.extensions import db
 from webapp.indexing.extractors import ExtractionSettings, extension
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
+from webapp.indexing.history import record_run
 from webapp.indexing.isolation import Extractor
 from webapp.indexing.ocr import PENDING, needs_ocr
 from webapp.indexing.ocr_phase import enabled as ocr_enabled
@@ -299,6 +300,7 @@ class ScanRun:
             source.last_run = self.stats.to_dict()
             if state == RunState.FINISHED:
                 source.last_scan_at = utcnow()
+            record_run(self.source_id, self.stats)
             db.session.commit()
 
 
