@@ -112,9 +112,13 @@ def test_scanned_pages_are_found_after_a_first_index_that_does_not_wait(
     assert "scans/letter.pdf" in _found(client, auth, "letter")  # by name at once
     assert "scans/mixed.pdf" in _found(client, auth, "quarterly")  # its text layer too
     assert _share_found(client, auth, "scans/letter.pdf") == 0  # the scanned text: not yet
+    ui = app.test_client()
+    login(ui)
+    assert f"{len(SCANS)} waiting for OCR" in ui.get("/sources").get_data(as_text=True)
 
     run_ocr()
     assert _status(client, auth, src["id"])["ocr_pending"] == 0
+    assert "waiting for OCR" not in ui.get("/sources").get_data(as_text=True)
     for name in SCANS:
         assert _share_found(client, auth, name) >= MIN_FOUND, name
     assert "scans/mixed.pdf" in _found(client, auth, "quarterly")
@@ -123,8 +127,6 @@ def test_scanned_pages_are_found_after_a_first_index_that_does_not_wait(
     assert doc["metadata"]["ocr"] == {"pages": 2, "languages": "eng"}
     assert doc["type"] == "pdf"
 
-    ui = app.test_client()
-    login(ui)
     page = ui.get(f"/documents/{hits[0]['id']}").get_data(as_text=True)
     assert "Read by OCR from 2 pages (eng)" in page
 
