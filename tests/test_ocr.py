@@ -13,6 +13,7 @@ from rq import SimpleWorker
 
 from tests.ocr_samples import image_bytes, page_image, page_words, scanned_pdf, tesseract_installed
 from tests.ui_helpers import login
+from tests.workers import Worker, poll_status
 from webapp.runtime import get_ocr_queue, get_queue, get_redis
 
 pytestmark = pytest.mark.skipif(not tesseract_installed(),
@@ -224,3 +225,15 @@ def test_the_preview_of_a_raw_file_is_read(client, auth, make_tree, make_source,
     words = _words(8)
     found = sum("camera/whiteboard.dng" in _found(client, auth, w) for w in words)
     assert found / len(words) >= MIN_FOUND
+
+
+def test_the_workers_of_make_run_serve_the_ocr_queue(app, client, auth, make_tree, make_source):
+    """worker.py: after the scan, the same worker reads the scanned page from the OCR queue."""
+    src = make_source(make_tree("office", {"board.png": image_bytes(
+        page_image(page_words(4)), "PNG")}))
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code in (200, 202)
+    with Worker(app):
+        poll_status(client, auth, src["id"], lambda s: s["state"] == "idle"
+                    and s["total_files"] == 1 and s["ocr_pending"] == 0, timeout=120)
+    words = _words(4)
+    assert sum("board.png" in _found(client, auth, w) for w in words) / len(words) >= MIN_FOUND
