@@ -123,6 +123,7 @@ def run_scheduler() -> None:
         try:
             count = jobs.rebuild_schedules(app)
             log.info("%d scheduled sources", count)
+            jobs.resume_ocr(app)
             Scheduler(queue=get_queue(app), connection=connection,
                       interval=SCHEDULER_INTERVAL).run()
             return

@@ -14,6 +14,7 @@ from rq import SimpleWorker
 from tests.ocr_samples import image_bytes, page_image, page_words, scanned_pdf, tesseract_installed
 from tests.ui_helpers import login
 from tests.workers import Worker, poll_status
+from webapp import jobs
 from webapp.runtime import get_ocr_queue, get_queue, get_redis
 
 pytestmark = pytest.mark.skipif(not tesseract_installed(),
@@ -237,3 +238,16 @@ def test_the_workers_of_make_run_serve_the_ocr_queue(app, client, auth, make_tre
                     and s["total_files"] == 1 and s["ocr_pending"] == 0, timeout=120)
     words = _words(4)
     assert sum("board.png" in _found(client, auth, w) for w in words) / len(words) >= MIN_FOUND
+
+
+def test_a_lost_ocr_job_is_queued_again_when_the_scheduler_starts(app, client, auth, make_tree,
+                                                                  make_source, run_jobs):
+    src = make_source(make_tree("office", {"board.png": image_bytes(
+        page_image(page_words(4)), "PNG")}))
+    _scan(client, auth, run_jobs, src["id"])
+    assert get_ocr_queue(app).count == 1
+    get_ocr_queue(app).empty()  # the job is lost (Redis without persistence restarted)
+    assert get_ocr_queue(app).count == 0
+    assert jobs.resume_ocr(app) == 1
+    assert get_ocr_queue(app).count == 1
+    assert _status(client, auth, src["id"])["ocr_pending"] == 1

@@ -19,7 +19,7 @@ from rq_scheduler import Scheduler
 from webapp import keys
 from webapp import schedule as cron
 from webapp.extensions import db
-from webapp.indexing.ocr_phase import OcrRun, pending_count
+from webapp.indexing.ocr_phase import OcrRun, pending_count, pending_sources
 from webapp.indexing.pipeline import ScanRun, help_extract
 from webapp.indexing.state import scan_lock, settle_interrupted
 from webapp.models import Source, utcnow
@@ -165,6 +165,16 @@ def schedule_source(source_id: str, when: datetime | None, app: Flask | None = N
 def unschedule(source_id: str) -> None:
     """Remove the source's scheduled run."""
     _scheduler().cancel(_schedule_job_id(source_id))
+
+
+def resume_ocr(app: Flask) -> int:
+    """At scheduler start: queue OCR for every source whose documents still wait for it (a job
+    lost with Redis, or killed with its worker, would otherwise wait for the next scan)."""
+    with app.app_context():
+        sources = pending_sources()
+        for source_id in sources:
+            enqueue_ocr(source_id)
+        return len(sources)
 
 
 def rebuild_schedules(app: Flask) -> int:

@@ -67,6 +67,12 @@ def pending_count(source_id: str) -> int:
         IndexedFile.source_id == source_id, IndexedFile.ocr == PENDING)) or 0
 
 
+def pending_sources() -> list[str]:
+    """Sources with documents waiting for OCR."""
+    return list(db.session.scalars(select(IndexedFile.source_id).where(
+        IndexedFile.ocr == PENDING).distinct()))
+
+
 # -- the cache -----------------------------------------------------------------------------------
 
 class TextCache:
