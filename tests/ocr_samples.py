@@ -46,10 +46,14 @@ def page_image(lines: list[list[str]], size: int = 40):
     return image
 
 
-def image_bytes(image, fmt: str) -> bytes:
-    """The page in an image format (PNG, JPEG, TIFF, WEBP), with its 300 dpi recorded."""
+def image_bytes(image, fmt: str, more: list | tuple = ()) -> bytes:
+    """The page in an image format (PNG, JPEG, TIFF, WEBP), with its 300 dpi recorded; `more`
+    pages make a multi-page TIFF."""
     buf = io.BytesIO()
-    image.save(buf, format=fmt, dpi=(DPI, DPI), **({"quality": 90} if fmt != "PNG" else {}))
+    options = {"quality": 90} if fmt != "PNG" else {}
+    if more:
+        options.update(save_all=True, append_images=list(more))
+    image.save(buf, format=fmt, dpi=(DPI, DPI), **options)
     return buf.getvalue()
 
 
