@@ -23,7 +23,7 @@ from rq_scheduler import Scheduler
 from webapp import create_app, jobs
 from webapp.extensions import db
 from webapp.indexing import extractors
-from webapp.indexing.ocr import OK, OcrSettings, availability
+from webapp.indexing.ocr import UNAVAILABLE, OcrSettings, availability
 from webapp.memtune import tune_malloc
 from webapp.procs import die_with_parent
 from webapp.runtime import get_ocr_queue, get_queue, get_redis
@@ -93,9 +93,9 @@ def run_workers(count: int = 1, burst: bool = False) -> None:
         db.engine.dispose()  # no database connection may cross the fork
     gc.freeze()  # keep the collector from touching (and so copying) the pages forks share
     queues, level = [get_queue(app), get_ocr_queue(app)], app.config["LOG_LEVEL"]  # in order
-    ocr, why = availability(OcrSettings.from_config(app.config))
-    if ocr != OK:
-        log.warning("OCR %s: %s", ocr, why)  # said once, by the process that starts the workers
+    ocr, why = availability(OcrSettings.from_config(app.config))  # asked once, before forks
+    if ocr == UNAVAILABLE:
+        log.warning("OCR unavailable: %s", why)  # said once, by the process of the workers
     # jobs find the app as current_app: the work horses (and pool workers) fork inside this
     # context, and each job pushes a fresh context of its own (its own database session)
     with app.app_context():
