@@ -24,8 +24,12 @@ RUN python -m venv /opt/venv \
 # --- 3. runtime ----------------------------------------------------------------------------------
 FROM python:3.11-slim-bookworm AS runtime
 # libarchive-tools: bsdtar, which rarfile uses to read .cbr comic archives
+# tesseract-ocr: OCR of scanned pages and images (English, German, French, Spanish, Italian,
+# Portuguese, Dutch; OCR_LANGUAGES picks among them)
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libarchive-tools \
+ && apt-get install -y --no-install-recommends libarchive-tools tesseract-ocr tesseract-ocr-eng \
+      tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por \
+      tesseract-ocr-nld \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 trawl \
  && useradd --system --uid 10001 --gid trawl --home-dir /home/trawl --create-home \

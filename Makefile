@@ -4,16 +4,16 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 VENDOR := static/vendor
 
-.PHONY: run test install install-dev assets chromium services lint bench bench-quick bench-relevance clean
+.PHONY: run test install install-dev assets chromium tesseract services lint bench bench-quick bench-relevance clean
 
-run: install assets
+run: install assets tesseract
 	$(BIN)/python -m webapp.launcher
 
 # The suite runs twice: on SQLite, then on PostgreSQL (a database made for the run on the local
 # server, user postgres) when one answers on 127.0.0.1:5432; browser tests only in the first pass.
 PG_CHECK := import psycopg; psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3").close()
 
-test: install-dev assets chromium services
+test: install-dev assets chromium tesseract services
 	@status=0; \
 	echo "== test suite on SQLite =="; \
 	$(BIN)/python -m pytest $(PYTEST_ARGS) || status=$$?; \
@@ -58,6 +58,17 @@ chromium:
 	@test -x /usr/bin/chromium || { \
 	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed: browser tests will be skipped"; \
 	  else echo "chromium missing and not root: browser tests will be skipped"; fi; }
+
+# Tesseract for OCR (English, and tesseract-ocr-<lang> for each other language of OCR_LANGUAGES):
+# installed when root; otherwise Trawl runs without OCR and its workers say so once at start.
+OCR_LANGS := $(shell [ -n "$$OCR_LANGUAGES" ] || . ./.env >/dev/null 2>&1; echo "$${OCR_LANGUAGES:-eng}" | tr '+,' '  ')
+tesseract:
+	@missing=""; \
+	for lang in eng $(OCR_LANGS); do tesseract --list-langs 2>/dev/null | grep -qx "$$lang" || missing="$$missing tesseract-ocr-$$lang"; done; \
+	command -v tesseract >/dev/null || missing="tesseract-ocr$$missing"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null) || echo "Tesseract could not be installed ($$missing): Trawl runs without OCR"; \
+	  else echo "Tesseract missing and not root ($$missing): Trawl runs without OCR (scanned documents are found by name only)"; fi; fi
 
 # Redis and PostgreSQL for the tests: started when the machine has them but they are not running.
 services:

@@ -23,9 +23,10 @@ from rq_scheduler import Scheduler
 from webapp import create_app, jobs, metrics
 from webapp.extensions import db
 from webapp.indexing import extractors
+from webapp.indexing.ocr import UNAVAILABLE, OcrSettings, availability
 from webapp.memtune import tune_malloc
 from webapp.procs import die_with_parent
-from webapp.runtime import get_queue, get_redis
+from webapp.runtime import get_ocr_queue, get_queue, get_redis
 
 SCHEDULER_INTERVAL = 5  # seconds between checks for due scheduled scans
 REDIS_RETRY_MAX = 5.0  # longest pause between two tries to reach a lost Redis, in seconds
@@ -92,15 +93,18 @@ def run_workers(count: int = 1, burst: bool = False) -> None:
     with app.app_context():
         db.engine.dispose()  # no database connection may cross the fork
     gc.freeze()  # keep the collector from touching (and so copying) the pages forks share
-    queue, level = get_queue(app), app.config["LOG_LEVEL"]
+    queues, level = [get_queue(app), get_ocr_queue(app)], app.config["LOG_LEVEL"]  # in order
+    ocr, why = availability(OcrSettings.from_config(app.config))  # asked once, before forks
+    if ocr == UNAVAILABLE:
+        log.warning("OCR unavailable: %s", why)  # said once, by the process of the workers
     # jobs find the app as current_app: the work horses (and pool workers) fork inside this
     # context, and each job pushes a fresh context of its own (its own database session)
     with app.app_context():
         if count <= 1:
             wait_for_redis(get_redis(app), "worker")
-            _Worker([queue], connection=get_redis(app)).work(burst=burst, logging_level=level)
+            _Worker(queues, connection=get_redis(app)).work(burst=burst, logging_level=level)
         else:
-            WorkerPool([queue], connection=get_redis(app), num_workers=count,
+            WorkerPool(queues, connection=get_redis(app), num_workers=count,
                        worker_class=_pool_worker_class()).start(burst=burst, logging_level=level)
 
 
@@ -120,6 +124,7 @@ def run_scheduler() -> None:
         try:
             count = jobs.rebuild_schedules(app)
             log.info("%d scheduled sources", count)
+            jobs.resume_ocr(app)
             Scheduler(queue=get_queue(app), connection=connection,
                       interval=SCHEDULER_INTERVAL).run()
             return

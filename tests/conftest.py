@@ -188,7 +188,9 @@ def app_config(data_dir, roots, redis_url, database_url):
     return {"DATA_DIR": str(data_dir), "REDIS_URL": redis_url, "ALLOWED_ROOTS": str(roots),
             "DATABASE_URL": database_url, "SEARCH_BACKEND": "tantivy", "SEARCH_INDEX_DIR": "",
             "SECRET_KEY": "", "AUTH_RATE_LIMIT": "5/minute", "TRUSTED_PROXIES": "",
-            "WORKERS": 1, "SCAN_LOCK_SECONDS": 30, "SCHEDULE_TIMEZONE": "UTC"}
+            "WORKERS": 1, "SCAN_LOCK_SECONDS": 30, "SCHEDULE_TIMEZONE": "UTC",
+            # OCR costs seconds of CPU per image: on only in the tests about it (test_ocr.py)
+            "OCR_ENABLED": "false"}
 
 
 @pytest.fixture

@@ -45,7 +45,7 @@ def test_health_is_public_and_ok(client):
     assert resp.status_code == 200
     body = resp.get_json()
     assert body["status"] == "ok" and body["setup_required"] is True and body["version"]
-    assert body["components"] == {"database": "ok", "redis": "ok", "search": "ok"}
+    assert body["components"] == {"database": "ok", "redis": "ok", "search": "ok", "ocr": "off"}
 
 
 def test_health_is_503_when_redis_is_down(app):

@@ -43,6 +43,10 @@ class Settings:
     EXTRACT_TIMEOUT_TEXT = 5.0  # seconds for text, markdown, code, config and subtitles
     EXTRACT_TIMEOUT_DEFAULT = 30.0  # seconds for every other type
     EXTRACT_MEMORY_MB = 1024  # address-space cap of an extraction child process
+    OCR_ENABLED = "auto"  # "auto": read scanned pages and images when Tesseract is installed; "false" never
+    OCR_LANGUAGES = "eng"  # Tesseract languages, joined with + (eng+deu); each needs tesseract-ocr-<lang>
+    OCR_MAX_PAGES = 100  # pages read by OCR per document at most
+    OCR_TIMEOUT_PAGE = 60.0  # seconds Tesseract may spend on one page (the page is then left out)
     INDEX_GPS = False  # index GPS coordinates from photos
     PREVIEW_MAX_PX = 2048  # long side of image previews
     PREVIEW_MAX_PIXELS = 50_000_000  # larger images (after JPEG's reduced decoding) get no preview

@@ -12,15 +12,18 @@ from functools import partial
 
 from flask import Flask, current_app
 from rq import Worker, get_current_job
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
 from rq_scheduler import Scheduler
 
 from webapp import keys, logs
 from webapp import schedule as cron
 from webapp.extensions import db
+from webapp.indexing.ocr_phase import OcrRun, pending_count, pending_sources
 from webapp.indexing.pipeline import ScanRun, help_extract
 from webapp.indexing.state import scan_lock, settle_interrupted
 from webapp.models import Source, utcnow
-from webapp.runtime import get_queue, get_redis, get_search
+from webapp.runtime import get_ocr_queue, get_queue, get_redis, get_search
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +39,21 @@ def scan_job(source_id: str, run_id: str, full: bool = False) -> dict:
     app = _app()
     with app.app_context(), logs.bind(source_id=source_id):
         helpers = partial(enqueue_helpers, run_id, source_id)
-        return ScanRun(app, source_id, run_id, full, start_helpers=helpers).run()
+        stats = ScanRun(app, source_id, run_id, full, start_helpers=helpers).run()
+        enqueue_ocr(source_id)  # the documents are all indexed: now their OCR, at lower priority
+        return stats
+
+
+def ocr_job(source_id: str) -> int:
+    """Read a source's documents waiting for OCR for a while; queue the rest behind other jobs."""
+    app = _app()
+    with app.app_context():
+        get_redis(app).delete(keys.ocr_queued(source_id))  # from now on a new job may queue
+        run = OcrRun(app, source_id)
+        done = run.run()
+        if run.ran:  # else the source's running OCR job looks for more work when it ends
+            enqueue_ocr(source_id)
+        return done
 
 
 def extract_batches(run_id: str, source_id: str) -> int:
@@ -97,6 +114,28 @@ def enqueue_helpers(run_id: str, source_id: str, n_batches: int) -> None:
                       failure_ttl=keys.HELPER_FAILURE_TTL)
 
 
+def enqueue_ocr(source_id: str) -> None:
+    """Queue an OCR job for the source when documents wait for OCR and none is queued yet."""
+    if not pending_count(source_id):
+        return
+    conn = get_redis()
+    queued = conn.get(keys.ocr_queued(source_id))
+    if queued is not None and _job_waiting(queued.decode()):
+        return
+    job = get_ocr_queue().enqueue(ocr_job, source_id, job_timeout=keys.OCR_JOB_TIMEOUT,
+                                  result_ttl=keys.OCR_RESULT_TTL,
+                                  failure_ttl=keys.OCR_FAILURE_TTL)
+    conn.set(keys.ocr_queued(source_id), job.id, ex=keys.OCR_QUEUED_TTL)
+
+
+def _job_waiting(job_id: str) -> bool:
+    try:
+        return Job.fetch(job_id, connection=get_redis()).get_status() in (
+            JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
+    except NoSuchJobError:
+        return False
+
+
 def enqueue_rename(source_id: str) -> None:
     """Queue the rewrite of source_name in the source's documents."""
     get_queue().enqueue(rename_documents, source_id, job_timeout=keys.RENAME_JOB_TIMEOUT,
@@ -126,6 +165,16 @@ def schedule_source(source_id: str, when: datetime | None, app: Flask | None = N
 def unschedule(source_id: str) -> None:
     """Remove the source's scheduled run."""
     _scheduler().cancel(_schedule_job_id(source_id))
+
+
+def resume_ocr(app: Flask) -> int:
+    """At scheduler start: queue OCR for every source whose documents still wait for it (a job
+    lost with Redis, or killed with its worker, would otherwise wait for the next scan)."""
+    with app.app_context():
+        sources = pending_sources()
+        for source_id in sources:
+            enqueue_ocr(source_id)
+        return len(sources)
 
 
 def rebuild_schedules(app: Flask) -> int:

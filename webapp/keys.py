@@ -31,6 +31,25 @@ def cancel(run_id: str) -> str:
     return f"trawl:cancel:{run_id}"
 
 
+# -- writes and the OCR phase (indexing/state.py, indexing/ocr_phase.py, jobs.py) -----------------
+OCR_QUEUED_TTL = DAY  # "an OCR job of this source is queued"; checked against its RQ job
+
+
+def writer(source_id: str) -> str:
+    """Held while a source's documents and records are written (scan flushes, OCR results)."""
+    return f"trawl:writer:{source_id}"
+
+
+def ocr_running(source_id: str) -> str:
+    """Held by the OCR job reading a source's documents (one at a time per source)."""
+    return f"trawl:ocr:running:{source_id}"
+
+
+def ocr_queued(source_id: str) -> str:
+    """The RQ job id of the source's queued OCR job."""
+    return f"trawl:ocr:queued:{source_id}"
+
+
 # -- one run's work lists (indexing/pipeline.py) -------------------------------------------------
 RUN_LISTS_TTL = DAY  # work and result lists of a run whose coordinator died
 
@@ -61,6 +80,9 @@ SCAN_FAILURE_TTL = WEEK  # a failed scan stays visible in rq-dashboard for a wee
 HELPER_JOB_TIMEOUT = DAY
 HELPER_RESULT_TTL = 60
 HELPER_FAILURE_TTL = HOUR
+OCR_JOB_TIMEOUT = DAY  # a job stops taking documents after a minute; one document may be long
+OCR_RESULT_TTL = 600
+OCR_FAILURE_TTL = WEEK
 RENAME_JOB_TIMEOUT = HOUR
 RENAME_RESULT_TTL = 600
 SCHEDULED_RESULT_TTL = HOUR

@@ -94,6 +94,7 @@ class IndexedFile(db.Model):
     __table_args__ = (
         UniqueConstraint("source_id", "path", name="uq_indexed_files_source_path"),
         Index("ix_indexed_files_source_status", "source_id", "status"),
+        Index("ix_indexed_files_source_ocr", "source_id", "ocr"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     source_id: Mapped[str] = mapped_column(
@@ -107,6 +108,7 @@ class IndexedFile(db.Model):
     doc_type: Mapped[str] = mapped_column(String(32), default="file")
     status: Mapped[str] = mapped_column(String(16))  # success | failed | skipped
     error_message: Mapped[str | None] = mapped_column(Text)
+    ocr: Mapped[str | None] = mapped_column(String(16))  # pending | done | failed; None: not needed
 
 
 class RunRecord(db.Model):

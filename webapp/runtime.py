@@ -29,6 +29,10 @@ def init_app(app: Flask) -> None:
     app.extensions["trawl.redis"] = client
     app.extensions["trawl.queue"] = Queue(app.config["QUEUE_NAME"], connection=client,
                                           default_timeout=keys.DEFAULT_JOB_TIMEOUT)
+    # OCR jobs: workers serve this queue only when the main one is empty (scans go first)
+    app.extensions["trawl.ocr_queue"] = Queue(f"{app.config['QUEUE_NAME']}-ocr",
+                                              connection=client,
+                                              default_timeout=keys.DEFAULT_JOB_TIMEOUT)
     app.extensions["trawl.search"] = None
     app.extensions["trawl.previews"] = IsolatedRenderer(app.config["PREVIEW_CONCURRENCY"])
     with app.app_context():
@@ -124,6 +128,11 @@ def get_redis(app: Flask | None = None) -> redis.Redis:
 def get_queue(app: Flask | None = None) -> Queue:
     """The RQ queue that scans and extraction batches go to."""
     return (app or current_app).extensions["trawl.queue"]
+
+
+def get_ocr_queue(app: Flask | None = None) -> Queue:
+    """The RQ queue of the OCR phase, served after the main one."""
+    return (app or current_app).extensions["trawl.ocr_queue"]
 
 
 def get_previews(app: Flask | None = None) -> IsolatedRenderer:

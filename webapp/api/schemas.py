@@ -217,6 +217,7 @@ class SourceStatusSchema(ma.Schema):
     successful = fields.Integer()
     failed = fields.Integer()
     skipped = fields.Integer()
+    ocr_pending = fields.Integer(metadata={"description": "documents waiting for OCR"})
     last_indexed_at = fields.String(allow_none=True)
     last_scan_at = fields.String(allow_none=True)
     next_scan_at = fields.String(allow_none=True)

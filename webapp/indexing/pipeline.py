@@ -25,10 +25,12 @@ from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
 from webapp.indexing.history import record_run
 from webapp.indexing.isolation import Extractor
+from webapp.indexing.ocr import PENDING, needs_ocr
+from webapp.indexing.ocr_phase import enabled as ocr_enabled
 from webapp.indexing.records import delete_records, upsert_records
 from webapp.indexing.runstats import FileStatus, Progress, RunState, RunStats
 from webapp.indexing.scanner import Changes, FileStat, diff, doc_id, root_problem, walk
-from webapp.indexing.state import Heartbeat, scan_lock, stamp
+from webapp.indexing.state import Heartbeat, scan_lock, stamp, writer_lock
 from webapp.memtune import release_freed
 from webapp.metrics import extraction_seconds, scan_files, scan_runs
 from webapp.models import IndexedFile, Source, utcnow
@@ -65,6 +67,7 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
     extractor = get_extractor(app)
     docs, records = [], []
     now = int(time.time())
+    ocr = ocr_enabled(app)  # documents that need it wait for the OCR phase (ocr_phase.py)
     for path, size, mtime_ns in files:
         if on_file:
             on_file()
@@ -81,7 +84,9 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
             "content": doc.content or "", "title": doc.title, "metadata": doc.metadata or {}})
         records.append({"path": path, "size_bytes": size, "mtime_ns": mtime_ns,
                         "doc_type": doc.type, "status": result.status,
-                        "error_message": result.error_message})
+                        "error_message": result.error_message,
+                        "ocr": PENDING if ocr and result.status == FileStatus.SUCCESS and
+                        needs_ocr(doc.type, extension(path), doc.metadata or {}) else None})
     return {"docs": docs, "records": records}
 
 
@@ -171,8 +176,10 @@ class ScanRun:
                        retry=retry_paths(self.source_id))
         self._count(changes)
         if changes.deleted:
-            get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in changes.deleted])
-            delete_records(self.source_id, changes.deleted)
+            with writer_lock(self.source_id, self.app):
+                get_search(self.app).delete_ids([doc_id(self.source_id, p)
+                                                 for p in changes.deleted])
+                delete_records(self.source_id, changes.deleted)
         if unclean or self.full:
             self._remove_orphans()
         self._extract_all(changes.to_index, beat)
@@ -277,8 +284,9 @@ class ScanRun:
         self._buffer_since, self._buffer_chars = 0.0, 0
         if not buffer or self.lock.cancelled(self.run_id):
             return
-        get_search(self.app).upsert([d for result in buffer for d in result["docs"]])
-        upsert_records(self.source_id, [r for result in buffer for r in result["records"]])
+        with writer_lock(self.source_id, self.app):  # the OCR phase writes between flushes
+            get_search(self.app).upsert([d for result in buffer for d in result["docs"]])
+            upsert_records(self.source_id, [r for result in buffer for r in result["records"]])
         del buffer
         release_freed()  # the texts just written, and the writer's heap, go back to the OS
 

@@ -6,10 +6,12 @@ a source stuck in `indexing`; a queued lock is checked against its RQ job.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 
 import redis
 from flask import Flask, current_app
@@ -177,6 +179,64 @@ class Heartbeat:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+
+class RedisLock:
+    """A lock in Redis that expires unless its holder renews it (a dead holder frees it)."""
+
+    def __init__(self, conn: redis.Redis, key: str, ttl: int) -> None:
+        self.conn = conn
+        self.key = key
+        self.ttl = ttl
+        self.token = uuid.uuid4().hex
+
+    def acquire(self) -> bool:
+        """Take the lock if it is free."""
+        return bool(self.conn.set(self.key, self.token, nx=True, ex=self.ttl))
+
+    def wait(self, poll: float = 0.05) -> None:
+        """Take the lock, waiting while another holds it (at most its TTL after a holder died)."""
+        while not self.acquire():
+            time.sleep(poll)
+
+    def release(self) -> None:
+        """Free the lock if this holder still has it."""
+        self.conn.eval(_DELETE_IF_EQUAL, 1, self.key, self.token)
+
+    @contextlib.contextmanager
+    def kept(self) -> Iterator[None]:
+        """Renew the taken lock from a thread while the block runs, then free it."""
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(max(1.0, self.ttl / 3)):
+                try:
+                    self.conn.expire(self.key, self.ttl)
+                except redis.RedisError:
+                    continue  # Redis restarting: try again at the next beat
+
+        thread = threading.Thread(target=renew, daemon=True, name="lock-renewal")
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=5)
+            self.release()
+
+
+@contextlib.contextmanager
+def writer_lock(source_id: str, app: Flask | None = None) -> Iterator[None]:
+    """Held while a source's documents, then records, are written: the scan's coordinator and
+    the OCR phase take turns, so neither writes over what the other has just written.
+
+    It expires as the scan lock does (SCAN_LOCK_SECONDS, renewed while held): a coordinator
+    killed in the middle of a write blocks nobody longer than its scan lock does."""
+    app = app or current_app
+    lock = RedisLock(get_redis(app), keys.writer(source_id), app.config["SCAN_LOCK_SECONDS"])
+    lock.wait()
+    with lock.kept():
+        yield
 
 
 def stamp() -> str:

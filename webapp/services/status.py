@@ -9,6 +9,8 @@ from sqlalchemy import func, text
 
 from webapp.config import VERSION
 from webapp.extensions import db
+from webapp.indexing.ocr import OcrSettings, availability
+from webapp.indexing.ocr_phase import pending_count
 from webapp.indexing.runstats import FileStatus, RunStats, SourceState
 from webapp.models import IndexedFile, RunRecord, Source, User, iso
 from webapp.runtime import get_queue, get_redis, get_search
@@ -37,6 +39,8 @@ def health() -> tuple[dict, int]:
         "search": _check(lambda: get_search().health()),
     }
     ok = all(v == "ok" for v in components.values())
+    # OCR that is off or not installed leaves search working: reported, never `degraded`
+    components["ocr"] = availability(OcrSettings.from_config(current_app.config))[0]
     setup_required = None
     if components["database"] == "ok":
         setup_required = auth.setup_required()
@@ -64,6 +68,7 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
         "total_files": sum(by_status.values()),
         "successful": by_status.get(FileStatus.SUCCESS, 0),
         "failed": by_status.get(FileStatus.FAILED, 0), "skipped": by_status.get(FileStatus.SKIPPED, 0),
+        "ocr_pending": pending_count(source.id),
         "last_indexed_at": iso(last_indexed), "last_scan_at": iso(source.last_scan_at),
         "next_scan_at": iso(source.next_scan_at),
         "last_run": (live if state != SourceState.IDLE else kept or live),

@@ -1,0 +1,260 @@
+"""OCR on real Tesseract output: scanned PDFs and images become searchable after a first index
+that does not wait for them, each unchanged file is read once, and a missing Tesseract is told."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+from rq import SimpleWorker
+
+from tests.ocr_samples import image_bytes, page_image, page_words, scanned_pdf, tesseract_installed
+from tests.ui_helpers import login
+from tests.workers import Worker, poll_status
+from webapp import jobs
+from webapp.runtime import get_ocr_queue, get_queue, get_redis
+
+pytestmark = pytest.mark.skipif(not tesseract_installed(),
+                                reason="tesseract-ocr is not installed (apt-get install tesseract-ocr)")
+MIN_FOUND = 0.9  # of the words of a clean 300-dpi page, found by search
+TEXT_PAGE = "Quarterly minutes typed on a computer"
+
+
+@pytest.fixture(autouse=True)
+def _ocr_on(app_config):
+    app_config["OCR_ENABLED"] = "auto"
+
+
+@pytest.fixture
+def run_ocr(app):
+    """Run the queued OCR jobs (the queue workers serve after the main one) until none is left."""
+    def run() -> None:
+        with app.app_context():
+            SimpleWorker([get_queue(app), get_ocr_queue(app)],
+                         connection=get_redis(app)).work(burst=True, logging_level="WARNING")
+
+    return run
+
+
+@pytest.fixture
+def tesseract_runs(tmp_path, monkeypatch):
+    """The real `tesseract`, behind a PATH entry that counts the pages it is asked to read."""
+    real = shutil.which("tesseract")
+    folder, count = tmp_path / "bin", tmp_path / "pages-read"
+    folder.mkdir()
+    shim = folder / "tesseract"
+    shim.write_text(f'#!/bin/sh\n[ "$1" = stdin ] && echo page >> "{count}"\nexec {real} "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return lambda: len(count.read_text().splitlines()) if count.exists() else 0
+
+
+def _words(*seeds: int) -> list[str]:
+    return sorted({w for seed in seeds for line in page_words(seed) for w in line})
+
+
+SCANS = {  # file -> seeds of its scanned pages
+    "scans/letter.pdf": (1, 2),
+    "scans/mixed.pdf": (3,),
+    "photos/board.png": (4,),
+    "photos/receipt.jpg": (5,),
+    "photos/fax.tiff": (6, 9),  # a multi-page TIFF
+    "photos/note.webp": (7,),
+}
+FORMATS = {"png": "PNG", "jpg": "JPEG", "tiff": "TIFF", "webp": "WEBP"}
+
+
+def _scanned_tree(make_tree, names=tuple(SCANS)) -> Path:
+    files: dict[str, bytes | str] = {"notes.txt": "plain text notes"}
+    for name in names:
+        seeds = SCANS[name]
+        images = [page_image(page_words(seed)) for seed in seeds]
+        ext = name.rsplit(".", 1)[1]
+        if ext == "pdf":
+            files[name] = scanned_pdf(images, (TEXT_PAGE,) if "mixed" in name else ())
+        else:
+            files[name] = image_bytes(images[0], FORMATS[ext], more=images[1:])
+    return make_tree("office", files)
+
+
+def _scan(client, auth, run_jobs, source_id: str, **params) -> None:
+    query = "&".join(f"{k}={v}" for k, v in params.items())
+    resp = client.post(f"/api/sources/{source_id}/reindex?{query}", headers=auth)
+    assert resp.status_code in (200, 202), resp.get_json()
+    run_jobs()  # the main queue only: scans, not OCR
+
+
+def _found(client, auth, word: str) -> set[str]:
+    resp = client.post("/api/search", headers=auth, json={"q": word, "limit": 50})
+    assert resp.status_code == 200, resp.get_json()
+    return {r["path"].split("/office/", 1)[1] for r in resp.get_json()["results"]}
+
+
+def _share_found(client, auth, name: str, seen: dict | None = None) -> float:
+    """Share of the words of a file's scanned pages whose search finds it (`seen`: results by
+    word, kept between calls of one state of the index)."""
+    seen = {} if seen is None else seen
+    words = _words(*SCANS[name])
+    for word in words:
+        if word not in seen:
+            seen[word] = _found(client, auth, word)
+    return sum(name in seen[w] for w in words) / len(words)
+
+
+def _status(client, auth, source_id: str) -> dict:
+    resp = client.get(f"/api/status/{source_id}", headers=auth)
+    assert resp.status_code == 200
+    return resp.get_json()
+
+
+def test_scanned_pages_are_found_after_a_first_index_that_does_not_wait(
+        app, client, auth, make_tree, make_source, run_jobs, run_ocr):
+    src = make_source(_scanned_tree(make_tree))
+    _scan(client, auth, run_jobs, src["id"])
+    status = _status(client, auth, src["id"])
+    assert status["state"] == "idle" and status["total_files"] == 7
+    assert status["ocr_pending"] == len(SCANS)
+    assert "scans/letter.pdf" in _found(client, auth, "letter")  # by name at once
+    assert "scans/mixed.pdf" in _found(client, auth, "quarterly")  # its text layer too
+    assert _share_found(client, auth, "scans/letter.pdf") == 0  # the scanned text: not yet
+    ui = app.test_client()
+    login(ui)
+    assert f"{len(SCANS)} waiting for OCR" in ui.get("/sources").get_data(as_text=True)
+
+    run_ocr()
+    assert _status(client, auth, src["id"])["ocr_pending"] == 0
+    assert "waiting for OCR" not in ui.get("/sources").get_data(as_text=True)
+    seen: dict[str, set[str]] = {}
+    for name in SCANS:
+        assert _share_found(client, auth, name, seen) >= MIN_FOUND, name
+    assert "scans/mixed.pdf" in _found(client, auth, "quarterly")
+    hits = client.post("/api/search", headers=auth, json={"q": "letter"}).get_json()["results"]
+    doc = client.get(f"/api/documents/{hits[0]['id']}", headers=auth).get_json()
+    assert doc["metadata"]["ocr"] == {"pages": 2, "languages": "eng"}
+    assert doc["type"] == "pdf"
+
+    page = ui.get(f"/documents/{hits[0]['id']}").get_data(as_text=True)
+    assert "Read by OCR from 2 pages (eng)" in page
+
+
+def test_unchanged_bytes_are_never_read_twice(app, client, auth, make_tree, make_source,
+                                               run_jobs, run_ocr, tesseract_runs):
+    names = ("scans/letter.pdf", "photos/board.png")
+    root = _scanned_tree(make_tree, names)
+    src = make_source(root)
+    _scan(client, auth, run_jobs, src["id"])
+    run_ocr()
+    pages = sum(len(SCANS[name]) for name in names)
+    assert tesseract_runs() == pages
+
+    for path in root.rglob("*.*"):  # touched: rescanned, same bytes
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    _scan(client, auth, run_jobs, src["id"])
+    assert _status(client, auth, src["id"])["ocr_pending"] == len(names)
+    run_ocr()
+    _scan(client, auth, run_jobs, src["id"], full="true")
+    run_ocr()
+    resp = client.put(f"/api/sources/{src['id']}", headers=auth, json={"name": "Renamed"})
+    assert resp.status_code == 200, resp.get_json()
+    run_ocr()
+    assert tesseract_runs() == pages
+    assert _status(client, auth, src["id"])["ocr_pending"] == 0
+    assert _share_found(client, auth, "photos/board.png") >= MIN_FOUND
+
+    (root / "photos/board.png").write_bytes(image_bytes(page_image(page_words(40)), "PNG"))
+    _scan(client, auth, run_jobs, src["id"])
+    run_ocr()
+    assert tesseract_runs() == pages + 1  # new bytes are read
+    new_words = _words(40)
+    found = sum("photos/board.png" in _found(client, auth, w) for w in new_words)
+    assert found / len(new_words) >= MIN_FOUND
+
+
+def test_without_tesseract_health_says_so_and_scans_still_work(
+        app, client, auth, make_tree, make_source, run_jobs, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no tesseract on it
+    health = client.get("/api/health")
+    assert health.status_code == 200
+    assert health.get_json()["status"] == "ok"
+    assert health.get_json()["components"]["ocr"] == "unavailable"
+
+    src = make_source(_scanned_tree(make_tree))
+    _scan(client, auth, run_jobs, src["id"])
+    status = _status(client, auth, src["id"])
+    assert status["successful"] == 7 and status["ocr_pending"] == 0
+    assert "scans/letter.pdf" in _found(client, auth, "letter")
+    assert get_ocr_queue(app).count == 0
+
+    app.config["OCR_ENABLED"] = "false"
+    assert client.get("/api/health").get_json()["components"]["ocr"] == "off"
+
+
+def test_missing_language_is_unavailable(app, client):
+    app.config["OCR_LANGUAGES"] = "eng+xxx"
+    assert client.get("/api/health").get_json()["components"]["ocr"] == "unavailable"
+    app.config["OCR_LANGUAGES"] = "eng"
+    assert client.get("/api/health").get_json()["components"]["ocr"] == "ok"
+
+
+def test_pages_past_the_timeout_or_the_cap_are_left_out(app, client, auth, make_tree,
+                                                         make_source, run_jobs, run_ocr):
+    app.config.update(OCR_TIMEOUT_PAGE=0.001, OCR_MAX_PAGES=2)  # no page can be read that fast
+    images = [page_image(page_words(seed)) for seed in (1, 2, 3)]
+    src = make_source(make_tree("office", {"long-scan.pdf": scanned_pdf(images)}))
+    _scan(client, auth, run_jobs, src["id"])
+    run_ocr()
+    assert _status(client, auth, src["id"])["ocr_pending"] == 0
+    hits = client.post("/api/search", headers=auth, json={"q": "long-scan"}).get_json()["results"]
+    doc = client.get(f"/api/documents/{hits[0]['id']}", headers=auth).get_json()
+    assert doc["metadata"]["ocr"] == {"pages": 2, "languages": "eng", "timed_out": 2}
+    assert doc["metadata"]["page_count"] == 3
+
+
+def _raw_with_preview(jpeg: bytes) -> bytes:
+    """A minimal TIFF-based RAW (as DNG is) whose IFD0 points at an embedded JPEG preview."""
+    entries = [(0x100, 4, 1, 4000), (0x101, 4, 1, 3000), (0x201, 4, 1, 0), (0x202, 4, 1, len(jpeg))]
+    offset = 8 + 2 + 12 * len(entries) + 4
+    entries[2] = (0x201, 4, 1, offset)
+    ifd = struct.pack("<H", len(entries)) + b"".join(
+        struct.pack("<HHII", tag, kind, count, value) for tag, kind, count, value in entries)
+    return b"II*\x00" + struct.pack("<I", 8) + ifd + struct.pack("<I", 0) + jpeg
+
+
+def test_the_preview_of_a_raw_file_is_read(client, auth, make_tree, make_source, run_jobs,
+                                           run_ocr):
+    jpeg = image_bytes(page_image(page_words(8)), "JPEG")
+    src = make_source(make_tree("office", {"camera/whiteboard.dng": _raw_with_preview(jpeg)}))
+    _scan(client, auth, run_jobs, src["id"])
+    assert _status(client, auth, src["id"])["ocr_pending"] == 1
+    run_ocr()
+    words = _words(8)
+    found = sum("camera/whiteboard.dng" in _found(client, auth, w) for w in words)
+    assert found / len(words) >= MIN_FOUND
+
+
+def test_the_workers_of_make_run_serve_the_ocr_queue(app, client, auth, make_tree, make_source):
+    """worker.py: after the scan, the same worker reads the scanned page from the OCR queue."""
+    src = make_source(make_tree("office", {"board.png": image_bytes(
+        page_image(page_words(4)), "PNG")}))
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code in (200, 202)
+    with Worker(app):
+        poll_status(client, auth, src["id"], lambda s: s["state"] == "idle"
+                    and s["total_files"] == 1 and s["ocr_pending"] == 0, timeout=120)
+    words = _words(4)
+    assert sum("board.png" in _found(client, auth, w) for w in words) / len(words) >= MIN_FOUND
+
+
+def test_a_lost_ocr_job_is_queued_again_when_the_scheduler_starts(app, client, auth, make_tree,
+                                                                  make_source, run_jobs):
+    src = make_source(make_tree("office", {"board.png": image_bytes(
+        page_image(page_words(4)), "PNG")}))
+    _scan(client, auth, run_jobs, src["id"])
+    assert get_ocr_queue(app).count == 1
+    get_ocr_queue(app).empty()  # the job is lost (Redis without persistence restarted)
+    assert get_ocr_queue(app).count == 0
+    assert jobs.resume_ocr(app) == 1
+    assert get_ocr_queue(app).count == 1
+    assert _status(client, auth, src["id"])["ocr_pending"] == 1

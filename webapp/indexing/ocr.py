@@ -1,0 +1,214 @@
+"""OCR with the `tesseract` command: which documents need it, whether it is there, and reading
+the text of image pages (PDF pages without a text layer, images, the preview of RAW files).
+
+The reading runs in an extraction child (indexing/isolation.py, given `ocr_specs` as its
+extractors): every page goes to a `tesseract` process of its own with the per-page timeout, and
+inherits the child's memory cap (RLIMIT_AS survives exec). The command, one thread per page
+(`OMP_THREAD_LIMIT=1`), read pages faster here than pymupdf's built-in OCR: docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .extractors import ExtractionSettings, ExtractorSpec
+from .extractors.base import Extracted, ExtractionError
+from .extractors.raw_image import extract_raw
+
+TESSERACT = "tesseract"
+IMAGE_EXTENSIONS = ("jpg", "jpeg", "jpe", "jfif", "png", "tif", "tiff", "webp")
+RAW_EXTENSIONS = ("cr2", "cr3", "nef", "nrw", "arw", "dng", "orf", "rw2", "raf", "pef", "srw")
+MIN_SIDE_PX = 32  # a smaller image holds no line of text
+MAX_PAGE_PIXELS = 40_000_000  # pages above this are scaled down before OCR (memory, time)
+PDF_DPI = 300
+# OpenMP threads of one tesseract spin against each other on a busy machine: 4x slower here
+TESSERACT_ENV = {"OMP_THREAD_LIMIT": "1"}
+
+OK, OFF, UNAVAILABLE = "ok", "off", "unavailable"  # components.ocr of GET /api/health
+PENDING, DONE, FAILED = "pending", "done", "failed"  # IndexedFile.ocr
+
+
+@dataclass(frozen=True)
+class OcrSettings:
+    """What OCR may do: its languages (`eng+deu`), page cap and per-page timeout."""
+
+    enabled: str = "auto"
+    languages: str = "eng"
+    max_pages: int = 100
+    timeout_page: float = 60.0
+    command: str | None = None  # the tesseract found on PATH; None when there is none
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> OcrSettings:
+        """Settings from the app config (OCR_*)."""
+        langs = "+".join(p for p in str(cfg["OCR_LANGUAGES"]).replace(",", "+").split("+")
+                         if p.strip()) or "eng"
+        return cls(str(cfg["OCR_ENABLED"]).strip().lower(), langs.replace(" ", ""),
+                   int(cfg["OCR_MAX_PAGES"]), float(cfg["OCR_TIMEOUT_PAGE"]),
+                   shutil.which(TESSERACT))
+
+    @property
+    def file_timeout(self) -> float:
+        """Seconds one document may take: every page at its limit, and time to render them."""
+        return self.max_pages * (self.timeout_page + 2) + 30
+
+
+# -- is it there ---------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=4)
+def _installed_languages(binary: str | None) -> frozenset[str] | None:
+    """Tesseract's languages, asked once per process (worker.py asks before forking workers)."""
+    if binary is None:
+        return None
+    try:
+        out = subprocess.run([binary, "--list-langs"], capture_output=True, text=True,
+                             timeout=20, env={**os.environ, **TESSERACT_ENV})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return frozenset(line.strip() for line in out.stdout.splitlines()[1:] if line.strip())
+
+
+def availability(settings: OcrSettings) -> tuple[str, str]:
+    """(`ok` | `off` | `unavailable`, why) for these settings on this machine."""
+    if settings.enabled in ("0", "false", "no", "off"):
+        return OFF, "OCR is turned off (OCR_ENABLED)"
+    langs = _installed_languages(settings.command)
+    if langs is None:
+        return UNAVAILABLE, ("Tesseract is not installed (apt-get install tesseract-ocr): "
+                             "scanned documents and images are found by name and metadata only")
+    missing = [lang for lang in settings.languages.split("+") if lang not in langs]
+    if missing:
+        return UNAVAILABLE, (f"Tesseract lacks the languages {', '.join(missing)} of "
+                             f"OCR_LANGUAGES (apt-get install "
+                             f"{' '.join('tesseract-ocr-' + m for m in missing)})")
+    return OK, "Tesseract is installed"
+
+
+def needs_ocr(doc_type: str, ext: str, metadata: Mapping[str, Any]) -> bool:
+    """Whether an extracted document has pages whose text only OCR can read."""
+    if doc_type == "pdf":
+        return bool(metadata.get("image_only") or metadata.get("image_only_pages"))
+    if doc_type == "image":
+        sides = (metadata.get("width") or 0, metadata.get("height") or 0)
+        return ext in IMAGE_EXTENSIONS and min(sides) >= MIN_SIDE_PX
+    if doc_type == "raw_image":
+        return ext in RAW_EXTENSIONS and bool(metadata.get("preview"))
+    return False
+
+
+# -- reading pages (in the extraction child) -----------------------------------------------------
+
+def read_page(pnm: bytes, settings: OcrSettings) -> str:
+    """The text of one page image (PNM bytes); ExtractionError when Tesseract fails."""
+    try:
+        proc = subprocess.run([settings.command or TESSERACT, "stdin", "stdout", "-l", settings.languages],
+                              input=pnm, capture_output=True, timeout=settings.timeout_page,
+                              env={**os.environ, **TESSERACT_ENV})
+    except subprocess.TimeoutExpired as exc:
+        raise TimeoutError from exc
+    except OSError as exc:
+        raise ExtractionError("Tesseract is not installed") from exc
+    if proc.returncode != 0:
+        raise ExtractionError(f"Tesseract failed ({proc.returncode})")
+    return proc.stdout.decode("utf-8", "replace")
+
+
+def _pnm(image: Any) -> bytes:
+    """A grey PNM of a Pillow image, scaled down when it has too many pixels."""
+    image = image.convert("L")
+    pixels = image.width * image.height
+    if pixels > MAX_PAGE_PIXELS:
+        scale = (MAX_PAGE_PIXELS / pixels) ** 0.5
+        image = image.resize((max(1, int(image.width * scale)), max(1, int(image.height * scale))))
+    buf = io.BytesIO()
+    image.save(buf, format="PPM")
+    return buf.getvalue()
+
+
+def _pdf_pages(path: str, settings: OcrSettings) -> Iterator[bytes]:
+    """PNMs of the pages without a text layer (blank ones left out), up to the page cap."""
+    import pymupdf
+
+    with pymupdf.open(path, filetype="pdf") as doc:
+        if doc.needs_pass and not doc.authenticate(""):
+            raise ExtractionError("PDF is password protected")
+        taken = 0
+        for page in doc:
+            if taken >= settings.max_pages:
+                return
+            if page.get_text("text").strip():
+                continue
+            area = max(1.0, page.rect.width * page.rect.height / 72 / 72)
+            dpi = min(PDF_DPI, int((MAX_PAGE_PIXELS / area) ** 0.5))
+            pix = page.get_pixmap(dpi=max(dpi, 36), colorspace=pymupdf.csGRAY)
+            if pix.is_unicolor:
+                continue
+            taken += 1
+            yield pix.tobytes("pnm")
+
+
+def _image_pages(data: str | bytes, settings: OcrSettings) -> Iterator[bytes]:
+    """PNMs of an image's frames (a multi-page TIFF has several), upright, up to the page cap."""
+    from PIL import Image, ImageOps
+
+    source = io.BytesIO(data) if isinstance(data, bytes) else data
+    with Image.open(source) as image:
+        for n in range(min(getattr(image, "n_frames", 1), settings.max_pages)):
+            image.seek(n)
+            yield _pnm(ImageOps.exif_transpose(image))
+
+
+def _raw_preview(path: str, settings: ExtractionSettings) -> bytes:
+    """The JPEG preview embedded in a RAW file (where its EXIF says it is)."""
+    preview = extract_raw(path, settings).metadata.get("preview") or {}
+    if not preview:
+        raise ExtractionError("No preview image in this RAW file")
+    with open(path, "rb") as handle:
+        handle.seek(preview["offset"])
+        return handle.read(preview["length"])
+
+
+def read_file(path: str, doc_type: str, settings: OcrSettings,
+              extraction: ExtractionSettings) -> Extracted:
+    """OCR text of a file's image pages; metadata `{"pages", "languages", "timed_out"?}`."""
+    if doc_type == "pdf":
+        pages = _pdf_pages(path, settings)
+    elif doc_type == "raw_image":
+        pages = _image_pages(_raw_preview(path, extraction), settings)
+    else:
+        pages = _image_pages(path, settings)
+    texts, count, timed_out = [], 0, 0
+    for pnm in pages:
+        count += 1
+        try:
+            texts.append(read_page(pnm, settings).strip())
+        except TimeoutError:
+            timed_out += 1
+    meta: dict[str, Any] = {"pages": count, "languages": settings.languages}
+    if timed_out:
+        meta["timed_out"] = timed_out
+    return Extracted(type=doc_type, content="\n\n".join(t for t in texts if t), metadata=meta)
+
+
+def ocr_specs(settings: OcrSettings) -> tuple[ExtractorSpec, ...]:
+    """Extractor entries that OCR instead of extracting (for an extraction child of the OCR phase)."""
+    def spec(doc_type: str, extensions: tuple[str, ...]) -> ExtractorSpec:
+        return ExtractorSpec(type=doc_type, extensions=extensions, extract=functools.partial(
+            _read_as, doc_type=doc_type, settings=settings))
+
+    return (spec("pdf", ("pdf",)), spec("image", IMAGE_EXTENSIONS),
+            spec("raw_image", RAW_EXTENSIONS))
+
+
+def _read_as(path: str, extraction: ExtractionSettings, *, doc_type: str,
+             settings: OcrSettings) -> Extracted:
+    return read_file(path, doc_type, settings, extraction)
