@@ -43,6 +43,10 @@ class Settings:
     EXTRACT_TIMEOUT_DEFAULT = 30.0  # seconds for every other type
     EXTRACT_MEMORY_MB = 1024  # address-space cap of an extraction child process
     INDEX_GPS = False  # index GPS coordinates from photos
+    EXTRACT_TIMEOUT_ARCHIVE = 120.0  # seconds to unpack one archive or mailbox (members: own)
+    ARCHIVE_MAX_MEMBERS = 10_000  # an archive with more members fails (a bomb)
+    ARCHIVE_MAX_TOTAL_MB = 2048  # an archive declaring more, nested ones included, fails
+    EXTRACT_PASSWORDS_FILE = ""  # file of passwords (one a line) tried on encrypted files
     PREVIEW_MAX_PX = 2048  # long side of image previews
     PREVIEW_MAX_PIXELS = 50_000_000  # larger images (after JPEG's reduced decoding) get no preview
     PREVIEW_MEMORY_MB = 512  # address-space cap of the child process that decodes one preview

@@ -56,6 +56,7 @@ class IndexedFile(db.Model):
     __table_args__ = (
         UniqueConstraint("source_id", "path", name="uq_indexed_files_source_path"),
         Index("ix_indexed_files_source_status", "source_id", "status"),
+        Index("ix_indexed_files_source_container", "source_id", "container"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     source_id: Mapped[str] = mapped_column(
@@ -69,6 +70,9 @@ class IndexedFile(db.Model):
     doc_type: Mapped[str] = mapped_column(String(32), default="file")
     status: Mapped[str] = mapped_column(String(16))  # success | failed | skipped
     error_message: Mapped[str | None] = mapped_column(Text)
+    # a member of an archive or e-mail (path `a.zip!/b.txt`): the path of the file on disk
+    # that holds it, at any depth; None for files the walk finds
+    container: Mapped[str | None] = mapped_column(Text)
 
 
 def get_source(source_id: str) -> Source:

@@ -11,22 +11,28 @@ import faulthandler
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
+import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from webapp.indexing.extractors import (
     TIMEOUT_MESSAGE,
     UNREADABLE_MESSAGE,
     VANISHED_MESSAGE,
+    ContainerBomb,
     Extracted,
     ExtractionError,
     ExtractionSettings,
     ExtractorSpec,
+    Member,
+    detect_type,
     extract,
     find_extractor,
     preload,
+    unpack,
 )
 from webapp.indexing.runstats import FileStatus
 from webapp.procs import die_with_parent, limit_memory
@@ -36,15 +42,30 @@ CRASH_MESSAGE = "Extractor crashed on this file"
 MEMORY_MESSAGE = "File needs too much memory to extract"
 START_MESSAGE = "Extraction child did not start"
 CHILD_START_TIMEOUT = 60.0  # seconds a new child may take to start (a spawn on a busy machine)
+MAX_DEPTH = 3  # containers are opened this deep (a.zip!/b.zip!/c.zip!/d.txt); deeper ones listed
 
 
 @dataclass
 class FileResult:
-    """Outcome of one file: status success|failed|skipped, the document, and why it failed."""
+    """Outcome of one file: status success|failed|skipped, the document, and why it failed;
+    for a container, every member at every depth (flattened)."""
 
     status: FileStatus
     doc: Extracted
     error_message: str | None = None
+    members: list[MemberResult] = field(default_factory=list)
+
+
+@dataclass
+class MemberResult:
+    """One member of a container: its path inside the outermost container (`b.zip!/c.txt`),
+    the inner path of the container holding it ('' for the outermost), its size and mtime."""
+
+    inner: str
+    parent: str
+    size: int
+    mtime: int | None
+    result: FileResult
 
 
 def _format_seconds(seconds: float) -> str:
@@ -71,7 +92,12 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
         if path is None:
             return
         try:
-            reply: tuple[str, Any] = ("ok", extract(path, settings, extra))
+            if isinstance(path, tuple):  # ("unpack", container, spool folder, budget)
+                reply: tuple[str, Any] = ("ok", unpack(path[1], settings, path[2], path[3]))
+            else:
+                reply = ("ok", extract(path, settings, extra))
+        except ContainerBomb as exc:
+            reply = ("bomb", str(exc))
         except ExtractionError as exc:
             reply = ("error", str(exc) or "Extraction failed")
         except MemoryError:
@@ -130,9 +156,64 @@ class Extractor:
             return FileResult(FileStatus.SKIPPED, Extracted(type=doc_type), message)
         if spec is None:
             return FileResult(FileStatus.SUCCESS, Extracted(type="file"))
+        if spec.unpack is not None:
+            try:
+                return self._container(path, doc_type, 1, [self.settings.archive_max_total_bytes])
+            except ContainerBomb as exc:
+                return self._failed(doc_type, str(exc))
         return self._ask_child(path, doc_type)
 
-    def _ask_child(self, path: str, doc_type: str) -> FileResult:
+    # -- containers ------------------------------------------------------------------------
+    def _container(self, path: str, doc_type: str, depth: int, budget: list[int]) -> FileResult:
+        """Unpack a container in the child (into a spool folder under DATA_DIR), then extract
+        each member like a file; raises ContainerBomb when it, or one inside it, is a bomb."""
+        os.makedirs(self.settings.spool_dir, exist_ok=True)
+        spool = tempfile.mkdtemp(prefix="unpack-", dir=self.settings.spool_dir)
+        try:
+            answer = self._ask_child(("unpack", path, spool, budget[0]), doc_type, path)
+            if answer.status != FileStatus.SUCCESS:
+                return answer
+            doc, members = answer.doc
+            budget[0] -= sum(max(m.size, 0) for m in members)
+            results: list[MemberResult] = []
+            for member in members:
+                results.extend(self._member(member, depth, budget))
+            return FileResult(FileStatus.SUCCESS, doc, members=results)
+        finally:
+            shutil.rmtree(spool, ignore_errors=True)
+
+    def _member(self, member: Member, depth: int, budget: list[int]) -> list[MemberResult]:
+        """The results of one member: itself, then its own members when it is a container."""
+        def made(result: FileResult) -> MemberResult:
+            return MemberResult(member.name, "", member.size, member.mtime, result)
+
+        doc_type = detect_type(member.name)
+        if member.error:
+            return [made(self._failed(doc_type, member.error))]
+        if member.spooled is None:
+            if doc_type != "file" and member.size > self.settings.max_file_size_bytes:
+                message = f"File is larger than {self.settings.max_file_size_mb} MB"
+                return [made(FileResult(FileStatus.SKIPPED, Extracted(type=doc_type), message))]
+            return [made(FileResult(FileStatus.SUCCESS, Extracted(type="file")))]
+        spec = find_extractor(member.spooled)
+        if spec is None or spec.unpack is None or depth >= MAX_DEPTH:
+            return [made(self._ask_child(member.spooled, doc_type))]
+        try:
+            result = self._container(member.spooled, doc_type, depth + 1, budget)
+        except ContainerBomb as exc:
+            raise ContainerBomb(f"{exc} (in {member.name})") from exc
+        inner, result.members = result.members, []
+        prefix = member.name + "!/"
+        for sub in inner:
+            sub.parent = prefix + sub.parent if sub.parent else member.name
+            sub.inner = prefix + sub.inner
+        return [made(result), *inner]
+
+    # -- the child ---------------------------------------------------------------------------
+    def _ask_child(self, request: str | tuple, doc_type: str, path: str = "") -> FileResult:
+        """Send one request (a path, or an unpack tuple) and wait for its answer, with the
+        type's timeout; the answer's payload is the result's `doc`."""
+        path = path or str(request)
         timeout = self.settings.timeout_for(doc_type)
         try:
             conn = self._ensure_child()
@@ -141,7 +222,7 @@ class Extractor:
             self._kill()
             return self._failed(doc_type, START_MESSAGE)
         try:
-            conn.send(path)
+            conn.send(request)
             if not conn.poll(timeout):
                 log.warning("Extraction of %s timed out after %s s; child killed", path, timeout)
                 self._kill()
@@ -154,6 +235,8 @@ class Extractor:
             return self._failed(doc_type, CRASH_MESSAGE)
         if kind == "ok":
             return FileResult(FileStatus.SUCCESS, payload)
+        if kind == "bomb":
+            raise ContainerBomb(payload)
         if kind == "fatal":
             self._kill()
         return self._failed(doc_type, payload)

@@ -23,8 +23,8 @@ from webapp.extensions import db
 from webapp.indexing.extractors import ExtractionSettings, extension
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
-from webapp.indexing.isolation import Extractor
-from webapp.indexing.records import delete_records, upsert_records
+from webapp.indexing.isolation import Extractor, FileResult
+from webapp.indexing.records import delete_records, member_paths, upsert_records
 from webapp.indexing.runstats import FileStatus, Progress, RunState, RunStats
 from webapp.indexing.scanner import Changes, FileStat, diff, doc_id, root_problem, walk
 from webapp.indexing.state import Heartbeat, scan_lock, stamp
@@ -59,7 +59,8 @@ def get_extractor(app: Flask):
 
 def extract_batch(app: Flask, source: dict, files: Iterable[list],
                   on_file: Callable[[], None] | None = None) -> dict:
-    """Extract a batch of files into documents and record rows (no writes)."""
+    """Extract a batch of files into documents and record rows (no writes); the members of a
+    container (`a.zip!/b.txt`) come right after it, their records naming it."""
     extractor = get_extractor(app)
     docs, records = [], []
     now = int(time.time())
@@ -67,18 +68,36 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
         if on_file:
             on_file()
         result = extractor.run(path)
-        doc = result.doc
-        basename = os.path.basename(path)
-        docs.append({
-            "id": doc_id(source["id"], path), "source_id": source["id"],
-            "source_name": source["name"], "path": path, "basename": basename,
-            "extension": extension(path), "type": doc.type, "size_bytes": size,
-            "modified_at": int(mtime_ns // 1_000_000_000), "indexed_at": now,
-            "content": doc.content or "", "title": doc.title, "metadata": doc.metadata or {}})
-        records.append({"path": path, "size_bytes": size, "mtime_ns": mtime_ns,
-                        "doc_type": doc.type, "status": result.status,
-                        "error_message": result.error_message})
+        docs.append(_document(source, path, size, mtime_ns, result, now, None))
+        records.append(_record(path, size, mtime_ns, result, None))
+        for member in result.members:
+            member_path = f"{path}!/{member.inner}"
+            parent = f"{path}!/{member.parent}" if member.parent else path
+            member_ns = member.mtime * 1_000_000_000 if member.mtime is not None else mtime_ns
+            docs.append(_document(source, member_path, max(member.size, 0), member_ns,
+                                  member.result, now, doc_id(source["id"], parent)))
+            records.append(_record(member_path, max(member.size, 0), member_ns, member.result,
+                                   path))
     return {"docs": docs, "records": records}
+
+
+def _document(source: dict, path: str, size: int, mtime_ns: int, result: FileResult, now: int,
+              container_id: str | None) -> dict:
+    doc = result.doc
+    return {
+        "id": doc_id(source["id"], path), "source_id": source["id"],
+        "source_name": source["name"], "path": path, "basename": os.path.basename(path),
+        "extension": extension(path), "type": doc.type, "size_bytes": size,
+        "modified_at": int(mtime_ns // 1_000_000_000), "indexed_at": now,
+        "content": doc.content or "", "title": doc.title, "metadata": doc.metadata or {},
+        "container_id": container_id}
+
+
+def _record(path: str, size: int, mtime_ns: int, result: FileResult,
+            container: str | None) -> dict:
+    return {"path": path, "size_bytes": size, "mtime_ns": mtime_ns,
+            "doc_type": result.doc.type, "status": result.status,
+            "error_message": result.error_message, "container": container}
 
 
 class ScanRun:
@@ -149,14 +168,16 @@ class ScanRun:
         patterns = PatternSet(source.include_patterns, source.exclude_patterns)
         records = {p: (size, mtime) for p, size, mtime in db.session.execute(
             select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
-            .where(IndexedFile.source_id == self.source_id))}
+            .where(IndexedFile.source_id == self.source_id,
+                   IndexedFile.container.is_(None)))}  # members go with their container
         # the walk streams into the diff, which consumes the records: no list of every file
         changes = diff(walk(source.root_path, patterns, self.error), records, full=self.full,
                        retry=retry_paths(self.source_id))
         self._count(changes)
         if changes.deleted:
-            get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in changes.deleted])
-            delete_records(self.source_id, changes.deleted)
+            gone = changes.deleted + [p for p, _ in member_paths(self.source_id, changes.deleted)]
+            get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in gone])
+            delete_records(self.source_id, gone)
         if unclean or self.full:
             self._remove_orphans()
         self._extract_all(changes.to_index, beat)
@@ -259,10 +280,21 @@ class ScanRun:
         self._buffer_since, self._buffer_chars = 0.0, 0
         if not buffer or self.lock.cancelled(self.run_id):
             return
+        records = [r for result in buffer for r in result["records"]]
+        self._drop_stale_members(records)
         get_search(self.app).upsert([d for result in buffer for d in result["docs"]])
-        upsert_records(self.source_id, [r for result in buffer for r in result["records"]])
+        upsert_records(self.source_id, records)
         del buffer
         release_freed()  # the texts just written, and the writer's heap, go back to the OS
+
+    def _drop_stale_members(self, records: list[dict]) -> None:
+        """Remove the members a changed container no longer holds (documents, then records)."""
+        containers = [r["path"] for r in records if r["container"] is None]
+        fresh = {r["path"] for r in records if r["container"] is not None}
+        stale = [p for p, _ in member_paths(self.source_id, containers) if p not in fresh]
+        if stale:
+            get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in stale])
+            delete_records(self.source_id, stale)
 
     def _count_batch(self, result: dict) -> None:
         s = self.stats
@@ -271,7 +303,7 @@ class ScanRun:
             s.count_file(status)
             if rec["error_message"] and status == FileStatus.FAILED:
                 self.error(rec["path"], rec["error_message"])
-        s.progress.done += len(result["records"])
+        s.progress.done += sum(1 for r in result["records"] if r.get("container") is None)
         if result["records"]:
             s.current_file = result["records"][-1]["path"]
         self.publish()

@@ -21,12 +21,12 @@ MAX_FACET_VALUES = 100  # per facet, the most frequent first (as Meilisearch's d
 # Keys every upserted document carries (title may be None, metadata may be {}).
 DOC_FIELDS = (
     "id", "source_id", "source_name", "path", "basename", "extension", "type",
-    "size_bytes", "modified_at", "indexed_at", "content", "title", "metadata",
+    "size_bytes", "modified_at", "indexed_at", "content", "title", "metadata", "container_id",
 )
 # Keys of one search result.
 RESULT_FIELDS = (
     "id", "path", "basename", "source_name", "type", "size_bytes", "modified_at",
-    "snippet", "score",
+    "snippet", "score", "container_id",
 )
 
 
@@ -113,13 +113,15 @@ class SearchBackend(Protocol):
 
 def validate_doc(doc: Mapping) -> dict:
     """A copy of `doc` with every field present; raises ValueError naming a missing field."""
-    missing = [k for k in DOC_FIELDS if k not in doc and k not in ("title", "metadata")]
+    missing = [k for k in DOC_FIELDS
+               if k not in doc and k not in ("title", "metadata", "container_id")]
     if missing:
         raise ValueError(f"document {doc.get('id', '?')!r} lacks fields: {', '.join(missing)}")
     out = dict(doc)
     out["title"] = doc.get("title") or None
     out["metadata"] = dict(doc.get("metadata") or {})
     out["content"] = doc.get("content") or ""
+    out["container_id"] = doc.get("container_id") or None  # set for members of containers
     return out
 
 
