@@ -4,9 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 VENDOR := static/vendor
 
-.PHONY: run test install install-dev assets chromium services lint bench bench-quick bench-relevance clean
+.PHONY: rartool run test install install-dev assets chromium services lint bench bench-quick bench-relevance clean
 
-run: install assets
+run: install assets rartool
 	$(BIN)/python -m webapp.launcher
 
 # The suite runs twice: on SQLite, then on PostgreSQL (a database made for the run on the local
@@ -58,6 +58,13 @@ chromium:
 	@test -x /usr/bin/chromium || { \
 	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed: browser tests will be skipped"; \
 	  else echo "chromium missing and not root: browser tests will be skipped"; fi; }
+
+# Compressed RAR members are read through an external tool (rarfile): Debian's bsdtar is installed
+# when we are root; without one, RAR member lists are still indexed and the members say why not.
+rartool:
+	@command -v unrar >/dev/null || command -v unar >/dev/null || command -v 7z >/dev/null || command -v bsdtar >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libarchive-tools >/dev/null) || echo "libarchive-tools could not be installed: compressed RAR members will not be read"; \
+	  else echo "No unrar, unar, 7z or bsdtar and not root: compressed RAR members will not be read (apt-get install libarchive-tools)"; fi; }
 
 # Redis and PostgreSQL for the tests: started when the machine has them but they are not running.
 services:
