@@ -6,6 +6,7 @@ import importlib
 import os
 import warnings
 from collections.abc import Iterable
+from typing import IO
 
 from . import (
     archive,
@@ -38,7 +39,7 @@ from .image import IMAGE
 __all__ = [
     "EXTRACTORS", "ExtractionError", "ExtractionSettings", "Extracted", "ExtractorSpec",
     "detect_type", "extension", "extract", "find_extractor", "preload", "DOC_TYPES",
-    "ContainerBomb", "Member", "unpack",
+    "ContainerBomb", "Member", "unpack", "copy_member",
 ]
 
 # Order matters only for extensions claimed twice (none today): first match wins.
@@ -141,6 +142,48 @@ def unpack(path: str, settings: ExtractionSettings, spool: str,
 
     doc, members = _guarded(spec, lambda: spec.unpack(path, settings, sink, budget))
     return _normalized(doc, settings), members
+
+
+def copy_member(path: str, name: str, out: IO[bytes], settings: ExtractionSettings) -> bool:
+    """Write one member of a container (`name` inside it, one level) to `out`; False when it
+    holds no such member. Raises ExtractionError when it cannot be read."""
+    spec = find_extractor(path)
+    if spec is None or spec.unpack is None:
+        return False
+    found: list[Member] = []
+
+    def sink(member: Member):
+        if member.name != name or found or member.error:
+            return None
+        found.append(member)
+        return _KeepOpen(out)
+
+    _guarded(spec, lambda: spec.unpack(path, settings, sink, settings.archive_max_total_bytes))
+    if found and found[0].error:
+        raise ExtractionError(found[0].error)
+    return bool(found)
+
+
+class _KeepOpen:
+    """`out` as a sink's file: the reader closes what the sink gave, the caller keeps `out`."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+
+    def write(self, data: bytes) -> int:
+        return self.raw.write(data)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def close(self) -> None:
+        self.raw.flush()
+
+    def __enter__(self) -> _KeepOpen:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _guarded(spec: ExtractorSpec, call):

@@ -396,38 +396,6 @@ def extract_archive(path: str, settings: ExtractionSettings) -> Extracted:
                           settings.archive_max_total_bytes)[0]
 
 
-def stream_member(path: str, name: str, out: IO[bytes], settings: ExtractionSettings) -> bool:
-    """Copy one member's bytes into `out`; False when the archive has no such member."""
-    found = []
-
-    def sink(member: Member) -> IO[bytes] | None:
-        if member.name != name or found:
-            return None
-        found.append(member)
-        return _Unclosable(out)
-
-    walk_archive(path, settings, sink, settings.archive_max_total_bytes, 1 << 62)
-    if found and found[0].error:
-        raise ExtractionError(found[0].error)
-    return bool(found)
-
-
-class _Unclosable:
-    """A file the sink may write and 'close' without closing the caller's file."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self.raw = raw
-
-    def write(self, data: bytes) -> int:
-        return self.raw.write(data)
-
-    def flush(self) -> None:
-        self.raw.flush()
-
-    def close(self) -> None:
-        self.raw.flush()
-
-
 ARCHIVE = ExtractorSpec(
     type="archive",
     extract=extract_archive,

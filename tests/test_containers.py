@@ -1,0 +1,374 @@
+"""Archives and e-mail: members searchable and downloadable, nesting, bombs failing alone,
+passwords, changed and deleted containers. Every container is generated here."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import tempfile
+import zipfile
+from email.message import EmailMessage
+
+import py7zr
+import pytest
+from ui_helpers import login
+
+SECRET = "hunter2-correct-horse"
+
+
+def _zip(members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buf.getvalue()
+
+
+def _tar(members: dict[str, bytes], mode: str = "w:gz", links: dict[str, str] = {}) -> bytes:  # noqa: B006
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode=mode) as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), 1_700_000_000
+            archive.addfile(info, io.BytesIO(data))
+        for name, target in links.items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            archive.addfile(info)
+    return buf.getvalue()
+
+
+def _7z(members: dict[str, bytes], password: str | None = None) -> bytes:
+    buf = io.BytesIO()
+    with py7zr.SevenZipFile(buf, "w", password=password) as archive:
+        for name, data in members.items():
+            archive.writestr(data, name)
+    return buf.getvalue()
+
+
+def _eml(subject: str, body: str, html: str | None = None,
+         attachments: dict[str, bytes] = {}) -> bytes:  # noqa: B006
+    msg = EmailMessage()
+    msg["Subject"], msg["From"] = subject, "Ada Lovelace <ada@example.org>"
+    msg["To"], msg["Cc"] = "charles@example.org", "mary@example.org"
+    msg["Date"], msg["Message-ID"] = "Tue, 03 Oct 2023 10:00:00 +0000", "<m1@example.org>"
+    msg.set_content(body)
+    if html:
+        msg.add_alternative(html, subtype="html")
+    for name, data in attachments.items():
+        msg.add_attachment(data, maintype="application", subtype="octet-stream", filename=name)
+    return bytes(msg)
+
+
+def _mbox(count: int, broken_at: int | None = None) -> bytes:
+    out = io.BytesIO()
+    for n in range(1, count + 1):
+        out.write(b"From sender@example.org Mon Jan  1 00:00:00 2024\n")
+        if n == broken_at:
+            out.write(b"\n\x00\x01 not a message at all\n\n")
+            continue
+        out.write(f"Subject: note {n} kestrel{n}\nFrom: a@example.org\nTo: b@example.org\n"
+                  f"\nbody of message {n}\n>From the archive\n\n".encode())
+    return out.getvalue()
+
+
+def _encrypt_member(data: bytes, name: str) -> bytes:
+    """Mark one member of a zip as encrypted (flag bit 0) as a password-protected member is."""
+    raw = bytearray(data)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo(name)
+    raw[info.header_offset + 6] |= 1  # local header flags
+    pos = raw.find(b"PK\x01\x02")
+    while pos != -1:
+        name_len = int.from_bytes(raw[pos + 28:pos + 30], "little")
+        if raw[pos + 46:pos + 46 + name_len] == name.encode():
+            raw[pos + 8] |= 1  # central directory flags
+        pos = raw.find(b"PK\x01\x02", pos + 4)
+    return bytes(raw)
+
+
+def _pdf(text: str, password: str | None = None) -> bytes:
+    import pymupdf
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), text)
+    if password:
+        data = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password,
+                           owner_pw=password + "!")
+    else:
+        data = doc.tobytes()
+    doc.close()
+    return data
+
+
+BINARY = os.urandom(50_000)
+ATTACHMENT = b"%PDF-like bytes \x00\xff" + os.urandom(2000)
+
+
+def _good_files() -> dict[str, bytes]:
+    inner = _zip({"c.txt": b"deep puffin inside two archives"})
+    return {
+        "a.zip": _zip({"docs/readme.txt": b"hello walrus archive member",
+                       "b.zip": inner, "data.bin": BINARY}),
+        "t.tar.gz": _tar({"x/notes.md": b"# Otter\ntar member otter notes",
+                          "x/blob.bin": BINARY}),
+        "t.tar.bz2": _tar({"y.txt": b"bzip heron text"}, "w:bz2"),
+        "t.tar.xz": _tar({"z.txt": b"xz flamingo text"}, "w:xz"),
+        "s.7z": _7z({"h.txt": b"seven zip pelican text", "bin.dat": BINARY}),
+        "mail.eml": _eml("Quarterly ostrich report", "plain body", "<p>html <b>ostrich</b></p>",
+                         {"report.bin": ATTACHMENT,
+                          "inner.zip": _zip({"deep.txt": b"attachment zip cormorant"})}),
+        "box.mbox": _mbox(5, broken_at=3),
+        "plain.txt": b"a plain file beside the archives",
+    }
+
+
+@pytest.fixture
+def scanned(client, auth, make_tree, make_source, run_jobs):
+    root = make_tree("arch", _good_files())
+    src = make_source(root)
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    return root, src
+
+
+def _hits(client, auth, q: str) -> list[dict]:
+    body = client.post("/api/search", headers=auth, json={"q": q, "limit": 50}).get_json()
+    return body["results"]
+
+
+def _one(client, auth, q: str) -> dict:
+    hits = _hits(client, auth, q)
+    assert len(hits) == 1, [h["path"] for h in hits]
+    return hits[0]
+
+
+def _download(client, auth, doc_id: str):
+    link = client.post(f"/api/documents/{doc_id}/download-link", headers=auth).get_json()
+    return client.get(link["url"])
+
+
+def test_members_of_every_container_are_documents(client, auth, scanned):
+    root, _ = scanned
+    cases = {"walrus": "a.zip!/docs/readme.txt", "puffin": "a.zip!/b.zip!/c.txt",
+             "otter": "t.tar.gz!/x/notes.md", "heron": "t.tar.bz2!/y.txt",
+             "flamingo": "t.tar.xz!/z.txt", "pelican": "s.7z!/h.txt",
+             "cormorant": "mail.eml!/inner.zip!/deep.txt", "\"kestrel4\"": "box.mbox!/message-4.eml"}
+    for word, inner in cases.items():
+        hit = _one(client, auth, word)
+        assert hit["path"] == f"{root}/{inner}", word
+        parent = hit["path"].rpartition("!/")[0]
+        container = client.get(f"/api/documents/{hit['container_id']}", headers=auth).get_json()
+        assert container["path"] == parent and container["container_id"] in (None, container["container_id"])
+    archive = client.get(f"/api/documents/{_one(client, auth, 'walrus')['container_id']}",
+                         headers=auth).get_json()
+    assert archive["type"] == "archive" and "docs/readme.txt" in archive["content"]
+    assert archive["container_id"] is None
+    plain = _one(client, auth, "beside")
+    assert plain["container_id"] is None
+
+
+def test_email_fields_and_mbox_messages(client, auth, scanned):
+    root, _ = scanned
+    mail = client.get(f"/api/documents/{_one(client, auth, 'ostrich')['id']}",
+                      headers=auth).get_json()
+    assert mail["type"] == "email" and mail["title"] == "Quarterly ostrich report"
+    meta = mail["metadata"]
+    assert meta["from"] == "Ada Lovelace <ada@example.org>" and meta["to"] == "charles@example.org"
+    assert meta["cc"] == "mary@example.org" and meta["message_id"] == "<m1@example.org>"
+    assert meta["date"].startswith("2023-10-03T10:00:00")
+    assert "plain body" in mail["content"]
+    message = _one(client, auth, "\"kestrel5\"")
+    assert message["type"] == "email" and message["path"].endswith("box.mbox!/message-5.eml")
+    full = client.get(f"/api/documents/{message['id']}", headers=auth).get_json()
+    assert full["title"] == "note 5 kestrel5" and "From the archive" in full["content"]
+    # the broken message fails alone: its neighbours are indexed, the scan finished
+    status = client.get("/api/status", headers=auth).get_json()
+    errors = {e["path"]: e["error"] for s in status["sources"] for e in s.get("errors", [])}
+    assert _hits(client, auth, "\"kestrel2\"") and _hits(client, auth, "\"kestrel4\"")
+    assert errors.get(f"{root}/box.mbox!/message-3.eml") == "Not a valid e-mail message" or \
+        not _hits(client, auth, "\"kestrel3\"")
+
+
+def test_member_downloads_are_the_original_bytes(client, auth, scanned):
+    root, _ = scanned
+    for word, expected in (("puffin", b"deep puffin inside two archives"),):
+        resp = _download(client, auth, _one(client, auth, word)["id"])
+        assert resp.status_code == 200 and resp.data == expected
+    for container in ("a.zip", "t.tar.gz", "s.7z"):
+        hits = [h for h in _hits(client, auth, "bin") if h["path"].startswith(f"{root}/{container}!/")
+                and h["basename"] in ("data.bin", "blob.bin", "bin.dat")]
+        assert hits, container
+        resp = _download(client, auth, hits[0]["id"])
+        assert resp.status_code == 200 and resp.data == BINARY, container
+        assert "attachment" in resp.headers["Content-Disposition"]
+    report = [h for h in _hits(client, auth, "report") if h["basename"] == "report.bin"][0]
+    assert _download(client, auth, report["id"]).data == ATTACHMENT
+
+
+def test_member_of_changed_or_deleted_container(client, auth, scanned, run_jobs):
+    root, src = scanned
+    walrus = _one(client, auth, "walrus")
+    otter = _one(client, auth, "otter")
+    assert client.get(f"/api/documents/{walrus['id']}/preview", headers=auth).status_code == 200
+    (root / "a.zip").write_bytes(_zip({"docs/other.txt": b"new dolphin member"}))
+    os.utime(root / "a.zip", (1_800_000_000, 1_800_000_000))
+    (root / "t.tar.gz").unlink()
+    for doc in (walrus, otter):  # before a rescan: the member is not served from a new file
+        resp = _download(client, auth, doc["id"])
+        assert resp.status_code == 404 and resp.get_json()["detail"] == "File no longer exists"
+    resp = client.get(f"/api/documents/{walrus['id']}/preview", headers=auth)
+    assert resp.status_code == 404
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    assert _hits(client, auth, "walrus") == [] and _hits(client, auth, "puffin") == []
+    assert _hits(client, auth, "otter") == []
+    assert _one(client, auth, "dolphin")["path"] == f"{root}/a.zip!/docs/other.txt"
+    assert _download(client, auth, _one(client, auth, "dolphin")["id"]).data == \
+        b"new dolphin member"
+
+
+def _bombs() -> dict[str, bytes]:
+    zeros = b"\0" * (24 * 1024 * 1024)
+    bomb = _zip({"zeros.txt": zeros})
+    many = io.BytesIO()
+    with zipfile.ZipFile(many, "w", zipfile.ZIP_STORED) as archive:
+        for n in range(100_000):
+            archive.writestr(f"f{n}.txt", b"")
+    truncated = _tar({"a.txt": b"truncated gannet " * 5000, "b.txt": os.urandom(20000)})
+    return {
+        "bomb.zip": bomb,
+        "nested.zip": _zip({"ok.txt": b"nested shell", "inner.zip": bomb}),
+        "escape.zip": _zip({"../evil.txt": b"escape tern"}),
+        "absolute.tar": _tar({"/etc/evil.txt": b"absolute tern"}, "w"),
+        "link.tar": _tar({"ok.txt": b"link tern"}, "w", links={"passwd": "/etc/passwd"}),
+        "many.zip": many.getvalue(),
+        "cut.tar.gz": truncated[: len(truncated) // 2],
+        "good.txt": b"the healthy albatross",
+    }
+
+
+def test_hostile_containers_fail_alone(app, client, auth, make_tree, make_source, run_jobs,
+                                       data_dir, roots):
+    root = make_tree("hostile", _bombs())
+    before = sorted(p.relative_to(roots) for p in roots.rglob("*"))
+    tmp_before = set(os.listdir(tempfile.gettempdir()))
+    src = make_source(root)
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    status = client.get(f"/api/sources/{src['id']}/status", headers=auth).get_json()
+    assert status["state"] == "finished", status
+    with app.app_context():
+        from webapp.extensions import db
+        from webapp.models import IndexedFile
+
+        records = {r.path.removeprefix(f"{root}/"): r for r in db.session.query(IndexedFile)}
+    expected = {
+        "bomb.zip": "Archive looks like a decompression bomb",
+        "nested.zip": "Archive looks like a decompression bomb",
+        "escape.zip": "Archive has an unsafe member name: ../evil.txt",
+        "absolute.tar": "Archive has an unsafe member name: /etc/evil.txt",
+        "link.tar": "Archive has a link member: passwd",
+        "many.zip": "Archive has more than 10,000 members",
+        "cut.tar.gz": "Not a valid tar archive (it may be truncated)",
+    }
+    for name, message in expected.items():
+        assert records[name].status == "failed", name
+        assert records[name].error_message.startswith(message), (name, records[name].error_message)
+    assert "(in inner.zip)" in records["nested.zip"].error_message
+    assert not [p for p in records if "!/" in p]  # no member of a failed container is kept
+    assert records["good.txt"].status == "success"
+    assert _one(client, auth, "albatross")["basename"] == "good.txt"
+    assert _hits(client, auth, "tern") == []
+    # nothing was written beside the files, the spool is empty, no temp files were left
+    assert sorted(p.relative_to(roots) for p in roots.rglob("*")) == before
+    spool = data_dir / "tmp" / "unpack"
+    assert not spool.exists() or list(spool.iterdir()) == []
+    assert not [n for n in set(os.listdir(tempfile.gettempdir())) - tmp_before
+                if n.startswith("unpack-")]
+    assert client.get("/api/health").get_json()["status"] == "ok"
+
+
+@pytest.fixture
+def with_passwords(app_config, tmp_path):
+    path = tmp_path / "passwords.txt"
+    path.write_text(f"wrong-one\n{SECRET}\n")
+    app_config["EXTRACT_PASSWORDS_FILE"] = str(path)
+    return path
+
+
+def _protected() -> dict[str, bytes]:
+    plain = _zip({"open.txt": b"open grebe text", "locked.txt": b"locked grebe text"})
+    return {
+        "locked.7z": _7z({"l.txt": b"sealed avocet text"}, password=SECRET),
+        "mixed.zip": _encrypt_member(plain, "locked.txt"),
+        "secret.pdf": _pdf("confidential bittern memo", password=SECRET),
+    }
+
+
+def _scan(client, auth, make_tree, make_source, run_jobs, files, name="prot"):
+    root = make_tree(name, files)
+    src = make_source(root, name=name)
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    return root
+
+
+def test_encrypted_members_fail_and_the_rest_is_indexed(app, client, auth, make_tree,
+                                                        make_source, run_jobs):
+    root = _scan(client, auth, make_tree, make_source, run_jobs, _protected())
+    with app.app_context():
+        from webapp.extensions import db
+        from webapp.models import IndexedFile
+
+        records = {r.path.removeprefix(f"{root}/"): r for r in db.session.query(IndexedFile)}
+    for name in ("mixed.zip!/locked.txt", "locked.7z!/l.txt"):
+        assert records[name].status == "failed"
+        assert records[name].error_message == "Archive is password protected"
+    assert records["mixed.zip"].status == "success" and records["locked.7z"].status == "success"
+    assert records["secret.pdf"].error_message == "PDF is password protected"
+    assert _one(client, auth, "open grebe")["basename"] == "open.txt"
+    assert _hits(client, auth, "avocet") == [] and _hits(client, auth, "bittern") == []
+
+
+def test_passwords_file_opens_encrypted_files(client, auth, with_passwords, make_tree,
+                                              make_source, run_jobs, caplog):
+    _scan(client, auth, make_tree, make_source, run_jobs, _protected())
+    assert _one(client, auth, "avocet")["basename"] == "l.txt"
+    assert _one(client, auth, "bittern")["basename"] == "secret.pdf"
+    member = _one(client, auth, "avocet")
+    assert _download(client, auth, member["id"]).data == b"sealed avocet text"
+    assert SECRET not in caplog.text
+    config = client.get("/api/status", headers=auth).get_data(as_text=True)
+    assert SECRET not in config
+
+
+def test_document_page_and_results_link_the_container(client, auth, scanned):
+    root, _ = scanned
+    hit = _one(client, auth, "puffin")
+    login(client)
+    page = client.get(f"/documents/{hit['id']}").get_data(as_text=True)
+    assert f'href="/documents/{hit["container_id"]}' in page
+    assert "c.txt" in page and f"{root}/a.zip!/b.zip" in page
+    results = client.get("/?q=puffin").get_data(as_text=True)
+    assert f'/documents/{hit["container_id"]}' in results
+
+
+def test_mbox_of_ten_thousand_messages(client, auth, make_tree, make_source, run_jobs):
+    root = _scan(client, auth, make_tree, make_source, run_jobs,
+                 {"big.mbox": _mbox(10_000)}, name="mbox")
+    body = client.post("/api/search", headers=auth,
+                       json={"q": "type:email", "limit": 1}).get_json()
+    assert body["total"] == 10_000
+    assert _one(client, auth, "\"kestrel9999\"")["path"] == f"{root}/big.mbox!/message-9999.eml"
+
+
+def test_every_generated_container_is_recognised():
+    from webapp.indexing.extractors import detect_type
+
+    for name, kind in (("a.zip", "archive"), ("a.tar", "archive"), ("a.tar.gz", "archive"),
+                       ("a.tgz", "archive"), ("a.tar.bz2", "archive"), ("a.tar.xz", "archive"),
+                       ("a.7z", "archive"), ("a.rar", "archive"), ("a.mbox", "archive"),
+                       ("a.eml", "email"), ("a.msg", "email"), ("a.gz", "file")):
+        assert detect_type(name) == kind, name
