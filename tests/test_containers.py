@@ -139,7 +139,8 @@ def _hits(client, auth, q: str) -> list[dict]:
 
 
 def _one(client, auth, q: str) -> dict:
-    hits = _hits(client, auth, q)
+    """The one hit that is not an archive (whose member list names everything in it)."""
+    hits = [h for h in _hits(client, auth, q) if h["type"] != "archive"]
     assert len(hits) == 1, [h["path"] for h in hits]
     return hits[0]
 
@@ -222,8 +223,8 @@ def test_member_of_changed_or_deleted_container(client, auth, scanned, run_jobs)
     assert resp.status_code == 404
     assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
     run_jobs()
-    assert _hits(client, auth, "walrus") == [] and _hits(client, auth, "puffin") == []
-    assert _hits(client, auth, "otter") == []
+    assert _hits(client, auth, '"walrus"') == [] and _hits(client, auth, '"puffin"') == []
+    assert _hits(client, auth, '"otter"') == []
     assert _one(client, auth, "dolphin")["path"] == f"{root}/a.zip!/docs/other.txt"
     assert _download(client, auth, _one(client, auth, "dolphin")["id"]).data == \
         b"new dolphin member"
@@ -257,8 +258,8 @@ def test_hostile_containers_fail_alone(app, client, auth, make_tree, make_source
     src = make_source(root)
     assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
     run_jobs()
-    status = client.get(f"/api/sources/{src['id']}/status", headers=auth).get_json()
-    assert status["state"] == "finished", status
+    status = client.get(f"/api/status/{src['id']}", headers=auth).get_json()
+    assert status["last_run"]["state"] == "finished", status
     with app.app_context():
         from webapp.extensions import db
         from webapp.models import IndexedFile
@@ -332,7 +333,7 @@ def test_encrypted_members_fail_and_the_rest_is_indexed(app, client, auth, make_
     assert _hits(client, auth, "avocet") == [] and _hits(client, auth, "bittern") == []
 
 
-def test_passwords_file_opens_encrypted_files(client, auth, with_passwords, make_tree,
+def test_passwords_file_opens_encrypted_files(with_passwords, client, auth, make_tree,
                                               make_source, run_jobs, caplog):
     _scan(client, auth, make_tree, make_source, run_jobs, _protected())
     assert _one(client, auth, "avocet")["basename"] == "l.txt"
@@ -355,13 +356,14 @@ def test_document_page_and_results_link_the_container(client, auth, scanned):
     assert f'/documents/{hit["container_id"]}' in results
 
 
-def test_mbox_of_ten_thousand_messages(client, auth, make_tree, make_source, run_jobs):
+def test_a_large_mbox_is_split_into_messages(client, auth, make_tree, make_source, run_jobs):
+    # 3,000 keeps the suite fast; the split streams, so the count changes nothing but time
     root = _scan(client, auth, make_tree, make_source, run_jobs,
-                 {"big.mbox": _mbox(10_000)}, name="mbox")
+                 {"big.mbox": _mbox(3_000)}, name="mbox")
     body = client.post("/api/search", headers=auth,
                        json={"q": "type:email", "limit": 1}).get_json()
-    assert body["total"] == 10_000
-    assert _one(client, auth, "\"kestrel9999\"")["path"] == f"{root}/big.mbox!/message-9999.eml"
+    assert body["total"] == 3_000
+    assert _one(client, auth, "\"kestrel2999\"")["path"] == f"{root}/big.mbox!/message-2999.eml"
 
 
 def test_every_generated_container_is_recognised():

@@ -167,8 +167,11 @@ class Extractor:
     def _container(self, path: str, doc_type: str, depth: int, budget: list[int]) -> FileResult:
         """Unpack a container in the child (into a spool folder under DATA_DIR), then extract
         each member like a file; raises ContainerBomb when it, or one inside it, is a bomb."""
-        os.makedirs(self.settings.spool_dir, exist_ok=True)
-        spool = tempfile.mkdtemp(prefix="unpack-", dir=self.settings.spool_dir)
+        if depth == 1:
+            os.makedirs(self.settings.spool_dir, exist_ok=True)
+            spool = tempfile.mkdtemp(prefix="unpack-", dir=self.settings.spool_dir)
+        else:  # inside the outer spool folder, made by the child only when a member needs it
+            spool = path + ".members"
         try:
             answer = self._ask_child(("unpack", path, spool, budget[0]), doc_type, path)
             if answer.status != FileStatus.SUCCESS:
@@ -180,7 +183,8 @@ class Extractor:
                 results.extend(self._member(member, depth, budget))
             return FileResult(FileStatus.SUCCESS, doc, members=results)
         finally:
-            shutil.rmtree(spool, ignore_errors=True)
+            if depth == 1 or os.path.isdir(spool):
+                shutil.rmtree(spool, ignore_errors=True)
 
     def _member(self, member: Member, depth: int, budget: list[int]) -> list[MemberResult]:
         """The results of one member: itself, then its own members when it is a container."""

@@ -127,16 +127,18 @@ def unpack(path: str, settings: ExtractionSettings, spool: str,
     spec = find_extractor(path)
     if spec is None or spec.unpack is None:
         raise ValueError(f"not a container: {path}")
-    seen = [0]
+    used: set[str] = set()
 
     def sink(member: Member):
         base = os.path.basename(member.name)
         if member.error or member.size > settings.max_file_size_bytes or \
                 find_extractor(base) is None:
             return None
-        seen[0] += 1
-        folder = os.path.join(spool, str(seen[0]))
-        os.mkdir(folder)
+        folder = spool  # made on first use; a member's name is kept (types go by name)
+        if base in used:
+            folder = os.path.join(spool, str(len(used)))
+        used.add(base)
+        os.makedirs(folder, exist_ok=True)
         member.spooled = os.path.join(folder, base)
         return open(member.spooled, "xb")
 
