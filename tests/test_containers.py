@@ -364,6 +364,15 @@ def test_a_large_mbox_is_split_into_messages(client, auth, make_tree, make_sourc
                        json={"q": "type:email", "limit": 1}).get_json()
     assert body["total"] == 3_000
     assert _one(client, auth, "\"kestrel2999\"")["path"] == f"{root}/big.mbox!/message-2999.eml"
+    # members are written in chunks as they come; a smaller mailbox replaces every one of them
+    (root / "big.mbox").write_bytes(_mbox(600))
+    os.utime(root / "big.mbox", (1_800_000_000, 1_800_000_000))
+    src = client.get("/api/sources", headers=auth).get_json()[0]
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    body = client.post("/api/search", headers=auth,
+                       json={"q": "type:email", "limit": 1}).get_json()
+    assert body["total"] == 600 and _hits(client, auth, '"kestrel2999"') == []
 
 
 def test_every_generated_container_is_recognised():
@@ -374,3 +383,13 @@ def test_every_generated_container_is_recognised():
                        ("a.7z", "archive"), ("a.rar", "archive"), ("a.mbox", "archive"),
                        ("a.eml", "email"), ("a.msg", "email"), ("a.gz", "file")):
         assert detect_type(name) == kind, name
+
+
+def test_verify_finds_members_in_their_containers(app, scanned):
+    _, src = scanned
+    with app.app_context():
+        from webapp.indexing.verify import verify_source
+
+        report = verify_source(src["id"], repair=False)
+    assert report["problems"] == 0, report
+    assert report["records"] > report["files_on_disk"]  # the members have records of their own

@@ -7,6 +7,7 @@ document or a short error. A child that misses its deadline is killed, one that 
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import logging
 import multiprocessing
@@ -14,7 +15,7 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,8 +142,10 @@ class Extractor:
         """Process id of the current child, if one is running."""
         return self._proc.pid if self._proc is not None and self._proc.is_alive() else None
 
-    def run(self, path: str) -> FileResult:
-        """Extract one file; never raises for a bad file."""
+    def run(self, path: str,
+            on_member: Callable[[MemberResult], None] | None = None) -> FileResult:
+        """Extract one file; never raises for a bad file. A container's members are handed to
+        `on_member` one by one as they are extracted (or collected in `members` without one)."""
         spec = find_extractor(path, self.extra)
         doc_type = spec.type if spec else "file"
         try:
@@ -156,17 +159,23 @@ class Extractor:
             return FileResult(FileStatus.SKIPPED, Extracted(type=doc_type), message)
         if spec is None:
             return FileResult(FileStatus.SUCCESS, Extracted(type="file"))
-        if spec.unpack is not None:
-            try:
-                return self._container(path, doc_type, 1, [self.settings.archive_max_total_bytes])
-            except ContainerBomb as exc:
-                return self._failed(doc_type, str(exc))
-        return self._ask_child(path, doc_type)
+        if spec.unpack is None:
+            return self._ask_child(path, doc_type)
+        collected: list[MemberResult] = []
+        budget = [self.settings.archive_max_total_bytes]
+        try:
+            result = self._container(path, doc_type, 1, budget, on_member or collected.append)
+        except ContainerBomb as exc:  # its members already handed out are dropped by the caller
+            return self._failed(doc_type, str(exc))
+        result.members = collected
+        return result
 
     # -- containers ------------------------------------------------------------------------
-    def _container(self, path: str, doc_type: str, depth: int, budget: list[int]) -> FileResult:
+    def _container(self, path: str, doc_type: str, depth: int, budget: list[int],
+                   emit: Callable[[MemberResult], None], prefix: str = "") -> FileResult:
         """Unpack a container in the child (into a spool folder under DATA_DIR), then extract
-        each member like a file; raises ContainerBomb when it, or one inside it, is a bomb."""
+        each member like a file and emit it; raises ContainerBomb when it, or one inside it,
+        is a bomb. `prefix` is the container's own path inside the outermost one + `!/`."""
         if depth == 1:
             os.makedirs(self.settings.spool_dir, exist_ok=True)
             spool = tempfile.mkdtemp(prefix="unpack-", dir=self.settings.spool_dir)
@@ -178,40 +187,40 @@ class Extractor:
                 return answer
             doc, members = answer.doc
             budget[0] -= sum(max(m.size, 0) for m in members)
-            results: list[MemberResult] = []
             for member in members:
-                results.extend(self._member(member, depth, budget))
-            return FileResult(FileStatus.SUCCESS, doc, members=results)
+                self._member(member, depth, budget, emit, prefix)
+                if member.spooled:  # the spool holds one member's bytes at a time
+                    with contextlib.suppress(OSError):
+                        os.unlink(member.spooled)
+            return FileResult(FileStatus.SUCCESS, doc)
         finally:
             if depth == 1 or os.path.isdir(spool):
                 shutil.rmtree(spool, ignore_errors=True)
 
-    def _member(self, member: Member, depth: int, budget: list[int]) -> list[MemberResult]:
-        """The results of one member: itself, then its own members when it is a container."""
-        def made(result: FileResult) -> MemberResult:
-            return MemberResult(member.name, "", member.size, member.mtime, result)
+    def _member(self, member: Member, depth: int, budget: list[int],
+                emit: Callable[[MemberResult], None], prefix: str) -> None:
+        """Extract one member and emit it (after its own members, when it is a container)."""
+        def done(result: FileResult) -> None:
+            emit(MemberResult(prefix + member.name, prefix[:-2], member.size, member.mtime,
+                              result))
 
         doc_type = detect_type(member.name)
         if member.error:
-            return [made(self._failed(doc_type, member.error))]
+            return done(self._failed(doc_type, member.error))
         if member.spooled is None:
             if doc_type != "file" and member.size > self.settings.max_file_size_bytes:
                 message = f"File is larger than {self.settings.max_file_size_mb} MB"
-                return [made(FileResult(FileStatus.SKIPPED, Extracted(type=doc_type), message))]
-            return [made(FileResult(FileStatus.SUCCESS, Extracted(type="file")))]
+                return done(FileResult(FileStatus.SKIPPED, Extracted(type=doc_type), message))
+            return done(FileResult(FileStatus.SUCCESS, Extracted(type="file")))
         spec = find_extractor(member.spooled)
         if spec is None or spec.unpack is None or depth >= MAX_DEPTH:
-            return [made(self._ask_child(member.spooled, doc_type))]
+            return done(self._ask_child(member.spooled, doc_type))
         try:
-            result = self._container(member.spooled, doc_type, depth + 1, budget)
+            result = self._container(member.spooled, doc_type, depth + 1, budget, emit,
+                                     prefix + member.name + "!/")
         except ContainerBomb as exc:
             raise ContainerBomb(f"{exc} (in {member.name})") from exc
-        inner, result.members = result.members, []
-        prefix = member.name + "!/"
-        for sub in inner:
-            sub.parent = prefix + sub.parent if sub.parent else member.name
-            sub.inner = prefix + sub.inner
-        return [made(result), *inner]
+        return done(result)
 
     # -- the child ---------------------------------------------------------------------------
     def _ask_child(self, request: str | tuple, doc_type: str, path: str = "") -> FileResult:

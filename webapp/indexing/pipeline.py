@@ -23,7 +23,7 @@ from webapp.extensions import db
 from webapp.indexing.extractors import ExtractionSettings, extension
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
-from webapp.indexing.isolation import Extractor, FileResult
+from webapp.indexing.isolation import Extractor, FileResult, MemberResult
 from webapp.indexing.records import delete_records, member_paths, upsert_records
 from webapp.indexing.runstats import FileStatus, Progress, RunState, RunStats
 from webapp.indexing.scanner import Changes, FileStat, diff, doc_id, root_problem, walk
@@ -42,6 +42,7 @@ WRITE_BATCHES = 5
 WRITE_SECONDS = 5.0  # ... but never hold extracted results longer than this
 WRITE_MAX_CHARS = 8_000_000  # ... nor more extracted text than this (the writer's memory)
 PUSH_BATCHES = 100  # batches per RPUSH when a run hands out its work
+MEMBER_CHUNK = 500  # members of one container sent on (and written) together
 
 _extractor: tuple | None = None  # (settings, Extractor): one child per worker process, reused
 
@@ -58,27 +59,43 @@ def get_extractor(app: Flask):
 
 
 def extract_batch(app: Flask, source: dict, files: Iterable[list],
-                  on_file: Callable[[], None] | None = None) -> dict:
-    """Extract a batch of files into documents and record rows (no writes); the members of a
-    container (`a.zip!/b.txt`) come right after it, their records naming it."""
+                  on_file: Callable[[], None] | None = None,
+                  on_partial: Callable[[dict], None] | None = None) -> dict:
+    """Extract a batch of files into documents and record rows (no writes).
+
+    The members of a container (`a.zip!/b.txt`) are documents too, their records naming it.
+    A container with many members does not wait in memory: every MEMBER_CHUNK members, what
+    was gathered goes to `on_partial` (a partial result) and a new result starts. A result's
+    `reset` lists the files whose earlier members are to be dropped before its rows are
+    written; it comes with the first rows of each file.
+    """
     extractor = get_extractor(app)
-    docs, records = [], []
+    out = {"docs": [], "records": [], "reset": []}
     now = int(time.time())
+
+    def add_member(path: str, mtime_ns: int, member: MemberResult) -> None:
+        nonlocal out
+        if on_file:
+            on_file()  # a helper's "still alive" mark, also while one container takes long
+        member_path = f"{path}!/{member.inner}"
+        parent = f"{path}!/{member.parent}" if member.parent else path
+        member_ns = member.mtime * 1_000_000_000 if member.mtime is not None else mtime_ns
+        size = max(member.size, 0)
+        out["docs"].append(_document(source, member_path, size, member_ns, member.result, now,
+                                     doc_id(source["id"], parent)))
+        out["records"].append(_record(member_path, size, member_ns, member.result, path))
+        if on_partial and len(out["records"]) >= MEMBER_CHUNK:
+            on_partial({**out, "partial": True})
+            out = {"docs": [], "records": [], "reset": []}
+
     for path, size, mtime_ns in files:
         if on_file:
             on_file()
-        result = extractor.run(path)
-        docs.append(_document(source, path, size, mtime_ns, result, now, None))
-        records.append(_record(path, size, mtime_ns, result, None))
-        for member in result.members:
-            member_path = f"{path}!/{member.inner}"
-            parent = f"{path}!/{member.parent}" if member.parent else path
-            member_ns = member.mtime * 1_000_000_000 if member.mtime is not None else mtime_ns
-            docs.append(_document(source, member_path, max(member.size, 0), member_ns,
-                                  member.result, now, doc_id(source["id"], parent)))
-            records.append(_record(member_path, max(member.size, 0), member_ns, member.result,
-                                   path))
-    return {"docs": docs, "records": records}
+        out["reset"].append(path)
+        result = extractor.run(path, on_member=lambda m, p=path, t=mtime_ns: add_member(p, t, m))
+        out["docs"].append(_document(source, path, size, mtime_ns, result, now, None))
+        out["records"].append(_record(path, size, mtime_ns, result, None))
+    return out
 
 
 def _document(source: dict, path: str, size: int, mtime_ns: int, result: FileResult, now: int,
@@ -226,8 +243,10 @@ class ScanRun:
             raw = self.redis.lpop(self.lists["todo"])
             if raw is not None:
                 task = json.loads(raw)
-                self._write(task["n"], extract_batch(self.app, self.source, task["files"]),
-                            pending)
+                n = task["n"]
+                self._write(n, extract_batch(
+                    self.app, self.source, task["files"],
+                    on_partial=lambda part, n=n: self._write(n, part, pending)), pending)
                 continue
             self._wait_for_helpers(pending, payload)
         self._flush()  # what arrived before a stop is still written (unless cancelled)
@@ -263,7 +282,8 @@ class ScanRun:
         """Take a batch's results; they are written (docs, then records) with the next flush."""
         if n not in pending:
             return  # a batch handed out twice: the first result won
-        pending.discard(n)
+        if not result.get("partial"):  # a partial result: more of this batch is coming
+            pending.discard(n)
         self._buffer.append(result)
         self._buffer_chars += sum(len(d["content"]) for d in result["docs"])
         if not self._buffer_since:
@@ -280,18 +300,19 @@ class ScanRun:
         self._buffer_since, self._buffer_chars = 0.0, 0
         if not buffer or self.lock.cancelled(self.run_id):
             return
+        self._drop_members([p for result in buffer for p in result.get("reset", ())])
         records = [r for result in buffer for r in result["records"]]
-        self._drop_stale_members(records)
         get_search(self.app).upsert([d for result in buffer for d in result["docs"]])
         upsert_records(self.source_id, records)
+        # a container that failed (a bomb found late) keeps none of the members sent before
+        self._drop_members([r["path"] for r in records if r["container"] is None
+                            and r["status"] == FileStatus.FAILED])
         del buffer
         release_freed()  # the texts just written, and the writer's heap, go back to the OS
 
-    def _drop_stale_members(self, records: list[dict]) -> None:
-        """Remove the members a changed container no longer holds (documents, then records)."""
-        containers = [r["path"] for r in records if r["container"] is None]
-        fresh = {r["path"] for r in records if r["container"] is not None}
-        stale = [p for p, _ in member_paths(self.source_id, containers) if p not in fresh]
+    def _drop_members(self, containers: list[str]) -> None:
+        """Remove every recorded member of these files (documents, then records)."""
+        stale = [p for p, _ in member_paths(self.source_id, containers)]
         if stale:
             get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in stale])
             delete_records(self.source_id, stale)
@@ -350,8 +371,10 @@ def help_extract(app: Flask, run_id: str, source_id: str) -> int:
                 r.hset(lists["inflight"], n, now)
                 beat["at"] = now
 
-        result = extract_batch(app, info, task["files"], on_file=alive)
-        result["n"] = task["n"]
-        r.rpush(lists["results"], json.dumps(result))
-        r.expire(lists["results"], keys.RUN_LISTS_TTL)
+        def send(result: dict, n: int = task["n"]) -> None:
+            result["n"] = n
+            r.rpush(lists["results"], json.dumps(result))
+            r.expire(lists["results"], keys.RUN_LISTS_TTL)
+
+        send(extract_batch(app, info, task["files"], on_file=alive, on_partial=send))
         done += 1
