@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import io
 import os
+import struct
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from email.message import EmailMessage
 
 import py7zr
@@ -45,6 +47,21 @@ def _7z(members: dict[str, bytes], password: str | None = None) -> bytes:
         for name, data in members.items():
             archive.writestr(data, name)
     return buf.getvalue()
+
+
+def _rar(members: dict[str, bytes]) -> bytes:
+    """A RAR 4 archive of stored members (no tool can make one here: `rar` is not free)."""
+    def block(head_type: int, flags: int, body: bytes, data: bytes = b"") -> bytes:
+        head = struct.pack("<BHH", head_type, flags, 7 + len(body)) + body
+        return struct.pack("<H", zlib.crc32(head) & 0xFFFF) + head + data
+
+    out = b"Rar!\x1a\x07\x00" + block(0x73, 0, b"\0" * 6)
+    for name, data in members.items():
+        raw = name.encode()
+        body = struct.pack("<IIBIIBBHI", len(data), len(data), 3, zlib.crc32(data),
+                           0x5A210000, 20, 0x30, len(raw), 0o100644 << 16) + raw
+        out += block(0x74, 0x8000, body, data)  # 0x8000: data follows; 0x30: stored
+    return out + bytes.fromhex("c43d7b00400700")  # end of archive
 
 
 def _eml(subject: str, body: str, html: str | None = None,
@@ -102,6 +119,19 @@ def _pdf(text: str, password: str | None = None) -> bytes:
     return data
 
 
+def _encrypted_docx(text: str, password: str) -> bytes:
+    import docx
+    from msoffcrypto.format.ooxml import OOXMLFile
+
+    plain, out = io.BytesIO(), io.BytesIO()
+    document = docx.Document()
+    document.add_paragraph(text)
+    document.save(plain)
+    plain.seek(0)
+    OOXMLFile(plain).encrypt(password, out)
+    return out.getvalue()
+
+
 BINARY = os.urandom(50_000)
 ATTACHMENT = b"%PDF-like bytes \x00\xff" + os.urandom(2000)
 
@@ -116,6 +146,7 @@ def _good_files() -> dict[str, bytes]:
         "t.tar.bz2": _tar({"y.txt": b"bzip heron text"}, "w:bz2"),
         "t.tar.xz": _tar({"z.txt": b"xz flamingo text"}, "w:xz"),
         "s.7z": _7z({"h.txt": b"seven zip pelican text", "bin.dat": BINARY}),
+        "r.rar": _rar({"dir/r.txt": b"rar stored sandpiper text", "rar.bin": BINARY}),
         "mail.eml": _eml("Quarterly ostrich report", "plain body", "<p>html <b>ostrich</b></p>",
                          {"report.bin": ATTACHMENT,
                           "inner.zip": _zip({"deep.txt": b"attachment zip cormorant"})}),
@@ -155,6 +186,7 @@ def test_members_of_every_container_are_documents(client, auth, scanned):
     cases = {"walrus": "a.zip!/docs/readme.txt", "puffin": "a.zip!/b.zip!/c.txt",
              "otter": "t.tar.gz!/x/notes.md", "heron": "t.tar.bz2!/y.txt",
              "flamingo": "t.tar.xz!/z.txt", "pelican": "s.7z!/h.txt",
+             "sandpiper": "r.rar!/dir/r.txt",
              "cormorant": "mail.eml!/inner.zip!/deep.txt", "\"kestrel4\"": "box.mbox!/message-4.eml"}
     for word, inner in cases.items():
         hit = _one(client, auth, word)
@@ -197,9 +229,9 @@ def test_member_downloads_are_the_original_bytes(client, auth, scanned):
     for word, expected in (("puffin", b"deep puffin inside two archives"),):
         resp = _download(client, auth, _one(client, auth, word)["id"])
         assert resp.status_code == 200 and resp.data == expected
-    for container in ("a.zip", "t.tar.gz", "s.7z"):
+    for container in ("a.zip", "t.tar.gz", "s.7z", "r.rar"):
         hits = [h for h in _hits(client, auth, "bin") if h["path"].startswith(f"{root}/{container}!/")
-                and h["basename"] in ("data.bin", "blob.bin", "bin.dat")]
+                and h["basename"] in ("data.bin", "blob.bin", "bin.dat", "rar.bin")]
         assert hits, container
         resp = _download(client, auth, hits[0]["id"])
         assert resp.status_code == 200 and resp.data == BINARY, container
@@ -305,6 +337,7 @@ def _protected() -> dict[str, bytes]:
         "locked.7z": _7z({"l.txt": b"sealed avocet text"}, password=SECRET),
         "mixed.zip": _encrypt_member(plain, "locked.txt"),
         "secret.pdf": _pdf("confidential bittern memo", password=SECRET),
+        "secret.docx": _encrypted_docx("confidential godwit letter", SECRET),
     }
 
 
@@ -329,8 +362,10 @@ def test_encrypted_members_fail_and_the_rest_is_indexed(app, client, auth, make_
         assert records[name].error_message == "Archive is password protected"
     assert records["mixed.zip"].status == "success" and records["locked.7z"].status == "success"
     assert records["secret.pdf"].error_message == "PDF is password protected"
+    assert records["secret.docx"].error_message == "Document is password protected"
     assert _one(client, auth, "open grebe")["basename"] == "open.txt"
     assert _hits(client, auth, "avocet") == [] and _hits(client, auth, "bittern") == []
+    assert _hits(client, auth, "godwit") == []
 
 
 def test_passwords_file_opens_encrypted_files(with_passwords, client, auth, make_tree,
@@ -338,6 +373,7 @@ def test_passwords_file_opens_encrypted_files(with_passwords, client, auth, make
     _scan(client, auth, make_tree, make_source, run_jobs, _protected())
     assert _one(client, auth, "avocet")["basename"] == "l.txt"
     assert _one(client, auth, "bittern")["basename"] == "secret.pdf"
+    assert _one(client, auth, "godwit")["basename"] == "secret.docx"
     member = _one(client, auth, "avocet")
     assert _download(client, auth, member["id"]).data == b"sealed avocet text"
     assert SECRET not in caplog.text
