@@ -272,6 +272,8 @@ def _bombs() -> dict[str, bytes]:
     truncated = _tar({"a.txt": b"truncated gannet " * 5000, "b.txt": os.urandom(20000)})
     return {
         "bomb.zip": bomb,
+        "bomb.7z": _7z({"zeros.txt": zeros}),
+        "bomb.tar.gz": _tar({"zeros.txt": zeros}),
         "nested.zip": _zip({"ok.txt": b"nested shell", "inner.zip": bomb}),
         "escape.zip": _zip({"../evil.txt": b"escape tern"}),
         "absolute.tar": _tar({"/etc/evil.txt": b"absolute tern"}, "w"),
@@ -299,6 +301,8 @@ def test_hostile_containers_fail_alone(app, client, auth, make_tree, make_source
         records = {r.path.removeprefix(f"{root}/"): r for r in db.session.query(IndexedFile)}
     expected = {
         "bomb.zip": "Archive looks like a decompression bomb",
+        "bomb.7z": "Archive looks like a decompression bomb",
+        "bomb.tar.gz": "Archive looks like a decompression bomb",
         "nested.zip": "Archive looks like a decompression bomb",
         "escape.zip": "Archive has an unsafe member name: ../evil.txt",
         "absolute.tar": "Archive has an unsafe member name: /etc/evil.txt",
@@ -429,3 +433,24 @@ def test_verify_finds_members_in_their_containers(app, scanned):
         report = verify_source(src["id"], repair=False)
     assert report["problems"] == 0, report
     assert report["records"] > report["files_on_disk"]  # the members have records of their own
+
+
+def test_nesting_stops_at_three_levels(tmp_path):
+    from webapp.indexing.extractors import ExtractionSettings
+    from webapp.indexing.isolation import Extractor
+
+    level4 = _zip({"e.txt": b"too deep"})
+    level3 = _zip({"d.zip": level4, "c.txt": b"third level"})
+    level2 = _zip({"c.zip": level3})
+    (tmp_path / "a.zip").write_bytes(_zip({"b.zip": level2}))
+    spool = tmp_path / "data" / "tmp" / "unpack"
+    with Extractor(ExtractionSettings(spool_dir=str(spool))) as extractor:
+        result = extractor.run(str(tmp_path / "a.zip"))
+    found = {m.inner: m for m in result.members}
+    assert set(found) == {"b.zip", "b.zip!/c.zip", "b.zip!/c.zip!/c.txt",
+                          "b.zip!/c.zip!/d.zip"}
+    assert found["b.zip!/c.zip!/c.txt"].result.doc.content == "third level"
+    assert found["b.zip!/c.zip!/c.txt"].parent == "b.zip!/c.zip"
+    deepest = found["b.zip!/c.zip!/d.zip"].result  # listed, not opened
+    assert deepest.doc.type == "archive" and deepest.doc.content == "e.txt"
+    assert list(spool.iterdir()) == []

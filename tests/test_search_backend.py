@@ -540,3 +540,14 @@ def test_words_in_most_documents_of_a_large_index_only_rank(tmp_path):
     assert page.results[0]["snippet"] == "the common <em>puffin</em>"  # not the common word
     assert backend.search(SearchQuery(q="common xyzzy")).total == 1_101  # nothing else occurs
     assert backend.search(SearchQuery(q="common puffin", matching_strategy="all")).total == 1
+
+
+def test_members_carry_their_container_id(backend):
+    archive = make_doc("zip", "reports/q1.txt", "backup.zip")
+    member = make_doc("member", "quarterly grebe figures", "q1.txt",
+                      path="/data/docs/backup.zip!/reports/q1.txt", container_id="docs--zip")
+    backend.upsert([archive, member])
+    hits = backend.search(SearchQuery(q="grebe")).results
+    assert [(h["id"], h["container_id"]) for h in hits] == [("docs--member", "docs--zip")]
+    assert backend.get("docs--member")["container_id"] == "docs--zip"
+    assert backend.get("docs--zip").get("container_id") is None

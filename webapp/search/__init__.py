@@ -18,7 +18,8 @@ MATCHING_STRATEGIES = ("all", "last", "frequency")
 DEFAULT_MATCHING_STRATEGY = "frequency"
 FACETS = ("type", "extension", "source_id", "year")  # `year` of modified_at, UTC
 MAX_FACET_VALUES = 100  # per facet, the most frequent first (as Meilisearch's default)
-# Keys every upserted document carries (title may be None, metadata may be {}).
+# Keys every upserted document carries (title may be None, metadata may be {}; container_id,
+# the id of the archive or e-mail holding a member, is None or absent for plain files).
 DOC_FIELDS = (
     "id", "source_id", "source_name", "path", "basename", "extension", "type",
     "size_bytes", "modified_at", "indexed_at", "content", "title", "metadata", "container_id",
@@ -121,7 +122,6 @@ def validate_doc(doc: Mapping) -> dict:
     out["title"] = doc.get("title") or None
     out["metadata"] = dict(doc.get("metadata") or {})
     out["content"] = doc.get("content") or ""
-    out["container_id"] = doc.get("container_id") or None  # set for members of containers
     return out
 
 

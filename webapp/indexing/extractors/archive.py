@@ -133,8 +133,7 @@ def _zip_open(archive: zipfile.ZipFile, info: zipfile.ZipInfo, passwords: tuple[
         return archive.open(info)
     for password in passwords:
         try:
-            stream = archive.open(info, pwd=password.encode())
-            return stream
+            return archive.open(info, pwd=password.encode())
         except RuntimeError:  # "Bad password"
             continue
     raise ExtractionError(PASSWORD_MESSAGE)
@@ -171,41 +170,45 @@ def _walk_tar(path: str, guard: Guard, sink: Sink) -> list[Member]:
     return members
 
 
+class _SinkWriter:
+    """Where py7zr writes one member: the sink's file, refusing more than was declared."""
+
+    def __init__(self, member: Member, out: IO[bytes], limit: int) -> None:
+        self.member, self.out, self.written = member, out, 0
+        self.limit = min(max(member.size, 0), limit)
+
+    def write(self, data: bytes) -> int:
+        self.written += len(data)
+        if self.written > self.limit:
+            raise ContainerBomb(BOMB_MESSAGE + " (a member is larger than declared)")
+        return self.out.write(data)
+
+    def read(self, size: int | None = None) -> bytes:
+        return b""
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return offset
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def size(self) -> int:
+        return self.written
+
+    def close(self) -> None:
+        """py7zr's end of this member; the walk closes the sink's file itself."""
+
+
 class _SinkFactory:
-    """py7zr writes each member it decompresses to the file this factory hands out."""
+    """py7zr asks this for a writer for each member it decompresses."""
 
     def __init__(self, targets: dict[str, tuple[Member, IO[bytes]]], limit: int) -> None:
         self.targets = targets
         self.limit = limit
 
-    def create(self, filename: str) -> Any:
-        import py7zr.io
-
+    def create(self, filename: str) -> _SinkWriter:
         member, out = self.targets[filename]
-        factory = self
-
-        class Writer(py7zr.io.Py7zIO):
-            written = 0
-
-            def write(self, s: bytes) -> int:
-                self.written += len(s)
-                if self.written > max(member.size, 0) or self.written > factory.limit:
-                    raise ContainerBomb(BOMB_MESSAGE + " (a member is larger than declared)")
-                return out.write(s)
-
-            def read(self, size: int | None = None) -> bytes:
-                return b""
-
-            def seek(self, offset: int, whence: int = 0) -> int:
-                return offset
-
-            def flush(self) -> None:
-                out.flush()
-
-            def size(self) -> int:
-                return self.written
-
-        return Writer()
+        return _SinkWriter(member, out, self.limit)
 
 
 def _walk_7z(path: str, guard: Guard, sink: Sink) -> list[Member]:
