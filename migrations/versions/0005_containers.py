@@ -1,7 +1,7 @@
 """Members of containers: the record of a member names the file on disk that holds it.
 
 Revision ID: 0005
-Revises: 0001
+Revises: 0007
 Create Date: 2026-11-23
 """
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0005"
-down_revision = "0001"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
