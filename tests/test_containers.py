@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import os
 import struct
+import subprocess
+import sys
 import tarfile
 import tempfile
 import zipfile
@@ -454,3 +456,20 @@ def test_nesting_stops_at_three_levels(tmp_path):
     deepest = found["b.zip!/c.zip!/d.zip"].result  # listed, not opened
     assert deepest.doc.type == "archive" and deepest.doc.content == "e.txt"
     assert list(spool.iterdir()) == []
+
+
+def test_spool_folders_of_dead_workers_are_removed(tmp_path):
+    from webapp.indexing.extractors import ExtractionSettings
+    from webapp.indexing.isolation import Extractor
+
+    spool = tmp_path / "tmp" / "unpack"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = spool / f"unpack-{dead.pid}-x1"  # a worker killed while it unpacked
+    stale.mkdir(parents=True)
+    (stale / "member.txt").write_text("left behind")
+    live = spool / f"unpack-{os.getpid()}-x2"
+    live.mkdir()
+    with Extractor(ExtractionSettings(spool_dir=str(spool))):
+        pass
+    assert not stale.exists() and live.exists()

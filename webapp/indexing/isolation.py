@@ -113,6 +113,24 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
             return
 
 
+def remove_stale_spools(spool_dir: str) -> None:
+    """Remove spool folders left by worker processes that died while unpacking a container."""
+    try:
+        names = os.listdir(spool_dir)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if len(parts) < 3 or parts[0] != "unpack" or not parts[1].isdigit():
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(spool_dir, name), ignore_errors=True)
+        except OSError:
+            continue  # alive, another user's: not ours to judge
+
+
 class Extractor:
     """Owns one extraction child process; use as a context manager or call close()."""
 
@@ -130,6 +148,7 @@ class Extractor:
         self.children_started = 0
         if self._ctx.get_start_method() == "fork":
             preload()
+        remove_stale_spools(settings.spool_dir)
 
     def __enter__(self) -> Extractor:
         return self
@@ -178,7 +197,7 @@ class Extractor:
         is a bomb. `prefix` is the container's own path inside the outermost one + `!/`."""
         if depth == 1:
             os.makedirs(self.settings.spool_dir, exist_ok=True)
-            spool = tempfile.mkdtemp(prefix="unpack-", dir=self.settings.spool_dir)
+            spool = tempfile.mkdtemp(prefix=f"unpack-{os.getpid()}-", dir=self.settings.spool_dir)
         else:  # inside the outer spool folder, made by the child only when a member needs it
             spool = path + ".members"
         try:
