@@ -231,7 +231,7 @@ class SearchLoad:
         while not self._stop.is_set():
             try:
                 resp = session.post(self.url + "/api/search", json={"q": "note topic3"},
-                                    timeout=10)
+                                    timeout=30)
                 kind = str(resp.status_code)
                 if resp.status_code == 200 and "total" not in resp.json():
                     kind = "bad-body"
