@@ -80,6 +80,14 @@ def _eml(subject: str, body: str, html: str | None = None,
     return bytes(msg)
 
 
+def _html_only_eml() -> bytes:
+    msg = EmailMessage()
+    msg["Subject"], msg["From"] = "Newsletter", "news@example.org"
+    msg.set_content("<html><style>p {color: red}</style><body><p>The <b>sanderling</b> "
+                    "season</p><script>var x = 1;</script></body></html>", subtype="html")
+    return bytes(msg)
+
+
 def _mbox(count: int, broken_at: int | None = None) -> bytes:
     out = io.BytesIO()
     for n in range(1, count + 1):
@@ -153,6 +161,7 @@ def _good_files() -> dict[str, bytes]:
                          {"report.bin": ATTACHMENT,
                           "inner.zip": _zip({"deep.txt": b"attachment zip cormorant"})}),
         "box.mbox": _mbox(5, broken_at=3),
+        "news.eml": _html_only_eml(),
         "plain.txt": b"a plain file beside the archives",
     }
 
@@ -214,6 +223,11 @@ def test_email_fields_and_mbox_messages(client, auth, scanned):
     assert meta["cc"] == "mary@example.org" and meta["message_id"] == "<m1@example.org>"
     assert meta["date"].startswith("2023-10-03T10:00:00")
     assert "plain body" in mail["content"]
+    news = client.get(f"/api/documents/{_one(client, auth, 'sanderling')['id']}",
+                      headers=auth).get_json()
+    assert "The sanderling season" in news["content"]  # an HTML body, as text
+    assert "<" not in news["content"] and "color" not in news["content"]
+    assert "var x" not in news["content"]
     message = _one(client, auth, "\"kestrel5\"")
     assert message["type"] == "email" and message["path"].endswith("box.mbox!/message-5.eml")
     full = client.get(f"/api/documents/{message['id']}", headers=auth).get_json()
