@@ -4,16 +4,16 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 VENDOR := static/vendor
 
-.PHONY: run test install install-dev assets chromium tesseract services lint bench bench-quick bench-relevance clean
+.PHONY: run test install install-dev assets chromium tesseract rartool services lint bench bench-quick bench-relevance clean
 
-run: install assets tesseract
+run: install assets tesseract rartool
 	$(BIN)/python -m webapp.launcher
 
 # The suite runs twice: on SQLite, then on PostgreSQL (a database made for the run on the local
 # server, user postgres) when one answers on 127.0.0.1:5432; browser tests only in the first pass.
 PG_CHECK := import psycopg; psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3").close()
 
-test: install-dev assets chromium tesseract services
+test: install-dev assets chromium tesseract rartool services
 	@status=0; \
 	echo "== test suite on SQLite =="; \
 	$(BIN)/python -m pytest $(PYTEST_ARGS) || status=$$?; \
@@ -69,6 +69,13 @@ tesseract:
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null) || echo "Tesseract could not be installed ($$missing): Trawl runs without OCR"; \
 	  else echo "Tesseract missing and not root ($$missing): Trawl runs without OCR (scanned documents are found by name only)"; fi; fi
+
+# Compressed RAR members are read through an external tool (rarfile): Debian's bsdtar is installed
+# when we are root; without one, RAR member lists are still indexed and the members say why not.
+rartool:
+	@command -v unrar >/dev/null || command -v unar >/dev/null || command -v 7z >/dev/null || command -v bsdtar >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libarchive-tools >/dev/null) || echo "libarchive-tools could not be installed: compressed RAR members will not be read"; \
+	  else echo "No unrar, unar, 7z or bsdtar and not root: compressed RAR members will not be read (apt-get install libarchive-tools)"; fi; }
 
 # Redis and PostgreSQL for the tests: started when the machine has them but they are not running.
 services:

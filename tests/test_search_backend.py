@@ -556,6 +556,17 @@ def test_words_in_most_documents_of_a_large_index_only_rank(tmp_path):
     assert backend.search(SearchQuery(q="common puffin", matching_strategy="all")).total == 1
 
 
+def test_members_carry_their_container_id(backend):
+    archive = make_doc("zip", "reports/q1.txt", "backup.zip")
+    member = make_doc("member", "quarterly grebe figures", "q1.txt",
+                      path="/data/docs/backup.zip!/reports/q1.txt", container_id="docs--zip")
+    backend.upsert([archive, member])
+    hits = backend.search(SearchQuery(q="grebe")).results
+    assert [(h["id"], h["container_id"]) for h in hits] == [("docs--member", "docs--zip")]
+    assert backend.get("docs--member")["container_id"] == "docs--zip"
+    assert backend.get("docs--zip").get("container_id") is None
+
+
 def test_a_word_found_as_written_in_many_documents_gets_no_typo_forms(tmp_path):
     """A word found as written in TYPO_EXACT_DOCS documents or more is taken as spelled
     right: its one-typo neighbours are not searched (their posting lists were most of a

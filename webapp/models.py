@@ -95,6 +95,7 @@ class IndexedFile(db.Model):
         UniqueConstraint("source_id", "path", name="uq_indexed_files_source_path"),
         Index("ix_indexed_files_source_status", "source_id", "status"),
         Index("ix_indexed_files_source_ocr", "source_id", "ocr"),
+        Index("ix_indexed_files_source_container", "source_id", "container"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     source_id: Mapped[str] = mapped_column(
@@ -109,6 +110,9 @@ class IndexedFile(db.Model):
     status: Mapped[str] = mapped_column(String(16))  # success | failed | skipped
     error_message: Mapped[str | None] = mapped_column(Text)
     ocr: Mapped[str | None] = mapped_column(String(16))  # pending | done | failed; None: not needed
+    # a member of an archive or e-mail (path `a.zip!/b.txt`): the path of the file on disk
+    # that holds it, at any depth; None for files the walk finds
+    container: Mapped[str | None] = mapped_column(Text)
 
 
 class RunRecord(db.Model):

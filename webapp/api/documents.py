@@ -73,9 +73,9 @@ class Download(MethodView):
         """The original file; authenticated by the link's token instead of a bearer token."""
         user = documents.check_download_token(args["token"], doc_id)
         doc = documents.get(doc_id, user)
-        path = documents.open_path(doc)
-        resp = send_file(path, mimetype="application/octet-stream", conditional=True,
-                         max_age=0)
+        resp = send_file(documents.download_target(doc), mimetype="application/octet-stream",
+                         conditional=True, max_age=0, download_name=doc["basename"],
+                         etag=not doc.get("container_id"))
         resp.headers["Content-Disposition"] = documents.content_disposition(
             "attachment", doc["basename"])
         return resp

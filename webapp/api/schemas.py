@@ -318,6 +318,8 @@ class SearchResultSchema(ma.Schema):
     modified_at = fields.Integer()
     snippet = fields.String()
     score = fields.Float()
+    container_id = fields.String(allow_none=True, dump_default=None, metadata={
+        "description": "id of the archive or e-mail holding this member; null for files"})
 
 
 class SearchResponseSchema(ma.Schema):
@@ -346,6 +348,8 @@ class DocumentSchema(ma.Schema):
     content = fields.String()
     title = fields.String(allow_none=True)
     metadata = fields.Dict()
+    container_id = fields.String(allow_none=True, dump_default=None, metadata={
+        "description": "id of the archive or e-mail holding this member; null for files"})
 
 
 class PreviewArgsSchema(ma.Schema):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 
-from sqlalchemy import ColumnElement, and_, or_, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 
 from webapp.extensions import db
 from webapp.indexing.extractors import TIMEOUT_MESSAGE, UNREADABLE_MESSAGE, VANISHED_MESSAGE
@@ -31,8 +31,10 @@ def _failed_with(*messages: str, timeouts: bool) -> ColumnElement[bool]:
 
 
 def retry_paths(source_id: str) -> set[str]:
-    """Paths the next scan extracts again whatever their size and mtime."""
-    return set(db.session.scalars(select(IndexedFile.path).where(
+    """Paths the next scan extracts again whatever their size and mtime (a member that timed
+    out has its container extracted again)."""
+    return set(db.session.scalars(select(
+        func.coalesce(IndexedFile.container, IndexedFile.path)).where(
         IndexedFile.source_id == source_id, _failed_with(*ACCESS_FAILURES, timeouts=True))))
 
 

@@ -7,26 +7,33 @@ document or a short error. A child that misses its deadline is killed, one that 
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
-from collections.abc import Iterable
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from webapp.indexing.extractors import (
     TIMEOUT_MESSAGE,
     UNREADABLE_MESSAGE,
     VANISHED_MESSAGE,
+    ContainerBomb,
     Extracted,
     ExtractionError,
     ExtractionSettings,
     ExtractorSpec,
+    Member,
+    detect_type,
     extract,
     find_extractor,
     preload,
+    unpack,
 )
 from webapp.indexing.runstats import FileStatus
 from webapp.procs import die_with_parent, limit_memory
@@ -36,15 +43,30 @@ CRASH_MESSAGE = "Extractor crashed on this file"
 MEMORY_MESSAGE = "File needs too much memory to extract"
 START_MESSAGE = "Extraction child did not start"
 CHILD_START_TIMEOUT = 60.0  # seconds a new child may take to start (a spawn on a busy machine)
+MAX_DEPTH = 3  # containers are opened this deep (a.zip!/b.zip!/c.zip!/d.txt); deeper ones listed
 
 
 @dataclass
 class FileResult:
-    """Outcome of one file: status success|failed|skipped, the document, and why it failed."""
+    """Outcome of one file: status success|failed|skipped, the document, and why it failed;
+    for a container, every member at every depth (flattened)."""
 
     status: FileStatus
     doc: Extracted
     error_message: str | None = None
+    members: list[MemberResult] = field(default_factory=list)
+
+
+@dataclass
+class MemberResult:
+    """One member of a container: its path inside the outermost container (`b.zip!/c.txt`),
+    the inner path of the container holding it ('' for the outermost), its size and mtime."""
+
+    inner: str
+    parent: str
+    size: int
+    mtime: int | None
+    result: FileResult
 
 
 def _format_seconds(seconds: float) -> str:
@@ -71,7 +93,12 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
         if path is None:
             return
         try:
-            reply: tuple[str, Any] = ("ok", extract(path, settings, extra))
+            if isinstance(path, tuple):  # ("unpack", container, spool folder, budget)
+                reply: tuple[str, Any] = ("ok", unpack(path[1], settings, path[2], path[3]))
+            else:
+                reply = ("ok", extract(path, settings, extra))
+        except ContainerBomb as exc:
+            reply = ("bomb", str(exc))
         except ExtractionError as exc:
             reply = ("error", str(exc) or "Extraction failed")
         except MemoryError:
@@ -84,6 +111,24 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
             conn.send(("fatal", MEMORY_MESSAGE))
         if reply[0] == "fatal":
             return
+
+
+def remove_stale_spools(spool_dir: str) -> None:
+    """Remove spool folders left by worker processes that died while unpacking a container."""
+    try:
+        names = os.listdir(spool_dir)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if len(parts) < 3 or parts[0] != "unpack" or not parts[1].isdigit():
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(spool_dir, name), ignore_errors=True)
+        except OSError:
+            continue  # alive, another user's: not ours to judge
 
 
 class Extractor:
@@ -103,6 +148,7 @@ class Extractor:
         self.children_started = 0
         if self._ctx.get_start_method() == "fork":
             preload()
+        remove_stale_spools(settings.spool_dir)
 
     def __enter__(self) -> Extractor:
         return self
@@ -115,8 +161,10 @@ class Extractor:
         """Process id of the current child, if one is running."""
         return self._proc.pid if self._proc is not None and self._proc.is_alive() else None
 
-    def run(self, path: str) -> FileResult:
-        """Extract one file; never raises for a bad file."""
+    def run(self, path: str,
+            on_member: Callable[[MemberResult], None] | None = None) -> FileResult:
+        """Extract one file; never raises for a bad file. A container's members are handed to
+        `on_member` one by one as they are extracted (or collected in `members` without one)."""
         spec = find_extractor(path, self.extra)
         doc_type = spec.type if spec else "file"
         try:
@@ -130,9 +178,74 @@ class Extractor:
             return FileResult(FileStatus.SKIPPED, Extracted(type=doc_type), message)
         if spec is None:
             return FileResult(FileStatus.SUCCESS, Extracted(type="file"))
-        return self._ask_child(path, doc_type)
+        if spec.unpack is None:
+            return self._ask_child(path, doc_type)
+        collected: list[MemberResult] = []
+        budget = [self.settings.archive_max_total_bytes]
+        try:
+            result = self._container(path, doc_type, 1, budget, on_member or collected.append)
+        except ContainerBomb as exc:  # its members already handed out are dropped by the caller
+            return self._failed(doc_type, str(exc))
+        result.members = collected
+        return result
 
-    def _ask_child(self, path: str, doc_type: str) -> FileResult:
+    # -- containers ------------------------------------------------------------------------
+    def _container(self, path: str, doc_type: str, depth: int, budget: list[int],
+                   emit: Callable[[MemberResult], None], prefix: str = "") -> FileResult:
+        """Unpack a container in the child (into a spool folder under DATA_DIR), then extract
+        each member like a file and emit it; raises ContainerBomb when it, or one inside it,
+        is a bomb. `prefix` is the container's own path inside the outermost one + `!/`."""
+        if depth == 1:
+            os.makedirs(self.settings.spool_dir, exist_ok=True)
+            spool = tempfile.mkdtemp(prefix=f"unpack-{os.getpid()}-", dir=self.settings.spool_dir)
+        else:  # inside the outer spool folder, made by the child only when a member needs it
+            spool = path + ".members"
+        try:
+            answer = self._ask_child(("unpack", path, spool, budget[0]), doc_type, path)
+            if answer.status != FileStatus.SUCCESS:
+                return answer
+            doc, members = answer.doc
+            budget[0] -= sum(max(m.size, 0) for m in members)
+            for member in members:
+                self._member(member, depth, budget, emit, prefix)
+                if member.spooled:  # the spool holds one member's bytes at a time
+                    with contextlib.suppress(OSError):
+                        os.unlink(member.spooled)
+            return FileResult(FileStatus.SUCCESS, doc)
+        finally:
+            if depth == 1 or os.path.isdir(spool):
+                shutil.rmtree(spool, ignore_errors=True)
+
+    def _member(self, member: Member, depth: int, budget: list[int],
+                emit: Callable[[MemberResult], None], prefix: str) -> None:
+        """Extract one member and emit it (after its own members, when it is a container)."""
+        def done(result: FileResult) -> None:
+            emit(MemberResult(prefix + member.name, prefix[:-2], member.size, member.mtime,
+                              result))
+
+        doc_type = detect_type(member.name)
+        if member.error:
+            return done(self._failed(doc_type, member.error))
+        if member.spooled is None:
+            if doc_type != "file" and member.size > self.settings.max_file_size_bytes:
+                message = f"File is larger than {self.settings.max_file_size_mb} MB"
+                return done(FileResult(FileStatus.SKIPPED, Extracted(type=doc_type), message))
+            return done(FileResult(FileStatus.SUCCESS, Extracted(type="file")))
+        spec = find_extractor(member.spooled)
+        if spec is None or spec.unpack is None or depth >= MAX_DEPTH:
+            return done(self._ask_child(member.spooled, doc_type))
+        try:
+            result = self._container(member.spooled, doc_type, depth + 1, budget, emit,
+                                     prefix + member.name + "!/")
+        except ContainerBomb as exc:
+            raise ContainerBomb(f"{exc} (in {member.name})") from exc
+        return done(result)
+
+    # -- the child ---------------------------------------------------------------------------
+    def _ask_child(self, request: str | tuple, doc_type: str, path: str = "") -> FileResult:
+        """Send one request (a path, or an unpack tuple) and wait for its answer, with the
+        type's timeout; the answer's payload is the result's `doc`."""
+        path = path or str(request)
         timeout = self.settings.timeout_for(doc_type)
         try:
             conn = self._ensure_child()
@@ -141,7 +254,7 @@ class Extractor:
             self._kill()
             return self._failed(doc_type, START_MESSAGE)
         try:
-            conn.send(path)
+            conn.send(request)
             if not conn.poll(timeout):
                 log.warning("Extraction of %s timed out after %s s; child killed", path, timeout)
                 self._kill()
@@ -154,6 +267,8 @@ class Extractor:
             return self._failed(doc_type, CRASH_MESSAGE)
         if kind == "ok":
             return FileResult(FileStatus.SUCCESS, payload)
+        if kind == "bomb":
+            raise ContainerBomb(payload)
         if kind == "fatal":
             self._kill()
         return self._failed(doc_type, payload)

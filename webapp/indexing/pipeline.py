@@ -24,10 +24,10 @@ from webapp.indexing.extractors import ExtractionSettings, extension
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
 from webapp.indexing.history import record_run
-from webapp.indexing.isolation import Extractor
+from webapp.indexing.isolation import Extractor, FileResult, MemberResult
 from webapp.indexing.ocr import PENDING, needs_ocr
 from webapp.indexing.ocr_phase import enabled as ocr_enabled
-from webapp.indexing.records import delete_records, upsert_records
+from webapp.indexing.records import delete_records, member_paths, upsert_records
 from webapp.indexing.runstats import FileStatus, Progress, RunState, RunStats
 from webapp.indexing.scanner import Changes, FileStat, diff, doc_id, root_problem, walk
 from webapp.indexing.state import Heartbeat, scan_lock, stamp, writer_lock
@@ -46,6 +46,7 @@ WRITE_BATCHES = 5
 WRITE_SECONDS = 5.0  # ... but never hold extracted results longer than this
 WRITE_MAX_CHARS = 8_000_000  # ... nor more extracted text than this (the writer's memory)
 PUSH_BATCHES = 100  # batches per RPUSH when a run hands out its work
+MEMBER_CHUNK = 500  # members of one container sent on (and written) together
 
 _extractor: tuple | None = None  # (settings, Extractor): one child per worker process, reused
 
@@ -62,32 +63,71 @@ def get_extractor(app: Flask):
 
 
 def extract_batch(app: Flask, source: dict, files: Iterable[list],
-                  on_file: Callable[[], None] | None = None) -> dict:
-    """Extract a batch of files into documents and record rows (no writes)."""
+                  on_file: Callable[[], None] | None = None,
+                  on_partial: Callable[[dict], None] | None = None) -> dict:
+    """Extract a batch of files into documents and record rows (no writes).
+
+    The members of a container (`a.zip!/b.txt`) are documents too, their records naming it.
+    A container with many members does not wait in memory: every MEMBER_CHUNK members, what
+    was gathered goes to `on_partial` (a partial result) and a new result starts. A result's
+    `reset` lists the files whose earlier members are to be dropped before its rows are
+    written; it comes with the first rows of each file.
+    """
     extractor = get_extractor(app)
-    docs, records = [], []
+    out = {"docs": [], "records": [], "reset": []}
     now = int(time.time())
     ocr = ocr_enabled(app)  # documents that need it wait for the OCR phase (ocr_phase.py)
+
+    def add_member(path: str, mtime_ns: int, member: MemberResult) -> None:
+        nonlocal out
+        if on_file:
+            on_file()  # a helper's "still alive" mark, also while one container takes long
+        member_path = f"{path}!/{member.inner}"
+        parent = f"{path}!/{member.parent}" if member.parent else path
+        member_ns = member.mtime * 1_000_000_000 if member.mtime is not None else mtime_ns
+        size = max(member.size, 0)
+        out["docs"].append(_document(source, member_path, size, member_ns, member.result, now,
+                                     doc_id(source["id"], parent)))
+        # members are not read by OCR (the OCR phase reads files by their path on disk)
+        out["records"].append(_record(member_path, size, member_ns, member.result, path, False))
+        if on_partial and len(out["records"]) >= MEMBER_CHUNK:
+            on_partial({**out, "partial": True})
+            out = {"docs": [], "records": [], "reset": []}
+
     for path, size, mtime_ns in files:
         if on_file:
             on_file()
+        out["reset"].append(path)
         started = time.perf_counter()
-        result = extractor.run(path)
-        doc = result.doc
-        extraction_seconds.labels(doc.type).observe(time.perf_counter() - started)
-        basename = os.path.basename(path)
-        docs.append({
-            "id": doc_id(source["id"], path), "source_id": source["id"],
-            "source_name": source["name"], "path": path, "basename": basename,
-            "extension": extension(path), "type": doc.type, "size_bytes": size,
-            "modified_at": int(mtime_ns // 1_000_000_000), "indexed_at": now,
-            "content": doc.content or "", "title": doc.title, "metadata": doc.metadata or {}})
-        records.append({"path": path, "size_bytes": size, "mtime_ns": mtime_ns,
-                        "doc_type": doc.type, "status": result.status,
-                        "error_message": result.error_message,
-                        "ocr": PENDING if ocr and result.status == FileStatus.SUCCESS and
-                        needs_ocr(doc.type, extension(path), doc.metadata or {}) else None})
-    return {"docs": docs, "records": records}
+        result = extractor.run(path, on_member=lambda m, p=path, t=mtime_ns: add_member(p, t, m))
+        extraction_seconds.labels(result.doc.type).observe(time.perf_counter() - started)
+        out["docs"].append(_document(source, path, size, mtime_ns, result, now, None))
+        out["records"].append(_record(path, size, mtime_ns, result, None, ocr))
+    return out
+
+
+def _document(source: dict, path: str, size: int, mtime_ns: int, result: FileResult, now: int,
+              container_id: str | None) -> dict:
+    doc = result.doc
+    return {
+        "id": doc_id(source["id"], path), "source_id": source["id"],
+        "source_name": source["name"], "path": path, "basename": os.path.basename(path),
+        "extension": extension(path), "type": doc.type, "size_bytes": size,
+        "modified_at": int(mtime_ns // 1_000_000_000), "indexed_at": now,
+        "content": doc.content or "", "title": doc.title, "metadata": doc.metadata or {},
+        "container_id": container_id}
+
+
+def _record(path: str, size: int, mtime_ns: int, result: FileResult,
+            container: str | None, ocr: bool) -> dict:
+    """A file record; with `ocr`, marked pending when its document needs the OCR phase."""
+    doc = result.doc
+    pending = ocr and result.status == FileStatus.SUCCESS and needs_ocr(
+        doc.type, extension(path), doc.metadata or {})
+    return {"path": path, "size_bytes": size, "mtime_ns": mtime_ns,
+            "doc_type": doc.type, "status": result.status,
+            "error_message": result.error_message, "container": container,
+            "ocr": PENDING if pending else None}
 
 
 class ScanRun:
@@ -170,16 +210,17 @@ class ScanRun:
         patterns = PatternSet(source.include_patterns, source.exclude_patterns)
         records = {p: (size, mtime) for p, size, mtime in db.session.execute(
             select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
-            .where(IndexedFile.source_id == self.source_id))}
+            .where(IndexedFile.source_id == self.source_id,
+                   IndexedFile.container.is_(None)))}  # members go with their container
         # the walk streams into the diff, which consumes the records: no list of every file
         changes = diff(walk(source.root_path, patterns, self.error), records, full=self.full,
                        retry=retry_paths(self.source_id))
         self._count(changes)
         if changes.deleted:
+            gone = changes.deleted + [p for p, _ in member_paths(self.source_id, changes.deleted)]
             with writer_lock(self.source_id, self.app):
-                get_search(self.app).delete_ids([doc_id(self.source_id, p)
-                                                 for p in changes.deleted])
-                delete_records(self.source_id, changes.deleted)
+                get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in gone])
+                delete_records(self.source_id, gone)
         if unclean or self.full:
             self._remove_orphans()
         self._extract_all(changes.to_index, beat)
@@ -230,8 +271,10 @@ class ScanRun:
             raw = self.redis.lpop(self.lists["todo"])
             if raw is not None:
                 task = json.loads(raw)
-                self._write(task["n"], extract_batch(self.app, self.source, task["files"]),
-                            pending)
+                n = task["n"]
+                self._write(n, extract_batch(
+                    self.app, self.source, task["files"],
+                    on_partial=lambda part, n=n: self._write(n, part, pending)), pending)
                 continue
             self._wait_for_helpers(pending, payload)
         self._flush()  # what arrived before a stop is still written (unless cancelled)
@@ -267,7 +310,8 @@ class ScanRun:
         """Take a batch's results; they are written (docs, then records) with the next flush."""
         if n not in pending:
             return  # a batch handed out twice: the first result won
-        pending.discard(n)
+        if not result.get("partial"):  # a partial result: more of this batch is coming
+            pending.discard(n)
         self._buffer.append(result)
         self._buffer_chars += sum(len(d["content"]) for d in result["docs"])
         if not self._buffer_since:
@@ -285,10 +329,22 @@ class ScanRun:
         if not buffer or self.lock.cancelled(self.run_id):
             return
         with writer_lock(self.source_id, self.app):  # the OCR phase writes between flushes
+            self._drop_members([p for result in buffer for p in result.get("reset", ())])
+            records = [r for result in buffer for r in result["records"]]
             get_search(self.app).upsert([d for result in buffer for d in result["docs"]])
-            upsert_records(self.source_id, [r for result in buffer for r in result["records"]])
+            upsert_records(self.source_id, records)
+            # a container that failed (a bomb found late) keeps none of the members sent before
+            self._drop_members([r["path"] for r in records if r["container"] is None
+                                and r["status"] == FileStatus.FAILED])
         del buffer
         release_freed()  # the texts just written, and the writer's heap, go back to the OS
+
+    def _drop_members(self, containers: list[str]) -> None:
+        """Remove every recorded member of these files (documents, then records)."""
+        stale = [p for p, _ in member_paths(self.source_id, containers)]
+        if stale:
+            get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in stale])
+            delete_records(self.source_id, stale)
 
     def _count_batch(self, result: dict) -> None:
         s = self.stats
@@ -298,7 +354,7 @@ class ScanRun:
             scan_files.labels(self.source_id, str(status)).inc()
             if rec["error_message"] and status == FileStatus.FAILED:
                 self.error(rec["path"], rec["error_message"])
-        s.progress.done += len(result["records"])
+        s.progress.done += sum(1 for r in result["records"] if r.get("container") is None)
         if result["records"]:
             s.current_file = result["records"][-1]["path"]
         self.publish()
@@ -346,8 +402,10 @@ def help_extract(app: Flask, run_id: str, source_id: str) -> int:
                 r.hset(lists["inflight"], n, now)
                 beat["at"] = now
 
-        result = extract_batch(app, info, task["files"], on_file=alive)
-        result["n"] = task["n"]
-        r.rpush(lists["results"], json.dumps(result))
-        r.expire(lists["results"], keys.RUN_LISTS_TTL)
+        def send(result: dict, n: int = task["n"]) -> None:
+            result["n"] = n
+            r.rpush(lists["results"], json.dumps(result))
+            r.expire(lists["results"], keys.RUN_LISTS_TTL)
+
+        send(extract_batch(app, info, task["files"], on_file=alive, on_partial=send))
         done += 1

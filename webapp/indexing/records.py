@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from webapp.extensions import db
@@ -13,7 +13,7 @@ from webapp.models import IndexedFile, utcnow
 
 DELETE_CHUNK = 500  # paths per DELETE ... IN (...): every database accepts that many parameters
 _UPDATED = ("size_bytes", "mtime_ns", "modified_at", "indexed_at", "hash", "doc_type",
-            "status", "error_message", "ocr")
+            "status", "error_message", "ocr", "container")
 
 
 def _epoch(dt_ns: int) -> datetime:
@@ -25,7 +25,8 @@ def upsert_records(source_id: str, rows: list[dict]) -> None:
     if not rows:
         return
     now = utcnow()
-    values = [{**r, "ocr": r.get("ocr"), "source_id": source_id, "hash": path_hash(r["path"]),
+    values = [{"container": None, **r, "ocr": r.get("ocr"), "source_id": source_id,
+               "hash": path_hash(r["path"]),
                "indexed_at": now, "modified_at": _epoch(r["mtime_ns"])} for r in rows]
     values.sort(key=lambda v: v["path"])  # one lock order in every transaction: no deadlock
     dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
@@ -45,3 +46,13 @@ def delete_records(source_id: str, paths: list[str]) -> None:
             IndexedFile.source_id == source_id,
             IndexedFile.path.in_(paths[i:i + DELETE_CHUNK])))
     db.session.commit()
+
+
+def member_paths(source_id: str, containers: list[str]) -> list[tuple[str, str]]:
+    """(path, container) of the recorded members of these files on disk."""
+    found = []
+    for i in range(0, len(containers), DELETE_CHUNK):
+        found += db.session.execute(select(IndexedFile.path, IndexedFile.container).where(
+            IndexedFile.source_id == source_id,
+            IndexedFile.container.in_(containers[i:i + DELETE_CHUNK]))).all()
+    return [tuple(row) for row in found]

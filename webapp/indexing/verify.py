@@ -27,14 +27,17 @@ def verify_source(source_id: str, repair: bool = True) -> dict:
     problem = root_problem(source.root_path, current_app.config["ALLOWED_ROOTS"])
     if problem:
         return {"source_id": source_id, "problems": 1, "root": problem, "repaired": False}
-    records = {p for (p,) in db.session.query(IndexedFile.path).filter_by(source_id=source.id)}
+    # a member's record (`a.zip!/b.txt`) stands or falls with the file on disk holding it
+    holders = dict(db.session.query(IndexedFile.path, IndexedFile.container)
+                   .filter_by(source_id=source.id))
+    records = set(holders)
     by_id = {doc_id(source.id, p): p for p in records}
     indexed = get_search().ids(source.id)
     patterns = PatternSet(source.include_patterns, source.exclude_patterns)
     on_disk = {f.path for f in walk(source.root_path, patterns, lambda path, msg: None)}
     orphans = sorted(indexed - set(by_id))
     missing_docs = sorted(by_id[i] for i in set(by_id) - indexed)
-    vanished = sorted(records - on_disk)
+    vanished = sorted(p for p, holder in holders.items() if (holder or p) not in on_disk)
     unrecorded = sorted(on_disk - records)
     healed = readable_again(source.id)  # the next scan extracts them again
     report = {

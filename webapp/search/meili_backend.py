@@ -42,6 +42,7 @@ SORTS = {
 }
 RESULT_ATTRIBUTES = [
     "id", "path", "basename", "source_name", "type", "size_bytes", "modified_at", "title",
+    "container_id",
 ]
 INDEX_SETTINGS = {
     "searchableAttributes": ["title", "basename", "path", "content"],  # order = weight
@@ -333,4 +334,5 @@ def _result(hit: dict, matcher: TermMatcher, snippet_length: int) -> dict:
         "source_name": hit["source_name"], "type": hit["type"],
         "size_bytes": hit["size_bytes"], "modified_at": hit["modified_at"],
         "snippet": snippet, "score": float(hit.get("_rankingScore", 0.0)),
+        "container_id": hit.get("container_id"),
     }

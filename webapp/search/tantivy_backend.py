@@ -703,4 +703,5 @@ def _result(doc: dict, score: float, matcher: TermMatcher, snippet_length: int) 
         "source_name": doc["source_name"], "type": doc["type"],
         "size_bytes": doc["size_bytes"], "modified_at": doc["modified_at"],
         "snippet": snippet, "score": score,
+        "container_id": doc.get("container_id"),
     }

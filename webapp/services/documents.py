@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from typing import IO
 from urllib.parse import quote
 
 from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
+from sqlalchemy import select
 
 from webapp.exceptions import Forbidden, NotFound, QuerySyntaxError, Unauthorized
 from webapp.extensions import db
+from webapp.indexing.extractors import (
+    VANISHED_MESSAGE,
+    ExtractionError,
+    ExtractionSettings,
+    copy_member,
+)
 from webapp.indexing.scanner import within
 from webapp.metrics import search_duration
-from webapp.models import Source, User
+from webapp.models import IndexedFile, Source, User
 from webapp.previews.render import PreviewLimits
 from webapp.runtime import get_previews, get_search
 from webapp.search import SearchPage, SearchQuery
@@ -51,19 +62,92 @@ def get(doc_id: str, user: User | None) -> dict:
 
 
 def open_path(doc: dict) -> str:
-    """The document's file, after checking it still resolves inside its source root."""
+    """The document's file (a member's: its container's), after checking it still resolves
+    inside its source root and, for a member, that its container did not change since."""
+    container = _container(doc)
     source = db.session.get(Source, doc["source_id"])
     if source is None:
         raise NotFound("The source of this document no longer exists")
     root = os.path.realpath(source.root_path)
     if not inside_allowed_roots(root):
         raise Forbidden("The source folder now resolves outside the allowed roots")
-    real = os.path.realpath(doc["path"])
+    real = os.path.realpath(container.path if container else doc["path"])
     if not within(real, root):
         raise Forbidden("The file now resolves outside its source folder")
     if not os.path.isfile(real):
-        raise NotFound("File no longer exists")
+        raise NotFound(VANISHED_MESSAGE)
+    if container is not None:
+        st = os.stat(real)
+        if (st.st_size, st.st_mtime_ns) != (container.size_bytes, container.mtime_ns):
+            raise NotFound(VANISHED_MESSAGE)  # the member we indexed may be gone from it
     return real
+
+
+def _container(doc: dict) -> IndexedFile | None:
+    """The record of the file on disk holding a member; None for a plain file."""
+    if not doc.get("container_id"):
+        return None
+    outer = db.session.execute(select(IndexedFile.container).where(
+        IndexedFile.source_id == doc["source_id"], IndexedFile.path == doc["path"])).scalar()
+    record = outer and db.session.execute(select(IndexedFile).where(
+        IndexedFile.source_id == doc["source_id"], IndexedFile.path == outer)).scalar()
+    if not record:
+        raise NotFound(VANISHED_MESSAGE)
+    return record
+
+
+def open_file(doc: dict) -> IO[bytes]:
+    """The document's bytes to send: its file, or a member read out of its container (through
+    any nesting) into an unnamed temporary file under DATA_DIR; the container is only read."""
+    real = open_path(doc)
+    container = _container(doc)
+    if container is None:
+        return open(real, "rb")
+    settings = ExtractionSettings.from_config(current_app.config)
+    os.makedirs(settings.spool_dir, exist_ok=True)
+    names = doc["path"][len(container.path) + 2:].split("!/")
+    held = None  # the temporary file of the level being read (a nested container)
+    try:
+        for depth, name in enumerate(names):
+            last = depth == len(names) - 1
+            out: IO[bytes] = (tempfile.TemporaryFile(dir=settings.spool_dir) if last else
+                              tempfile.NamedTemporaryFile(dir=settings.spool_dir,
+                                                          suffix="-" + os.path.basename(name)))
+            try:
+                if not copy_member(held.name if held else real, name, out, settings):
+                    raise NotFound(VANISHED_MESSAGE)
+            except ExtractionError as exc:
+                out.close()
+                raise NotFound(f"{VANISHED_MESSAGE}: {exc}") from exc
+            except NotFound:
+                out.close()
+                raise
+            if held is not None:
+                held.close()
+            held = out
+        held.seek(0)
+        return held
+    except BaseException:
+        if held is not None:
+            held.close()
+        raise
+
+
+def download_target(doc: dict) -> str | IO[bytes]:
+    """What a download sends: the file's path, or a member's bytes read out of its container."""
+    return open_file(doc) if doc.get("container_id") else open_path(doc)
+
+
+def local_copy(doc: dict) -> tuple[str, Callable[[], None]]:
+    """A path to the document's bytes for a renderer, and what to call when done with it."""
+    if not doc.get("container_id"):
+        return open_path(doc), lambda: None
+    with open_file(doc) as data:
+        settings = ExtractionSettings.from_config(current_app.config)
+        fd, path = tempfile.mkstemp(dir=settings.spool_dir, suffix="-" + doc["basename"])
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(data, out)
+    return path, lambda: os.unlink(path)
 
 
 # -- previews ------------------------------------------------------------------------------------
@@ -93,11 +177,14 @@ def image_preview(doc: dict) -> tuple[bytes, str]:
     Decoded in a child process with pixel, memory and time bounds; an image that is too large,
     damaged or unreadable raises PreviewRefused (422), a full set of preview slots 503.
     """
-    path = open_path(doc)
+    path, done = local_copy(doc)
     cfg = current_app.config
     limits = PreviewLimits(max_side=cfg["PREVIEW_MAX_PX"], max_pixels=cfg["PREVIEW_MAX_PIXELS"],
                            memory_mb=cfg["PREVIEW_MEMORY_MB"], timeout=cfg["PREVIEW_TIMEOUT"])
-    return get_previews().render(path, doc["type"], limits)
+    try:
+        return get_previews().render(path, doc["type"], limits)
+    finally:
+        done()
 
 
 def is_image(doc: dict) -> bool:

@@ -87,7 +87,14 @@ def highlighted(html: str | None) -> Markup:
     return Markup(_NOT_EM.sub("&lt;", html or ""))
 
 
+def container_parts(path: str) -> tuple[str, str]:
+    """A member's path split into its container's path and its path inside (`!/`)."""
+    container, _, inner = path.rpartition("!/")
+    return container, inner
+
+
 def init_app(app: Flask) -> None:
     """Register the filters on the app's Jinja environment."""
-    for func in (filesize, reltime, fulltime, isotime, describe_schedule, highlighted):
+    for func in (filesize, reltime, fulltime, isotime, describe_schedule, highlighted,
+                 container_parts):
         app.add_template_filter(func)

@@ -6,15 +6,40 @@ import importlib
 import os
 import warnings
 from collections.abc import Iterable
+from typing import IO
 
-from . import comic, docx, epub, markdown, media, pdf, pptx, raw_image, rtf, subtitle, text, xlsx
+from . import (
+    archive,
+    comic,
+    docx,
+    epub,
+    mail,
+    markdown,
+    media,
+    pdf,
+    pptx,
+    raw_image,
+    rtf,
+    subtitle,
+    text,
+    xlsx,
+)
 from ._util import cap_content, clean_str, json_safe
-from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec, extension
+from .base import (
+    ContainerBomb,
+    Extracted,
+    ExtractionError,
+    ExtractionSettings,
+    ExtractorSpec,
+    Member,
+    extension,
+)
 from .image import IMAGE
 
 __all__ = [
     "EXTRACTORS", "ExtractionError", "ExtractionSettings", "Extracted", "ExtractorSpec",
     "detect_type", "extension", "extract", "find_extractor", "preload", "DOC_TYPES",
+    "ContainerBomb", "Member", "unpack", "copy_member",
 ]
 
 # Order matters only for extensions claimed twice (none today): first match wins.
@@ -34,6 +59,10 @@ EXTRACTORS: tuple[ExtractorSpec, ...] = (
     IMAGE,
     raw_image.RAW_IMAGE,
     media.MEDIA,
+    archive.ARCHIVE,
+    mail.EMAIL,
+    mail.OUTLOOK,
+    mail.MBOX,
 )
 DOC_TYPES = tuple(dict.fromkeys(spec.type for spec in EXTRACTORS)) + ("file",)
 FALLBACK_TYPE = "file"
@@ -45,7 +74,7 @@ _LABELS = {
     "pdf": "PDF", "docx": "DOCX", "xlsx": "XLSX", "pptx": "PPTX", "rtf": "RTF", "epub": "EPUB",
     "comic": "comic archive", "raw_image": "RAW image", "media": "media", "image": "image",
     "subtitle": "subtitle", "markdown": "markdown", "text": "text", "code": "source",
-    "config": "configuration",
+    "config": "configuration", "archive": "archive", "email": "e-mail",
 }
 
 
@@ -58,6 +87,9 @@ def find_extractor(path: str, extra: Iterable[ExtractorSpec] = ()) -> ExtractorS
     """The registry entry handling this path (by file name, then extension), or None."""
     name, ext = _name_keys(path)
     specs = (*extra, *EXTRACTORS)
+    for spec in specs:
+        if spec.suffixes and name.endswith(spec.suffixes):
+            return spec
     for spec in specs:
         if name in spec.filenames or (ext and "." + ext in spec.filenames):
             return spec
@@ -85,11 +117,84 @@ def extract(
     spec = find_extractor(path, extra)
     if spec is None:
         return Extracted(type=FALLBACK_TYPE, metadata={})
+    return _normalized(_guarded(spec, lambda: spec.extract(path, settings)), settings)
+
+
+def unpack(path: str, settings: ExtractionSettings, spool: str,
+           budget: int) -> tuple[Extracted, list[Member]]:
+    """Extract a container in this process: its document, and its members, those an extractor
+    handles (within MAX_FILE_SIZE_MB) written to files in `spool` (`Member.spooled`)."""
+    spec = find_extractor(path)
+    if spec is None or spec.unpack is None:
+        raise ValueError(f"not a container: {path}")
+    used: set[str] = set()
+
+    def sink(member: Member):
+        base = os.path.basename(member.name)
+        if member.error or member.size > settings.max_file_size_bytes or \
+                find_extractor(base) is None:
+            return None
+        folder = spool  # made on first use; a member's name is kept (types go by name)
+        if base in used:
+            folder = os.path.join(spool, str(len(used)))
+        used.add(base)
+        os.makedirs(folder, exist_ok=True)
+        member.spooled = os.path.join(folder, base)
+        return open(member.spooled, "xb")
+
+    doc, members = _guarded(spec, lambda: spec.unpack(path, settings, sink, budget))
+    return _normalized(doc, settings), members
+
+
+def copy_member(path: str, name: str, out: IO[bytes], settings: ExtractionSettings) -> bool:
+    """Write one member of a container (`name` inside it, one level) to `out`; False when it
+    holds no such member. Raises ExtractionError when it cannot be read."""
+    spec = find_extractor(path)
+    if spec is None or spec.unpack is None:
+        return False
+    found: list[Member] = []
+
+    def sink(member: Member):
+        if member.name != name or found or member.error:
+            return None
+        found.append(member)
+        return _KeepOpen(out)
+
+    _guarded(spec, lambda: spec.unpack(path, settings, sink, settings.archive_max_total_bytes))
+    if found and found[0].error:
+        raise ExtractionError(found[0].error)
+    return bool(found)
+
+
+class _KeepOpen:
+    """`out` as a sink's file: the reader closes what the sink gave, the caller keeps `out`."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+
+    def write(self, data: bytes) -> int:
+        return self.raw.write(data)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def close(self) -> None:
+        self.raw.flush()
+
+    def __enter__(self) -> _KeepOpen:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _guarded(spec: ExtractorSpec, call):
+    """Run an extractor; every failure becomes an ExtractionError with a short message."""
     label = _LABELS.get(spec.type, spec.type)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # libraries warn about every odd file
-            doc = spec.extract(path, settings)
+            return call()
     except ExtractionError:
         raise
     except MemoryError as exc:
@@ -102,7 +207,6 @@ def extract(
         raise ExtractionError(UNREADABLE_MESSAGE) from exc
     except Exception as exc:  # any library failure on a bad file is a failed file
         raise ExtractionError(f"Not a valid {label} file") from exc
-    return _normalized(doc, settings)
 
 
 def _normalized(doc: Extracted, settings: ExtractionSettings) -> Extracted:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 TEXT_LIKE_TYPES = frozenset({"text", "markdown", "code", "config", "subtitle"})
+CONTAINER_TYPES = frozenset({"archive", "email"})  # their timeout covers unpacking the members
 
 
 @dataclass
@@ -24,6 +26,33 @@ class ExtractionError(Exception):
     """A file could not be extracted; str(error) is a short message for users."""
 
 
+class ContainerBomb(ExtractionError):
+    """An archive passed a bomb limit or holds a member that could escape: it fails whole."""
+
+
+BOMB_MESSAGE = "Archive looks like a decompression bomb"
+PASSWORD_MESSAGE = "Archive is password protected"
+
+
+@dataclass
+class Member:
+    """One member of a container as the extraction child reports it.
+
+    `name` is its path inside the container; `spooled` the file its bytes were written to
+    (None when nothing needed them); `error` why it could not be read (an encrypted member).
+    """
+
+    name: str
+    size: int
+    mtime: int | None = None
+    spooled: str | None = None
+    error: str | None = None
+
+
+# Offered every member of a container: returns a file to write its bytes to, or None.
+Sink = Callable[[Member], "IO[bytes] | None"]
+
+
 @dataclass(frozen=True)
 class ExtractionSettings:
     """Limits and switches of the extraction layer (built from the app config)."""
@@ -35,6 +64,11 @@ class ExtractionSettings:
     timeout_default: float = 30
     memory_mb: int = 1024
     index_gps: bool = False
+    timeout_archive: float = 120
+    archive_max_members: int = 10_000
+    archive_max_total_mb: int = 2048
+    passwords_file: str = ""  # never the passwords themselves: they stay out of reprs and logs
+    spool_dir: str = field(default_factory=lambda: os.path.join(tempfile.gettempdir(), "trawl"))
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> ExtractionSettings:
@@ -47,6 +81,11 @@ class ExtractionSettings:
             "timeout_default": ("EXTRACT_TIMEOUT_DEFAULT", float),
             "memory_mb": ("EXTRACT_MEMORY_MB", int),
             "index_gps": ("INDEX_GPS", _as_bool),
+            "timeout_archive": ("EXTRACT_TIMEOUT_ARCHIVE", float),
+            "archive_max_members": ("ARCHIVE_MAX_MEMBERS", int),
+            "archive_max_total_mb": ("ARCHIVE_MAX_TOTAL_MB", int),
+            "passwords_file": ("EXTRACT_PASSWORDS_FILE", str),
+            "spool_dir": ("DATA_DIR", spool_dir),  # members are unpacked under DATA_DIR only
         }
         values = {
             name: convert(cfg[key]) for name, (key, convert) in keys.items() if key in cfg
@@ -59,12 +98,34 @@ class ExtractionSettings:
             return self.timeout_pdf
         if doc_type in TEXT_LIKE_TYPES:
             return self.timeout_text
+        if doc_type in CONTAINER_TYPES:
+            return self.timeout_archive
         return self.timeout_default
+
+    @property
+    def archive_max_total_bytes(self) -> int:
+        """What one container, nested ones included, may declare unpacked."""
+        return self.archive_max_total_mb * 1024 * 1024
+
+    def passwords(self) -> tuple[str, ...]:
+        """The passwords of EXTRACT_PASSWORDS_FILE (one a line), read when needed."""
+        if not self.passwords_file:
+            return ()
+        try:
+            with open(self.passwords_file, encoding="utf-8", errors="replace") as f:
+                return tuple(line.rstrip("\r\n") for line in f if line.rstrip("\r\n"))
+        except OSError:
+            return ()
 
     @property
     def max_file_size_bytes(self) -> int:
         """The file size limit in bytes."""
         return self.max_file_size_mb * 1024 * 1024
+
+
+def spool_dir(data_dir: str) -> str:
+    """The folder containers are unpacked into while their members are extracted."""
+    return os.path.join(data_dir, "tmp", "unpack")
 
 
 def _as_bool(value: Any) -> bool:
@@ -80,6 +141,9 @@ def extension(path: str) -> str:
 
 
 ExtractFunc = Callable[[str, ExtractionSettings], Extracted]
+# A container's document and its members, wanted bytes handed to the sink; the int is the
+# budget of unpacked bytes the container may still declare (shared with nested ones).
+UnpackFunc = Callable[[str, ExtractionSettings, Sink, int], tuple[Extracted, list[Member]]]
 
 
 @dataclass(frozen=True)
@@ -91,3 +155,5 @@ class ExtractorSpec:
     extensions: tuple[str, ...] = ()
     filenames: tuple[str, ...] = ()
     heavy_modules: tuple[str, ...] = ()
+    suffixes: tuple[str, ...] = ()  # multi-dot endings matched before extensions (.tar.gz)
+    unpack: UnpackFunc | None = None  # set for containers (archives, e-mail)

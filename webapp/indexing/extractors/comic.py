@@ -159,7 +159,7 @@ def _title(meta: dict[str, Any]) -> str | None:
 
 
 def extract_comic(path: str, settings: ExtractionSettings) -> Extracted:
-    """Extract a comic archive; a plain .zip that is not mostly images becomes a `file`."""
+    """Extract a comic archive (.cbz, .cbr; a .zip is an `archive`, archive.py)."""
     try:
         archive = _Archive(path)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
@@ -173,15 +173,12 @@ def extract_comic(path: str, settings: ExtractionSettings) -> Extracted:
         meta["notes"] = notes
     listing = "\n".join(names[:MAX_MEMBER_NAMES])
     content = "\n\n".join(p for p in (_summary(meta), "Files:\n" + listing) if p)
-    doc_type = "comic"
-    if path.lower().endswith(".zip") and len(pages) * 2 < max(len(names), 1):
-        doc_type = "file"
-    return Extracted(type=doc_type, content=content, title=_title(meta), metadata=meta)
+    return Extracted(type="comic", content=content, title=_title(meta), metadata=meta)
 
 
 COMIC = ExtractorSpec(
     type="comic",
     extract=extract_comic,
-    extensions=("cbz", "cbr", "zip"),
+    extensions=("cbz", "cbr"),
     heavy_modules=("rarfile", "lxml.etree"),
 )

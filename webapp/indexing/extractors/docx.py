@@ -42,7 +42,7 @@ def _table_lines(table: Any, out: list[str]) -> None:
 
 def extract_docx(path: str, settings: ExtractionSettings) -> Extracted:
     """Extract a .docx file."""
-    with open_package(path, "DOCX") as archive:
+    with open_package(path, "DOCX", settings) as archive:
         root = read_xml(archive, _MAIN)
         if root is None:
             raise ExtractionError("Not a valid DOCX file")

@@ -68,7 +68,7 @@ def html_text(data: bytes) -> str:
         root = html.document_fromstring(data, parser=parser)
     except (etree.ParserError, ValueError):
         return ""
-    for bad in root.iter("script", "style", "head"):
+    for bad in list(root.iter("script", "style", "head")):  # removing children ends iter()
         bad.text = None
         for child in list(bad):
             bad.remove(child)

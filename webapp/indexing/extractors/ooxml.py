@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import posixpath
 import zipfile
 from typing import Any
 
 from ._util import clean_str, local_name, open_zip, parse_xml, read_member
-from .base import ExtractionError
+from .base import ExtractionError, ExtractionSettings
 
 _CFB_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ENCRYPTED_STREAM = "EncryptedPackage".encode("utf-16-le")
@@ -18,17 +19,38 @@ _CORE_FIELDS = {
 }
 
 
-def open_package(path: str, label: str) -> zipfile.ZipFile:
-    """Open an OOXML package; encrypted (OLE2) files fail with a clear message."""
+def open_package(path: str, label: str, settings: ExtractionSettings) -> zipfile.ZipFile:
+    """Open an OOXML package; an encrypted (OLE2) one is decrypted in memory with the first
+    password of EXTRACT_PASSWORDS_FILE that fits, or fails with a clear message."""
     with open(path, "rb") as handle:
         head = handle.read(8)
     if head == _CFB_MAGIC:
         with open(path, "rb") as handle:
             data = handle.read(16 * 1024 * 1024)
         if _ENCRYPTED_STREAM in data:
-            raise ExtractionError("Document is password protected")
+            return open_zip(_decrypted(path, settings), label)
         raise ExtractionError(f"Not a valid {label} file (legacy binary Office format)")
     return open_zip(path, label)
+
+
+def _decrypted(path: str, settings: ExtractionSettings) -> io.BytesIO:
+    """The package inside an encrypted Office file (msoffcrypto-tool), or ExtractionError."""
+    import msoffcrypto
+
+    for password in settings.passwords():
+        with open(path, "rb") as handle:
+            try:
+                office = msoffcrypto.OfficeFile(handle)
+                office.load_key(password=password, verify_password=True)
+                out = io.BytesIO()
+                office.decrypt(out)
+            except Exception:  # noqa: BLE001, S112 - a wrong password: try the next one
+                continue
+        if out.tell() > settings.max_file_size_bytes:
+            break
+        out.seek(0)
+        return out
+    raise ExtractionError("Document is password protected")
 
 
 def read_xml(archive: zipfile.ZipFile, name: str) -> Any | None:

@@ -12,14 +12,14 @@ _DATE_KEYS = {"creationDate": "created", "modDate": "modified"}
 _XMP_FIELDS = {"title": "title", "creator": "author", "description": "subject"}
 
 
-def _open(path: str) -> Any:
+def _open(path: str, settings: ExtractionSettings) -> Any:
     import pymupdf
 
     try:
         doc = pymupdf.open(path, filetype="pdf")
     except Exception as exc:  # pymupdf raises several types for broken files
         raise ExtractionError("Not a valid PDF file") from exc
-    if doc.needs_pass and not doc.authenticate(""):
+    if doc.needs_pass and not any(doc.authenticate(p) for p in ("", *settings.passwords())):
         doc.close()
         raise ExtractionError("PDF is password protected")
     return doc
@@ -92,7 +92,7 @@ def _page_texts(doc: Any, settings: ExtractionSettings) -> tuple[list[str], int]
 
 def extract_pdf(path: str, settings: ExtractionSettings) -> Extracted:
     """Extract a PDF; password-protected files fail with a clear message."""
-    doc = _open(path)
+    doc = _open(path, settings)
     try:
         meta = _info_metadata(doc)
         for key, value in _xmp_metadata(doc).items():

@@ -53,7 +53,7 @@ def _slide_text(archive: Any, part: str) -> tuple[list[str], list[str]]:
 def extract_pptx(path: str, settings: ExtractionSettings) -> Extracted:
     """Extract a .pptx file."""
     sections: list[str] = []
-    with open_package(path, "PPTX") as archive:
+    with open_package(path, "PPTX", settings) as archive:
         slides = _slide_parts(archive)
         note_count = 0
         for number, part in enumerate(slides, start=1):

@@ -160,7 +160,7 @@ def _links(archive: Any, part: str) -> list[str]:
 
 def extract_xlsx(path: str, settings: ExtractionSettings) -> Extracted:
     """Extract a .xlsx workbook."""
-    with open_package(path, "XLSX") as archive:
+    with open_package(path, "XLSX", settings) as archive:
         book = _Workbook(archive)
         sections, names, bounded_sheets = [], [], []
         for name, part in book.sheets(archive):

@@ -1,0 +1,489 @@
+"""Archives and e-mail: members searchable and downloadable, nesting, bombs failing alone,
+passwords, changed and deleted containers. Every container is generated here."""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+import zlib
+from email.message import EmailMessage
+
+import py7zr
+import pytest
+from ui_helpers import login
+
+SECRET = "hunter2-correct-horse"
+
+
+def _zip(members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buf.getvalue()
+
+
+def _tar(members: dict[str, bytes], mode: str = "w:gz", links: dict[str, str] = {}) -> bytes:  # noqa: B006
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode=mode) as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), 1_700_000_000
+            archive.addfile(info, io.BytesIO(data))
+        for name, target in links.items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            archive.addfile(info)
+    return buf.getvalue()
+
+
+def _7z(members: dict[str, bytes], password: str | None = None) -> bytes:
+    buf = io.BytesIO()
+    with py7zr.SevenZipFile(buf, "w", password=password) as archive:
+        for name, data in members.items():
+            archive.writestr(data, name)
+    return buf.getvalue()
+
+
+def _rar(members: dict[str, bytes]) -> bytes:
+    """A RAR 4 archive of stored members (no tool can make one here: `rar` is not free)."""
+    def block(head_type: int, flags: int, body: bytes, data: bytes = b"") -> bytes:
+        head = struct.pack("<BHH", head_type, flags, 7 + len(body)) + body
+        return struct.pack("<H", zlib.crc32(head) & 0xFFFF) + head + data
+
+    out = b"Rar!\x1a\x07\x00" + block(0x73, 0, b"\0" * 6)
+    for name, data in members.items():
+        raw = name.encode()
+        body = struct.pack("<IIBIIBBHI", len(data), len(data), 3, zlib.crc32(data),
+                           0x5A210000, 20, 0x30, len(raw), 0o100644 << 16) + raw
+        out += block(0x74, 0x8000, body, data)  # 0x8000: data follows; 0x30: stored
+    return out + bytes.fromhex("c43d7b00400700")  # end of archive
+
+
+def _eml(subject: str, body: str, html: str | None = None,
+         attachments: dict[str, bytes] = {}) -> bytes:  # noqa: B006
+    msg = EmailMessage()
+    msg["Subject"], msg["From"] = subject, "Ada Lovelace <ada@example.org>"
+    msg["To"], msg["Cc"] = "charles@example.org", "mary@example.org"
+    msg["Date"], msg["Message-ID"] = "Tue, 03 Oct 2023 10:00:00 +0000", "<m1@example.org>"
+    msg.set_content(body)
+    if html:
+        msg.add_alternative(html, subtype="html")
+    for name, data in attachments.items():
+        msg.add_attachment(data, maintype="application", subtype="octet-stream", filename=name)
+    return bytes(msg)
+
+
+def _html_only_eml() -> bytes:
+    msg = EmailMessage()
+    msg["Subject"], msg["From"] = "Newsletter", "news@example.org"
+    msg.set_content("<html><style>p {color: red}</style><body><p>The <b>sanderling</b> "
+                    "season</p><script>var x = 1;</script></body></html>", subtype="html")
+    return bytes(msg)
+
+
+def _mbox(count: int, broken_at: int | None = None) -> bytes:
+    out = io.BytesIO()
+    for n in range(1, count + 1):
+        out.write(b"From sender@example.org Mon Jan  1 00:00:00 2024\n")
+        if n == broken_at:
+            out.write(b"\n\x00\x01 not a message at all\n\n")
+            continue
+        out.write(f"Subject: note {n} kestrel{n}\nFrom: a@example.org\nTo: b@example.org\n"
+                  f"\nbody of message {n}\n>From the archive\n\n".encode())
+    return out.getvalue()
+
+
+def _encrypt_member(data: bytes, name: str) -> bytes:
+    """Mark one member of a zip as encrypted (flag bit 0) as a password-protected member is."""
+    raw = bytearray(data)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo(name)
+    raw[info.header_offset + 6] |= 1  # local header flags
+    pos = raw.find(b"PK\x01\x02")
+    while pos != -1:
+        name_len = int.from_bytes(raw[pos + 28:pos + 30], "little")
+        if raw[pos + 46:pos + 46 + name_len] == name.encode():
+            raw[pos + 8] |= 1  # central directory flags
+        pos = raw.find(b"PK\x01\x02", pos + 4)
+    return bytes(raw)
+
+
+def _pdf(text: str, password: str | None = None) -> bytes:
+    import pymupdf
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), text)
+    if password:
+        data = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password,
+                           owner_pw=password + "!")
+    else:
+        data = doc.tobytes()
+    doc.close()
+    return data
+
+
+def _encrypted_docx(text: str, password: str) -> bytes:
+    import docx
+    from msoffcrypto.format.ooxml import OOXMLFile
+
+    plain, out = io.BytesIO(), io.BytesIO()
+    document = docx.Document()
+    document.add_paragraph(text)
+    document.save(plain)
+    plain.seek(0)
+    OOXMLFile(plain).encrypt(password, out)
+    return out.getvalue()
+
+
+BINARY = os.urandom(50_000)
+ATTACHMENT = b"%PDF-like bytes \x00\xff" + os.urandom(2000)
+
+
+def _good_files() -> dict[str, bytes]:
+    inner = _zip({"c.txt": b"deep puffin inside two archives"})
+    return {
+        "a.zip": _zip({"docs/readme.txt": b"hello walrus archive member",
+                       "b.zip": inner, "data.bin": BINARY}),
+        "t.tar.gz": _tar({"x/notes.md": b"# Otter\ntar member otter notes",
+                          "x/blob.bin": BINARY}),
+        "t.tar.bz2": _tar({"y.txt": b"bzip heron text"}, "w:bz2"),
+        "t.tar.xz": _tar({"z.txt": b"xz flamingo text"}, "w:xz"),
+        "s.7z": _7z({"h.txt": b"seven zip pelican text", "bin.dat": BINARY}),
+        "r.rar": _rar({"dir/r.txt": b"rar stored sandpiper text", "rar.bin": BINARY}),
+        "mail.eml": _eml("Quarterly ostrich report", "plain body", "<p>html <b>ostrich</b></p>",
+                         {"report.bin": ATTACHMENT,
+                          "inner.zip": _zip({"deep.txt": b"attachment zip cormorant"})}),
+        "box.mbox": _mbox(5, broken_at=3),
+        "news.eml": _html_only_eml(),
+        "plain.txt": b"a plain file beside the archives",
+    }
+
+
+@pytest.fixture
+def scanned(client, auth, make_tree, make_source, run_jobs):
+    root = make_tree("arch", _good_files())
+    src = make_source(root)
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    return root, src
+
+
+def _hits(client, auth, q: str) -> list[dict]:
+    body = client.post("/api/search", headers=auth, json={"q": q, "limit": 50}).get_json()
+    return body["results"]
+
+
+def _one(client, auth, q: str) -> dict:
+    """The one hit that is not an archive (whose member list names everything in it)."""
+    hits = [h for h in _hits(client, auth, q) if h["type"] != "archive"]
+    assert len(hits) == 1, [h["path"] for h in hits]
+    return hits[0]
+
+
+def _download(client, auth, doc_id: str):
+    link = client.post(f"/api/documents/{doc_id}/download-link", headers=auth).get_json()
+    return client.get(link["url"])
+
+
+def test_members_of_every_container_are_documents(client, auth, scanned):
+    root, _ = scanned
+    cases = {"walrus": "a.zip!/docs/readme.txt", "puffin": "a.zip!/b.zip!/c.txt",
+             "otter": "t.tar.gz!/x/notes.md", "heron": "t.tar.bz2!/y.txt",
+             "flamingo": "t.tar.xz!/z.txt", "pelican": "s.7z!/h.txt",
+             "sandpiper": "r.rar!/dir/r.txt",
+             "cormorant": "mail.eml!/inner.zip!/deep.txt", "\"kestrel4\"": "box.mbox!/message-4.eml"}
+    for word, inner in cases.items():
+        hit = _one(client, auth, word)
+        assert hit["path"] == f"{root}/{inner}", word
+        parent = hit["path"].rpartition("!/")[0]
+        container = client.get(f"/api/documents/{hit['container_id']}", headers=auth).get_json()
+        assert container["path"] == parent and container["container_id"] in (None, container["container_id"])
+    archive = client.get(f"/api/documents/{_one(client, auth, 'walrus')['container_id']}",
+                         headers=auth).get_json()
+    assert archive["type"] == "archive" and "docs/readme.txt" in archive["content"]
+    assert archive["container_id"] is None
+    plain = _one(client, auth, "beside")
+    assert plain["container_id"] is None
+
+
+def test_email_fields_and_mbox_messages(client, auth, scanned):
+    root, _ = scanned
+    mail = client.get(f"/api/documents/{_one(client, auth, 'ostrich')['id']}",
+                      headers=auth).get_json()
+    assert mail["type"] == "email" and mail["title"] == "Quarterly ostrich report"
+    meta = mail["metadata"]
+    assert meta["from"] == "Ada Lovelace <ada@example.org>" and meta["to"] == "charles@example.org"
+    assert meta["cc"] == "mary@example.org" and meta["message_id"] == "<m1@example.org>"
+    assert meta["date"].startswith("2023-10-03T10:00:00")
+    assert "plain body" in mail["content"]
+    news = client.get(f"/api/documents/{_one(client, auth, 'sanderling')['id']}",
+                      headers=auth).get_json()
+    assert "The sanderling season" in news["content"]  # an HTML body, as text
+    assert "<" not in news["content"] and "color" not in news["content"]
+    assert "var x" not in news["content"]
+    message = _one(client, auth, "\"kestrel5\"")
+    assert message["type"] == "email" and message["path"].endswith("box.mbox!/message-5.eml")
+    full = client.get(f"/api/documents/{message['id']}", headers=auth).get_json()
+    assert full["title"] == "note 5 kestrel5" and "From the archive" in full["content"]
+    # the broken message fails alone: its neighbours are indexed, the scan finished
+    status = client.get("/api/status", headers=auth).get_json()
+    errors = {e["path"]: e["error"] for s in status["sources"] for e in s.get("errors", [])}
+    assert _hits(client, auth, "\"kestrel2\"") and _hits(client, auth, "\"kestrel4\"")
+    assert errors.get(f"{root}/box.mbox!/message-3.eml") == "Not a valid e-mail message" or \
+        not _hits(client, auth, "\"kestrel3\"")
+
+
+def test_member_downloads_are_the_original_bytes(client, auth, scanned):
+    root, _ = scanned
+    for word, expected in (("puffin", b"deep puffin inside two archives"),):
+        resp = _download(client, auth, _one(client, auth, word)["id"])
+        assert resp.status_code == 200 and resp.data == expected
+    for container in ("a.zip", "t.tar.gz", "s.7z", "r.rar"):
+        hits = [h for h in _hits(client, auth, "bin") if h["path"].startswith(f"{root}/{container}!/")
+                and h["basename"] in ("data.bin", "blob.bin", "bin.dat", "rar.bin")]
+        assert hits, container
+        resp = _download(client, auth, hits[0]["id"])
+        assert resp.status_code == 200 and resp.data == BINARY, container
+        assert "attachment" in resp.headers["Content-Disposition"]
+    report = [h for h in _hits(client, auth, "report") if h["basename"] == "report.bin"][0]
+    assert _download(client, auth, report["id"]).data == ATTACHMENT
+
+
+def test_member_of_changed_or_deleted_container(client, auth, scanned, run_jobs):
+    root, src = scanned
+    walrus = _one(client, auth, "walrus")
+    otter = _one(client, auth, "otter")
+    assert client.get(f"/api/documents/{walrus['id']}/preview", headers=auth).status_code == 200
+    (root / "a.zip").write_bytes(_zip({"docs/other.txt": b"new dolphin member"}))
+    os.utime(root / "a.zip", (1_800_000_000, 1_800_000_000))
+    (root / "t.tar.gz").unlink()
+    for doc in (walrus, otter):  # before a rescan: the member is not served from a new file
+        resp = _download(client, auth, doc["id"])
+        assert resp.status_code == 404 and resp.get_json()["detail"] == "File no longer exists"
+    resp = client.get(f"/api/documents/{walrus['id']}/preview", headers=auth)
+    assert resp.status_code == 404
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    assert _hits(client, auth, '"walrus"') == [] and _hits(client, auth, '"puffin"') == []
+    assert _hits(client, auth, '"otter"') == []
+    assert _one(client, auth, "dolphin")["path"] == f"{root}/a.zip!/docs/other.txt"
+    assert _download(client, auth, _one(client, auth, "dolphin")["id"]).data == \
+        b"new dolphin member"
+
+
+def _bombs() -> dict[str, bytes]:
+    zeros = b"\0" * (24 * 1024 * 1024)
+    bomb = _zip({"zeros.txt": zeros})
+    many = io.BytesIO()
+    with zipfile.ZipFile(many, "w", zipfile.ZIP_STORED) as archive:
+        for n in range(100_000):
+            archive.writestr(f"f{n}.txt", b"")
+    truncated = _tar({"a.txt": b"truncated gannet " * 5000, "b.txt": os.urandom(20000)})
+    return {
+        "bomb.zip": bomb,
+        "bomb.7z": _7z({"zeros.txt": zeros}),
+        "bomb.tar.gz": _tar({"zeros.txt": zeros}),
+        "nested.zip": _zip({"ok.txt": b"nested shell", "inner.zip": bomb}),
+        "escape.zip": _zip({"../evil.txt": b"escape tern"}),
+        "absolute.tar": _tar({"/etc/evil.txt": b"absolute tern"}, "w"),
+        "link.tar": _tar({"ok.txt": b"link tern"}, "w", links={"passwd": "/etc/passwd"}),
+        "many.zip": many.getvalue(),
+        "cut.tar.gz": truncated[: len(truncated) // 2],
+        "good.txt": b"the healthy albatross",
+    }
+
+
+def test_hostile_containers_fail_alone(app, client, auth, make_tree, make_source, run_jobs,
+                                       data_dir, roots):
+    root = make_tree("hostile", _bombs())
+    before = sorted(p.relative_to(roots) for p in roots.rglob("*"))
+    tmp_before = set(os.listdir(tempfile.gettempdir()))
+    src = make_source(root)
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    status = client.get(f"/api/status/{src['id']}", headers=auth).get_json()
+    assert status["last_run"]["state"] == "finished", status
+    with app.app_context():
+        from webapp.extensions import db
+        from webapp.models import IndexedFile
+
+        records = {r.path.removeprefix(f"{root}/"): r for r in db.session.query(IndexedFile)}
+    expected = {
+        "bomb.zip": "Archive looks like a decompression bomb",
+        "bomb.7z": "Archive looks like a decompression bomb",
+        "bomb.tar.gz": "Archive looks like a decompression bomb",
+        "nested.zip": "Archive looks like a decompression bomb",
+        "escape.zip": "Archive has an unsafe member name: ../evil.txt",
+        "absolute.tar": "Archive has an unsafe member name: /etc/evil.txt",
+        "link.tar": "Archive has a link member: passwd",
+        "many.zip": "Archive has more than 10,000 members",
+        "cut.tar.gz": "Not a valid tar archive (it may be truncated)",
+    }
+    for name, message in expected.items():
+        assert records[name].status == "failed", name
+        assert records[name].error_message.startswith(message), (name, records[name].error_message)
+    assert "(in inner.zip)" in records["nested.zip"].error_message
+    assert not [p for p in records if "!/" in p]  # no member of a failed container is kept
+    assert records["good.txt"].status == "success"
+    assert _one(client, auth, "albatross")["basename"] == "good.txt"
+    assert _hits(client, auth, "tern") == []
+    # nothing was written beside the files, the spool is empty, no temp files were left
+    assert sorted(p.relative_to(roots) for p in roots.rglob("*")) == before
+    spool = data_dir / "tmp" / "unpack"
+    assert not spool.exists() or list(spool.iterdir()) == []
+    assert not [n for n in set(os.listdir(tempfile.gettempdir())) - tmp_before
+                if n.startswith("unpack-")]
+    assert client.get("/api/health").get_json()["status"] == "ok"
+
+
+@pytest.fixture
+def with_passwords(app_config, tmp_path):
+    path = tmp_path / "passwords.txt"
+    path.write_text(f"wrong-one\n{SECRET}\n")
+    app_config["EXTRACT_PASSWORDS_FILE"] = str(path)
+    return path
+
+
+def _protected() -> dict[str, bytes]:
+    plain = _zip({"open.txt": b"open grebe text", "locked.txt": b"locked grebe text"})
+    return {
+        "locked.7z": _7z({"l.txt": b"sealed avocet text"}, password=SECRET),
+        "mixed.zip": _encrypt_member(plain, "locked.txt"),
+        "secret.pdf": _pdf("confidential bittern memo", password=SECRET),
+        "secret.docx": _encrypted_docx("confidential godwit letter", SECRET),
+    }
+
+
+def _scan(client, auth, make_tree, make_source, run_jobs, files, name="prot"):
+    root = make_tree(name, files)
+    src = make_source(root, name=name)
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    return root
+
+
+def test_encrypted_members_fail_and_the_rest_is_indexed(app, client, auth, make_tree,
+                                                        make_source, run_jobs):
+    root = _scan(client, auth, make_tree, make_source, run_jobs, _protected())
+    with app.app_context():
+        from webapp.extensions import db
+        from webapp.models import IndexedFile
+
+        records = {r.path.removeprefix(f"{root}/"): r for r in db.session.query(IndexedFile)}
+    for name in ("mixed.zip!/locked.txt", "locked.7z!/l.txt"):
+        assert records[name].status == "failed"
+        assert records[name].error_message == "Archive is password protected"
+    assert records["mixed.zip"].status == "success" and records["locked.7z"].status == "success"
+    assert records["secret.pdf"].error_message == "PDF is password protected"
+    assert records["secret.docx"].error_message == "Document is password protected"
+    assert _one(client, auth, "open grebe")["basename"] == "open.txt"
+    assert _hits(client, auth, "avocet") == [] and _hits(client, auth, "bittern") == []
+    assert _hits(client, auth, "godwit") == []
+
+
+def test_passwords_file_opens_encrypted_files(with_passwords, client, auth, make_tree,
+                                              make_source, run_jobs, caplog):
+    _scan(client, auth, make_tree, make_source, run_jobs, _protected())
+    assert _one(client, auth, "avocet")["basename"] == "l.txt"
+    assert _one(client, auth, "bittern")["basename"] == "secret.pdf"
+    assert _one(client, auth, "godwit")["basename"] == "secret.docx"
+    member = _one(client, auth, "avocet")
+    assert _download(client, auth, member["id"]).data == b"sealed avocet text"
+    assert SECRET not in caplog.text
+    config = client.get("/api/status", headers=auth).get_data(as_text=True)
+    assert SECRET not in config
+
+
+def test_document_page_and_results_link_the_container(client, auth, scanned):
+    root, _ = scanned
+    hit = _one(client, auth, "puffin")
+    login(client)
+    page = client.get(f"/documents/{hit['id']}").get_data(as_text=True)
+    assert f'href="/documents/{hit["container_id"]}' in page
+    assert "c.txt" in page and f"{root}/a.zip!/b.zip" in page
+    results = client.get("/?q=puffin").get_data(as_text=True)
+    assert f'/documents/{hit["container_id"]}' in results
+
+
+def test_a_large_mbox_is_split_into_messages(client, auth, make_tree, make_source, run_jobs):
+    # 3,000 keeps the suite fast; the split streams, so the count changes nothing but time
+    root = _scan(client, auth, make_tree, make_source, run_jobs,
+                 {"big.mbox": _mbox(3_000)}, name="mbox")
+    body = client.post("/api/search", headers=auth,
+                       json={"q": "type:email", "limit": 1}).get_json()
+    assert body["total"] == 3_000
+    assert _one(client, auth, "\"kestrel2999\"")["path"] == f"{root}/big.mbox!/message-2999.eml"
+    # members are written in chunks as they come; a smaller mailbox replaces every one of them
+    (root / "big.mbox").write_bytes(_mbox(600))
+    os.utime(root / "big.mbox", (1_800_000_000, 1_800_000_000))
+    src = client.get("/api/sources", headers=auth).get_json()[0]
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    body = client.post("/api/search", headers=auth,
+                       json={"q": "type:email", "limit": 1}).get_json()
+    assert body["total"] == 600 and _hits(client, auth, '"kestrel2999"') == []
+
+
+def test_every_generated_container_is_recognised():
+    from webapp.indexing.extractors import detect_type
+
+    for name, kind in (("a.zip", "archive"), ("a.tar", "archive"), ("a.tar.gz", "archive"),
+                       ("a.tgz", "archive"), ("a.tar.bz2", "archive"), ("a.tar.xz", "archive"),
+                       ("a.7z", "archive"), ("a.rar", "archive"), ("a.mbox", "archive"),
+                       ("a.eml", "email"), ("a.msg", "email"), ("a.gz", "file")):
+        assert detect_type(name) == kind, name
+
+
+def test_verify_finds_members_in_their_containers(app, scanned):
+    _, src = scanned
+    with app.app_context():
+        from webapp.indexing.verify import verify_source
+
+        report = verify_source(src["id"], repair=False)
+    assert report["problems"] == 0, report
+    assert report["records"] > report["files_on_disk"]  # the members have records of their own
+
+
+def test_nesting_stops_at_three_levels(tmp_path):
+    from webapp.indexing.extractors import ExtractionSettings
+    from webapp.indexing.isolation import Extractor
+
+    level4 = _zip({"e.txt": b"too deep"})
+    level3 = _zip({"d.zip": level4, "c.txt": b"third level"})
+    level2 = _zip({"c.zip": level3})
+    (tmp_path / "a.zip").write_bytes(_zip({"b.zip": level2}))
+    spool = tmp_path / "data" / "tmp" / "unpack"
+    with Extractor(ExtractionSettings(spool_dir=str(spool))) as extractor:
+        result = extractor.run(str(tmp_path / "a.zip"))
+    found = {m.inner: m for m in result.members}
+    assert set(found) == {"b.zip", "b.zip!/c.zip", "b.zip!/c.zip!/c.txt",
+                          "b.zip!/c.zip!/d.zip"}
+    assert found["b.zip!/c.zip!/c.txt"].result.doc.content == "third level"
+    assert found["b.zip!/c.zip!/c.txt"].parent == "b.zip!/c.zip"
+    deepest = found["b.zip!/c.zip!/d.zip"].result  # listed, not opened
+    assert deepest.doc.type == "archive" and deepest.doc.content == "e.txt"
+    assert list(spool.iterdir()) == []
+
+
+def test_spool_folders_of_dead_workers_are_removed(tmp_path):
+    from webapp.indexing.extractors import ExtractionSettings
+    from webapp.indexing.isolation import Extractor
+
+    spool = tmp_path / "tmp" / "unpack"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = spool / f"unpack-{dead.pid}-x1"  # a worker killed while it unpacked
+    stale.mkdir(parents=True)
+    (stale / "member.txt").write_text("left behind")
+    live = spool / f"unpack-{os.getpid()}-x2"
+    live.mkdir()
+    with Extractor(ExtractionSettings(spool_dir=str(spool))):
+        pass
+    assert not stale.exists() and live.exists()

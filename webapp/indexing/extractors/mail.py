@@ -1,0 +1,216 @@
+"""E-mail: .eml and .msg messages (attachments are members) and .mbox files (each message a
+member, split in one streaming pass: a mailbox is never held in memory)."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from email import policy
+from email.message import EmailMessage
+from email.parser import BytesParser
+from email.utils import parsedate_to_datetime
+from typing import IO, Any
+
+from ._util import clean_str
+from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec, Member, Sink
+from .epub import html_text
+
+HEADERS = {"from": "from", "to": "to", "cc": "cc", "date": "date", "message-id": "message_id"}
+_UNSAFE = re.compile(r"[\x00-\x1f/\\:]+")
+
+
+def _address_text(value: Any) -> str:
+    return clean_str(str(value)).strip() if value is not None else ""
+
+
+def _date(value: str) -> str | None:
+    try:
+        parsed = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return parsed.isoformat() if parsed else None
+
+
+def _metadata(message: EmailMessage) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for header, key in HEADERS.items():
+        try:
+            value = message.get(header)
+        except (ValueError, IndexError, TypeError):  # a header the parser cannot fold
+            value = message.get_all(header, failobj=[None])[0]
+        text = _address_text(value)
+        if text:
+            meta[key] = (_date(text) or text) if key == "date" else text
+    return meta
+
+
+def _body(message: EmailMessage) -> str:
+    """The plain-text body, or the HTML body as text."""
+    try:
+        part = message.get_body(preferencelist=("plain", "html"))
+    except (KeyError, LookupError):
+        part = None
+    if part is None:
+        return ""
+    text = _part_text(part)
+    if part.get_content_subtype() == "html":
+        return html_text(text.encode("utf-8"))
+    return text
+
+
+def _part_text(part: Any) -> str:
+    try:
+        return part.get_content()
+    except (LookupError, ValueError, AssertionError):  # unknown charset, broken encoding
+        payload = part.get_payload(decode=True) or b""
+        return payload.decode("utf-8", errors="replace")
+
+
+def safe_attachment_name(name: str | None, n: int, taken: set[str]) -> str:
+    """A member name for an attachment: its base name, unique within the message."""
+    base = _UNSAFE.sub("_", posixpath.basename((name or "").replace("\\", "/"))).strip(". ")
+    base = base or f"attachment-{n}"
+    stem, dot, ext = base.rpartition(".")
+    candidate, k = base, 2
+    while candidate in taken:
+        candidate = f"{stem}-{k}.{ext}" if dot else f"{base}-{k}"
+        k += 1
+    taken.add(candidate)
+    return candidate
+
+
+def _attachments(message: EmailMessage) -> list[tuple[str | None, bytes]]:
+    out = []
+    for part in message.iter_attachments():
+        if part.get_content_type() == "message/rfc822":
+            inner = part.get_payload()
+            data = inner[0].as_bytes() if isinstance(inner, list) and inner else b""
+            out.append(((part.get_filename() or "message") + ".eml", data))
+            continue
+        out.append((part.get_filename(), part.get_payload(decode=True) or b""))
+    return out
+
+
+def _emit_all(files: list[tuple[str | None, bytes]], sink: Sink) -> list[Member]:
+    members, taken = [], set()
+    for n, (name, data) in enumerate(files, 1):
+        member = Member(safe_attachment_name(name, n, taken), len(data))
+        out = sink(member)
+        if out is not None:
+            with out:
+                out.write(data)
+        members.append(member)
+    return members
+
+
+def _email_doc(subject: str | None, body: str, meta: dict[str, Any],
+               members: list[Member]) -> Extracted:
+    if members:
+        meta["attachments"] = [m.name for m in members]
+    header_lines = [f"{k.replace('_', ' ').title()}: {v}" for k, v in meta.items()
+                    if k in ("from", "to", "cc")]
+    content = "\n".join([*header_lines, "", body]) if header_lines else body
+    return Extracted(type="email", content=content, title=clean_str(subject or "") or None,
+                     metadata=meta)
+
+
+def unpack_eml(path: str, settings: ExtractionSettings, sink: Sink,
+               budget: int) -> tuple[Extracted, list[Member]]:
+    """An RFC 822 message: headers as metadata, body as content, attachments as members."""
+    if os.path.getsize(path) > budget:
+        raise ExtractionError("Message is too large")
+    with open(path, "rb") as f:
+        message = BytesParser(policy=policy.default).parse(f)
+    if not message.keys():
+        raise ExtractionError("Not a valid e-mail message")
+    members = _emit_all(_attachments(message), sink)
+    subject = _address_text(message.get("subject")) or None
+    return _email_doc(subject, _body(message), _metadata(message), members), members
+
+
+def unpack_msg(path: str, settings: ExtractionSettings, sink: Sink,
+               budget: int) -> tuple[Extracted, list[Member]]:
+    """An Outlook .msg message, read with extract-msg."""
+    import extract_msg
+
+    try:
+        message = extract_msg.openMsg(path, delayAttachments=False)
+    except Exception as exc:  # noqa: BLE001 - the library raises many kinds on bad files
+        raise ExtractionError("Not a valid Outlook message") from exc
+    try:
+        meta: dict[str, Any] = {}
+        for key, attr in (("from", "sender"), ("to", "to"), ("cc", "cc"),
+                          ("message_id", "messageId")):
+            text = _address_text(getattr(message, attr, None))
+            if text:
+                meta[key] = text
+        if getattr(message, "date", None):
+            meta["date"] = message.date.isoformat()
+        body = message.body or ""
+        if not body.strip() and message.htmlBody:
+            body = html_text(message.htmlBody)
+        files = [(getattr(a, "longFilename", None) or getattr(a, "shortFilename", None),
+                  a.data if isinstance(a.data, bytes) else b"")
+                 for a in message.attachments]
+        members = _emit_all(files, sink)
+        return _email_doc(message.subject, body, meta, members), members
+    finally:
+        message.close()
+
+
+def _mbox_messages(f: IO[bytes]):
+    """Yield each message's lines of an mbox file, one message at a time."""
+    lines: list[bytes] = []
+    previous_blank = True
+    for line in f:
+        if line.startswith(b"From ") and previous_blank:
+            if lines:
+                yield lines
+            lines = []
+        elif lines or line.strip():
+            lines.append(line[1:] if line.startswith(b">From ") else line)
+        previous_blank = not line.strip()
+    if lines:
+        yield lines
+
+
+def unpack_mbox(path: str, settings: ExtractionSettings, sink: Sink,
+                budget: int) -> tuple[Extracted, list[Member]]:
+    """Each message of the mailbox is a member `message-N.eml`; the content lists subjects."""
+    members, listing = [], []
+    parse_headers = BytesParser(policy=policy.default).parsebytes
+    with open(path, "rb") as f:
+        for n, lines in enumerate(_mbox_messages(f), 1):
+            data = b"".join(lines)
+            member = Member(f"message-{n}.eml", len(data))
+            head = data.split(b"\n\n", 1)[0]
+            try:
+                subject = _address_text(parse_headers(head, headersonly=True).get("subject"))
+            except Exception:  # noqa: BLE001 - a broken header fails nothing but its subject
+                subject = ""
+            listing.append(f"{member.name} {subject}".rstrip())
+            out = sink(member)
+            if out is not None:
+                with out:
+                    out.write(data)
+            members.append(member)
+    if not members:
+        raise ExtractionError("Not a valid mailbox (no messages)")
+    doc = Extracted(type="archive", content="\n".join(listing),
+                    metadata={"format": "mbox", "message_count": len(members)})
+    return doc, members
+
+
+def _only_document(unpack):
+    def extract(path: str, settings: ExtractionSettings) -> Extracted:
+        return unpack(path, settings, lambda member: None, settings.archive_max_total_bytes)[0]
+    return extract
+
+
+EMAIL = ExtractorSpec(type="email", extract=_only_document(unpack_eml), extensions=("eml",),
+                      heavy_modules=("lxml.html",), unpack=unpack_eml)
+OUTLOOK = ExtractorSpec(type="email", extract=_only_document(unpack_msg), extensions=("msg",),
+                        heavy_modules=("extract_msg",), unpack=unpack_msg)
+MBOX = ExtractorSpec(type="archive", extract=_only_document(unpack_mbox),
+                     extensions=("mbox", "mbx"), unpack=unpack_mbox)
