@@ -3,7 +3,8 @@
 `python worker.py [--workers N] [--burst]` runs N workers forked from one process that has
 already loaded the app and every extractor library, so the workers (and the work horse RQ forks
 for each job, and its extraction child) share those pages instead of holding a copy each.
-`python worker.py scheduler` runs the scheduler of scheduled scans.
+`python worker.py scheduler` runs the scheduler of scheduled scans; `python worker.py watcher`
+the watcher of the sources with `watch` on (live index, webapp/watcher.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from rq import Worker
 from rq.worker_pool import WorkerPool
 from rq_scheduler import Scheduler
 
-from webapp import create_app, jobs
+from webapp import create_app, jobs, watcher
 from webapp.extensions import db
 from webapp.indexing import extractors
 from webapp.memtune import tune_malloc
@@ -126,15 +127,22 @@ def run_scheduler() -> None:
             log.warning("scheduler: lost Redis (%s)", exc)
 
 
+def run_watcher() -> None:
+    """Follow file changes under the watched sources until stopped."""
+    watcher.run(create_app())
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and run workers or the scheduler."""
-    parser = argparse.ArgumentParser(description="Trawl's RQ workers or scheduler")
-    parser.add_argument("mode", nargs="?", choices=["worker", "scheduler"], default="worker")
+    parser = argparse.ArgumentParser(description="Trawl's RQ workers, scheduler or watcher")
+    parser.add_argument("mode", nargs="?", choices=["worker", "scheduler", "watcher"], default="worker")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--burst", action="store_true", help="stop when the queue is empty")
     args = parser.parse_args(argv)
     if args.mode == "scheduler":
         run_scheduler()
+    elif args.mode == "watcher":
+        run_watcher()
     else:
         run_workers(args.workers, args.burst)
 

@@ -18,7 +18,7 @@ from tests.conftest import REPO
 SETTING_KEYS = ("DATA_DIR", "REDIS_URL", "DATABASE_URL", "SECRET_KEY", "SCAN_BATCH_SIZE",
                 "SCAN_LOCK_SECONDS", "MAX_FILE_SIZE_MB", "EXTRACT_TIMEOUT_PDF",
                 "EXTRACT_TIMEOUT_TEXT", "EXTRACT_TIMEOUT_DEFAULT", "EXTRACT_MEMORY_MB",
-                "QUEUE_NAME", "SEARCH_BACKEND", "SEARCH_INDEX_DIR")
+                "QUEUE_NAME", "SEARCH_BACKEND", "SEARCH_INDEX_DIR", "LIVE_MAX_PATHS")
 WORKER_RSS_LIMIT_MB = 1024  # worker + work horse + extraction child, all together
 
 

@@ -17,7 +17,9 @@ from rq_scheduler import Scheduler
 from webapp import keys
 from webapp import schedule as cron
 from webapp.extensions import db
+from webapp.indexing import live
 from webapp.indexing.pipeline import ScanRun, help_extract
+from webapp.indexing.runstats import RunState
 from webapp.indexing.state import scan_lock, settle_interrupted
 from webapp.models import Source, utcnow
 from webapp.runtime import get_queue, get_redis, get_search
@@ -37,6 +39,27 @@ def scan_job(source_id: str, run_id: str, full: bool = False) -> dict:
     with app.app_context():
         helpers = partial(enqueue_helpers, run_id, source_id)
         return ScanRun(app, source_id, run_id, full, start_helpers=helpers).run()
+
+
+def live_job(source_id: str, run_id: str) -> dict | None:
+    """Index the source's changed paths the watcher collected (a live update)."""
+    app = _app()
+    with app.app_context():
+        conn = get_redis(app)
+        paths, upto = live.pending(conn, source_id)
+        if not paths:
+            scan_lock(source_id).release(run_id)
+            return None
+        helpers = partial(enqueue_helpers, run_id, source_id)
+        run = ScanRun(app, source_id, run_id, False, start_helpers=helpers, paths=paths)
+        try:
+            stats = run.run()
+        except Exception:
+            live.done(conn, source_id, upto)  # a failing path must not come back forever
+            raise
+        if stats.state in (RunState.FINISHED, RunState.FAILED):  # else they are handed out again
+            live.done(conn, source_id, upto)
+        return stats.to_dict()
 
 
 def extract_batches(run_id: str, source_id: str) -> int:
@@ -84,6 +107,13 @@ def enqueue_scan(source_id: str, run_id: str, full: bool, job_id: str) -> None:
     """Queue the coordinator of a run whose lock was taken."""
     get_queue().enqueue(scan_job, source_id, run_id, full, job_id=job_id,
                         job_timeout=keys.SCAN_JOB_TIMEOUT, result_ttl=keys.SCAN_RESULT_TTL,
+                        failure_ttl=keys.SCAN_FAILURE_TTL)
+
+
+def enqueue_live(source_id: str, run_id: str, job_id: str) -> None:
+    """Queue a live update ahead of waiting scans: it is small and someone waits for it."""
+    get_queue().enqueue(live_job, source_id, run_id, job_id=job_id, at_front=True,
+                        job_timeout=keys.LIVE_JOB_TIMEOUT, result_ttl=keys.LIVE_RESULT_TTL,
                         failure_ttl=keys.SCAN_FAILURE_TTL)
 
 

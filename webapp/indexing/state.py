@@ -52,20 +52,29 @@ class ScanLock:
         raw = self.conn.get(keys.scan_lock(self.source_id))
         return json.loads(raw) if raw else None
 
-    def acquire_queued(self, job_id: str, full: bool) -> str | None:
-        """Take the slot for a queued run; None when another run holds it."""
+    def acquire_queued(self, job_id: str, full: bool, live: bool = False) -> str | None:
+        """Take the slot for a queued run; None when another run holds it.
+
+        A live update (`live`) takes the same slot (one writer per source) but keeps its stats
+        apart, so the latest scan's stats stay what they were.
+        """
         run_id = uuid.uuid4().hex
         value = json.dumps({"run_id": run_id, "job_id": job_id, "state": SourceState.QUEUED,
-                            "full": full,
-                            "since": time.time()})
-        if self.conn.set(keys.scan_lock(self.source_id), value, nx=True, ex=keys.QUEUED_LOCK_TTL):
-            self.write_stats(RunStats(RunState.QUEUED))
-            return run_id
-        if self.state() == SourceState.IDLE:  # a stale lock was cleared by state(); try once more
-            if self.conn.set(keys.scan_lock(self.source_id), value, nx=True, ex=keys.QUEUED_LOCK_TTL):
-                self.write_stats(RunStats(RunState.QUEUED))
+                            "full": full, "live": live, "since": time.time()})
+        for _ in range(2):  # once more if state() found a stale lock and cleared it
+            if self.conn.set(keys.scan_lock(self.source_id), value, nx=True,
+                             ex=keys.QUEUED_LOCK_TTL):
+                if not live:
+                    self.write_stats(RunStats(RunState.QUEUED))
                 return run_id
+            if self.state() != SourceState.IDLE:
+                break
         return None
+
+    def held_by_live_update(self) -> bool:
+        """Whether the slot is taken by a live update (a short run the watcher asked for)."""
+        lock = self.read()
+        return bool(lock and lock.get("live"))
 
     def set_job(self, run_id: str, job_id: str) -> None:
         """Record the RQ job id of a queued run (known only after enqueueing)."""

@@ -64,6 +64,8 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
         "last_indexed_at": iso(last_indexed), "last_scan_at": iso(source.last_scan_at),
         "next_scan_at": iso(source.next_scan_at),
         "last_run": (live if state != SourceState.IDLE else kept or live),
+        "watch_state": scans.watch_state(source),
+        "last_live_update": scans.last_live_update(source.id),
         "failed_files": [{"path": p, "error": e or ""} for p, e in failed],
     }
 

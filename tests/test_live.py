@@ -1,0 +1,234 @@
+"""Live index: real inotify events on real files, the watcher's loop in a thread, a real worker
+process, real Redis. Every change must reach search without a scan being asked for."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+
+import pytest
+from rq.registry import FinishedJobRegistry
+
+from tests.workers import Worker
+from webapp.runtime import get_queue
+
+WAIT = 20.0  # seconds a change may take to show here (the machine is shared; the target is 3)
+
+
+@pytest.fixture
+def app_config(app_config):
+    return {**app_config, "WATCH_DEBOUNCE": 0.3, "WATCH_POLL_SECONDS": 1}
+
+
+class WatcherThread:
+    """The watcher's loop in a thread of the test process (started and stopped at will)."""
+
+    def __init__(self, app):
+        self.app = app
+        self.watcher = None
+
+    def start(self) -> WatcherThread:
+        from webapp.watcher import Watcher
+
+        self.watcher = Watcher(self.app)
+        self.thread = threading.Thread(target=self.watcher.run, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.thread.join(timeout=10)
+            self.watcher = None
+
+
+@pytest.fixture
+def watcher(app):
+    thread = WatcherThread(app)
+    yield thread
+    thread.stop()
+
+
+@pytest.fixture
+def worker(app):
+    with Worker(app) as proc:
+        yield proc
+
+
+def found(client, auth, q: str, **extra) -> list[str]:
+    """The paths search returns for `q`."""
+    resp = client.post("/api/search", headers=auth, json={"q": q, "limit": 50, **extra})
+    assert resp.status_code == 200, resp.get_json()
+    return sorted(r["path"] for r in resp.get_json()["results"])
+
+
+def eventually(check, what: str, timeout: float = WAIT):
+    """Poll `check()` until it is truthy; fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"not within {timeout} s: {what}")
+
+
+def status(client, auth, sid: str) -> dict:
+    return client.get(f"/api/status/{sid}", headers=auth).get_json()
+
+
+def watching(client, auth, sid: str) -> dict:
+    """Wait until the watcher follows the source and its catch-up update has ended."""
+    def ready():
+        st = status(client, auth, sid)
+        update = st.get("last_live_update") or {}
+        return st if st["watch_state"] == "watching" and update.get("state") == "finished" \
+            and st["state"] == "idle" else None
+    return eventually(ready, f"{sid} watched and caught up")
+
+
+def live_runs(app) -> int:
+    """Live updates that ran (RQ keeps finished jobs for a minute)."""
+    registry = FinishedJobRegistry(queue=get_queue(app))
+    return sum(1 for job_id in registry.get_job_ids() if job_id.startswith("live-"))
+
+
+def test_every_kind_of_change_reaches_search(app, client, auth, make_tree, make_source, roots,
+                                             watcher, worker):
+    root = make_tree("notes", {"old.txt": "walrus present before the watcher"})
+    outside = make_tree("elsewhere", {"incoming/deep/one.md": "pelican arriving from outside"})
+    sid = make_source(root)["id"]
+    watcher.start()
+    watching(client, auth, sid)
+    assert found(client, auth, "walrus") == [str(root / "old.txt")]  # caught up at start
+
+    (root / "new.txt").write_text("narwhal created")
+    eventually(lambda: found(client, auth, "narwhal") == [str(root / "new.txt")], "create")
+
+    (root / "new.txt").write_text("narwhal modified into an octopus")
+    eventually(lambda: found(client, auth, "octopus"), "modify")
+
+    (root / "new.txt").rename(root / "renamed.txt")
+    eventually(lambda: found(client, auth, "octopus") == [str(root / "renamed.txt")], "rename")
+
+    shutil.move(outside / "incoming", root / "incoming")  # a folder moved in, with a subfolder
+    moved_in = str(root / "incoming" / "deep" / "one.md")
+    eventually(lambda: found(client, auth, "pelican") == [moved_in], "folder moved in")
+
+    (root / "incoming").rename(root / "archive")  # a folder renamed inside the source
+    eventually(lambda: found(client, auth, "pelican") ==
+               [str(root / "archive" / "deep" / "one.md")], "folder moved inside")
+
+    (root / "made" / "sub").mkdir(parents=True)  # a folder created, files written into it
+    (root / "made" / "sub" / "x.txt").write_text("flamingo in a new folder")
+    (root / "node_modules").mkdir()
+    (root / "node_modules" / "dep.js").write_text("flamingo excluded by default")
+    (root / "made" / "skip.tmp").write_text("flamingo temporary")
+    eventually(lambda: found(client, auth, "flamingo") == [str(root / "made" / "sub" / "x.txt")],
+               "folder created")
+
+    shutil.move(root / "archive", outside / "archive")  # moved out of the source
+    eventually(lambda: not found(client, auth, "pelican"), "folder moved out")
+
+    (root / "renamed.txt").unlink()
+    eventually(lambda: not found(client, auth, "octopus"), "delete")
+
+    shutil.rmtree(root / "made")
+    eventually(lambda: not found(client, auth, "flamingo"), "folder deleted")
+    assert found(client, auth, "walrus")  # untouched files stay
+    st = status(client, auth, sid)
+    assert st["total_files"] == 1 and st["last_run"] is None  # no scan ran: only live updates
+
+
+def test_overlapping_sources_each_get_their_own_documents(app, client, auth, make_tree,
+                                                          make_source, watcher, worker):
+    root = make_tree("team", {"docs/readme.txt": "start"})
+    outer = make_source(root, name="Team")["id"]
+    inner = make_source(root / "docs", name="Team docs", exclude_patterns=["**/*.md"])["id"]
+    watcher.start()
+    watching(client, auth, outer)
+    watching(client, auth, inner)
+    (root / "docs" / "both.txt").write_text("heron shared by both sources")
+    (root / "docs" / "outer.md").write_text("heron only for the outer source")
+    both = {outer: [str(root / "docs" / "both.txt"), str(root / "docs" / "outer.md")],
+            inner: [str(root / "docs" / "both.txt")]}
+    for sid, paths in both.items():
+        eventually(lambda sid=sid, paths=paths: found(client, auth, "heron", source_id=sid)
+                   == paths, f"{sid} sees its files")
+
+
+def test_a_burst_is_one_update(app, client, auth, make_tree, make_source, watcher, worker):
+    root = make_tree("burst", {"seed.txt": "seed"})
+    sid = make_source(root)["id"]
+    watcher.start()
+    watching(client, auth, sid)
+    before = live_runs(app)
+    for n in range(1500):  # more than LIVE_MAX_PATHS: the update rescans the source
+        folder = root / f"d{n % 30}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"f{n}.txt").write_text(f"kestrel number{n}")
+    eventually(lambda: status(client, auth, sid)["total_files"] == 1501, "burst indexed", 60)
+    assert found(client, auth, "number1499") == [str(root / "d29" / "f1499.txt")]
+    runs = live_runs(app) - before
+    assert 1 <= runs <= 2, runs  # not one per file (two if the copy outlasted a debounce)
+    assert get_queue(app).count == 0
+
+
+def test_changes_while_the_watcher_was_down_are_caught_up(app, client, auth, make_tree,
+                                                          make_source, watcher, worker):
+    root = make_tree("restart", {"keep.txt": "albatross", "gone.txt": "cormorant"})
+    sid = make_source(root)["id"]
+    watcher.start()
+    watching(client, auth, sid)
+    watcher.stop()
+    assert status(client, auth, sid)["watch_state"] == "error: the watcher is not running"
+    (root / "gone.txt").unlink()
+    (root / "later.txt").write_text("puffin written while nobody watched")
+    watcher.start()
+    eventually(lambda: found(client, auth, "puffin") and not found(client, auth, "cormorant"),
+               "catch-up after a restart")
+    assert found(client, auth, "albatross")
+
+
+def test_a_source_over_the_watch_limit_is_polled(app, client, auth, make_tree, make_source,
+                                                 watcher, worker, caplog):
+    app.config["WATCH_MAX_DIRS"] = 2  # our own tiny limit stands in for the kernel's
+    root = make_tree("many", {"a/1.txt": "one", "b/2.txt": "two", "c/3.txt": "three"})
+    sid = make_source(root)["id"]
+    with caplog.at_level(logging.WARNING, logger="trawl.watcher"):
+        watcher.start()
+        eventually(lambda: status(client, auth, sid)["watch_state"] == "polling", "polling")
+    assert "fs.inotify.max_user_watches" in caplog.text
+    (root / "b" / "new.txt").write_text("grebe found by polling")
+    eventually(lambda: found(client, auth, "grebe"), "polled change")
+    page = client.get("/sources", headers=auth)
+    assert page.status_code in (200, 302)
+
+
+def test_watch_is_a_source_field(client, auth, make_tree, make_source):
+    root = make_tree("w", {"a.txt": "a"})
+    src = make_source(root)
+    assert src["watch"] is True
+    bad = client.post("/api/sources", headers=auth,
+                      json={"name": "Bad", "root_path": str(root), "watch": "sometimes"})
+    assert bad.status_code == 400 and bad.get_json()["detail"].startswith("watch:")
+    off = client.put(f"/api/sources/{src['id']}", headers=auth, json={"watch": False})
+    assert off.status_code == 200 and off.get_json()["watch"] is False
+    assert status(client, auth, src["id"])["watch_state"] == "off"
+    on = client.put(f"/api/sources/{src['id']}", headers=auth, json={"watch": True})
+    assert on.get_json()["watch_state"] == "error: the watcher is not running"
+
+
+def test_a_source_switched_off_is_no_longer_followed(app, client, auth, make_tree, make_source,
+                                                     watcher, worker):
+    root = make_tree("toggle", {"a.txt": "start"})
+    sid = make_source(root)["id"]
+    watcher.start()
+    watching(client, auth, sid)
+    client.put(f"/api/sources/{sid}", headers=auth, json={"watch": False})
+    eventually(lambda: sid not in watcher.watcher.sources, "watch off picked up")
+    (root / "quiet.txt").write_text("ibis unseen")
+    client.put(f"/api/sources/{sid}", headers=auth, json={"watch": True})
+    eventually(lambda: found(client, auth, "ibis"), "watch on again catches up")
