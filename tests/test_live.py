@@ -11,6 +11,7 @@ import time
 import pytest
 from rq.registry import FinishedJobRegistry
 
+from tests.ui_helpers import csrf, login
 from tests.workers import Worker
 from webapp.runtime import get_queue
 
@@ -203,8 +204,11 @@ def test_a_source_over_the_watch_limit_is_polled(app, client, auth, make_tree, m
     assert "fs.inotify.max_user_watches" in caplog.text
     (root / "b" / "new.txt").write_text("grebe found by polling")
     eventually(lambda: found(client, auth, "grebe"), "polled change")
-    page = client.get("/sources", headers=auth)
-    assert page.status_code in (200, 302)
+    ui = app.test_client()
+    assert login(ui).status_code == 302
+    for page in ("/sources", "/status"):  # the page says so, with the latest live update
+        html = ui.get(page).get_data(as_text=True)
+        assert 'data-watch-state="polling"' in html and "last live update finished" in html, page
 
 
 def test_watch_is_a_source_field(client, auth, make_tree, make_source):
@@ -232,3 +236,18 @@ def test_a_source_switched_off_is_no_longer_followed(app, client, auth, make_tre
     (root / "quiet.txt").write_text("ibis unseen")
     client.put(f"/api/sources/{sid}", headers=auth, json={"watch": True})
     eventually(lambda: found(client, auth, "ibis"), "watch on again catches up")
+
+
+def test_the_source_form_has_the_watch_switch(app, client, auth, make_tree):
+    root = make_tree("form", {"a.txt": "a"})
+    ui = app.test_client()
+    assert login(ui).status_code == 302
+    assert 'name="watch" value="1" role="switch"\n    checked' in ui.get("/sources/new").get_data(
+        as_text=True)  # on by default
+    form = {"csrf_token": csrf(ui, "/sources/new"), "name": "Form", "root_path": str(root),
+            "schedule_choice": "manual", "watch": "0"}  # the switch unchecked: only the hidden 0
+    assert ui.post("/sources/new", data=form).status_code == 302
+    assert client.get("/api/sources/form", headers=auth).get_json()["watch"] is False
+    form = {**form, "csrf_token": csrf(ui, "/sources/form/edit"), "watch": ["0", "1"]}
+    assert ui.post("/sources/form/edit", data=form).status_code == 302
+    assert client.get("/api/sources/form", headers=auth).get_json()["watch"] is True

@@ -53,8 +53,8 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
     failed = (db.session.query(IndexedFile.path, IndexedFile.error_message)
               .filter_by(source_id=source.id, status=FileStatus.FAILED)
               .order_by(IndexedFile.path).limit(FAILED_FILES))
-    live = scans.live_stats(source.id)  # the running run's stats, or the latest while Redis has them
-    state = scans.scan_state(source.id)
+    state = scans.scan_state(source.id)  # first: a lock expiring between the two reads is then
+    live = scans.live_stats(source.id)  # seen as settled (interrupted), never "idle but indexing"
     kept = RunStats.from_dict(source.last_run) if source.last_run else None
     return {
         "source_id": source.id, "source_name": source.name, "state": state,

@@ -43,6 +43,8 @@ def form_to_data(form, creating: bool) -> dict:
             "scan_schedule": schedule_from_form(form)}
     if creating and form.get("id", "").strip():
         data["id"] = form["id"].strip()
+    if "watch" in form:  # a hidden "0" before the checkbox's "1": absent means unchanged
+        data["watch"] = "1" in form.getlist("watch")
     return data
 
 
@@ -54,14 +56,16 @@ def _form_state(source=None, form=None) -> dict:
                 "include_patterns": form.get("include_patterns", ""),
                 "exclude_patterns": form.get("exclude_patterns", ""),
                 "schedule_choice": form.get("schedule_choice", "manual"),
-                "cron": form.get("cron", "")}
+                "cron": form.get("cron", ""),
+                "watch": "1" in form.getlist("watch") if "watch" in form else True}
     value = source.scan_schedule if source else None
     choice = next((k for k, v in SCHEDULE_PRESETS.items() if v == value), "custom")
     return {"name": source.name if source else "", "id": source.id if source else "",
             "root_path": source.root_path if source else "",
             "include_patterns": "\n".join(source.include_patterns if source else DEFAULT_INCLUDE),
             "exclude_patterns": "\n".join(source.exclude_patterns if source else DEFAULT_EXCLUDE),
-            "schedule_choice": choice, "cron": value if choice == "custom" else ""}
+            "schedule_choice": choice, "cron": value if choice == "custom" else "",
+            "watch": source.watch if source else True}
 
 
 def _error_field(detail: str) -> str | None:
