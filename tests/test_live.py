@@ -80,14 +80,22 @@ def status(client, auth, sid: str) -> dict:
     return client.get(f"/api/status/{sid}", headers=auth).get_json()
 
 
-def watching(client, auth, sid: str) -> dict:
-    """Wait until the watcher follows the source and its catch-up update has ended."""
+def scan(client, auth, sid: str) -> dict:
+    """A scan through the API, done by the running worker process."""
+    resp = client.post(f"/api/sources/{sid}/reindex?wait=60", headers=auth)
+    assert resp.status_code == 200, resp.get_json()
+    assert resp.get_json()["stats"]["state"] == "finished"
+    return resp.get_json()["stats"]
+
+
+def watching(client, auth, sid: str, caught_up: bool = True) -> dict:
+    """Wait until the watcher follows the source (and, once scanned, has caught up)."""
     def ready():
         st = status(client, auth, sid)
         update = st.get("last_live_update") or {}
-        return st if st["watch_state"] == "watching" and update.get("state") == "finished" \
-            and st["state"] == "idle" else None
-    return eventually(ready, f"{sid} watched and caught up")
+        return st if st["watch_state"] == "watching" and st["state"] == "idle" and (
+            not caught_up or update.get("state") == "finished") else None
+    return eventually(ready, f"{sid} watched" + (" and caught up" if caught_up else ""))
 
 
 def live_runs(app) -> int:
@@ -102,8 +110,10 @@ def test_every_kind_of_change_reaches_search(app, client, auth, make_tree, make_
     outside = make_tree("elsewhere", {"incoming/deep/one.md": "pelican arriving from outside"})
     sid = make_source(root)["id"]
     watcher.start()
-    watching(client, auth, sid)
-    assert found(client, auth, "walrus") == [str(root / "old.txt")]  # caught up at start
+    watching(client, auth, sid, caught_up=False)  # never scanned: no update of its own
+    assert not found(client, auth, "walrus")
+    scan(client, auth, sid)
+    assert found(client, auth, "walrus") == [str(root / "old.txt")]
 
     (root / "new.txt").write_text("narwhal created")
     eventually(lambda: found(client, auth, "narwhal") == [str(root / "new.txt")], "create")
@@ -140,7 +150,7 @@ def test_every_kind_of_change_reaches_search(app, client, auth, make_tree, make_
     eventually(lambda: not found(client, auth, "flamingo"), "folder deleted")
     assert found(client, auth, "walrus")  # untouched files stay
     st = status(client, auth, sid)
-    assert st["total_files"] == 1 and st["last_run"] is None  # no scan ran: only live updates
+    assert st["total_files"] == 1 and st["last_run"]["new_files"] == 1  # the one scan
 
 
 def test_overlapping_sources_each_get_their_own_documents(app, client, auth, make_tree,
@@ -149,8 +159,8 @@ def test_overlapping_sources_each_get_their_own_documents(app, client, auth, mak
     outer = make_source(root, name="Team")["id"]
     inner = make_source(root / "docs", name="Team docs", exclude_patterns=["**/*.md"])["id"]
     watcher.start()
-    watching(client, auth, outer)
-    watching(client, auth, inner)
+    watching(client, auth, outer, caught_up=False)
+    watching(client, auth, inner, caught_up=False)
     (root / "docs" / "both.txt").write_text("heron shared by both sources")
     (root / "docs" / "outer.md").write_text("heron only for the outer source")
     both = {outer: [str(root / "docs" / "both.txt"), str(root / "docs" / "outer.md")],
@@ -163,6 +173,7 @@ def test_overlapping_sources_each_get_their_own_documents(app, client, auth, mak
 def test_a_burst_is_one_update(app, client, auth, make_tree, make_source, watcher, worker):
     root = make_tree("burst", {"seed.txt": "seed"})
     sid = make_source(root)["id"]
+    scan(client, auth, sid)
     watcher.start()
     watching(client, auth, sid)
     before = live_runs(app)
@@ -177,20 +188,29 @@ def test_a_burst_is_one_update(app, client, auth, make_tree, make_source, watche
     assert get_queue(app).count == 0
 
 
-def test_changes_while_the_watcher_was_down_are_caught_up(app, client, auth, make_tree,
-                                                          make_source, watcher, worker):
+def test_a_killed_watcher_process_catches_up_when_restarted(app, client, auth, make_tree,
+                                                             make_source, worker):
+    """`python worker.py watcher` killed with SIGKILL while files change; started again, it
+    indexes what changed meanwhile (one incremental update), then follows changes again."""
     root = make_tree("restart", {"keep.txt": "albatross", "gone.txt": "cormorant"})
     sid = make_source(root)["id"]
-    watcher.start()
-    watching(client, auth, sid)
-    watcher.stop()
-    assert status(client, auth, sid)["watch_state"] == "error: the watcher is not running"
-    (root / "gone.txt").unlink()
-    (root / "later.txt").write_text("puffin written while nobody watched")
-    watcher.start()
-    eventually(lambda: found(client, auth, "puffin") and not found(client, auth, "cormorant"),
-               "catch-up after a restart")
+    env = {"WATCH_DEBOUNCE": "0.3"}
+    scan(client, auth, sid)
+    with Worker(app, "watcher", **env) as proc:
+        watching(client, auth, sid)
+        (root / "seen.txt").write_text("gannet seen live")
+        eventually(lambda: found(client, auth, "gannet"), "live change")
+        proc.kill()
+        (root / "gone.txt").unlink()
+        (root / "later.txt").write_text("puffin written while nobody watched")
+    with Worker(app, "watcher", **env):
+        eventually(lambda: found(client, auth, "puffin") and not found(client, auth, "cormorant"),
+                   "catch-up after a restart")
+        (root / "after.txt").write_text("skua after the restart")
+        eventually(lambda: found(client, auth, "skua"), "live again")
     assert found(client, auth, "albatross")
+    # stopped (SIGTERM), it takes its alive mark along: the status says so at once
+    assert status(client, auth, sid)["watch_state"] == "error: the watcher is not running"
 
 
 def test_a_source_over_the_watch_limit_is_polled(app, client, auth, make_tree, make_source,
@@ -198,6 +218,7 @@ def test_a_source_over_the_watch_limit_is_polled(app, client, auth, make_tree, m
     app.config["WATCH_MAX_DIRS"] = 2  # our own tiny limit stands in for the kernel's
     root = make_tree("many", {"a/1.txt": "one", "b/2.txt": "two", "c/3.txt": "three"})
     sid = make_source(root)["id"]
+    scan(client, auth, sid)  # polling rescans a source once it has been scanned
     with caplog.at_level(logging.WARNING, logger="trawl.watcher"):
         watcher.start()
         eventually(lambda: status(client, auth, sid)["watch_state"] == "polling", "polling")
@@ -229,6 +250,7 @@ def test_a_source_switched_off_is_no_longer_followed(app, client, auth, make_tre
                                                      watcher, worker):
     root = make_tree("toggle", {"a.txt": "start"})
     sid = make_source(root)["id"]
+    scan(client, auth, sid)
     watcher.start()
     watching(client, auth, sid)
     client.put(f"/api/sources/{sid}", headers=auth, json={"watch": False})

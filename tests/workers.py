@@ -32,14 +32,15 @@ def permissions_bind_worker() -> bool:
 
 
 class Worker:
-    """A real `python worker.py` in its own process group with the app's settings.
+    """A real `python worker.py [args]` in its own process group with the app's settings.
 
     As root it runs through `setpriv` without CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH, so file
     permissions bind it like any service account (mode 000 files are unreadable to it).
     """
 
-    def __init__(self, app, **env):
+    def __init__(self, app, *args: str, **env):
         self.app = app
+        self.args = args  # e.g. "watcher": `python worker.py watcher`
         self.env = {**os.environ, "LOG_LEVEL": "WARNING",
                     "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"])}
         self.env.update({k: str(app.config[k]) for k in SETTING_KEYS})
@@ -49,7 +50,7 @@ class Worker:
 
     def __enter__(self) -> Worker:
         prefix = DROP_DAC if os.geteuid() == 0 and shutil.which("setpriv") else []
-        self.proc = subprocess.Popen([*prefix, sys.executable, "worker.py"], cwd=REPO,
+        self.proc = subprocess.Popen([*prefix, sys.executable, "worker.py", *self.args], cwd=REPO,
                                      env=self.env, start_new_session=True)
         self._sampler = threading.Thread(target=self._sample, daemon=True)
         self._sampler.start()

@@ -7,7 +7,8 @@ a path-limited incremental run of the scan pipeline on a worker, under the sourc
 While a scan runs the paths wait, and go right after it. A source that cannot be watched (the
 kernel's watch limit, a network file system, no inotify) is polled: every WATCH_POLL_SECONDS its
 root is marked changed, which makes the update an incremental scan. On start, and when Redis
-comes back after an outage, every watched source gets one such catch-up update.
+comes back after an outage, every watched source gets one such catch-up update (a source never
+scanned gets none: its first scan is asked for by the user; its changes are followed meanwhile).
 
 The watcher only lists folders and reads events: it never opens a file.
 """
@@ -167,7 +168,7 @@ class Watcher:
         log.info("watcher: Redis answers again; catching up every watched source")
         self.redis_ok = True
         for followed in self.sources.values():
-            self._mark(followed, followed.root)
+            self._catch_up(followed)
         return True
 
     def _announced(self) -> bool:
@@ -211,7 +212,17 @@ class Watcher:
         followed.state = self._watch(followed)
         if followed.state == "polling":
             followed.next_try = time.monotonic() + self.poll_every
-        self._mark(followed, followed.root)  # whatever changed while nobody watched
+        self._catch_up(followed)  # whatever changed while nobody watched
+
+    def _catch_up(self, followed: Followed) -> None:
+        """Mark the whole source changed, once it has been scanned: the first scan of a new
+        source stays the user's to start (scripts create a source, then ask for its scan)."""
+        with self.app.app_context():
+            scanned = db.session.query(Source.last_run.isnot(None)).filter(
+                Source.id == followed.id).scalar()
+            db.session.remove()
+        if scanned:
+            self._mark(followed, followed.root)
 
     def _watch(self, followed: Followed) -> str:
         """'watching', or 'polling' (logged with what would allow watching)."""
@@ -267,7 +278,7 @@ class Watcher:
                 followed.next_try = time.monotonic() + self.poll_every
                 complete = False
             if not complete:  # the kernel dropped events: look at everything again
-                self._mark(followed, followed.root)
+                self._catch_up(followed)
 
     def _mark(self, followed: Followed, path: str) -> None:
         now = time.monotonic()
@@ -280,7 +291,7 @@ class Watcher:
     def _timers(self, followed: Followed, now: float) -> None:
         if followed.state == "polling" and now >= followed.next_try:
             followed.next_try = now + self.poll_every
-            self._mark(followed, followed.root)
+            self._catch_up(followed)
         elif followed.state.startswith("error") and now >= followed.next_try:
             self._start(followed)
             if not followed.state.startswith("error"):
