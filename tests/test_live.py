@@ -170,6 +170,24 @@ def test_overlapping_sources_each_get_their_own_documents(app, client, auth, mak
                    == paths, f"{sid} sees its files")
 
 
+def test_a_file_still_open_for_writing_waits_until_it_is_quiet(app, client, auth, make_tree,
+                                                               make_source, watcher, worker):
+    app.config["WATCH_DEBOUNCE"] = 5.0
+    root = make_tree("slow", {})
+    sid = make_source(root)["id"]
+    watcher.start()
+    watching(client, auth, sid, caught_up=False)
+    before = live_runs(app)
+    with open(root / "report.txt", "w") as fh:  # written in two goes, kept open between
+        fh.write("toucan first half\n")
+        fh.flush()
+        time.sleep(1.0)  # a pause longer than closed files wait, shorter than the debounce
+        fh.write("macaw second half\n")
+    eventually(lambda: found(client, auth, "macaw"), "the finished file")
+    assert found(client, auth, "toucan") == [str(root / "report.txt")]
+    assert live_runs(app) - before == 1  # indexed once, complete: not half-written first
+
+
 def test_a_burst_is_one_update(app, client, auth, make_tree, make_source, watcher, worker):
     root = make_tree("burst", {"seed.txt": "seed"})
     sid = make_source(root)["id"]

@@ -1,8 +1,9 @@
 """The watcher process (`python worker.py watcher`): follows the sources with `watch` on.
 
 It turns kernel file events into changed paths per source, collected in Redis
-(`indexing/live.py`); once a source has been quiet for WATCH_DEBOUNCE seconds (or its changes
-waited WATCH_MAX_DELAY), it asks for one live update (`services.scans.request_live_update`):
+(`indexing/live.py`); once a source has been quiet for a moment (SETTLE) with every written
+file closed again, or for WATCH_DEBOUNCE seconds while a file is still open for writing, or its
+changes waited WATCH_MAX_DELAY, it asks for one live update (`services.scans.request_live_update`):
 a path-limited incremental run of the scan pipeline on a worker, under the source's scan lock.
 While a scan runs the paths wait, and go right after it. A source that cannot be watched (the
 kernel's watch limit, a network file system, no inotify) is polled: every WATCH_POLL_SECONDS its
@@ -39,6 +40,7 @@ log = logging.getLogger("trawl.watcher")
 TICK = 0.2  # seconds the loop waits for events before it looks at its timers
 RELOAD_EVERY = 30.0  # the source list is re-read this often even when no change was announced
 RETRY_EVERY = 5.0  # a source in error (root missing) is tried again this often
+SETTLE = 0.2  # seconds of quiet after which closed files (no writer left) are handed on
 ALIVE_EVERY = 2.0  # seconds between two renewals of the watcher's alive mark
 CHECK_WAITING_EVERY = 2.0  # how often paths left in Redis (a killed update) are looked for
 # File systems whose changes made elsewhere never reach this kernel's inotify.
@@ -57,6 +59,7 @@ class Followed:
     tree: inotify.Tree | None = None
     state: str = ""
     changed: dict[str, float] = field(default_factory=dict)  # path -> event time, not in Redis yet
+    writing: set[str] = field(default_factory=set)  # files written to and not closed yet
     last_event: float = 0.0  # monotonic time of the latest change
     waiting_since: float = 0.0  # monotonic time since when changes wait for an update (0: none)
     next_try: float = 0.0  # polling: next rescan; error: next attempt to watch
@@ -269,7 +272,8 @@ class Watcher:
         for fd in ready:
             followed = trees[fd]
             try:
-                complete = followed.tree.read(lambda path, f=followed: self._mark(f, path))
+                complete = followed.tree.read(
+                    lambda path, writing, f=followed: self._mark(f, path, writing))
             except inotify.WatchLimit as exc:  # a new folder needed one watch too many
                 log.warning("watcher: %s: %s; polling it from now on. To watch it, %s",
                             followed.id, exc.strerror, inotify.LIMIT_HINT)
@@ -280,8 +284,12 @@ class Watcher:
             if not complete:  # the kernel dropped events: look at everything again
                 self._catch_up(followed)
 
-    def _mark(self, followed: Followed, path: str) -> None:
+    def _mark(self, followed: Followed, path: str, writing: bool = False) -> None:
         now = time.monotonic()
+        if writing:
+            followed.writing.add(path)
+        else:
+            followed.writing.discard(path)
         followed.changed[path] = time.time()
         if len(followed.changed) > self.max_paths:
             followed.changed = {followed.root: time.time()}
@@ -310,7 +318,10 @@ class Watcher:
         """Ask for a live update once the source is quiet (or its changes waited too long)."""
         if not followed.waiting_since or followed.changed:
             return
-        quiet = now - followed.last_event >= self.debounce
+        quiet_for = now - followed.last_event
+        # closed files go once the source is briefly quiet; a file still open for writing
+        # once it has been quiet for the whole debounce
+        quiet = quiet_for >= self.debounce or (quiet_for >= SETTLE and not followed.writing)
         overdue = now - followed.waiting_since >= self.max_delay
         if not (quiet or overdue):
             return
@@ -319,6 +330,7 @@ class Watcher:
             db.session.remove()
         if job_id is not None:
             followed.waiting_since = 0.0
+            followed.writing.clear()
 
     def _check_waiting(self, now: float) -> None:
         """Paths left in Redis by an update that did not finish (its worker died) go again."""

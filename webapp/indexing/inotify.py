@@ -148,8 +148,11 @@ class Tree:
                 _lib().inotify_rm_watch(self.fd, wd)
 
     # -- events ------------------------------------------------------------------------------
-    def read(self, on_path: Callable[[str], None]) -> bool:
-        """Read the pending events; call `on_path` with every changed path.
+    def read(self, on_path: Callable[[str, bool], None]) -> bool:
+        """Read the pending events; call `on_path(path, writing)` for every changed path.
+
+        `writing` is true for a file created or written to and not closed yet (it may still be
+        being written); a close after writing, a delete, a move or a folder event is settled.
 
         Returns False when the kernel's queue overflowed (events were lost: rescan the root).
         """
@@ -169,7 +172,8 @@ class Tree:
             self._event(wd, mask, os.fsdecode(raw), on_path)
         return complete
 
-    def _event(self, wd: int, mask: int, name: str, on_path: Callable[[str], None]) -> None:
+    def _event(self, wd: int, mask: int, name: str,
+               on_path: Callable[[str, bool], None]) -> None:
         folder = self.wds.get(wd)
         if folder is None:
             return
@@ -179,7 +183,7 @@ class Tree:
         if not name:  # the watched folder itself was deleted or moved
             if mask & (IN_DELETE_SELF | IN_MOVE_SELF):
                 if folder == self.root:
-                    on_path(folder)
+                    on_path(folder, False)
                 self._forget_under(folder)
             return
         path = f"{folder}/{name}"
@@ -192,7 +196,9 @@ class Tree:
                 self.watch_all(path)  # before the run walks it: nothing created meanwhile is missed
             elif not mask & (IN_DELETE | IN_ATTRIB):
                 return
-        on_path(path)
+            on_path(path, False)
+            return
+        on_path(path, bool(mask & (IN_CREATE | IN_MODIFY)))
 
 
 def _error(err: int, what: str) -> OSError:
