@@ -264,6 +264,15 @@ def test_watch_is_a_source_field(client, auth, make_tree, make_source):
     assert on.get_json()["watch_state"] == "error: the watcher is not running"
 
 
+def test_the_cli_adds_a_source_with_or_without_watching(app, make_tree):
+    root = str(make_tree("cli", {"a.txt": "a"}))
+    runner = app.test_cli_runner()
+    on = runner.invoke(args=["trawl", "add-source", "Watched", root])
+    off = runner.invoke(args=["trawl", "add-source", "Quiet", root, "--no-watch"])
+    assert on.exit_code == 0 and off.exit_code == 0, (on.output, off.output)
+    assert '"watch": true' in on.output and '"watch": false' in off.output
+
+
 def test_a_source_switched_off_is_no_longer_followed(app, client, auth, make_tree, make_source,
                                                      watcher, worker):
     root = make_tree("toggle", {"a.txt": "start"})

@@ -65,11 +65,13 @@ def set_password(username: str, password: str | None) -> None:
 @click.argument("root_path")
 @click.option("--id", "source_id", default=None)
 @click.option("--schedule", default=None, help="cron expression or @hourly/@daily/@weekly")
-def add_source(name: str, root_path: str, source_id: str | None, schedule: str | None) -> None:
+@click.option("--watch/--no-watch", default=True, help="Index changes as they happen (default).")
+def add_source(name: str, root_path: str, source_id: str | None, schedule: str | None,
+               watch: bool) -> None:
     """Add a source folder."""
     try:
         source = sources.create({"name": name, "root_path": root_path, "id": source_id,
-                                 "scan_schedule": schedule})
+                                 "scan_schedule": schedule, "watch": watch})
     except TrawlError as exc:
         _fail(exc)
     click.echo(json.dumps(sources.to_json(source), indent=2))
