@@ -24,7 +24,7 @@ from rq_scheduler import Scheduler
 from webapp import create_app, jobs, watcher
 from webapp.extensions import db
 from webapp.indexing import extractors
-from webapp.memtune import tune_malloc
+from webapp.memtune import release_freed, tune_malloc
 from webapp.procs import die_with_parent
 from webapp.runtime import get_queue, get_redis
 
@@ -129,7 +129,11 @@ def run_scheduler() -> None:
 
 def run_watcher() -> None:
     """Follow file changes under the watched sources until stopped."""
-    watcher.run(create_app())
+    tune_malloc()
+    app = create_app()
+    gc.collect()
+    release_freed()  # what building the app left behind: the watcher idles for days
+    watcher.run(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -32,6 +32,7 @@ from webapp.indexing import inotify, live
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.scanner import check_root
 from webapp.indexing.state import ScanLock
+from webapp.memtune import release_freed
 from webapp.models import Source
 from webapp.runtime import get_redis
 from webapp.services import scans
@@ -203,6 +204,7 @@ class Watcher:
                 self.sources[sid] = followed
                 self._start(followed)
         self._publish_states()
+        release_freed()  # the walks' temporary lists: the watcher idles for days
 
     def _start(self, followed: Followed) -> None:
         """Set up the watches of a source (or polling), and mark it for a catch-up update."""
