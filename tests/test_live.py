@@ -13,7 +13,8 @@ from rq.registry import FinishedJobRegistry
 
 from tests.ui_helpers import csrf, login
 from tests.workers import Worker
-from webapp.runtime import get_queue
+from webapp.indexing.state import ScanLock
+from webapp.runtime import get_queue, get_redis
 
 WAIT = 20.0  # seconds a change may take to show here (the machine is shared; the target is 3)
 
@@ -168,6 +169,22 @@ def test_overlapping_sources_each_get_their_own_documents(app, client, auth, mak
     for sid, paths in both.items():
         eventually(lambda sid=sid, paths=paths: found(client, auth, "heron", source_id=sid)
                    == paths, f"{sid} sees its files")
+
+
+def test_changes_during_a_scan_wait_and_go_right_after_it(app, client, auth, make_tree,
+                                                          make_source, watcher, worker):
+    root = make_tree("busy", {})
+    sid = make_source(root)["id"]
+    watcher.start()
+    watching(client, auth, sid, caught_up=False)
+    lock = ScanLock(get_redis(app), sid, 30)  # a scan holds the source (its real lock)
+    run_id = lock.acquire_queued("scan-job", False)
+    assert lock.start(run_id)
+    (root / "during.txt").write_text("oriole written during a scan")
+    time.sleep(1.0)  # the watcher has seen it and found the source busy
+    assert status(client, auth, sid)["state"] == "indexing"
+    lock.release(run_id)
+    eventually(lambda: found(client, auth, "oriole"), "indexed after the scan")
 
 
 def test_a_file_still_open_for_writing_waits_until_it_is_quiet(app, client, auth, make_tree,

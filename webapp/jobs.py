@@ -47,6 +47,9 @@ def live_job(source_id: str, run_id: str) -> dict | None:
     with app.app_context():
         conn = get_redis(app)
         paths, upto = live.pending(conn, source_id)
+        if db.session.get(Source, source_id) is None:
+            live.forget(conn, source_id)  # deleted after the watcher handed the paths on
+            paths = []
         if not paths:
             scan_lock(source_id).release(run_id)
             return None
@@ -82,7 +85,7 @@ def scheduled_scan(source_id: str) -> str:
         schedule_source(source_id, source.next_scan_at)
         job = get_current_job()
         settle_interrupted(source_id)  # a run killed before this one is marked as such
-        run_id = scan_lock(source_id).acquire_queued(job.id if job else "", full=False)
+        run_id = scan_lock(source_id).acquire_after_live_update(job.id if job else "", False)
         if run_id is None:
             log.info("Scheduled scan of %s skipped: the source is busy", source_id)
             return "skipped: busy"

@@ -180,8 +180,8 @@ class ScanRun:
             return None
         top = os.path.abspath(root)
         scope = covering(p for p in self.paths if p == top or p.startswith(top + "/"))
-        if len(scope) > self.app.config["LIVE_MAX_PATHS"]:
-            return [top]
+        if top in scope or len(scope) > self.app.config["LIVE_MAX_PATHS"]:
+            return None  # the whole source: exactly an incremental scan
         return scope
 
     def _records(self, scope: list[str] | None) -> dict[str, tuple[int, int]]:

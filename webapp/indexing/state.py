@@ -23,6 +23,7 @@ from webapp.models import Source, iso, utcnow
 from webapp.runtime import get_redis
 
 ENQUEUE_GRACE = 30  # seconds a queued lock may exist before its RQ job does
+LIVE_YIELD_SECONDS = 15  # a scan asked for during a live update waits this long for it
 # Delete the key only if it still holds exactly this value (another process may have moved on).
 _DELETE_IF_EQUAL = ("if redis.call('get', KEYS[1]) == ARGV[1] then "
                     "return redis.call('del', KEYS[1]) end return 0")
@@ -71,10 +72,19 @@ class ScanLock:
                 break
         return None
 
-    def held_by_live_update(self) -> bool:
-        """Whether the slot is taken by a live update (a short run the watcher asked for)."""
-        lock = self.read()
-        return bool(lock and lock.get("live"))
+    def acquire_after_live_update(self, job_id: str, full: bool,
+                                  seconds: float = LIVE_YIELD_SECONDS) -> str | None:
+        """acquire_queued for a scan; a live update holding the slot (a short run the watcher
+        asked for) is waited for, up to `seconds`, instead of refusing at once."""
+        run_id = self.acquire_queued(job_id, full)
+        deadline = time.monotonic() + seconds
+        while run_id is None and time.monotonic() < deadline:
+            lock = self.read()
+            if lock is not None and not lock.get("live"):
+                return None
+            time.sleep(0.1)
+            run_id = self.acquire_queued(job_id, full)
+        return run_id
 
     def set_job(self, run_id: str, job_id: str) -> None:
         """Record the RQ job id of a queued run (known only after enqueueing)."""

@@ -17,8 +17,6 @@ from webapp.indexing.state import ScanLock, scan_lock, settle_interrupted
 from webapp.models import IndexedFile, Source, get_source
 from webapp.runtime import get_redis, get_search
 
-LIVE_YIELD_SECONDS = 15  # a scan request waits this long for a live update to end, then 409
-
 
 def scan_state(source_id: str) -> SourceState:
     """idle, queued or indexing."""
@@ -42,11 +40,7 @@ def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
             raise InvalidInput(f"root_path: {problem}")
     settle_interrupted(source_id)  # the next run must know the last one did not finish
     lock = scan_lock(source_id)
-    run_id = lock.acquire_queued("", full)
-    deadline = time.monotonic() + LIVE_YIELD_SECONDS
-    while run_id is None and lock.held_by_live_update() and time.monotonic() < deadline:
-        time.sleep(0.1)  # a live update is short: the scan goes right after it
-        run_id = lock.acquire_queued("", full)
+    run_id = lock.acquire_after_live_update("", full)
     if run_id is None:
         raise Conflict(f"Source '{source_id}' is already {lock.state()}")
     job_id = f"scan-{source_id}-{run_id[:12]}"
