@@ -156,6 +156,14 @@ def test_every_kind_of_change_reaches_search(app, client, auth, make_tree, make_
     st = status(client, auth, sid)
     assert st["total_files"] == 1 and st["last_run"]["new_files"] == 1  # the one scan
 
+    root.rename(roots / "unmounted")  # the root goes away: said so, and nothing is deleted
+    eventually(lambda: status(client, auth, sid)["watch_state"].startswith(
+        "error: Root path does not exist"), "root gone")
+    assert found(client, auth, "walrus")
+    (roots / "unmounted").rename(root)
+    (root / "back.txt").write_text("jacana after the root came back")
+    eventually(lambda: found(client, auth, "jacana"), "root back")
+
 
 def test_overlapping_sources_each_get_their_own_documents(app, client, auth, make_tree,
                                                           make_source, watcher, worker):

@@ -285,6 +285,8 @@ class Watcher:
                 complete = False
             if not complete:  # the kernel dropped events: look at everything again
                 self._catch_up(followed)
+            if followed.tree is not None and not followed.tree.wds:
+                self._start(followed)  # the root itself went away (deleted, moved, unmounted)
 
     def _mark(self, followed: Followed, path: str, writing: bool = False) -> None:
         now = time.monotonic()
