@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import redis
 from flask import Flask
+from sqlalchemy.exc import SQLAlchemyError
 
 from webapp import keys
 from webapp.extensions import db
@@ -120,7 +121,14 @@ class Watcher:
                  "not available: every source is polled")
         try:
             while not self.stopping:
-                self.step()
+                try:
+                    self.step()
+                except SQLAlchemyError as exc:  # the database is away: keep the watches
+                    log.warning("watcher: database error (%s); trying again in %d s",
+                                str(exc).splitlines()[0], RETRY_EVERY)
+                    with self.app.app_context():
+                        db.session.remove()
+                    time.sleep(RETRY_EVERY)
         finally:
             for followed in self.sources.values():
                 followed.close()
