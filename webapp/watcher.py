@@ -41,7 +41,8 @@ from webapp.services import scans
 log = logging.getLogger("trawl.watcher")
 TICK = 0.2  # seconds the loop waits for events before it looks at its timers
 RELOAD_EVERY = 30.0  # the source list is re-read this often even when no change was announced
-RETRY_EVERY = 5.0  # a source in error (root missing) is tried again this often
+RETRY_EVERY = 5.0  # a source in error (root missing) is tried again this often (or at its
+# polling interval, when that is shorter), and the database after an error
 SETTLE = 0.2  # seconds of quiet after which closed files (no writer left) are handed on
 ALIVE_EVERY = 2.0  # seconds between two renewals of the watcher's alive mark
 CHECK_WAITING_EVERY = 2.0  # how often paths left in Redis (a killed update) are looked for
@@ -220,7 +221,7 @@ class Watcher:
         problem = check_root(followed.root)
         if problem:
             followed.state = f"error: {problem}"
-            followed.next_try = time.monotonic() + RETRY_EVERY
+            followed.next_try = time.monotonic() + min(RETRY_EVERY, self.poll_every)
             return
         followed.state = self._watch(followed)
         if followed.state == "polling":
