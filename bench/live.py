@@ -7,7 +7,7 @@ over its HTTP API:
 - delete -> gone: half as many deletions, one at a time;
 - a burst of `--burst` files written into a watched source and, file for file at the same
   time, into an unwatched twin whose manual incremental scan starts the moment the writing
-  ends: the time until each source has them all;
+  ends: the time until each source has them all, and search latency meanwhile against at rest;
 - the watcher process's RSS and idle CPU while it watches a `--tree`-file tree.
 Writes bench/results/live-<date>.json and prints the table of docs/performance.md "Live index".
 """
@@ -21,9 +21,12 @@ import random
 import shutil
 import string
 import sys
+import threading
 import time
 from datetime import date
 from pathlib import Path
+
+import requests
 
 from bench.corpus import WORK
 from bench.measure import machine, percentiles
@@ -143,6 +146,12 @@ class Bench:
         for sid in ("burst-live", "burst-scan"):
             self.scan(sid)
         self.watched("burst-live")
+        at_rest = self.search_times(lambda n: n >= 50)
+        busy = threading.Event()
+        during: list[float] = []
+        sampler = threading.Thread(target=lambda: during.extend(
+            self.search_times(lambda n: busy.is_set() and n > 0)), daemon=True)
+        sampler.start()
         for n in range(count):  # the same files into both, at the same time
             folder = f"d{n // 100}"
             for root in (live_root, scan_root):
@@ -157,15 +166,32 @@ class Bench:
                         >= count:
                     done[sid] = time.perf_counter() - started
             time.sleep(0.1)
+        busy.set()
+        sampler.join()
         live_stats = self.api("GET", "/api/status/burst-live")["last_live_update"]
         return {"files": count, "live_seconds": round(done["burst-live"], 2),
                 "manual_scan_seconds": round(done["burst-scan"], 2),
+                "search_ms_at_rest": percentiles(at_rest),
+                "search_ms_during_burst": percentiles(during),
                 "live_update": {k: live_stats.get(k) for k in
                                 ("new_files", "total_scanned", "started_at", "finished_at")}}
 
+    def search_times(self, stop) -> list[float]:
+        """Milliseconds of searches (over the edits source) until `stop(count)` holds."""
+        http = requests.Session()
+        http.headers.update(self.svc.http.headers)
+        times: list[float] = []
+        while not stop(len(times)):
+            started = time.perf_counter()
+            resp = http.post(f"{self.svc.base}/api/search", timeout=60,
+                             json={"q": "note changed seed", "limit": 20})
+            resp.raise_for_status()
+            times.append((time.perf_counter() - started) * 1000)
+        return times
+
     # -- the watcher at rest -------------------------------------------------------------------
     def idle(self, files: int) -> dict:
-        root = self.top / "tree"
+        root = self.top / f"tree-{files}"
         if not root.exists():
             log(f"writing a tree of {files} files ...")
             for n in range(files):
