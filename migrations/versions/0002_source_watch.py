@@ -1,7 +1,7 @@
 """Sources gain `watch`: follow file changes under the root (live index), on by default.
 
 Revision ID: 0002
-Revises: 0001
+Revises: 0007
 Create Date: 2026-11-23
 """
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0002"
-down_revision = "0001"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
