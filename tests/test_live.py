@@ -209,6 +209,7 @@ def test_changes_wait_for_a_running_scan_and_for_files_being_written(
     assert status(client, auth, sid)["state"] == "indexing"
     lock.release(run_id)
     eventually(lambda: found(client, auth, "oriole"), "indexed after the scan")
+    eventually(lambda: live_runs(app) == 1, "one update, once the scan was over")
 
     before = live_runs(app)
     with open(root / "report.txt", "w") as fh:  # written in two goes, kept open between
