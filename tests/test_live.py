@@ -229,6 +229,7 @@ def test_a_burst_is_one_update(app, client, auth, make_tree, make_source, watche
     scan(client, auth, sid)
     watcher.start()
     watching(client, auth, sid)
+    eventually(lambda: live_runs(app) == 1, "the catch-up update registered")
     before = live_runs(app)
     for n in range(600):  # more than LIVE_MAX_PATHS: the update rescans the source
         folder = root / f"d{n % 30}"
