@@ -3,7 +3,8 @@
 `python worker.py [--workers N] [--burst]` runs N workers forked from one process that has
 already loaded the app and every extractor library, so the workers (and the work horse RQ forks
 for each job, and its extraction child) share those pages instead of holding a copy each.
-`python worker.py scheduler` runs the scheduler of scheduled scans.
+`python worker.py scheduler` runs the scheduler of scheduled scans; `python worker.py watcher`
+the watcher of the sources with `watch` on (live index, webapp/watcher.py).
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from rq import Worker
 from rq.worker_pool import WorkerPool
 from rq_scheduler import Scheduler
 
-from webapp import create_app, jobs, metrics
+from webapp import create_app, jobs, metrics, watcher
 from webapp.extensions import db
 from webapp.indexing import extractors
 from webapp.indexing.ocr import UNAVAILABLE, OcrSettings, availability
-from webapp.memtune import tune_malloc
+from webapp.memtune import release_freed, tune_malloc
 from webapp.procs import die_with_parent
 from webapp.runtime import get_ocr_queue, get_queue, get_redis
 
@@ -132,15 +133,26 @@ def run_scheduler() -> None:
             log.warning("scheduler: lost Redis (%s)", exc)
 
 
+def run_watcher() -> None:
+    """Follow file changes under the watched sources until stopped."""
+    tune_malloc()
+    app = create_app()
+    gc.collect()
+    release_freed()  # what building the app left behind: the watcher idles for days
+    watcher.run(app)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and run workers or the scheduler."""
-    parser = argparse.ArgumentParser(description="Trawl's RQ workers or scheduler")
-    parser.add_argument("mode", nargs="?", choices=["worker", "scheduler"], default="worker")
+    parser = argparse.ArgumentParser(description="Trawl's RQ workers, scheduler or watcher")
+    parser.add_argument("mode", nargs="?", choices=["worker", "scheduler", "watcher"], default="worker")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--burst", action="store_true", help="stop when the queue is empty")
     args = parser.parse_args(argv)
     if args.mode == "scheduler":
         run_scheduler()
+    elif args.mode == "watcher":
+        run_watcher()
     else:
         run_workers(args.workers, args.burst)
 

@@ -3,7 +3,8 @@ then the relevance benchmark (bench/relevance.py) unless --skip-relevance.
 
 For each scale: build (or reuse) the corpus, run Trawl through `python -m webapp.launcher` and its
 HTTP API, then Recoll on the same files; write bench/results/<scale>-<date>.json and the tables
-in docs/performance.md.
+in docs/performance.md. The live index (watcher) has a benchmark of its own: `python -m
+bench.live` (bench/live.py).
 """
 
 from __future__ import annotations

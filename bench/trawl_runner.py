@@ -36,11 +36,14 @@ def free_port() -> int:
 
 
 class TrawlService:
-    """A whole Trawl (redis, gunicorn, WORKERS RQ workers, scheduler) on a fresh data folder."""
+    """A whole Trawl (redis, gunicorn, WORKERS RQ workers, scheduler, watcher) on a fresh data
+    folder, with one source over `corpus_root`."""
 
     def __init__(self, data_dir: Path, corpus_root: Path, workers: int = 2,
-                 log_level: str = "WARNING", env: dict[str, str] | None = None) -> None:
+                 log_level: str = "WARNING", env: dict[str, str] | None = None,
+                 watch: bool = False) -> None:
         self.extra_env = env or {}
+        self.watch = watch  # the scan benchmarks measure scans: no live update in between
         self.data_dir = data_dir
         self.corpus_root = corpus_root
         self.workers = workers
@@ -92,7 +95,8 @@ class TrawlService:
         resp.raise_for_status()
         self.http.headers["Authorization"] = f"Bearer {resp.json()['access_token']}"
         resp = self.http.post(f"{self.base}/api/sources", timeout=30, json={
-            "id": SOURCE_ID, "name": "Benchmark corpus", "root_path": str(self.corpus_root)})
+            "id": SOURCE_ID, "name": "Benchmark corpus", "root_path": str(self.corpus_root),
+            "watch": self.watch})
         resp.raise_for_status()
 
     def stop(self) -> None:

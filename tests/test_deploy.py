@@ -18,8 +18,8 @@ import yaml
 from webapp import config
 
 REPO = Path(__file__).resolve().parent.parent
-APP_SERVICES = ("web", "worker", "scheduler")
-SERVICES = {"web", "worker", "scheduler", "redis", "meilisearch", "postgres"}
+APP_SERVICES = ("web", "worker", "scheduler", "watcher")
+SERVICES = {"web", "worker", "scheduler", "watcher", "redis", "meilisearch", "postgres"}
 VAR_RE = re.compile(r"\$\{([A-Z0-9_]+)(?:(:?[-?])([^}]*))?\}")
 
 
@@ -69,7 +69,7 @@ def mounts(service: dict) -> list[tuple[str, str, str]]:
 
 # -- docker-compose.yml ------------------------------------------------------------------------
 
-def test_compose_has_the_six_services(services):
+def test_compose_has_the_seven_services(services):
     assert set(services) == SERVICES
 
 
@@ -85,6 +85,8 @@ def test_worker_can_be_scaled(services):
     assert not worker.get("ports"), "a fixed host port would stop `--scale worker=N`"
     assert worker["command"] == ["python", "worker.py"]
     assert services["scheduler"]["command"] == ["python", "worker.py", "scheduler"]
+    assert services["watcher"]["command"] == ["python", "worker.py", "watcher"]
+    assert mounts(services["watcher"]) == mounts(worker), "the watcher sees the same folders"
 
 
 def test_web_runs_gunicorn_with_our_config(services):

@@ -17,10 +17,12 @@ from webapp.indexing.scanner import (
     FileStat,
     RootUnavailable,
     check_root,
+    covering,
     diff,
     doc_id,
     path_hash,
     walk,
+    walk_paths,
 )
 
 
@@ -332,3 +334,26 @@ def test_document_id_and_path_hash() -> None:
     assert doc_id("docs", "/data/docs/report.pdf") == "docs--e14389f8828b"
     assert doc_id("docs", "/data/docs/other.pdf") != doc_id("docs", "/data/docs/report.pdf")
     assert doc_id("x", "/data/日本.txt").startswith("x--") and len(doc_id("x", "/a")) == 15
+
+
+# -- path-limited walks (live updates) -----------------------------------------------------------
+
+def test_covering_keeps_the_outermost_paths():
+    paths = ["/r/a", "/r/a/b/c.txt", "/r/a-b/x", "/r/ab", "/r/a/", "/r/z.txt"]
+    assert covering(paths) == ["/r/a", "/r/a-b/x", "/r/ab", "/r/z.txt"]
+
+
+def test_walk_paths_is_the_walk_limited_to_those_paths(tmp_path):
+    make_tree(tmp_path, {"a/1.txt": "1", "a/sub/2.txt": "2", "b/3.txt": "3", "c.txt": "c",
+                         "a/node_modules/x.js": "x", "tmp.swp": "s", "b/keep.md": "k"})
+    (tmp_path / "link").symlink_to(tmp_path / "a", target_is_directory=True)
+    patterns = PatternSet(None, None)
+    full = {f.path: f for f in walk(str(tmp_path), patterns, Errors())}
+    asked = [str(tmp_path / p) for p in ("a", "b/3.txt", "c.txt", "gone.txt", "tmp.swp",
+                                         "a/node_modules/x.js", "link/1.txt", "a/sub/2.txt")]
+    limited = {f.path: f for f in walk_paths(str(tmp_path), asked, patterns, Errors())}
+    expected = {p for p in full if not p.endswith("keep.md")}
+    assert set(limited) == expected  # excluded, vanished and symlinked-folder paths: nothing
+    assert all(limited[p] == full[p] for p in limited)  # the same stat and relpath
+    assert [f.relpath for f in walk_paths(str(tmp_path), [str(tmp_path)], patterns,
+                                          Errors())] == [f.relpath for f in full.values()]

@@ -18,7 +18,8 @@ from tests.conftest import REPO
 SETTING_KEYS = ("DATA_DIR", "REDIS_URL", "DATABASE_URL", "SECRET_KEY", "SCAN_BATCH_SIZE",
                 "SCAN_LOCK_SECONDS", "MAX_FILE_SIZE_MB", "EXTRACT_TIMEOUT_PDF",
                 "EXTRACT_TIMEOUT_TEXT", "EXTRACT_TIMEOUT_DEFAULT", "EXTRACT_MEMORY_MB",
-                "QUEUE_NAME", "SEARCH_BACKEND", "SEARCH_INDEX_DIR", "OCR_ENABLED", "OCR_LANGUAGES")
+                "QUEUE_NAME", "SEARCH_BACKEND", "SEARCH_INDEX_DIR", "OCR_ENABLED", "OCR_LANGUAGES",
+                "LIVE_MAX_PATHS")
 WORKER_RSS_LIMIT_MB = 1024  # worker + work horse + extraction child, all together
 
 
@@ -32,14 +33,15 @@ def permissions_bind_worker() -> bool:
 
 
 class Worker:
-    """A real `python worker.py` in its own process group with the app's settings.
+    """A real `python worker.py [args]` in its own process group with the app's settings.
 
     As root it runs through `setpriv` without CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH, so file
     permissions bind it like any service account (mode 000 files are unreadable to it).
     """
 
-    def __init__(self, app, output=None, **env):
+    def __init__(self, app, *args: str, output=None, **env):
         self.app = app
+        self.args = args  # e.g. "watcher": `python worker.py watcher`
         self.output = output  # a file for the worker's stdout and stderr (else the test's)
         self.env = {**os.environ, "LOG_LEVEL": "WARNING",
                     "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"])}
@@ -50,7 +52,7 @@ class Worker:
 
     def __enter__(self) -> Worker:
         prefix = DROP_DAC if os.geteuid() == 0 and shutil.which("setpriv") else []
-        self.proc = subprocess.Popen([*prefix, sys.executable, "worker.py"], cwd=REPO,
+        self.proc = subprocess.Popen([*prefix, sys.executable, "worker.py", *self.args], cwd=REPO,
                                      env=self.env, start_new_session=True, stdout=self.output,
                                      stderr=subprocess.STDOUT if self.output else None)
         self._sampler = threading.Thread(target=self._sample, daemon=True)

@@ -60,6 +60,11 @@ class Settings:
     DOWNLOAD_LINK_SECONDS = 300  # lifetime of a download link
     SCAN_BATCH_SIZE = 200  # files per extraction batch (one index commit each)
     SCAN_LOCK_SECONDS = 30  # a scan whose worker stops heartbeating is released after this
+    WATCH_DEBOUNCE = 1.0  # seconds a watched source must be quiet before its changes are indexed
+    WATCH_MAX_DELAY = 10.0  # ... but changes never wait longer than this (a file written for hours)
+    WATCH_POLL_SECONDS = 60  # rescan interval of a source that cannot be watched (polling)
+    WATCH_MAX_DIRS = 0  # folders one source may watch before it falls back to polling; 0: the kernel's limit
+    LIVE_MAX_PATHS = 1000  # changed paths past which a live update rescans the whole source instead
     QUEUE_NAME = "trawl"  # RQ queue for scans and extraction
     LOG_LEVEL = "INFO"  # logging level of web and workers
     LOG_FORMAT = "text"  # "text" (readable lines) or "json" (one JSON object per line) for every process

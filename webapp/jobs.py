@@ -19,8 +19,10 @@ from rq_scheduler import Scheduler
 from webapp import keys, logs
 from webapp import schedule as cron
 from webapp.extensions import db
+from webapp.indexing import live
 from webapp.indexing.ocr_phase import OcrRun, pending_count, pending_sources
 from webapp.indexing.pipeline import ScanRun, help_extract
+from webapp.indexing.runstats import RunState
 from webapp.indexing.state import scan_lock, settle_interrupted
 from webapp.models import Source, utcnow
 from webapp.runtime import get_ocr_queue, get_queue, get_redis, get_search
@@ -56,6 +58,31 @@ def ocr_job(source_id: str) -> int:
         return done
 
 
+def live_job(source_id: str, run_id: str) -> dict | None:
+    """Index the source's changed paths the watcher collected (a live update)."""
+    app = _app()
+    with app.app_context(), logs.bind(source_id=source_id):
+        conn = get_redis(app)
+        paths, upto = live.pending(conn, source_id)
+        if db.session.get(Source, source_id) is None:
+            live.forget(conn, source_id)  # deleted after the watcher handed the paths on
+            paths = []
+        if not paths:
+            scan_lock(source_id).release(run_id)
+            return None
+        helpers = partial(enqueue_helpers, run_id, source_id)
+        run = ScanRun(app, source_id, run_id, False, start_helpers=helpers, paths=paths)
+        try:
+            stats = run.run()
+        except Exception:
+            live.done(conn, source_id, upto)  # a failing path must not come back forever
+            raise
+        if stats.state in (RunState.FINISHED, RunState.FAILED):  # else they are handed out again
+            live.done(conn, source_id, upto)
+        enqueue_ocr(source_id)  # a scanned page saved into a watched folder is read too
+        return stats.to_dict()
+
+
 def extract_batches(run_id: str, source_id: str) -> int:
     """Help a running scan by extracting its batches on this worker."""
     app = _app()
@@ -76,7 +103,7 @@ def scheduled_scan(source_id: str) -> str:
         schedule_source(source_id, source.next_scan_at)
         job = get_current_job()
         settle_interrupted(source_id)  # a run killed before this one is marked as such
-        run_id = scan_lock(source_id).acquire_queued(job.id if job else "", full=False)
+        run_id = scan_lock(source_id).acquire_after_live_update(job.id if job else "", False)
         if run_id is None:
             log.info("Scheduled scan of %s skipped: the source is busy", source_id)
             return "skipped: busy"
@@ -101,6 +128,13 @@ def enqueue_scan(source_id: str, run_id: str, full: bool, job_id: str) -> None:
     """Queue the coordinator of a run whose lock was taken."""
     get_queue().enqueue(scan_job, source_id, run_id, full, job_id=job_id,
                         job_timeout=keys.SCAN_JOB_TIMEOUT, result_ttl=keys.SCAN_RESULT_TTL,
+                        failure_ttl=keys.SCAN_FAILURE_TTL)
+
+
+def enqueue_live(source_id: str, run_id: str, job_id: str) -> None:
+    """Queue a live update ahead of waiting scans: it is small and someone waits for it."""
+    get_queue().enqueue(live_job, source_id, run_id, job_id=job_id, at_front=True,
+                        job_timeout=keys.LIVE_JOB_TIMEOUT, result_ttl=keys.LIVE_RESULT_TTL,
                         failure_ttl=keys.SCAN_FAILURE_TTL)
 
 

@@ -50,6 +50,35 @@ def ocr_queued(source_id: str) -> str:
     return f"trawl:ocr:queued:{source_id}"
 
 
+# -- the live index (watcher.py, indexing/live.py) -----------------------------------------------
+WATCHER_ALIVE_TTL = 10  # the watcher renews its mark every 2 s; gone after this, it is down
+
+
+def live_paths(source_id: str) -> str:
+    """Sorted set of the source's changed paths waiting for a live update, scored by event time."""
+    return f"trawl:live:{source_id}:paths"
+
+
+def live_stats(source_id: str) -> str:
+    """The stats of the source's current or latest live update (JSON), kept STATS_TTL."""
+    return f"trawl:live:{source_id}:stats"
+
+
+def watch_states() -> str:
+    """Hash {source_id: watching | polling | error: ...} written by the running watcher."""
+    return "trawl:watch:states"
+
+
+def watcher_alive() -> str:
+    """Set (with WATCHER_ALIVE_TTL) while a watcher process runs."""
+    return "trawl:watch:alive"
+
+
+def sources_version() -> str:
+    """Bumped when a source is added, changed or removed: the watcher re-reads the list."""
+    return "trawl:sources:version"
+
+
 # -- one run's work lists (indexing/pipeline.py) -------------------------------------------------
 RUN_LISTS_TTL = DAY  # work and result lists of a run whose coordinator died
 
@@ -85,5 +114,7 @@ OCR_RESULT_TTL = 600
 OCR_FAILURE_TTL = WEEK
 RENAME_JOB_TIMEOUT = HOUR
 RENAME_RESULT_TTL = 600
+LIVE_JOB_TIMEOUT = DAY  # a live update of a burst is an incremental scan of the folders touched
+LIVE_RESULT_TTL = 60
 SCHEDULED_RESULT_TTL = HOUR
 DEFAULT_JOB_TIMEOUT = DAY  # the queue's default, for any job enqueued without its own

@@ -1,5 +1,5 @@
-"""`make run`: start Redis (unless REDIS_URL is set), gunicorn, the RQ workers and the scheduler,
-and keep every one of them running.
+"""`make run`: start Redis (unless REDIS_URL is set), gunicorn, the RQ workers, the scheduler and
+the watcher (live index), and keep every one of them running.
 
 A process that exits (crash, `kill -9`, a SIGTERM to gunicorn's master) is started again after
 a pause that doubles with each quick failure (0.5 s up to 30 s; back to 0.5 s once it ran for
@@ -246,6 +246,7 @@ def services(cfg: dict, data_dir: Path | None) -> list[Service]:
         Service("web", lambda: [py, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf",
                                 "wsgi:app"]),
         Service("scheduler", lambda: [py, "worker.py", "scheduler"]),
+        Service("watcher", lambda: [py, "worker.py", "watcher"]),
         Service("workers", lambda: [py, "worker.py", "--workers", str(int(cfg["WORKERS"]))]),
     ]
     return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, Text, UniqueConstraint, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from webapp.exceptions import NotFound
@@ -80,6 +80,7 @@ class Source(db.Model):
     include_patterns: Mapped[list] = mapped_column(JSON)
     exclude_patterns: Mapped[list] = mapped_column(JSON)
     scan_schedule: Mapped[str | None] = mapped_column(String(100))
+    watch: Mapped[bool] = mapped_column(default=True, server_default=true())  # live updates
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_scan_at: Mapped[datetime | None]

@@ -112,6 +112,8 @@ class SourceCreateSchema(StrictSchema):
     scan_schedule = fields.String(allow_none=True, metadata={"example": "@daily"})
     scan_now = fields.Boolean(load_default=False, metadata={
         "description": "Queue the first scan at once (off by default)"})
+    watch = fields.Boolean(load_default=True, metadata={
+        "description": "follow changes under the root and index them within seconds"})
 
 
 class SourceUpdateSchema(StrictSchema):
@@ -120,6 +122,7 @@ class SourceUpdateSchema(StrictSchema):
     include_patterns = fields.List(fields.String(), allow_none=True)
     exclude_patterns = fields.List(fields.String(), allow_none=True)
     scan_schedule = fields.String(allow_none=True)
+    watch = fields.Boolean()
 
 
 class SourceSchema(ma.Schema):
@@ -129,11 +132,14 @@ class SourceSchema(ma.Schema):
     include_patterns = fields.List(fields.String())
     exclude_patterns = fields.List(fields.String())
     scan_schedule = fields.String(allow_none=True)
+    watch = fields.Boolean()
     created_at = fields.String()
     updated_at = fields.String()
     last_scan_at = fields.String(allow_none=True)
     next_scan_at = fields.String(allow_none=True)
     state = fields.String(metadata={"description": ", ".join(SourceState)})
+    watch_state = fields.String(metadata={
+        "description": "watching, polling, off, or error: <message>"})
     document_count = fields.Integer()
     failed_count = fields.Integer()
 
@@ -222,6 +228,10 @@ class SourceStatusSchema(ma.Schema):
     last_scan_at = fields.String(allow_none=True)
     next_scan_at = fields.String(allow_none=True)
     last_run = fields.Nested(RunStatsSchema, allow_none=True)
+    watch_state = fields.String(metadata={
+        "description": "watching, polling, off, or error: <message>"})
+    last_live_update = fields.Nested(RunStatsSchema, allow_none=True, metadata={
+        "description": "the latest live update (changed paths indexed without a scan)"})
     failed_files = fields.List(fields.Nested(ErrorEntrySchema))
 
 

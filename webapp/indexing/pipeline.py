@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable, Iterable
 
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from webapp import keys
 from webapp.extensions import db
+from webapp.indexing import live
 from webapp.indexing.extractors import ExtractionSettings, extension
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
@@ -29,7 +30,16 @@ from webapp.indexing.ocr import PENDING, needs_ocr
 from webapp.indexing.ocr_phase import enabled as ocr_enabled
 from webapp.indexing.records import delete_records, member_paths, upsert_records
 from webapp.indexing.runstats import FileStatus, Progress, RunState, RunStats
-from webapp.indexing.scanner import Changes, FileStat, diff, doc_id, root_problem, walk
+from webapp.indexing.scanner import (
+    Changes,
+    FileStat,
+    covering,
+    diff,
+    doc_id,
+    root_problem,
+    walk,
+    walk_paths,
+)
 from webapp.indexing.state import Heartbeat, scan_lock, stamp, writer_lock
 from webapp.memtune import release_freed
 from webapp.metrics import extraction_seconds, scan_files, scan_runs
@@ -47,6 +57,7 @@ WRITE_SECONDS = 5.0  # ... but never hold extracted results longer than this
 WRITE_MAX_CHARS = 8_000_000  # ... nor more extracted text than this (the writer's memory)
 PUSH_BATCHES = 100  # batches per RPUSH when a run hands out its work
 MEMBER_CHUNK = 500  # members of one container sent on (and written) together
+RECORD_CHUNK = 100  # paths per query when a live update loads the records it may touch
 
 _extractor: tuple | None = None  # (settings, Extractor): one child per worker process, reused
 
@@ -131,14 +142,21 @@ def _record(path: str, size: int, mtime_ns: int, result: FileResult,
 
 
 class ScanRun:
-    """The coordinator of one run of one source."""
+    """The coordinator of one run of one source.
+
+    With `paths` it is a live update: an incremental run limited to those files and folders
+    (the same walk rules, diff, extraction and writes as a scan); its stats are kept apart
+    from the scans' (`live.write_stats`) and it leaves the source's `last_run` alone.
+    """
 
     def __init__(self, app: Flask, source_id: str, run_id: str, full: bool,
-                 start_helpers: Callable[[int], None] | None = None):
+                 start_helpers: Callable[[int], None] | None = None,
+                 paths: list[str] | None = None):
         self.app = app
         self.source_id = source_id
         self.run_id = run_id
         self.full = full
+        self.paths = paths
         # asks idle workers to help with n batches: queueing jobs is the job layer's business
         self.start_helpers = start_helpers or (lambda n_batches: None)
         self.redis = get_redis(app)
@@ -159,7 +177,10 @@ class ScanRun:
         """Write the live stats to Redis (at most a few times a second)."""
         now = time.monotonic()
         if force or now - self._last_publish > 0.3:
-            self.lock.write_stats(self.stats)
+            if self.paths is None:
+                self.lock.write_stats(self.stats)
+            else:
+                live.write_stats(self.redis, self.source_id, self.stats)
             self._last_publish = now
 
     # -- run ---------------------------------------------------------------------------------
@@ -208,23 +229,49 @@ class ScanRun:
         self.source = {"id": source.id, "name": source.name}
         unclean = not source.last_run or source.last_run.get("state") != RunState.FINISHED
         patterns = PatternSet(source.include_patterns, source.exclude_patterns)
-        records = {p: (size, mtime) for p, size, mtime in db.session.execute(
-            select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
-            .where(IndexedFile.source_id == self.source_id,
-                   IndexedFile.container.is_(None)))}  # members go with their container
+        scope = self._scope(source.root_path)
+        records = self._records(scope)
+        disk = walk(source.root_path, patterns, self.error) if scope is None else \
+            walk_paths(source.root_path, scope, patterns, self.error)
         # the walk streams into the diff, which consumes the records: no list of every file
-        changes = diff(walk(source.root_path, patterns, self.error), records, full=self.full,
-                       retry=retry_paths(self.source_id))
+        changes = diff(disk, records, full=self.full, retry=retry_paths(self.source_id))
         self._count(changes)
         if changes.deleted:
             gone = changes.deleted + [p for p, _ in member_paths(self.source_id, changes.deleted)]
             with writer_lock(self.source_id, self.app):
                 get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in gone])
                 delete_records(self.source_id, gone)
-        if unclean or self.full:
+        if (unclean and scope is None) or self.full:
             self._remove_orphans()
         self._extract_all(changes.to_index, beat)
         self._finish(RunState.CANCELLED if self._stopped(beat) else RunState.FINISHED)
+
+    def _scope(self, root: str) -> list[str] | None:
+        """The paths a live update looks at (None: the whole source, as a scan does)."""
+        if self.paths is None:
+            return None
+        top = os.path.abspath(root)
+        scope = covering(p for p in self.paths if p == top or p.startswith(top + "/"))
+        if top in scope or len(scope) > self.app.config["LIVE_MAX_PATHS"]:
+            return None  # the whole source: exactly an incremental scan
+        return scope
+
+    def _records(self, scope: list[str] | None) -> dict[str, tuple[int, int]]:
+        """{path: (size, mtime_ns)} of the source's records (in `scope` and below only)."""
+        query = select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns).where(
+            IndexedFile.source_id == self.source_id,
+            IndexedFile.container.is_(None))  # members go with their container
+        if scope is None:
+            return {p: (size, mtime) for p, size, mtime in db.session.execute(query)}
+        records: dict[str, tuple[int, int]] = {}
+        for i in range(0, len(scope), RECORD_CHUNK):
+            chunk = scope[i:i + RECORD_CHUNK]
+            near = or_(IndexedFile.path.in_(chunk), *(
+                IndexedFile.path.startswith(p.rstrip("/") + "/", autoescape=True)
+                for p in chunk))
+            records.update({p: (size, mtime) for p, size, mtime in
+                            db.session.execute(query.where(near))})
+        return records
 
     def _count(self, changes: Changes) -> None:
         s = self.stats
@@ -369,6 +416,8 @@ class ScanRun:
             if state == RunState.FAILED:
                 self.error("", message)
         db.session.rollback()
+        if self.paths is not None:
+            return  # a live update: the source's last_run stays the last scan's
         source = db.session.get(Source, self.source_id)
         if source is not None:
             source.last_run = self.stats.to_dict()

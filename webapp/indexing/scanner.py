@@ -74,9 +74,12 @@ def check_root(root: str) -> str | None:
     return None
 
 
-def walk(root: str, patterns: PatternSet, on_error: ErrorCallback) -> Iterator[FileStat]:
+def walk(root: str, patterns: PatternSet, on_error: ErrorCallback,
+         under: str = "") -> Iterator[FileStat]:
     """Yield every regular file under `root` that the patterns select (see module doc).
 
+    `under` (a folder relative to the root, say `a/b`) limits the walk to that folder; its
+    own place is not checked here (see `walk_paths`).
     Raises RootUnavailable when the root itself cannot be listed; every other problem is
     reported through `on_error(path, message)` and skipped.
     """
@@ -85,7 +88,8 @@ def walk(root: str, patterns: PatternSet, on_error: ErrorCallback) -> Iterator[F
         raise RootUnavailable(problem)
     top = os.path.abspath(root)
     real_top = os.path.realpath(top)
-    stack: list[tuple[str, str]] = [(top, "")]
+    stack: list[tuple[str, str]] = [(os.path.join(top, under), under + "/")] if under else \
+        [(top, "")]
     while stack:
         dirpath, reldir = stack.pop()
         entries = _list_dir(dirpath, on_error)
@@ -101,6 +105,80 @@ def walk(root: str, patterns: PatternSet, on_error: ErrorCallback) -> Iterator[F
                 if found is not None:
                     yield found
         stack.extend(reversed(subdirs))
+
+
+def covering(paths: Iterable[str]) -> list[str]:
+    """The paths without those below another one of them (a folder covers its contents)."""
+    kept: set[str] = set()
+    for path in sorted({p.rstrip("/") or "/" for p in paths}, key=len):
+        parent, covered = path, False
+        while not covered:
+            parent, _ = os.path.split(parent)
+            covered = parent in kept
+            if parent in ("/", ""):
+                break
+        if not covered:
+            kept.add(path)
+    return sorted(kept)
+
+
+def walk_paths(root: str, paths: Iterable[str], patterns: PatternSet,
+               on_error: ErrorCallback) -> Iterator[FileStat]:
+    """What `walk` would yield at these paths only: a file, or everything below a folder.
+
+    The paths are absolute (below `root`) and may name things gone since; those yield
+    nothing. A path under an excluded or symlinked folder yields nothing either, as in `walk`.
+    """
+    top = os.path.abspath(root)
+    real_top = os.path.realpath(top)
+    for path in covering(paths):
+        if path == top:
+            yield from walk(root, patterns, on_error)
+            continue
+        if not within(path, top):
+            continue
+        rel = path[len(top) + 1:]
+        if not _reachable(top, real_top, rel, patterns):
+            continue
+        try:
+            rel.encode("utf-8")
+            st = os.lstat(path)
+        except UnicodeEncodeError:
+            on_error(_printable(path), NOT_UTF8)
+            continue
+        except OSError:
+            continue  # gone already: its records are deleted
+        if stat.S_ISDIR(st.st_mode):
+            if not patterns.prunes_dir(rel):
+                yield from walk(root, patterns, on_error, under=rel)
+        elif patterns.matches_file(rel):
+            found = _path_stat(path, rel, st, real_top, on_error)
+            if found is not None:
+                yield found
+
+
+def _reachable(top: str, real_top: str, rel: str, patterns: PatternSet) -> bool:
+    """Whether the walk would get to `rel`: no folder on the way excluded or a symlink."""
+    parent = os.path.dirname(rel)
+    if parent and os.path.realpath(os.path.join(top, parent)) != os.path.join(real_top, parent):
+        return False
+    parts = parent.split("/") if parent else []
+    return not any(patterns.prunes_dir("/".join(parts[:d])) for d in range(1, len(parts) + 1))
+
+
+def _path_stat(path: str, rel: str, st: os.stat_result, real_top: str,
+               on_error: ErrorCallback) -> FileStat | None:
+    """A FileStat of a regular file or of a symlink to a regular file inside the root."""
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode) or not _inside(path, real_top):
+            return None
+    elif not stat.S_ISREG(st.st_mode):
+        return None
+    return FileStat(path, len(path) - len(rel), st.st_size, st.st_mtime_ns)
 
 
 def _list_dir(dirpath: str, on_error: ErrorCallback) -> list[os.DirEntry[str]]:

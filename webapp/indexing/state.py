@@ -26,6 +26,7 @@ from webapp.models import Source, iso, utcnow
 from webapp.runtime import get_redis
 
 ENQUEUE_GRACE = 30  # seconds a queued lock may exist before its RQ job does
+LIVE_YIELD_SECONDS = 15  # a scan asked for during a live update waits this long for it
 # Delete the key only if it still holds exactly this value (another process may have moved on).
 _DELETE_IF_EQUAL = ("if redis.call('get', KEYS[1]) == ARGV[1] then "
                     "return redis.call('del', KEYS[1]) end return 0")
@@ -55,20 +56,38 @@ class ScanLock:
         raw = self.conn.get(keys.scan_lock(self.source_id))
         return json.loads(raw) if raw else None
 
-    def acquire_queued(self, job_id: str, full: bool) -> str | None:
-        """Take the slot for a queued run; None when another run holds it."""
+    def acquire_queued(self, job_id: str, full: bool, live: bool = False) -> str | None:
+        """Take the slot for a queued run; None when another run holds it.
+
+        A live update (`live`) takes the same slot (one writer per source) but keeps its stats
+        apart, so the latest scan's stats stay what they were.
+        """
         run_id = uuid.uuid4().hex
         value = json.dumps({"run_id": run_id, "job_id": job_id, "state": SourceState.QUEUED,
-                            "full": full,
-                            "since": time.time()})
-        if self.conn.set(keys.scan_lock(self.source_id), value, nx=True, ex=keys.QUEUED_LOCK_TTL):
-            self.write_stats(RunStats(RunState.QUEUED))
-            return run_id
-        if self.state() == SourceState.IDLE:  # a stale lock was cleared by state(); try once more
-            if self.conn.set(keys.scan_lock(self.source_id), value, nx=True, ex=keys.QUEUED_LOCK_TTL):
-                self.write_stats(RunStats(RunState.QUEUED))
+                            "full": full, "live": live, "since": time.time()})
+        for _ in range(2):  # once more if state() found a stale lock and cleared it
+            if self.conn.set(keys.scan_lock(self.source_id), value, nx=True,
+                             ex=keys.QUEUED_LOCK_TTL):
+                if not live:
+                    self.write_stats(RunStats(RunState.QUEUED))
                 return run_id
+            if self.state() != SourceState.IDLE:
+                break
         return None
+
+    def acquire_after_live_update(self, job_id: str, full: bool,
+                                  seconds: float = LIVE_YIELD_SECONDS) -> str | None:
+        """acquire_queued for a scan; a live update holding the slot (a short run the watcher
+        asked for) is waited for, up to `seconds`, instead of refusing at once."""
+        run_id = self.acquire_queued(job_id, full)
+        deadline = time.monotonic() + seconds
+        while run_id is None and time.monotonic() < deadline:
+            lock = self.read()
+            if lock is not None and not lock.get("live"):
+                return None
+            time.sleep(0.1)
+            run_id = self.acquire_queued(job_id, full)
+        return run_id
 
     def set_job(self, run_id: str, job_id: str) -> None:
         """Record the RQ job id of a queued run (known only after enqueueing)."""

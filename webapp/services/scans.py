@@ -6,15 +6,16 @@ import time
 
 from flask import current_app
 
-from webapp import jobs
+from webapp import jobs, keys
 from webapp.exceptions import Conflict, InvalidInput
 from webapp.extensions import db
+from webapp.indexing import live
 from webapp.indexing.records import delete_records
 from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
 from webapp.indexing.scanner import doc_id, root_problem
 from webapp.indexing.state import ScanLock, scan_lock, settle_interrupted
-from webapp.models import IndexedFile, get_source
-from webapp.runtime import get_search
+from webapp.models import IndexedFile, Source, get_source
+from webapp.runtime import get_redis, get_search
 
 
 def scan_state(source_id: str) -> SourceState:
@@ -39,7 +40,7 @@ def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
             raise InvalidInput(f"root_path: {problem}")
     settle_interrupted(source_id)  # the next run must know the last one did not finish
     lock = scan_lock(source_id)
-    run_id = lock.acquire_queued("", full)
+    run_id = lock.acquire_after_live_update("", full)
     if run_id is None:
         raise Conflict(f"Source '{source_id}' is already {lock.state()}")
     job_id = f"scan-{source_id}-{run_id[:12]}"
@@ -48,6 +49,41 @@ def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
     stats = _wait(lock, wait) if wait else (lock.read_stats() or RunStats(RunState.QUEUED))
     kind = "Full rebuild" if full else "Scan"
     return {"message": f"{kind} of '{source_id}' queued", "job_id": job_id, "stats": stats}
+
+
+def request_live_update(source_id: str) -> str | None:
+    """Queue a live update of the source's changed paths; None while the source is busy
+    (the paths wait in Redis and the watcher asks again)."""
+    settle_interrupted(source_id)
+    lock = scan_lock(source_id)
+    run_id = lock.acquire_queued("", False, live=True)
+    if run_id is None:
+        return None
+    job_id = f"live-{source_id}-{run_id[:12]}"
+    lock.set_job(run_id, job_id)
+    jobs.enqueue_live(source_id, run_id, job_id)
+    return job_id
+
+
+def last_live_update(source_id: str) -> RunStats | None:
+    """The stats of the current or latest live update, while Redis has them."""
+    return live.read_stats(get_redis(), source_id)
+
+
+def watch_state(source: Source) -> str:
+    """watching, polling, off, or `error: <message>` (what the running watcher reports)."""
+    if not source.watch:
+        return "off"
+    conn = get_redis()
+    if not conn.exists(keys.watcher_alive()):
+        return "error: the watcher is not running"
+    state = conn.hget(keys.watch_states(), source.id)
+    return state.decode() if state else "error: not watched yet (the watcher is starting)"
+
+
+def sources_changed() -> None:
+    """Tell the watcher to re-read the sources (one was added, changed or removed)."""
+    get_redis().incr(keys.sources_version())
 
 
 def _wait(lock: ScanLock, seconds: int) -> RunStats:
@@ -77,3 +113,4 @@ def cancel_scan(source_id: str) -> None:
     lock = scan_lock(source_id)
     lock.cancel()
     lock.forget()
+    live.forget(get_redis(), source_id)

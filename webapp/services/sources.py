@@ -120,6 +120,13 @@ def _schedule(value: Any) -> str | None:
     return value
 
 
+def _watch(value: Any) -> bool:
+    """`watch` is a boolean: follow changes under the root (live updates) or not."""
+    if not isinstance(value, bool):
+        raise InvalidInput("watch: must be true or false")
+    return value
+
+
 def _next_scan(schedule: str | None):
     return cron.next_scan(schedule, utcnow(), current_app.config["SCHEDULE_TIMEZONE"])
 
@@ -145,13 +152,15 @@ def create(data: Mapping, scan_now: bool = False) -> Source:
         id=_new_id(data, name), name=name, root_path=root,
         include_patterns=_patterns("include_patterns", data.get("include_patterns")),
         exclude_patterns=_patterns("exclude_patterns", data.get("exclude_patterns")),
-        scan_schedule=_schedule(data.get("scan_schedule")))
+        scan_schedule=_schedule(data.get("scan_schedule")),
+        watch=_watch(data.get("watch", True)))
     source.next_scan_at = _next_scan(source.scan_schedule)
     db.session.add(source)
     db.session.commit()
     _reschedule(source)
     if scan_now:
         scans.request_scan(source.id)
+    scans.sources_changed()
     return source
 
 
@@ -172,11 +181,14 @@ def update(source_id: str, data: Mapping) -> Source:
     if "scan_schedule" in data:
         source.scan_schedule = _schedule(data["scan_schedule"])
         source.next_scan_at = _next_scan(source.scan_schedule)
+    if "watch" in data:
+        source.watch = _watch(data["watch"])
     source.updated_at = utcnow()
     db.session.commit()
     if source.name != old_name:
         _rename_documents(source)
     _reschedule(source)
+    scans.sources_changed()
     return source
 
 
@@ -190,6 +202,7 @@ def delete(source_id: str) -> None:
     db.session.query(UserSource).filter_by(source_id=source.id).delete()  # its grants
     db.session.delete(source)
     db.session.commit()
+    scans.sources_changed()
 
 
 def _rename_documents(source: Source) -> None:
@@ -218,10 +231,10 @@ def to_json(source: Source, by_status: Mapping[str, int] | None = None) -> dict:
     return {
         "id": source.id, "name": source.name, "root_path": source.root_path,
         "include_patterns": source.include_patterns, "exclude_patterns": source.exclude_patterns,
-        "scan_schedule": source.scan_schedule,
+        "scan_schedule": source.scan_schedule, "watch": source.watch,
         "created_at": iso(source.created_at), "updated_at": iso(source.updated_at),
         "last_scan_at": iso(source.last_scan_at), "next_scan_at": iso(source.next_scan_at),
-        "state": scans.scan_state(source.id),
+        "state": scans.scan_state(source.id), "watch_state": scans.watch_state(source),
         "document_count": sum(by_status.values()),
         "failed_count": by_status.get(FileStatus.FAILED, 0),
     }

@@ -60,8 +60,8 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
     failed = (db.session.query(IndexedFile.path, IndexedFile.error_message)
               .filter_by(source_id=source.id, status=FileStatus.FAILED)
               .order_by(IndexedFile.path).limit(FAILED_FILES))
-    live = scans.live_stats(source.id)  # the running run's stats, or the latest while Redis has them
-    state = scans.scan_state(source.id)
+    state = scans.scan_state(source.id)  # first: a lock expiring between the two reads is then
+    live = scans.live_stats(source.id)  # seen as settled (interrupted), never "idle but indexing"
     kept = RunStats.from_dict(source.last_run) if source.last_run else None
     return {
         "source_id": source.id, "source_name": source.name, "state": state,
@@ -72,6 +72,8 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
         "last_indexed_at": iso(last_indexed), "last_scan_at": iso(source.last_scan_at),
         "next_scan_at": iso(source.next_scan_at),
         "last_run": (live if state != SourceState.IDLE else kept or live),
+        "watch_state": scans.watch_state(source),
+        "last_live_update": scans.last_live_update(source.id),
         "failed_files": [{"path": p, "error": e or ""} for p, e in failed],
     }
 
