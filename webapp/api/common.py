@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import wraps
 
-from flask_jwt_extended import jwt_required
+from flask_jwt_extended import get_jwt_identity, jwt_required, verify_jwt_in_request
 from flask_smorest import Blueprint
 
 from webapp.api.schemas import ErrorSchema
+from webapp.exceptions import Unauthorized
+from webapp.ui.session import session_user
 
 _ERROR_TEXT = {
     400: "Invalid input; `detail` names the field and the rule",
@@ -39,5 +42,22 @@ def authenticated(blp: Blueprint) -> Callable:
         view = jwt_required()(view)
         view = blp.doc(security=[{"bearerAuth": []}])(view)
         return errors(blp, 401)(view)
+
+    return wrap
+
+
+def token_or_session(blp: Blueprint) -> Callable:
+    """Require an access token or the web session's cookie: for what pages load as <img>."""
+
+    def wrap(view):
+        @wraps(view)
+        def checked(*args, **kwargs):
+            verify_jwt_in_request(optional=True)  # a token sent but invalid is still 401
+            if get_jwt_identity() is None and session_user() is None:
+                raise Unauthorized("Missing token or web session")
+            return view(*args, **kwargs)
+
+        checked = blp.doc(security=[{"bearerAuth": []}])(checked)  # or the session cookie
+        return errors(blp, 401)(checked)
 
     return wrap

@@ -201,6 +201,9 @@ class SearchResultSchema(ma.Schema):
     modified_at = fields.Integer()
     snippet = fields.String()
     score = fields.Float()
+    thumbnail_url = fields.String(allow_none=True, metadata={
+        "description": "/api/documents/{id}/thumbnail (a WebP image, same auth as the "
+                       "document), or null when the document has no thumbnail"})
 
 
 class SearchResponseSchema(ma.Schema):

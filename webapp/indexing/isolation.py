@@ -27,6 +27,7 @@ from webapp.indexing.extractors import (
     extract,
     find_extractor,
     preload,
+    thumbnail,
 )
 from webapp.indexing.runstats import FileStatus
 from webapp.procs import die_with_parent, limit_memory
@@ -71,7 +72,9 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
         if path is None:
             return
         try:
-            reply: tuple[str, Any] = ("ok", extract(path, settings, extra))
+            doc = extract(path, settings, extra)
+            doc.thumbnail = thumbnail(path, doc, settings, extra)  # same child, same limits
+            reply: tuple[str, Any] = ("ok", doc)
         except ExtractionError as exc:
             reply = ("error", str(exc) or "Extraction failed")
         except MemoryError:

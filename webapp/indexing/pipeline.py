@@ -20,6 +20,7 @@ from sqlalchemy import select
 
 from webapp import keys
 from webapp.extensions import db
+from webapp.indexing import thumbstore
 from webapp.indexing.extractors import ExtractionSettings, extension
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
@@ -61,6 +62,7 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
                   on_file: Callable[[], None] | None = None) -> dict:
     """Extract a batch of files into documents and record rows (no writes)."""
     extractor = get_extractor(app)
+    data_dir = app.config["DATA_DIR"]
     docs, records = [], []
     now = int(time.time())
     for path, size, mtime_ns in files:
@@ -69,8 +71,11 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
         result = extractor.run(path)
         doc = result.doc
         basename = os.path.basename(path)
+        ident = doc_id(source["id"], path)
+        # before the document is written: a result with a thumbnail finds it on disk
+        thumbstore.save(data_dir, ident, doc.thumbnail)
         docs.append({
-            "id": doc_id(source["id"], path), "source_id": source["id"],
+            "id": ident, "source_id": source["id"],
             "source_name": source["name"], "path": path, "basename": basename,
             "extension": extension(path), "type": doc.type, "size_bytes": size,
             "modified_at": int(mtime_ns // 1_000_000_000), "indexed_at": now,
@@ -155,7 +160,9 @@ class ScanRun:
                        retry=retry_paths(self.source_id))
         self._count(changes)
         if changes.deleted:
-            get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in changes.deleted])
+            gone = [doc_id(self.source_id, p) for p in changes.deleted]
+            get_search(self.app).delete_ids(gone)
+            thumbstore.remove(self.app.config["DATA_DIR"], gone)
             delete_records(self.source_id, changes.deleted)
         if unclean or self.full:
             self._remove_orphans()
@@ -179,6 +186,7 @@ class ScanRun:
         if orphans:
             log.info("Removing %d orphan documents of %s", len(orphans), self.source_id)
             search.delete_ids(sorted(orphans))
+            thumbstore.remove(self.app.config["DATA_DIR"], orphans)
 
     def _stopped(self, beat: Heartbeat) -> bool:
         return beat.lost or self.lock.cancelled(self.run_id)

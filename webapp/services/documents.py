@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import math
+import mimetypes
 import os
+import re
 from urllib.parse import quote
 
 from flask import current_app
@@ -11,8 +14,10 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from webapp.exceptions import Forbidden, NotFound, QuerySyntaxError, Unauthorized
 from webapp.extensions import db
+from webapp.indexing import thumbstore
 from webapp.indexing.scanner import within
 from webapp.models import Source, User
+from webapp.previews.markdown import render_markdown
 from webapp.previews.render import PreviewLimits
 from webapp.runtime import get_previews, get_search
 from webapp.search import SearchPage, SearchQuery
@@ -24,6 +29,8 @@ from webapp.services.sources import inside_allowed_roots
 
 PREVIEW_PAGE_CHARS = 20_000
 IMAGE_TYPES = {"image", "raw_image"}
+MAX_HIGHLIGHT_WORDS = 40  # distinct matched words looked for on a PDF page
+_EM = re.compile(r"<em>(.*?)</em>", re.S)
 
 
 def search(args: dict) -> dict:
@@ -31,6 +38,8 @@ def search(args: dict) -> dict:
     query language, type or source is bad. The response echoes limit and offset."""
     query: SearchQuery = search_args.to_query(args)
     page: SearchPage = get_search().search(query)
+    for result in page.results:
+        result["thumbnail_url"] = thumbnail_url(result["id"])
     out = {"results": page.results, "total": page.total, "limit": query.limit,
            "offset": query.offset, "processing_time_ms": page.processing_time_ms}
     if query.facets:
@@ -89,16 +98,88 @@ def image_preview(doc: dict) -> tuple[bytes, str]:
     Decoded in a child process with pixel, memory and time bounds; an image that is too large,
     damaged or unreadable raises PreviewRefused (422), a full set of preview slots 503.
     """
-    path = open_path(doc)
-    cfg = current_app.config
-    limits = PreviewLimits(max_side=cfg["PREVIEW_MAX_PX"], max_pixels=cfg["PREVIEW_MAX_PIXELS"],
-                           memory_mb=cfg["PREVIEW_MEMORY_MB"], timeout=cfg["PREVIEW_TIMEOUT"])
-    return get_previews().render(path, doc["type"], limits)
+    return get_previews().render(open_path(doc), doc["type"], _limits())
 
 
 def is_image(doc: dict) -> bool:
     """Whether the preview of this document is an image."""
     return doc["type"] in IMAGE_TYPES
+
+
+def preview_kind(doc: dict) -> str:
+    """How the document page shows this document: image, pdf (drawn pages), markdown, audio,
+    video, or text (the extracted text, paged and highlighted)."""
+    if is_image(doc):
+        return "image"
+    if doc["type"] == "pdf" and (doc.get("metadata") or {}).get("page_count"):
+        return "pdf"
+    if doc["type"] == "markdown":
+        return "markdown"
+    mimetype = media_mimetype(doc)
+    return mimetype.split("/")[0] if mimetype else "text"
+
+
+# -- thumbnails ----------------------------------------------------------------------------------
+
+def thumbnail_url(doc_id: str) -> str | None:
+    """The API path of a document's thumbnail, or None when it has none."""
+    if not thumbstore.exists(current_app.config["DATA_DIR"], doc_id):
+        return None
+    return f"/api/documents/{quote(doc_id)}/thumbnail"
+
+
+def thumbnail_file(doc_id: str) -> str:
+    """The thumbnail file of an indexed document; 404 when the document or its thumbnail is
+    missing."""
+    get(doc_id)
+    path = thumbstore.path_for(current_app.config["DATA_DIR"], doc_id)
+    if path is None or not os.path.isfile(path):
+        raise NotFound("This document has no thumbnail")
+    return path
+
+
+# -- PDF pages, Markdown, media ------------------------------------------------------------------
+
+def page_count(doc: dict) -> int:
+    """Pages of a PDF as counted at extraction (0 when unknown)."""
+    count = (doc.get("metadata") or {}).get("page_count")
+    return count if isinstance(count, int) and count > 0 else 0
+
+
+def match_words(doc: dict, q: str) -> tuple[str, ...]:
+    """The distinct words of the document's text that match q, as the text preview marks them
+    (stems, typos and accents included): what a drawn PDF page highlights."""
+    if not q.strip():
+        return ()
+    marked = highlight_all(doc.get("content") or "", _matcher(q))
+    words = dict.fromkeys(html.unescape(m).strip() for m in _EM.findall(marked))
+    return tuple(w for w in words if w)[:MAX_HIGHLIGHT_WORDS]
+
+
+def pdf_page_image(doc: dict, page: int, q: str) -> tuple[bytes, str]:
+    """Page `page` of a PDF drawn as a JPEG with the matches of q highlighted; drawn in a
+    capped child like image previews (422 for a page that does not exist or cannot be drawn)."""
+    path = open_path(doc)
+    return get_previews().render(path, "pdf", _limits(), page=page, words=match_words(doc, q))
+
+
+def markdown_html(doc: dict) -> str | None:
+    """The document's Markdown rendered and sanitized; None when it is too long to render."""
+    return render_markdown(doc.get("content") or "")
+
+
+def media_mimetype(doc: dict) -> str | None:
+    """audio/... or video/... for a media file the browser may play, else None."""
+    if doc["type"] != "media":
+        return None
+    guessed, _ = mimetypes.guess_type(doc["basename"], strict=False)
+    return guessed if guessed and guessed.split("/")[0] in ("audio", "video") else None
+
+
+def _limits() -> PreviewLimits:
+    cfg = current_app.config
+    return PreviewLimits(max_side=cfg["PREVIEW_MAX_PX"], max_pixels=cfg["PREVIEW_MAX_PIXELS"],
+                         memory_mb=cfg["PREVIEW_MEMORY_MB"], timeout=cfg["PREVIEW_TIMEOUT"])
 
 
 # -- downloads -----------------------------------------------------------------------------------

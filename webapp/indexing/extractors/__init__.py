@@ -7,14 +7,28 @@ import os
 import warnings
 from collections.abc import Iterable
 
-from . import comic, docx, epub, markdown, media, pdf, pptx, raw_image, rtf, subtitle, text, xlsx
+from . import (
+    comic,
+    docx,
+    epub,
+    markdown,
+    media,
+    pdf,
+    pptx,
+    raw_image,
+    rtf,
+    subtitle,
+    text,
+    thumbs,
+    xlsx,
+)
 from ._util import cap_content, clean_str, json_safe
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec, extension
 from .image import IMAGE
 
 __all__ = [
     "EXTRACTORS", "ExtractionError", "ExtractionSettings", "Extracted", "ExtractorSpec",
-    "detect_type", "extension", "extract", "find_extractor", "preload", "DOC_TYPES",
+    "detect_type", "extension", "extract", "find_extractor", "preload", "thumbnail", "DOC_TYPES",
 ]
 
 # Order matters only for extensions claimed twice (none today): first match wins.
@@ -103,6 +117,24 @@ def extract(
     except Exception as exc:  # any library failure on a bad file is a failed file
         raise ExtractionError(f"Not a valid {label} file") from exc
     return _normalized(doc, settings)
+
+
+def thumbnail(path: str, doc: Extracted, settings: ExtractionSettings,
+              extra: Iterable[ExtractorSpec] = ()) -> bytes | None:
+    """The WebP thumbnail of an extracted file, or None: its format shows no picture, the file
+    has none (a book without a cover) or it cannot be decoded within the limits. Never raises:
+    a file without a thumbnail is still indexed."""
+    spec = find_extractor(path, extra)
+    if spec is None or spec.thumbnail is None or spec.type != doc.type or \
+            settings.thumbnail_px <= 0:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            img = spec.thumbnail(path, settings)
+            return thumbs.encode(img, settings) if img is not None else None
+    except Exception:  # noqa: BLE001 - any decoder failure (or MemoryError): no thumbnail
+        return None
 
 
 def _normalized(doc: Extracted, settings: ExtractionSettings) -> Extracted:

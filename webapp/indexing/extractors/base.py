@@ -18,6 +18,7 @@ class Extracted:
     content: str = ""
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    thumbnail: bytes | None = None  # WebP bytes, made in the extraction child (thumbs.py)
 
 
 class ExtractionError(Exception):
@@ -35,6 +36,8 @@ class ExtractionSettings:
     timeout_default: float = 30
     memory_mb: int = 1024
     index_gps: bool = False
+    thumbnail_px: int = 320
+    max_pixels: int = 50_000_000
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> ExtractionSettings:
@@ -47,6 +50,8 @@ class ExtractionSettings:
             "timeout_default": ("EXTRACT_TIMEOUT_DEFAULT", float),
             "memory_mb": ("EXTRACT_MEMORY_MB", int),
             "index_gps": ("INDEX_GPS", _as_bool),
+            "thumbnail_px": ("THUMBNAIL_PX", int),
+            "max_pixels": ("PREVIEW_MAX_PIXELS", int),
         }
         values = {
             name: convert(cfg[key]) for name, (key, convert) in keys.items() if key in cfg
@@ -80,6 +85,8 @@ def extension(path: str) -> str:
 
 
 ExtractFunc = Callable[[str, ExtractionSettings], Extracted]
+# the picture of a file as a lazily opened Pillow image (thumbs.encode scales it), or None
+ThumbnailFunc = Callable[[str, ExtractionSettings], Any]
 
 
 @dataclass(frozen=True)
@@ -91,3 +98,4 @@ class ExtractorSpec:
     extensions: tuple[str, ...] = ()
     filenames: tuple[str, ...] = ()
     heavy_modules: tuple[str, ...] = ()
+    thumbnail: ThumbnailFunc | None = None
