@@ -56,13 +56,13 @@ class Preview(MethodView):
 @blp.route("/<string:doc_id>/thumbnail")
 class Thumbnail(MethodView):
     @token_or_session(blp)
-    @blp.response(200, description="A small WebP image (made when the file was indexed)",
-                  content_type="image/webp")
+    @blp.response(200, description="A small JPEG (made when the file was indexed)",
+                  content_type="image/jpeg")
     @errors(blp, 404)
     def get(self, doc_id):
         """The document's thumbnail: images, RAW previews, first PDF pages, book and comic
         covers. 404 when the document has none (search results say so: thumbnail_url null)."""
-        resp = send_file(documents.thumbnail_file(doc_id), mimetype="image/webp",
+        resp = send_file(documents.thumbnail_file(doc_id), mimetype="image/jpeg",
                          conditional=True, max_age=0)
         resp.headers["Cache-Control"] = "private, no-cache"  # revalidated by ETag
         return resp

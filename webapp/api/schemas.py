@@ -202,7 +202,7 @@ class SearchResultSchema(ma.Schema):
     snippet = fields.String()
     score = fields.Float()
     thumbnail_url = fields.String(allow_none=True, metadata={
-        "description": "/api/documents/{id}/thumbnail (a WebP image, same auth as the "
+        "description": "/api/documents/{id}/thumbnail (a small JPEG, same auth as the "
                        "document), or null when the document has no thumbnail"})
 
 

@@ -1,4 +1,4 @@
-"""Thumbnails on disk: DATA_DIR/thumbs/<source id>/<2 hex>/<document id>.webp.
+"""Thumbnails on disk: DATA_DIR/thumbs/<source id>/<2 hex>/<document id>.jpg.
 
 Written by the worker that extracted the file, read by the web process, removed with their
 documents (deleted files, cleared stale records, orphans, a deleted source: its whole folder).
@@ -15,8 +15,7 @@ import tempfile
 from collections.abc import Iterable
 
 THUMBS_DIR = "thumbs"
-SUFFIX = ".webp"
-MIMETYPE = "image/webp"
+SUFFIX = ".jpg"
 
 
 def _source_dir(data_dir: str, source_id: str) -> str:

@@ -121,7 +121,7 @@ def extract(
 
 def thumbnail(path: str, doc: Extracted, settings: ExtractionSettings,
               extra: Iterable[ExtractorSpec] = ()) -> bytes | None:
-    """The WebP thumbnail of an extracted file, or None: its format shows no picture, the file
+    """The JPEG thumbnail of an extracted file, or None: its format shows no picture, the file
     has none (a book without a cover) or it cannot be decoded within the limits. Never raises:
     a file without a thumbnail is still indexed."""
     spec = find_extractor(path, extra)

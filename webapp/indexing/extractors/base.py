@@ -18,7 +18,7 @@ class Extracted:
     content: str = ""
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    thumbnail: bytes | None = None  # WebP bytes, made in the extraction child (thumbs.py)
+    thumbnail: bytes | None = None  # JPEG bytes, made in the extraction child (thumbs.py)
 
 
 class ExtractionError(Exception):

@@ -13,8 +13,7 @@ from typing import Any
 
 from .base import ExtractionError, ExtractionSettings
 
-THUMB_FORMAT = "WEBP"
-THUMB_QUALITY = 75
+THUMB_QUALITY = 80  # JPEG: encodes ~30x faster than WebP at this size, for similar bytes
 MAX_COVER_BYTES = 32 * 1024 * 1024  # an archive member read as a cover image
 
 
@@ -37,7 +36,7 @@ def _register_heif() -> None:
 
 
 def encode(img: Any, settings: ExtractionSettings) -> bytes:
-    """Scale to settings.thumbnail_px on the long side and encode as WebP.
+    """Scale to settings.thumbnail_px on the long side and encode as JPEG (transparency on white).
 
     The decoded pixels are checked against settings.max_pixels first (after JPEG's reduced
     decoding), so a small file that declares a huge image is refused before it is decoded."""
@@ -51,11 +50,12 @@ def encode(img: Any, settings: ExtractionSettings) -> bytes:
     if width * height > settings.max_pixels:
         raise ExtractionError(f"Image is too large for a thumbnail ({width}x{height})")
     img.thumbnail((side, side))
-    if img.mode not in ("RGB", "RGBA"):
-        img = img.convert("RGBA" if "A" in img.getbands() or "transparency" in img.info
-                          else "RGB")
+    if "A" in img.getbands() or "transparency" in img.info:
+        rgba = img.convert("RGBA")
+        img = Image.new("RGB", rgba.size, (255, 255, 255))
+        img.paste(rgba, mask=rgba.getchannel("A"))
     out = io.BytesIO()
-    img.save(out, THUMB_FORMAT, quality=THUMB_QUALITY, method=4)
+    img.convert("RGB").save(out, "JPEG", quality=THUMB_QUALITY)
     return out.getvalue()
 
 
