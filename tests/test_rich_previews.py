@@ -109,6 +109,9 @@ def test_pdf_page_is_drawn_with_the_query_highlighted(docs):
     assert second.status_code == 200
     missing = browser.get(f"/documents/{pdf_id}/pages/9")
     assert missing.status_code == 422 and "has no page 9" in missing.get_data(as_text=True)
+    later = browser.get(f"/documents/{pdf_id}?q=nothing").get_data(as_text=True)
+    assert f'src="/documents/{pdf_id}/pages/2?q=nothing"' in later  # opens on the match's page
+    assert "Page 2 of 2" in later
     text = browser.get(f"/documents/{pdf_id}?q=budget&view=text").get_data(as_text=True)
     assert "<em>budget</em>" in text and "/pages/1" not in text
 

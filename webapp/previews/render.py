@@ -86,6 +86,31 @@ def _raw_image(path: str, limits: PreviewLimits) -> Any:
 
 HIGHLIGHT_RGBA = (255, 200, 0, 120)  # translucent yellow over matched words on a PDF page
 PDF_PAGE_PX = 1400  # long side of a drawn PDF page (at most limits.max_side)
+MAX_PAGES_SEARCHED = 500  # pages read to find the first one holding a match
+
+
+def _open_pdf(path: str) -> Any:
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except Exception as exc:  # noqa: BLE001 - pymupdf raises several types for broken files
+        raise PreviewRefused("Not a PDF that can be drawn") from exc
+    if doc.needs_pass and not doc.authenticate(""):
+        doc.close()
+        raise PreviewRefused("This PDF is password protected")
+    return doc
+
+
+def first_pdf_match(path: str, words: tuple[str, ...]) -> int:
+    """The first page (1-based) whose text holds one of the words; 1 when none does."""
+    wanted = [w.lower() for w in words]
+    with _open_pdf(path) as doc:
+        for number in range(min(doc.page_count, MAX_PAGES_SEARCHED)):
+            text = doc[number].get_text().lower()
+            if any(w in text for w in wanted):
+                return number + 1
+    return 1
 
 
 def render_pdf_page(path: str, page_no: int, words: tuple[str, ...],
@@ -94,13 +119,7 @@ def render_pdf_page(path: str, page_no: int, words: tuple[str, ...],
     import pymupdf
     from PIL import Image, ImageDraw
 
-    try:
-        doc = pymupdf.open(path, filetype="pdf")
-    except Exception as exc:  # noqa: BLE001 - pymupdf raises several types for broken files
-        raise PreviewRefused("Not a PDF that can be drawn") from exc
-    with doc:
-        if doc.needs_pass and not doc.authenticate(""):
-            raise PreviewRefused("This PDF is password protected")
+    with _open_pdf(path) as doc:
         if not 1 <= page_no <= doc.page_count:
             raise PreviewRefused(f"This PDF has no page {page_no} (it has {doc.page_count})")
         page = doc[page_no - 1]
@@ -126,11 +145,14 @@ def render_pdf_page(path: str, page_no: int, words: tuple[str, ...],
 def render(path: str, kind: str, limits: PreviewLimits, page: int = 1,
            words: tuple[str, ...] = ()) -> tuple[bytes, str]:
     """Scale the image to limits.max_side and encode it (PNG keeps transparency, else JPEG);
-    for kind "pdf", draw page `page` with `words` highlighted."""
+    for kind "pdf", draw page `page` with `words` highlighted; for "pdf_find", the number of
+    the first page holding one of `words`, as text."""
     from PIL import Image
 
     if kind == "pdf":
         return render_pdf_page(path, page, words, limits)
+    if kind == "pdf_find":
+        return str(first_pdf_match(path, words)).encode(), "text/plain"
     Image.MAX_IMAGE_PIXELS = None  # our own check below replaces Pillow's warning-first one
     img = _open_image(path, kind, limits)
     if img.format == "JPEG":
@@ -225,3 +247,9 @@ class IsolatedRenderer:
         if reply[0] != "ok":
             raise PreviewRefused(reply[1])
         return reply[1], reply[2]
+
+    def first_pdf_page(self, path: str, words: tuple[str, ...], limits: PreviewLimits) -> int:
+        """The first page of a PDF holding one of the words (1 when none does), read in a
+        child like a drawn page."""
+        data, _ = self.render(path, "pdf_find", limits, words=words)
+        return int(data)

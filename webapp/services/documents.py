@@ -12,7 +12,14 @@ from urllib.parse import quote
 from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
-from webapp.exceptions import Forbidden, NotFound, QuerySyntaxError, Unauthorized
+from webapp.exceptions import (
+    Forbidden,
+    NotFound,
+    QuerySyntaxError,
+    Unauthorized,
+    Unavailable,
+    Unprocessable,
+)
 from webapp.extensions import db
 from webapp.indexing import thumbstore
 from webapp.indexing.scanner import within
@@ -161,6 +168,18 @@ def pdf_page_image(doc: dict, page: int, q: str) -> tuple[bytes, str]:
     capped child like image previews (422 for a page that does not exist or cannot be drawn)."""
     path = open_path(doc)
     return get_previews().render(path, "pdf", _limits(), page=page, words=match_words(doc, q))
+
+
+def first_pdf_page(doc: dict, q: str) -> int:
+    """The first page of a PDF holding a match of q (1 without q, or when the PDF cannot be
+    read: the page's own image then says why)."""
+    words = match_words(doc, q)
+    if not words or page_count(doc) <= 1:
+        return 1
+    try:
+        return get_previews().first_pdf_page(open_path(doc), words, _limits())
+    except (Unprocessable, Unavailable):
+        return 1
 
 
 def markdown_html(doc: dict) -> str | None:

@@ -189,7 +189,7 @@ def document(doc_id: str):
     if kind == "image":
         context["has_thumbnail"] = documents.thumbnail_url(doc["id"]) is not None
     elif kind == "pdf":
-        context["preview"] = _pdf_pager(doc)
+        context["preview"] = _pdf_pager(doc, q)
     elif kind == "markdown":
         context["markdown"] = documents.markdown_html(doc)
         kind = context["kind"] = "markdown" if context["markdown"] is not None else "text"
@@ -204,13 +204,14 @@ def document(doc_id: str):
     return render_template("document.html", **context)
 
 
-def _pdf_pager(doc: dict) -> dict:
-    """The drawn page this request asks for (clamped to the PDF's pages)."""
+def _pdf_pager(doc: dict, q: str) -> dict:
+    """The drawn page this request asks for (clamped to the PDF's pages); without one, the
+    first page holding a match of q."""
     pages = documents.page_count(doc)
     try:
-        page = int(request.args.get("page", "1"))
+        page = int(request.args.get("page", ""))
     except ValueError:
-        page = 1
+        page = documents.first_pdf_page(doc, q)
     return {"page": min(max(1, page), pages), "pages": pages}
 
 
