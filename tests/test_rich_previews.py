@@ -119,7 +119,7 @@ def test_pdf_page_is_drawn_with_the_query_highlighted(docs):
 def test_markdown_is_rendered_and_sanitized(docs):
     ids, browser, _ = docs
     html = browser.get(f"/documents/{ids['notes.md']}").get_data(as_text=True)
-    body = html[html.index('id="markdown-preview"'):]
+    body = html[html.index('class="markdown-body"'):]
     body = body[:body.index("</section>")]
     assert "<h1>Release notes</h1>" in body and "<td>budget</td>" in body
     assert '<a href="https://example.org" rel="noopener noreferrer nofollow">' in body
@@ -127,6 +127,9 @@ def test_markdown_is_rendered_and_sanitized(docs):
                 "<img"):
         assert bad not in body, bad
     assert "[diagram]" in body  # a picture becomes its alt text
+    marked = browser.get(f"/documents/{ids['notes.md']}?q=budgets").get_data(as_text=True)
+    assert '<td><mark class="match">budget</mark></td>' in marked  # the query, in the table
+    assert "1 match on this page" in marked
     raw = browser.get(f"/documents/{ids['notes.md']}?view=text").get_data(as_text=True)
     assert "&lt;script&gt;alert(" in raw  # the text view shows the source, escaped
 

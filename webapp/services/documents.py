@@ -38,6 +38,9 @@ PREVIEW_PAGE_CHARS = 20_000
 IMAGE_TYPES = {"image", "raw_image"}
 MAX_HIGHLIGHT_WORDS = 40  # distinct matched words looked for on a PDF page
 _EM = re.compile(r"<em>(.*?)</em>", re.S)
+# a tag of the sanitizer's output: it always quotes attributes with " and escapes " inside them
+_TAG = re.compile(r'(<(?:[^>"]|"[^"]*")*>)')
+MATCH_OPEN = '<mark class="match">'
 
 
 def search(args: dict) -> dict:
@@ -182,9 +185,20 @@ def first_pdf_page(doc: dict, q: str) -> int:
         return 1
 
 
-def markdown_html(doc: dict) -> str | None:
-    """The document's Markdown rendered and sanitized; None when it is too long to render."""
-    return render_markdown(doc.get("content") or "")
+def markdown_html(doc: dict, q: str) -> dict | None:
+    """The document's Markdown rendered and sanitized, the matches of q in <mark class="match">
+    (text between tags only); None when it is too long to render."""
+    rendered = render_markdown(doc.get("content") or "")
+    if rendered is None or not q.strip():
+        return None if rendered is None else {"html": rendered, "matches": 0}
+    matcher = _matcher(q)
+    parts = _TAG.split(rendered)
+    for i in range(0, len(parts), 2):  # even items are text (escaped by the sanitizer)
+        if parts[i]:
+            marked = highlight_all(html.unescape(parts[i]), matcher)
+            parts[i] = marked.replace("<em>", MATCH_OPEN).replace("</em>", "</mark>")
+    body = "".join(parts)
+    return {"html": body, "matches": body.count(MATCH_OPEN)}
 
 
 def media_mimetype(doc: dict) -> str | None:

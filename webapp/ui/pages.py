@@ -191,7 +191,7 @@ def document(doc_id: str):
     elif kind == "pdf":
         context["preview"] = _pdf_pager(doc, q)
     elif kind == "markdown":
-        context["markdown"] = documents.markdown_html(doc)
+        context["markdown"] = documents.markdown_html(doc, q)
         kind = context["kind"] = "markdown" if context["markdown"] is not None else "text"
     elif kind in ("audio", "video"):
         context["mimetype"] = documents.media_mimetype(doc)
