@@ -404,6 +404,13 @@ def test_results_show_thumbnails_and_pdf_pages_are_drawn(page, site):
     expect(page.locator(".no-preview")).to_be_hidden()
     shot(page, "12-pdf-page")
 
+    page.goto("/?q=lighthouse+note")
+    page.locator(".result-link", has_text="danger.md").click()
+    expect(page.locator(".markdown-body h1")).to_have_text("Note")  # rendered, not raw
+    expect(page.locator(".markdown-body script")).to_have_count(0)
+    expect(page.locator("mark.match.current")).to_be_visible()
+    shot(page, "13-markdown")
+
 
 def test_phone_and_dark(browser, site):
     """The search page at phone width and in dark mode (screenshots only, plus no overflow)."""
