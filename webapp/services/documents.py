@@ -37,6 +37,7 @@ from webapp.services.sources import inside_allowed_roots
 PREVIEW_PAGE_CHARS = 20_000
 IMAGE_TYPES = {"image", "raw_image"}
 MAX_HIGHLIGHT_WORDS = 40  # distinct matched words looked for on a PDF page
+MATCH_FORMS_CHARS = 200_000  # text read to learn the matched forms (5M chars would take 4 s)
 _EM = re.compile(r"<em>(.*?)</em>", re.S)
 # a tag of the sanitizer's output: it always quotes attributes with " and escapes " inside them
 _TAG = re.compile(r'(<(?:[^>"]|"[^"]*")*>)')
@@ -93,12 +94,17 @@ def text_page(doc: dict, q: str, page: int) -> dict:
     return {"html": body, "page": page, "pages": pages, "matches": body.count("<em>")}
 
 
-def _matcher(q: str) -> TermMatcher:
-    """What to mark for a search's q: its free text (not -exclusions nor filter values)."""
+def _free_text(q: str) -> str:
+    """A search's free text (not -exclusions nor filter values)."""
     try:
-        text = parse_syntax(q).text
+        return parse_syntax(q).text
     except QuerySyntaxError:  # a half-typed term: mark the words as written
-        text = q
+        return q
+
+
+def _matcher(q: str) -> TermMatcher:
+    """What to mark for a search's q: its free text."""
+    text = _free_text(q)
     return TermMatcher.from_query(parse_query(text)) if text.strip() else TermMatcher(())
 
 
@@ -157,13 +163,14 @@ def page_count(doc: dict) -> int:
 
 
 def match_words(doc: dict, q: str) -> tuple[str, ...]:
-    """The distinct words of the document's text that match q, as the text preview marks them
-    (stems, typos and accents included): what a drawn PDF page highlights."""
+    """What a drawn PDF page highlights: the query's own words, and the forms of the text that
+    the text preview marks for q (stems, typos, accents) in its first MATCH_FORMS_CHARS."""
     if not q.strip():
         return ()
-    marked = highlight_all(doc.get("content") or "", _matcher(q))
-    words = dict.fromkeys(html.unescape(m).strip() for m in _EM.findall(marked))
-    return tuple(w for w in words if w)[:MAX_HIGHLIGHT_WORDS]
+    marked = highlight_all((doc.get("content") or "")[:MATCH_FORMS_CHARS], _matcher(q))
+    forms = [html.unescape(m).strip() for m in _EM.findall(marked)]
+    words = {w.lower(): w for w in [*re.findall(r"\w{2,}", _free_text(q)), *forms] if w}
+    return tuple(words.values())[:MAX_HIGHLIGHT_WORDS]
 
 
 def pdf_page_image(doc: dict, page: int, q: str) -> tuple[bytes, str]:
