@@ -275,7 +275,8 @@ def all_files(corpus: Corpus) -> list[Path]:
 
 
 def queries(per_kind: int, seed: int = 8) -> dict[str, list[str]]:
-    """A fixed query set: exact words, two-word queries, quoted phrases and one-typo words."""
+    """A fixed query set: exact words, two-word queries, quoted phrases, one-typo words,
+    questions of 8-12 words and a word with filters and all four facets (request bodies)."""
     rng = random.Random(seed)
     pool = paragraphs()
     counts = Counter(w for p in pool for w in set(WORD.findall(p.lower())))
@@ -299,7 +300,25 @@ def queries(per_kind: int, seed: int = 8) -> dict[str, list[str]]:
             phrases.append(f'"{pair[0]} {pair[1]}"')
     long_words = [w for w in common if len(w) >= 6]
     typos = [_typo(rng.choice(long_words), rng) for _ in range(per_kind)]
-    return {"exact": exact, "two_word": two, "phrase": phrases, "typo": typos}
+    questions = [_question(rng.choice(pool), rng) for _ in range(per_kind)]
+    facets = [{"q": f"{rng.choice(common)} type:{rng.choice(FILTER_TYPES)} modified:>=2023 "
+                    f"-{rng.choice(common)}", "facets": ["type", "extension", "source_id", "year"]}
+              for _ in range(per_kind)]
+    return {"exact": exact, "two_word": two, "phrase": phrases, "typo": typos,
+            "question": questions, "facets": facets}
+
+
+FILTER_TYPES = ("code", "text", "markdown", "pdf", "docx", "xlsx", "pptx")
+OPENERS = ("how do I", "what is the", "why does the", "where can I find the", "which")
+
+
+def _question(paragraph: str, rng: random.Random) -> str:
+    """A natural-language question of 8-12 words built around a stretch of a paragraph."""
+    opener = rng.choice(OPENERS)
+    words = [w for w in re.findall(r"[A-Za-z]+", paragraph)]
+    size = rng.randint(8, 12) - len(opener.split())
+    start = rng.randrange(max(1, len(words) - size))
+    return f"{opener} {' '.join(words[start:start + size]).lower()}?"
 
 
 def _typo(word: str, rng: random.Random) -> str:

@@ -6,9 +6,10 @@ import json
 import re
 from pathlib import Path
 
-KINDS = ("exact", "two_word", "phrase", "typo")
-# The issue's targets: (what, limit); the search ones hold at the 50k scale.
-P95_LIMITS_MS = {"exact": 30.0, "two_word": 30.0, "typo": 60.0}
+KINDS = ("exact", "two_word", "phrase", "typo", "question", "facets")
+# The issues' targets: (what, limit); the search ones hold at the 50k scale. Issue 8 set 30 ms
+# (60 for typos); issue 14 asks 30 ms p95 for every class, its questions and facets included.
+P95_LIMITS_MS = {kind: 30.0 for kind in KINDS}
 UNCHANGED_LIMIT_S = {"quick": 1.5, "5k": 1.5, "50k": 10.0}
 
 
@@ -116,7 +117,7 @@ def _latency_table(t: dict, r: dict, n: int) -> str:
 
 
 def _targets_list(result: dict) -> str:
-    rows = ["Targets of issue 8 at this scale:", ""]
+    rows = ["Targets of issues 8 and 14 at this scale:", ""]
     for name, check in result.get("targets", {}).items():
         mark = {True: "met", False: "NOT met", None: "not measured"}[check["met"]]
         rows.append(f"- `{name}`: {_num(check['value'])} — {mark}")

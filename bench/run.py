@@ -59,7 +59,9 @@ def run_trawl(corp: corpus_mod.Corpus, queries: dict, touched: list[Path], worke
 
 
 def run_recoll(corp: corpus_mod.Corpus, queries: dict, touched: list[Path]) -> dict:
-    """The same measurements for Recoll; {"skipped": reason} when it is not available."""
+    """The same measurements for Recoll; {"skipped": reason} when it is not available.
+    Recoll gets the query kinds that are plain text (it has no facets)."""
+    queries = {k: qs for k, qs in queries.items() if all(isinstance(q, str) for q in qs)}
     version = recoll_runner.ensure_installed(log)
     if version is None:
         return {"skipped": "recollindex not installed and not installable"}

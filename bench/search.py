@@ -1,4 +1,4 @@
-"""Search benchmark: index N synthetic documents, time exact/typo/prefix/filtered/facets queries.
+"""Search benchmark: index N synthetic documents, time exact/typo/prefix/filtered/facets/question queries.
 
 Usage: python bench/search.py [--n 100000] [--queries 200] [--dir DIR] [--seed 1] [--http]
 Prints a Markdown table and writes bench/results/search-<n>.json. Queries run in-process
@@ -122,7 +122,24 @@ def make_queries(corpus: Corpus, count: int, seed: int) -> dict[str, list[Search
                         facets=FACETS)
             for _ in range(count)
         ],
+        # natural-language questions of 8-12 words: function words around content words
+        "question": [SearchQuery(q=_question(corpus, rng)) for _ in range(count)],
     }
+
+
+QUESTION_OPENERS = ("what", "how", "which", "why", "where", "when", "who")
+
+
+def _question(corpus: Corpus, rng: random.Random) -> str:
+    """A question of 8-12 words, about half of them function words, like people ask."""
+    size = rng.randint(8, 12)
+    words = [rng.choice(QUESTION_OPENERS)]
+    while len(words) < size:
+        if rng.random() < 0.45:
+            words.append(rng.choice(COMMON))
+        else:
+            words.append(rng.choice(corpus.vocab[20:5000]))
+    return " ".join(words) + "?"
 
 
 def build_index(backend: SearchBackend, corpus: Corpus, n: int, batch: int) -> dict:

@@ -161,7 +161,7 @@ class TrawlService:
         """Bytes of the search index plus the database."""
         return disk_usage(self.data_dir / "index", self.data_dir / "trawl.db")
 
-    def search_latency(self, queries: dict[str, list[str]], limit: int = 20) -> dict:
+    def search_latency(self, queries: dict[str, list], limit: int = 20) -> dict:
         """Latency over HTTP (client side, keep-alive) per query kind, plus hit counts."""
         for q in [q for qs in queries.values() for q in qs][:20]:
             self._search(q, limit)  # warm up caches and connections
@@ -178,8 +178,9 @@ class TrawlService:
                          "server_p50": percentiles(server).get("p50")}
         return out
 
-    def _search(self, q: str, limit: int) -> dict:
-        resp = self.http.post(f"{self.base}/api/search", json={"q": q, "limit": limit}, timeout=30)
+    def _search(self, q: str | dict, limit: int) -> dict:
+        body = {"q": q} if isinstance(q, str) else dict(q)
+        resp = self.http.post(f"{self.base}/api/search", json={**body, "limit": limit}, timeout=30)
         resp.raise_for_status()
         return resp.json()
 

@@ -13,7 +13,7 @@ import pytest
 import tantivy
 
 from webapp.search import SORTS, SearchBackend, SearchBackendError, SearchQuery, make_backend
-from webapp.search.tantivy_backend import TantivyBackend
+from webapp.search.tantivy_backend import TYPO_EXACT_DOCS, TantivyBackend
 
 MEILI_SKIP = "MEILI_URL not set: Meilisearch contract tests skipped"
 
@@ -540,3 +540,19 @@ def test_words_in_most_documents_of_a_large_index_only_rank(tmp_path):
     assert page.results[0]["snippet"] == "the common <em>puffin</em>"  # not the common word
     assert backend.search(SearchQuery(q="common xyzzy")).total == 1_101  # nothing else occurs
     assert backend.search(SearchQuery(q="common puffin", matching_strategy="all")).total == 1
+
+
+def test_a_word_found_as_written_in_many_documents_gets_no_typo_forms(tmp_path):
+    """A word found as written in TYPO_EXACT_DOCS documents or more is taken as spelled
+    right: its one-typo neighbours are not searched (their posting lists were most of a
+    question's time, and they only ranked below its own matches). A rarer word still finds
+    its typo forms, and a misspelt word finds the many."""
+    backend = TantivyBackend(tmp_path / "ix")
+    backend.upsert([make_doc(f"r{i:03d}", f"quarterly report {i}") for i in range(TYPO_EXACT_DOCS)]
+                   + [make_doc("reprot", "the reprot of the quarter"),
+                      make_doc("inv", "an invoice"), make_doc("invoise", "an invoise")])
+    report = backend.search(SearchQuery(q="report ", limit=100))
+    assert report.total == TYPO_EXACT_DOCS
+    assert "docs--reprot" not in [r["id"] for r in report.results]
+    assert set(ids_of(backend, "invoice ")) == {"inv", "invoise"}
+    assert backend.search(SearchQuery(q="reoprt ")).total == TYPO_EXACT_DOCS

@@ -29,6 +29,7 @@ from webapp.search.content_store import ContentStore
 from webapp.search.query import (
     CJK_CHARS,
     INDEX_TOKEN_PATTERN,
+    Alternative,
     ParsedQuery,
     QueryTerm,
     Slot,
@@ -75,6 +76,10 @@ PROXIMITY_WEIGHT = 0.3
 # of them does not by itself make a document a match (see _common_slots).
 COMMON_MIN_DOCS = 1_000
 COMMON_SHARE = 0.2
+# A word whose exact form is in at least TYPO_EXACT_DOCS documents is spelled as the files
+# spell it: it gets no typo forms (like Typesense's typo_tokens_threshold). Its neighbours'
+# posting lists were most of the time of a search, and they only ranked below its own matches.
+TYPO_EXACT_DOCS = 50
 MIN_STEM_HEAD = 3  # shorter stems are not expanded (too many unrelated words share them)
 MAX_STEM_SCAN = 400  # dictionary words read per field for a stem (the most frequent first)
 MAX_STEM_FORMS = 8
@@ -354,6 +359,7 @@ class TantivyBackend:
         spec = query.syntax()
         parsed = parse_query(spec.text)
         searcher = self._searcher()
+        parsed = self._settle_typos(parsed, searcher)
         common = self._common_slots(parsed, query.matching_strategy, searcher)
         tquery = self._with_syntax(self._build_query(parsed, query, searcher, common), spec)
         limit, offset = max(0, query.limit), max(0, query.offset)
@@ -476,13 +482,39 @@ class TantivyBackend:
                  for i, s in enumerate(parsed.slots)]
         bonus = [(Occur.Should, q) for q in self._proximity(parsed, common)]
         if strategy == "all":
-            match = [(Occur.Must, q) for q in built]
-        else:  # a document matching any slot is found (and ranks by how many it matches)
-            drivers = [q for i, q in enumerate(built) if i not in common]
-            match = [(Occur.Must, Query.boolean_query(
-                [(Occur.Should, q) for q in drivers], minimum_number_should_match=1))]
-            match += [(Occur.Should, built[i]) for i in sorted(common)]
-        return Query.boolean_query(match + bonus)
+            return Query.boolean_query([(Occur.Must, q) for q in built] + bonus)
+        # a document matching any slot is found (and ranks by how many it matches)
+        drivers = [q for i, q in enumerate(built) if i not in common]
+        match = Query.boolean_query([(Occur.Should, q) for q in drivers],
+                                    minimum_number_should_match=1)
+        # Each part of a common word is optional at a level of its own: one optional posting
+        # list is skipped through to the matches, while optional parts side by side form a
+        # union that reads every posting of `the` (that was most of a question's time).
+        for i in sorted(common):
+            for part in self._common_parts(parsed.slots[i], bucket + order[i], tiers):
+                match = Query.boolean_query([(Occur.Must, match), (Occur.Should, part)])
+        return Query.boolean_query([(Occur.Must, match)] + bonus)
+
+    def _common_parts(self, slot: Slot, base: float,
+                      tier_scores: dict[str, float]) -> Iterator[Query]:
+        """A common word's score (see _common_slots) in parts of one posting list each: it
+        counts as a matched word (an exact match), plus its BM25 in the text."""
+        terms = [self._term("content", a.text) for a in slot.alternatives]
+        yield Query.const_score_query(_any(terms), base + tier_scores["exact"])
+        yield from terms
+
+    def _settle_typos(self, parsed: ParsedQuery, searcher: tantivy.Searcher) -> ParsedQuery:
+        """The query without typo forms for words found as written in TYPO_EXACT_DOCS
+        documents or more (in any searchable field)."""
+        def settled(alt: Alternative) -> Alternative:
+            if isinstance(alt, QueryTerm) and alt.typos and any(
+                    searcher.doc_freq(field, alt.text) >= TYPO_EXACT_DOCS
+                    for field in FIELD_WEIGHTS):
+                return QueryTerm(alt.text, 0, alt.prefix)
+            return alt
+
+        return ParsedQuery(tuple(Slot(tuple(settled(a) for a in slot.alternatives))
+                                 for slot in parsed.slots))
 
     def _common_slots(self, parsed: ParsedQuery, strategy: str,
                       searcher: tantivy.Searcher) -> set[int]:
