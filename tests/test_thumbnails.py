@@ -110,3 +110,19 @@ def test_thumbnails_follow_changes_and_deletions(app, client, auth, scanned, dat
     assert client.delete(f"/api/sources/{source['id']}", headers=auth).status_code == 204
     assert not stored.exists()
     assert (root / "report.pdf").exists()  # the files themselves are never touched
+
+
+def test_a_full_scan_prunes_thumbnails_left_without_a_file(client, auth, scanned, data_dir,
+                                                           run_jobs):
+    from webapp.indexing import thumbstore
+
+    source, _, scan = scanned
+    scan()
+    stray = thumbstore.path_for(str(data_dir), f"{source['id']}--0123456789ab")
+    os.makedirs(os.path.dirname(stray), exist_ok=True)
+    Path(stray).write_bytes(b"left by a cancelled scan")
+    assert client.post(f"/api/sources/{source['id']}/reindex?full=true",
+                       headers=auth).status_code == 200
+    run_jobs()
+    assert not os.path.exists(stray)
+    assert len(list(Path(data_dir, "thumbs", source["id"]).rglob("*.jpg"))) == 4

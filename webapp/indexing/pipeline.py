@@ -178,7 +178,8 @@ class ScanRun:
         self.publish(force=True)
 
     def _remove_orphans(self) -> None:
-        """Delete documents of this source that have no record (left by a crash)."""
+        """Delete documents and thumbnails of this source that have no record (left by a crash
+        or a cancelled run); this run's own extraction has not started yet."""
         known = {doc_id(self.source_id, p) for (p,) in db.session.execute(
             select(IndexedFile.path).where(IndexedFile.source_id == self.source_id))}
         search = get_search(self.app)
@@ -186,7 +187,7 @@ class ScanRun:
         if orphans:
             log.info("Removing %d orphan documents of %s", len(orphans), self.source_id)
             search.delete_ids(sorted(orphans))
-            thumbstore.remove(self.app.config["DATA_DIR"], orphans)
+        thumbstore.prune(self.app.config["DATA_DIR"], self.source_id, known)
 
     def _stopped(self, beat: Heartbeat) -> bool:
         return beat.lost or self.lock.cancelled(self.run_id)

@@ -66,6 +66,20 @@ def remove(data_dir: str, doc_ids: Iterable[str]) -> None:
                 os.unlink(path)
 
 
+def prune(data_dir: str, source_id: str, keep: set[str]) -> int:
+    """Remove the source's thumbnails whose document id is not in `keep` (left by a scan that
+    was cancelled or killed after extracting, before writing); how many were removed."""
+    removed = 0
+    top = _source_dir(data_dir, source_id)
+    for folder, _, names in os.walk(top):
+        for name in names:
+            if name.endswith(SUFFIX) and name[:-len(SUFFIX)] not in keep:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(folder, name))
+                    removed += 1
+    return removed
+
+
 def remove_source(data_dir: str, source_id: str) -> None:
     """Remove every thumbnail of a source."""
     if source_id and "/" not in source_id and not source_id.startswith("."):
