@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import threading
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -180,6 +181,9 @@ def _add_source(page, site) -> None:
     shot(page, "03-add-source")
     page.get_by_label("Manual only").check()
     expect(page.locator("#schedule-preview")).to_contain_text("only when you start them")
+    first_scan = page.get_by_label("Start the first scan at once")
+    expect(first_scan).to_be_checked()  # on by default; off here to watch "Scan now" below
+    first_scan.uncheck()
     page.get_by_role("button", name="Add source").click()
     expect(page).to_have_url(re.compile(r"/sources#source-logbooks$"))
     expect(page.locator("#source-logbooks")).to_contain_text("Never scanned")
@@ -430,4 +434,72 @@ def test_phone_and_dark(browser, site):
     shot(tab, "12-phone-dark-search")
     tab.goto("/sources")
     shot(tab, "13-phone-dark-sources")
+    context.close()
+
+
+def test_jobs_local_times_and_favicon(browser, site):
+    """The status page's Jobs list the ended scans; times show in the browser's zone (UTC in the
+    title); the favicon is there for every page."""
+    context = browser.new_context(base_url=site["url"], timezone_id="Asia/Tokyo", locale="en-US")
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    _ensure_ready(tab, site)
+    login(tab)
+    tab.goto("/status")
+    jobs = tab.locator("#jobs")
+    expect(jobs.locator("tr[data-run-state=finished]").first).to_be_visible()
+    expect(jobs).to_contain_text("Logbooks")
+    when = jobs.locator("time").first
+    expect(when).not_to_have_attribute("data-local", "")  # rewritten by our script
+    utc = datetime.strptime(when.get_attribute("title"), "%Y-%m-%d %H:%M UTC")
+    tokyo = utc + timedelta(hours=9)
+    assert tokyo.strftime("%H:%M") in when.inner_text() and "GMT+9" in when.inner_text()
+    shot(tab, "14-status-jobs-tokyo")
+    icon = tab.request.get("/favicon.ico")
+    assert icon.status == 200 and icon.headers["content-type"] == "image/vnd.microsoft.icon"
+    loaded = tab.evaluate("""async () => {
+      const link = document.querySelector('link[rel=icon]');
+      const img = new Image(); img.src = link.href; await img.decode();
+      return img.naturalWidth > 0;
+    }""")
+    assert loaded
+    context.close()
+
+
+def test_saved_search_keeps_what_was_typed(page, site):
+    """Typing (htmx) then saving saves the search in the box now, and the list links to it."""
+    _ensure_ready(page, site)
+    login(page)
+    page.goto("/")
+    page.get_by_label("Search your files").press_sequentially("calm sea", delay=20)
+    expect(page.locator("#results .result").first).to_be_visible()
+    page.get_by_label("Sort").select_option("basename:asc")
+    expect(page).to_have_url(re.compile(r"sort=basename"))
+    page.get_by_label("Save this search as").fill("Calm days")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".alert-success")).to_contain_text("Search saved as “Calm days”.")
+    link = page.locator(".saved-list a", has_text="Calm days")
+    expect(link).to_have_attribute("href", "/?q=calm+sea&sort=basename:asc")
+    shot(page, "15-saved-searches")
+    page.get_by_role("button", name="Delete saved search Calm days").click()
+    expect(page.locator(".saved-list")).to_have_count(0)
+
+
+def test_api_pages_link_back_and_follow_dark(browser, site):
+    """/docs and /redoc have a way back to Trawl and turn dark with the system."""
+    context = browser.new_context(base_url=site["url"], color_scheme="dark")
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    tab.goto("/docs")
+    expect(tab.locator("html")).to_have_class(re.compile(r"\bdark-mode\b"))
+    expect(tab.locator(".swagger-ui .info")).to_be_visible()
+    background = tab.evaluate("getComputedStyle(document.querySelector('.swagger-ui')).backgroundColor")
+    assert background == "rgb(28, 32, 34)", background
+    shot(tab, "16-swagger-dark")
+    tab.goto("/redoc")
+    expect(tab.locator("html")).to_have_attribute("data-theme", "dark")
+    expect(tab.locator(".api-content")).to_be_visible()
+    shot(tab, "17-redoc-dark", full_page=False)
+    tab.get_by_role("link", name="Back to Trawl").click()
+    expect(tab).to_have_url(re.compile(r"/(login|setup)?$|/login"))
     context.close()

@@ -314,7 +314,7 @@ def test_verify_command_reports_and_repairs(app, client, auth, make_tree, make_s
     assert report["records_of_vanished_files"] == 1 and report["files_not_indexed"] == 1
     assert not report["repaired"]
 
-    repaired = runner.invoke(args=["trawl", "verify", sid])
+    repaired = runner.invoke(args=["trawl", "verify", sid, "--repair"])
     assert repaired.exit_code == 0 and json.loads(repaired.output)["repaired"]
     assert client.post("/api/search", headers=auth, json={"q": "ghost"}).get_json()["total"] == 0
     again = json.loads(runner.invoke(args=["trawl", "verify", sid, "--no-repair"]).output)

@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, inspect, text
 from tests.conftest import new_pg_database
 
 REPO = Path(__file__).resolve().parent.parent
-TABLES = {"users", "sources", "indexed_files"}
+TABLES = {"users", "sources", "indexed_files", "run_records", "saved_searches"}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -317,20 +317,23 @@ def test_add_source_form_shows_defaults_and_inline_errors(ui, make_tree):
     assert "**/.git/**" in form and "**/*" in form and "Manual only" in form
     root = make_tree("docs", {"a.txt": "x"})
     cases = [
-        ({"name": "", "root_path": str(root)}, "name", "name: must be 1 to 200 characters"),
+        ({"name": "", "root_path": str(root)}, "name", "Name: must be 1 to 200 characters"),
         ({"name": "Docs", "root_path": str(root) + "/missing"}, "root_path",
-         "root_path: the path does not exist"),
-        ({"name": "Docs", "root_path": "/etc"}, "root_path", "outside the allowed roots"),
+         "Folder: the path does not exist"),
+        ({"name": "Docs", "root_path": "/etc"}, "root_path", "Folder: the path is outside"),
         ({"name": "Docs", "root_path": str(root), "include_patterns": "/abs/**"},
-         "include_patterns", "include_patterns:"),
+         "include_patterns", "Include patterns: &#39;/abs/**&#39;"),
         ({"name": "Docs", "root_path": str(root), "schedule_choice": "custom",
-          "cron": "61 * * * *"}, "cron", "scan_schedule:"),
+          "cron": "61 * * * *"}, "cron", "Cron expression: minute: 61 is out of range"),
     ]
     for data, field, message in cases:
         resp = post(ui, "/sources/new", data, page="/sources/new")
         html = _text(resp)
         assert resp.status_code == 400, data
-        assert f'id="{field}-error"' in html and message in html, (data, html[:200])
+        # the field's label speaks, once, beside the field; the internal names never show
+        assert f'id="{field}-error"' in html and html.count(message) == 1, (message, html)
+        assert f"{field}:" not in html and "scan_schedule:" not in html
+        assert "Invalid schedule" not in html  # the cron error is not repeated by the preview
         assert re.search(rf'id="{field}"[^>]*aria-invalid="true"', html, re.S), field
     assert "Docs" not in _text(ui.get("/sources"))
 
@@ -425,9 +428,11 @@ def test_status_page_shows_health_counts_failures_and_links(ui, make_tree, run_j
     assert resp.status_code == 200
     for text in ("Database", "Redis", "Search engine", "Workers", "Docs"):
         assert text in html, text
-    assert "1 failed file" in html and "broken.pdf" in html
+    assert '<a class="text-error" href="/sources/docs/failed">1 failed</a>' in html
     for link in ('href="/docs"', 'href="/redoc"', 'href="/admin/rq"'):
         assert link in html
+    failed = _text(ui.get("/sources/docs/failed"))
+    assert "broken.pdf" in failed and "1 failed file" in failed
 
 
 def test_search_page_has_syntax_help_and_shows_a_bad_term_inline(ui, indexed):

@@ -1,29 +1,102 @@
-"""Flask commands over the same services as the API: create-admin, and `flask trawl ...`."""
+"""Flask commands over the same services as the API: create-admin, and `flask trawl ...`.
+
+The commands read the settings `make run` reads (`.env`, then the environment) and so reach the
+Redis it started (a unix socket in the data folder); they refuse at once, saying why, when that
+Redis does not answer or when the default data folder was never used.
+"""
 
 from __future__ import annotations
 
+import functools
 import getpass
 import json
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import click
-from flask import Flask
+import redis
+from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
+from rq import Worker
 
+from webapp import config
 from webapp.exceptions import TrawlError
 from webapp.extensions import db
 from webapp.indexing.runstats import RunStats
 from webapp.indexing.verify import verify_source
-from webapp.models import User
-from webapp.services import auth, documents, scans, search_args, sources
+from webapp.models import Source, User
+from webapp.runtime import get_queue, get_redis
+from webapp.services import auth, documents, scans, search_args, sources, status
 
-trawl = AppGroup("trawl", help="Manage sources, scans and searches from the shell.")
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
 
 
-def _fail(exc: TrawlError) -> None:
-    click.echo(f"Error: {exc.detail}", err=True)
-    sys.exit(1)
+def _fail(exc: TrawlError | str, code: int = 1) -> None:
+    click.echo(f"Error: {exc.detail if isinstance(exc, TrawlError) else exc}", err=True)
+    sys.exit(code)
+
+
+def _print_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _data_folder_check() -> None:
+    """Say which data folder is used (on a terminal); refuse an unused default `./data`.
+
+    Without DATA_DIR the commands use `./data` of the working folder, as `make run` does; run
+    from elsewhere that folder is new and empty, and a command would act on nothing."""
+    folder = current_app.config["DATA_DIR"]
+    if sys.stderr.isatty():
+        click.echo(f"Data folder: {folder}", err=True)
+    default = Path(config.Settings.DATA_DIR).expanduser().resolve()
+    if Path(folder) != default or config.env_value("DATA_DIR"):
+        return
+    if db.session.query(User.id).first() is None and db.session.query(Source.id).first() is None:
+        _fail(f"the data folder {folder} holds no Trawl data (no account, no source). Set "
+              "DATA_DIR (in .env or the environment) to the folder `make run` uses, or run "
+              "this command in the folder you start `make run` from.")
+
+
+def _redis_check() -> None:
+    """Refuse at once when Trawl's Redis does not answer (instead of queueing into nothing)."""
+    url = current_app.config["REDIS_URL"]
+    try:
+        get_redis().ping()
+    except redis.RedisError as exc:
+        embedded = url == config.embedded_redis_url(Path(current_app.config["DATA_DIR"]))
+        hint = ("Start Trawl first: `make run` starts it." if embedded else
+                "Start that Redis, or set REDIS_URL to the one your Trawl uses.")
+        _fail(f"Trawl's Redis does not answer at {url} ({exc}). {hint} "
+              f"(data folder: {current_app.config['DATA_DIR']})")
+
+
+def needs_trawl(func: Callable) -> Callable:
+    """The command works on a used data folder and reaches its Redis, or refuses at once."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        _data_folder_check()
+        _redis_check()
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def needs_data(func: Callable) -> Callable:
+    """The command works on a used data folder (no Redis needed)."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        _data_folder_check()
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+trawl = AppGroup("trawl", help="Manage sources, scans and searches from the shell, beside `make "
+                               "run` (same .env and DATA_DIR).")
 
 
 @click.command("create-admin")
@@ -39,7 +112,7 @@ def create_admin(username: str, password: str | None) -> None:
         user = auth.create_user(username, password, is_admin=True)
     except TrawlError as exc:
         _fail(exc)
-    click.echo(f"Created admin '{user.username}'")
+    click.echo(f"Created admin '{user.username}' (data folder {current_app.config['DATA_DIR']})")
 
 
 @click.command("set-password")
@@ -51,8 +124,7 @@ def set_password(username: str, password: str | None) -> None:
     """Give an account a new password; its tokens, sessions and download links end."""
     user = db.session.query(User).filter_by(username=username).first()
     if user is None:
-        click.echo(f"Error: no user '{username}'", err=True)
-        sys.exit(1)
+        _fail(f"no user '{username}' (data folder {current_app.config['DATA_DIR']})")
     try:
         auth.change_password(user, password or getpass.getpass("New password: "))
     except TrawlError as exc:
@@ -65,47 +137,131 @@ def set_password(username: str, password: str | None) -> None:
 @click.argument("root_path")
 @click.option("--id", "source_id", default=None)
 @click.option("--schedule", default=None, help="cron expression or @hourly/@daily/@weekly")
-def add_source(name: str, root_path: str, source_id: str | None, schedule: str | None) -> None:
-    """Add a source folder."""
+@click.option("--scan-now", is_flag=True, help="Queue the first scan at once.")
+@needs_trawl
+def add_source(name: str, root_path: str, source_id: str | None, schedule: str | None,
+               scan_now: bool) -> None:
+    """Add a source folder (prints it as JSON)."""
     try:
         source = sources.create({"name": name, "root_path": root_path, "id": source_id,
-                                 "scan_schedule": schedule})
+                                 "scan_schedule": schedule}, scan_now=scan_now)
     except TrawlError as exc:
         _fail(exc)
-    click.echo(json.dumps(sources.to_json(source), indent=2))
+    _print_json(sources.to_json(source))
 
 
 @trawl.command("sources")
-def list_sources() -> None:
+@JSON_OPTION
+@needs_trawl
+def list_sources(as_json: bool) -> None:
     """List the sources with their state and counts."""
-    for s in sources.list_json():
+    rows = sources.list_json()
+    if as_json:
+        _print_json(rows)
+        return
+    if not rows:
+        click.echo("No sources yet (add one with `flask --app wsgi trawl add-source`).")
+    for s in rows:
         click.echo(f"{s['id']:<24} {s['state']:<9} {s['document_count']:>8} docs  "
                    f"{s['failed_count']:>5} failed  {s['root_path']}")
 
 
-@trawl.command("scan")
-@click.argument("source_id")
-@click.option("--full", is_flag=True, help="Rebuild every file.")
-def scan(source_id: str, full: bool) -> None:
-    """Queue a scan and show its progress until it ends (needs a running worker)."""
+@trawl.command("jobs")
+@JSON_OPTION
+@click.option("--limit", default=20, type=click.IntRange(1, 100), help="Scans to show.")
+@needs_data
+def jobs(as_json: bool, limit: int) -> None:
+    """The latest scans that ended: outcome, duration and counts (the status page's Jobs)."""
+    runs = status.recent_runs(limit)
+    if as_json:
+        _print_json(runs)
+        return
+    for r in runs:
+        took = f"{r['duration_seconds']:.0f} s" if r["duration_seconds"] is not None else "-"
+        click.echo(f"{r['finished_at']}  {r['source_id']:<20} {r['state']:<11} {took:>7}  "
+                   f"{r['total_scanned']} seen, {r['new_files']} new, {r['modified_files']} "
+                   f"changed, {r['deleted_files']} removed, {r['failed']} failed")
+
+
+def _no_worker() -> bool:
+    return Worker.count(connection=get_redis(), queue=get_queue()) == 0
+
+
+def _follow(source_id: str, show_bar: bool) -> RunStats:
+    """Poll the run's stats until it ends; a progress bar only on a terminal."""
     from tqdm import tqdm
 
-    try:
-        started = scans.request_scan(source_id, full=full)
-    except TrawlError as exc:
-        _fail(exc)
-    click.echo(started["message"])
-    with tqdm(total=0, unit="file", desc=source_id) as bar:
+    with tqdm(total=0, unit="file", desc=source_id, disable=not show_bar) as bar:
         while True:
             stats = scans.live_stats(source_id) or RunStats()
             bar.total, bar.n = stats.progress.total, stats.progress.done
             bar.set_postfix(state=stats.state, failed=stats.failed)
             bar.refresh()
             if stats.final:
-                break
+                return stats
             time.sleep(0.5)
+
+
+@trawl.command("scan")
+@click.argument("source_id")
+@click.option("--full", is_flag=True, help="Rebuild every file.")
+@click.option("--no-wait", is_flag=True, help="Queue the scan and return at once.")
+@JSON_OPTION
+@needs_trawl
+def scan(source_id: str, full: bool, no_wait: bool, as_json: bool) -> None:
+    """Queue a scan and follow it to its end; exit status 1 when files failed, 2 when the scan
+    did not finish."""
+    if not no_wait and _no_worker():
+        _fail("no worker is running, so the scan would never start. Start Trawl with "
+              "`make run` (or `python worker.py`), or pass --no-wait to only queue it.")
+    try:
+        started = scans.request_scan(source_id, full=full)
+    except TrawlError as exc:
+        _fail(exc)
+    if no_wait:
+        if as_json:
+            _print_json({"message": started["message"], "job_id": started["job_id"]})
+        else:
+            click.echo(started["message"])
+        return
+    if not as_json:
+        click.echo(started["message"], err=True)
+    stats = _follow(source_id, show_bar=sys.stderr.isatty() and not as_json)
     shown = {k: v for k, v in stats.to_dict().items() if k != "errors"}
-    click.echo(json.dumps(shown, indent=2))
+    if as_json:
+        _print_json(shown)
+    else:
+        click.echo(f"Scan {stats.state}: {stats.total_scanned} seen, {stats.new_files} new, "
+                   f"{stats.modified_files} changed, {stats.deleted_files} removed, "
+                   f"{stats.failed} failed" + (f" ({stats.message})" if stats.message else ""))
+    if stats.state != "finished":
+        sys.exit(2)
+    if stats.failed:
+        click.echo(f"Error: {stats.failed} file{'' if stats.failed == 1 else 's'} failed; "
+                   f"see /sources/{source_id}/failed or `flask --app wsgi trawl failed "
+                   f"{source_id}`", err=True)
+        sys.exit(1)
+
+
+@trawl.command("failed")
+@click.argument("source_id")
+@click.option("--page", default=1, type=click.IntRange(1), help="Page of 50 files.")
+@JSON_OPTION
+@needs_data
+def failed(source_id: str, page: int, as_json: bool) -> None:
+    """The source's failed files, grouped by error message."""
+    try:
+        info = status.failed_files(source_id, page)
+    except TrawlError as exc:
+        _fail(exc)
+    if as_json:
+        _print_json(info)
+        return
+    click.echo(f"{info['total']} failed files (page {info['page']} of {info['pages']})")
+    for group in info["groups"]:
+        click.echo(f"\n{group['message'] or '(no message)'}  [{group['count']}]")
+        for path in group["paths"]:
+            click.echo(f"  {path}")
 
 
 @trawl.command("search")
@@ -118,6 +274,7 @@ def scan(source_id: str, full: bool) -> None:
 @click.option("--facet", "facets", multiple=True, help="Count matches per type, extension, "
               "source_id or year (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+@needs_data
 def search(query: str, limit: str, offset: str, source_id: str | None, doc_type: str | None,
            sort: str, facets: tuple[str, ...], as_json: bool) -> None:
     """Search from the shell, with the query language and checks of the API."""
@@ -128,7 +285,7 @@ def search(query: str, limit: str, offset: str, source_id: str | None, doc_type:
     except TrawlError as exc:
         _fail(exc)
     if as_json:
-        click.echo(json.dumps(page, indent=2, ensure_ascii=False))
+        _print_json(page)
         return
     click.echo(f"{page['total']} results in {page['processing_time_ms']} ms")
     for r in page["results"]:
@@ -139,15 +296,18 @@ def search(query: str, limit: str, offset: str, source_id: str | None, doc_type:
 
 @trawl.command("verify")
 @click.argument("source_id")
-@click.option("--repair/--no-repair", default=True, help="Fix what disagrees (default).")
+@click.option("--repair/--no-repair", default=False,
+              help="Fix what disagrees (without it the command only reports).")
+@needs_trawl
 def verify(source_id: str, repair: bool) -> None:
-    """Compare records, index and disk for a source; report and repair any disagreement."""
+    """Compare records, index and disk for a source and report (JSON); exit status 2 when they
+    disagree and nothing was repaired."""
     try:
         report = verify_source(source_id, repair=repair)
     except TrawlError as exc:
         _fail(exc)
-    click.echo(json.dumps(report, indent=2))
-    if report["problems"] and not repair:
+    _print_json(report)
+    if report["problems"] and not report.get("repaired"):
         sys.exit(2)
 
 

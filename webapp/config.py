@@ -16,7 +16,7 @@ class Settings:
 
     DATA_DIR = "./data"  # SQLite file, search index, generated secret, default sources folder
     DATABASE_URL = ""  # SQLAlchemy URL; empty means sqlite:///DATA_DIR/trawl.db
-    REDIS_URL = "redis://127.0.0.1:6379/0"  # queues, revoked tokens, rate limits, scan state
+    REDIS_URL = ""  # queues, scan state, tokens, rate limits; empty means DATA_DIR/redis.sock (make run)
     SEARCH_BACKEND = "tantivy"  # "tantivy" (embedded) or "meilisearch"
     SEARCH_INDEX_DIR = ""  # Tantivy index folder; empty means DATA_DIR/index
     MEILI_URL = ""  # Meilisearch address when SEARCH_BACKEND=meilisearch
@@ -110,6 +110,8 @@ def _derive(cfg: dict) -> dict:
     cfg["DATA_DIR"] = str(data_dir)
     if not cfg["DATABASE_URL"]:
         cfg["DATABASE_URL"] = f"sqlite:///{data_dir / 'trawl.db'}"
+    if not cfg["REDIS_URL"]:
+        cfg["REDIS_URL"] = embedded_redis_url(data_dir)
     if not cfg["SEARCH_INDEX_DIR"]:
         cfg["SEARCH_INDEX_DIR"] = str(data_dir / "index")
     roots = cfg["ALLOWED_ROOTS"]
@@ -127,6 +129,11 @@ def _derive(cfg: dict) -> dict:
         cfg["SECRET_KEY"] = _stored_secret(data_dir)
     _check_secret(cfg["SECRET_KEY"])
     return cfg
+
+
+def embedded_redis_url(data_dir: Path) -> str:
+    """Where the Redis that `make run` starts for a data folder listens (a unix socket in it)."""
+    return f"unix://{Path(data_dir) / 'redis.sock'}"
 
 
 MIN_SECRET_BYTES = 32  # HS256 keys shorter than its 256-bit output can be brute-forced offline

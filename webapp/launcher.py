@@ -201,7 +201,7 @@ def services(cfg: dict, data_dir: Path | None) -> list[Service]:
     py = sys.executable
     found: list[Service] = []
     if data_dir is not None:
-        url = f"unix://{data_dir / 'redis.sock'}"
+        url = config.embedded_redis_url(data_dir)
         found.append(Service("redis", lambda: redis_command(data_dir),
                              ready=lambda proc: redis_ready(url, proc)))
     found += [
@@ -222,7 +222,7 @@ def main() -> int:
     supervisor = Supervisor(plan, env)
     if data_dir is not None:
         check_no_other_redis(data_dir)
-        env["REDIS_URL"] = f"unix://{data_dir / 'redis.sock'}"
+        env["REDIS_URL"] = config.embedded_redis_url(data_dir)
         supervisor.start(plan[0])
         if plan[0].proc.poll() is not None:
             raise SystemExit(f"redis-server exited; see {data_dir / 'redis.log'}")

@@ -71,6 +71,35 @@ class IndexedFile(db.Model):
     error_message: Mapped[str | None] = mapped_column(Text)
 
 
+class RunRecord(db.Model):
+    """One ended scan of a source (the Jobs history); the newest RUNS_KEPT per source are kept."""
+
+    __tablename__ = "run_records"
+    __table_args__ = (Index("ix_run_records_source_finished", "source_id", "finished_at"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source_id: Mapped[str] = mapped_column(
+        String(63), ForeignKey("sources.id", ondelete="CASCADE"))
+    state: Mapped[str] = mapped_column(String(16))  # a final RunState
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime] = mapped_column(default=utcnow)
+    stats: Mapped[dict] = mapped_column(JSON)  # the run's RunStats, without its error list
+
+
+class SavedSearch(db.Model):
+    """A search a user saved under a name (query, filters, sort)."""
+
+    __tablename__ = "saved_searches"
+    __table_args__ = (UniqueConstraint("user_id", "name", name="uq_saved_searches_user_name"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    q: Mapped[str] = mapped_column(Text)
+    source_id: Mapped[str | None] = mapped_column(String(63))
+    type: Mapped[str | None] = mapped_column(String(32))
+    sort: Mapped[str] = mapped_column(String(32), default="relevance")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 def get_source(source_id: str) -> Source:
     """The source, or NotFound (a 404 for the API and the UI)."""
     source = db.session.get(Source, source_id)

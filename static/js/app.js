@@ -177,5 +177,32 @@
     });
   });
 
+  // -- saved searches: save what the search form holds now (it changes as you type) ------------
+  document.addEventListener("submit", function (evt) {
+    var save = evt.target.closest && evt.target.closest("form[data-search-form]");
+    var search = save && document.querySelector(save.getAttribute("data-search-form"));
+    if (!search) return;
+    save.querySelectorAll("input[type=hidden]:not([name=csrf_token])").forEach(function (input) {
+      var field = search.elements.namedItem(input.name);
+      if (field && "value" in field) input.value = field.value;
+    });
+  }, true);
+
+  // -- times in the browser's time zone (the server writes UTC; the title keeps it) ------------
+  var localFormat = new Intl.DateTimeFormat(undefined, {
+    year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
+    hour12: false, timeZoneName: "short"
+  });
+  function localTimes(root) {
+    (root || document).querySelectorAll("time[data-local][datetime]").forEach(function (el) {
+      var when = new Date(el.getAttribute("datetime"));
+      if (isNaN(when.getTime())) return;
+      el.textContent = localFormat.format(when);
+      el.removeAttribute("data-local");
+    });
+  }
+  document.addEventListener("htmx:afterSettle", function (evt) { localTimes(evt.detail.elt); });
+
   setupMatches();
+  localTimes(document);
 })();

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from flask import Flask
 
-from webapp.api import auth, documents, search, sources, status
+from webapp.api import auth, documents, saved_searches, search, sources, status
 from webapp.extensions import api
 
 
 def register_api(app: Flask) -> None:
     """Register every API blueprint on the app's flask-smorest Api."""
-    for module in (auth, sources, search, documents, status):
+    for module in (auth, sources, search, saved_searches, documents, status):
         api.register_blueprint(module.blp)

@@ -60,6 +60,8 @@ class SourceCreateSchema(StrictSchema):
     exclude_patterns = fields.List(fields.String(), allow_none=True,
                                    metadata={"example": ["**/.git/**"]})
     scan_schedule = fields.String(allow_none=True, metadata={"example": "@daily"})
+    scan_now = fields.Boolean(load_default=False, metadata={
+        "description": "Queue the first scan at once (off by default)"})
 
 
 class SourceUpdateSchema(StrictSchema):
@@ -179,12 +181,76 @@ class QueueSchema(ma.Schema):
     workers = fields.Integer()
 
 
+class RecentRunSchema(ma.Schema):
+    source_id = fields.String()
+    source_name = fields.String()
+    state = fields.String(metadata={"description": "how the scan ended: finished, failed, "
+                                                   "cancelled or interrupted"})
+    started_at = fields.String(allow_none=True)
+    finished_at = fields.String()
+    duration_seconds = fields.Float(allow_none=True)
+    message = fields.String(allow_none=True)
+    total_scanned = fields.Integer()
+    new_files = fields.Integer()
+    modified_files = fields.Integer()
+    deleted_files = fields.Integer()
+    successful = fields.Integer()
+    failed = fields.Integer()
+    skipped = fields.Integer()
+
+
 class StatusSchema(ma.Schema):
     version = fields.String()
     search_backend = fields.String()
     documents = fields.Integer()
     sources = fields.List(fields.Nested(SourceStatusSchema))
+    recent_runs = fields.List(fields.Nested(RecentRunSchema), metadata={
+        "description": "The latest scans that ended, newest first (the status page's Jobs)"})
     queue = fields.Nested(QueueSchema)
+
+
+class FailedGroupSchema(ma.Schema):
+    message = fields.String()
+    count = fields.Integer(metadata={"description": "failed files with this message in all"})
+    paths = fields.List(fields.String(), metadata={"description": "those on this page"})
+
+
+class FailedFilesSchema(ma.Schema):
+    source_id = fields.String()
+    source_name = fields.String()
+    total = fields.Integer()
+    page = fields.Integer()
+    pages = fields.Integer()
+    per_page = fields.Integer()
+    messages = fields.List(fields.Dict(), metadata={
+        "description": "[{message, count}] over all failed files, most frequent first"})
+    groups = fields.List(fields.Nested(FailedGroupSchema))
+
+
+class FailedFilesArgsSchema(ma.Schema):
+    page = fields.Integer(load_default=1, validate=validate.Range(
+        min=1, max=1_000_000, error="must be a page number from 1"))
+
+
+# --- saved searches -----------------------------------------------------------------------------
+
+class SavedSearchCreateSchema(StrictSchema):
+    name = fields.String(required=True, metadata={"description": "1 to 100 characters, unique "
+                                                                 "among the user's searches"})
+    q = fields.String(required=True)
+    source_id = fields.String(load_default=None, allow_none=True)
+    type = fields.String(load_default=None, allow_none=True)
+    sort = fields.String(load_default="relevance")
+
+
+class SavedSearchSchema(ma.Schema):
+    id = fields.Integer()
+    name = fields.String()
+    q = fields.String()
+    source_id = fields.String(allow_none=True)
+    type = fields.String(allow_none=True)
+    sort = fields.String()
+    created_at = fields.String()
 
 
 # --- search and documents -----------------------------------------------------------------------

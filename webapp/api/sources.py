@@ -35,8 +35,9 @@ class Sources(MethodView):
     @blp.response(201, SourceSchema)
     @errors(blp, 400, 409)
     def post(self, body):
-        """Create a source; the id is a slug of the name unless given."""
-        return sources.to_json(sources.create(body))
+        """Create a source; the id is a slug of the name unless given; scan_now queues its scan."""
+        scan_now = body.pop("scan_now")
+        return sources.to_json(sources.create(body, scan_now=scan_now))
 
 
 @blp.route("/test-path")

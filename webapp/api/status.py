@@ -6,7 +6,13 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from webapp.api.common import authenticated, errors
-from webapp.api.schemas import HealthSchema, SourceStatusSchema, StatusSchema
+from webapp.api.schemas import (
+    FailedFilesArgsSchema,
+    FailedFilesSchema,
+    HealthSchema,
+    SourceStatusSchema,
+    StatusSchema,
+)
 from webapp.services import status
 
 blp = Blueprint("status", __name__, url_prefix="/api", description="Health and indexing status")
@@ -38,3 +44,14 @@ class SourceStatus(MethodView):
     def get(self, source_id):
         """Counts, latest run and failed files of one source."""
         return status.one(source_id)
+
+
+@blp.route("/status/<string:source_id>/failed")
+class FailedFiles(MethodView):
+    @authenticated(blp)
+    @blp.arguments(FailedFilesArgsSchema, location="query")
+    @blp.response(200, FailedFilesSchema)
+    @errors(blp, 400, 404)
+    def get(self, args, source_id):
+        """A page of the source's failed files (50), grouped by message; past the end, the last."""
+        return status.failed_files(source_id, args["page"])

@@ -24,6 +24,7 @@ from webapp.indexing import thumbstore
 from webapp.indexing.extractors import ExtractionSettings, extension
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
+from webapp.indexing.history import record_run
 from webapp.indexing.isolation import Extractor
 from webapp.indexing.records import delete_records, upsert_records
 from webapp.indexing.runstats import FileStatus, Progress, RunState, RunStats
@@ -300,6 +301,7 @@ class ScanRun:
             source.last_run = self.stats.to_dict()
             if state == RunState.FINISHED:
                 source.last_scan_at = utcnow()
+            record_run(self.source_id, self.stats)
             db.session.commit()
 
 

@@ -18,6 +18,7 @@ from rq.job import Job, JobStatus
 
 from webapp import keys
 from webapp.extensions import db
+from webapp.indexing.history import record_run
 from webapp.indexing.runstats import RunState, RunStats, SourceState
 from webapp.models import Source, iso, utcnow
 from webapp.runtime import get_redis
@@ -204,5 +205,6 @@ def settle_interrupted(source_id: str, app: Flask | None = None) -> RunStats | N
         return None  # someone else moved on in the meantime
     if source is not None:
         source.last_run = ended.to_dict()
+        record_run(source_id, ended)
         db.session.commit()
     return ended

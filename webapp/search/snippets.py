@@ -176,14 +176,19 @@ def _scanned_matches(text: str, matcher: TermMatcher, length: int, short: bool) 
     snippets slow. Known forms are the query's own words and the surface words earlier
     results matched; finding them is a plain-text search in C. Reading word by word is
     how a term's other forms (typos, accents) are learnt: it is done on the first
-    HEAD_CHARS characters, and only until that term has matched a word in some text
+    HEAD_CHARS characters, for terms that can have forms the known ones miss (typo forms, or
+    accented letters in a head that is not plain ASCII), and only until that term has
+    matched a word in some text
     (after that, a text without any known form of it most likely matched by its name) or
     HEAD_READS heads have not shown it (a long question holds words most texts lack).
     """
     spans = _with_cjk(text, matcher, _known_form_matches(text, matcher, stop_after=length))
     missing = set(range(len(matcher.terms))) - {s[2] for s in spans}
+    head_text = text[: _cut_at_space(text, 0, HEAD_CHARS)]
+    if not short and head_text.isascii():  # only typos teach forms that known ones miss
+        missing = {i for i in missing if matcher.terms[i].typos}
     if missing and (short or missing - matcher.seen_terms() - matcher.unseen_terms(HEAD_READS)):
-        head = find_matches(text[: _cut_at_space(text, 0, HEAD_CHARS)], matcher)
+        head = find_matches(head_text, matcher)
         spans = sorted(set(spans).union(head))
         if not short:
             matcher.note_unseen(missing - {s[2] for s in spans})

@@ -136,8 +136,9 @@ def _new_id(data: Mapping, name: str) -> str:
     return sid
 
 
-def create(data: Mapping) -> Source:
-    """Validate and store a new source, and put it on its schedule."""
+def create(data: Mapping, scan_now: bool = False) -> Source:
+    """Validate and store a new source, put it on its schedule, and queue its first scan when
+    `scan_now` (the web form's default; the API's is off, so create-then-reindex keeps working)."""
     name = valid_name(data.get("name"))
     root = resolve_root(data.get("root_path"))
     source = Source(
@@ -149,6 +150,8 @@ def create(data: Mapping) -> Source:
     db.session.add(source)
     db.session.commit()
     _reschedule(source)
+    if scan_now:
+        scans.request_scan(source.id)
     return source
 
 

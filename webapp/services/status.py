@@ -10,12 +10,14 @@ from sqlalchemy import func, text
 from webapp.config import VERSION
 from webapp.extensions import db
 from webapp.indexing.runstats import FileStatus, RunStats, SourceState
-from webapp.models import IndexedFile, Source, iso
+from webapp.models import IndexedFile, RunRecord, Source, iso
 from webapp.runtime import get_queue, get_redis, get_search
 from webapp.services import auth, scans
 from webapp.services.sources import counts, get
 
 FAILED_FILES = 50
+RECENT_RUNS = 30  # ended scans shown in the Jobs section
+FAILED_PAGE = 50  # failed files per page of the failed-files list
 
 
 def _check(probe) -> str:
@@ -84,8 +86,55 @@ def overall() -> dict:
         "documents": get_search().count(),
         "sources": [source_status(s, by_source.get(s.id, {}))
                     for s in db.session.query(Source).order_by(Source.name, Source.id)],
+        "recent_runs": recent_runs(),
         "queue": {"queued": queue.count,
                   "started": StartedJobRegistry(queue=queue).count,
                   "failed": FailedJobRegistry(queue=queue).count,
                   "workers": Worker.count(connection=conn, queue=queue)},
     }
+
+
+def recent_runs(limit: int = RECENT_RUNS) -> list[dict]:
+    """The newest ended scans of every source: outcome, times, duration and counts."""
+    rows = (db.session.query(RunRecord, Source.name).join(Source, Source.id == RunRecord.source_id)
+            .order_by(RunRecord.finished_at.desc(), RunRecord.id.desc()).limit(limit))
+    out = []
+    for run, name in rows:
+        stats = run.stats or {}
+        seconds = ((run.finished_at - run.started_at).total_seconds()
+                   if run.started_at and run.finished_at else None)
+        out.append({
+            "source_id": run.source_id, "source_name": name, "state": run.state,
+            "started_at": iso(run.started_at), "finished_at": iso(run.finished_at),
+            "duration_seconds": seconds, "message": stats.get("message"),
+            **{k: stats.get(k, 0) for k in ("total_scanned", "new_files", "modified_files",
+                                            "deleted_files", "successful", "failed", "skipped")},
+        })
+    return out
+
+
+def failed_files(source_id: str, page: int = 1, per_page: int | None = None) -> dict:
+    """One page of a source's failed files, ordered by message then path, and every message's
+    count (so the page shows them grouped); a page past the end shows the last one."""
+    per_page = per_page or FAILED_PAGE
+    source = get(source_id)
+    base = db.session.query(IndexedFile).filter_by(source_id=source.id,
+                                                   status=FileStatus.FAILED)
+    total = base.count()
+    pages = max(1, -(-total // per_page))
+    page = min(max(1, page), pages)
+    message = func.coalesce(IndexedFile.error_message, "")
+    groups = (db.session.query(message, func.count())
+              .filter(IndexedFile.source_id == source.id, IndexedFile.status == FileStatus.FAILED)
+              .group_by(message).order_by(func.count().desc(), message))
+    rows = (base.order_by(message, IndexedFile.path)
+            .offset((page - 1) * per_page).limit(per_page))
+    shown: dict[str, list[str]] = {}
+    for rec in rows:
+        shown.setdefault(rec.error_message or "", []).append(rec.path)
+    counts = dict(groups.all())
+    return {"source_id": source.id, "source_name": source.name, "total": total, "page": page,
+            "pages": pages, "per_page": per_page,
+            "messages": [{"message": m, "count": n} for m, n in counts.items()],
+            "groups": [{"message": m, "count": counts.get(m, len(paths)), "paths": paths}
+                       for m, paths in shown.items()]}

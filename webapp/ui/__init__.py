@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from flask import Flask
+from flask import Flask, Response, current_app, send_from_directory
 
 # the page modules attach their routes to bp when imported
-from webapp.ui import account, filters, pages, session, sources, status  # noqa: F401
+from webapp.ui import account, filters, pages, saved, session, sources, status  # noqa: F401
 from webapp.ui.blueprint import bp
 
 
@@ -14,3 +14,10 @@ def register_ui(app: Flask) -> None:
     session.init_app(app)
     filters.init_app(app)
     app.register_blueprint(bp)
+    app.add_url_rule("/favicon.ico", "favicon", _favicon)
+
+
+def _favicon() -> Response:
+    """The icon browsers ask for at the root of every site (public, cached for a day)."""
+    return send_from_directory(current_app.static_folder, "favicon.ico",
+                               mimetype="image/vnd.microsoft.icon", max_age=86400)

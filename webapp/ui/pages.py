@@ -10,8 +10,8 @@ from flask import Response, abort, g, redirect, render_template, request, send_f
 
 from webapp.exceptions import InvalidInput, TrawlError
 from webapp.search import FACETS, IndexRebuilding, SearchBackendError
-from webapp.services import documents, search_args, ui_support
-from webapp.ui import session
+from webapp.services import documents, saved_searches, search_args, ui_support
+from webapp.ui import saved, session
 from webapp.ui.blueprint import bp
 from webapp.ui.htmx import is_htmx, render
 
@@ -62,6 +62,16 @@ def _int_arg(args: Mapping, name: str, default: int, low: int, high: int) -> int
     return value
 
 
+def _page_arg(args: Mapping, highest: int) -> int:
+    """The asked page number, moved into 1..highest (the results clamp it again to the last)."""
+    raw = (args.get("page") or "").strip()
+    if not raw:
+        return 1
+    if not re.fullmatch(r"[+-]?\d{1,12}", raw):
+        raise InvalidInput("page: must be a whole number")
+    return min(max(1, int(raw)), highest)
+
+
 def read_form(args: Mapping) -> dict:
     """The page's own parameters, trimmed (what the form and the links carry)."""
     form = {name: (args.get(name) or "").strip() for name in ("q", *FILTER_PARAMS)}
@@ -101,7 +111,7 @@ def parse_search(args: Mapping) -> dict:
                 "page": 1}
     loaded = search_args.load({"q": q, "sort": form["sort"], "limit": form["limit"],
                                "snippet_length": SNIPPET_LENGTH, "facets": list(FACETS)})
-    page = _int_arg(args, "page", 1, 1, MAX_OFFSET // loaded["limit"] + 1)
+    page = _page_arg(args, MAX_OFFSET // loaded["limit"] + 1)
     loaded["offset"] = (page - 1) * loaded["limit"]
     return {"form": form, "args": loaded, "limit": loaded["limit"], "page": page}
 
@@ -133,7 +143,13 @@ def _run_search(args: Mapping) -> tuple[dict, dict | None, str | None]:
     if parsed["args"] is None:
         return parsed, None, None
     try:
-        return parsed, documents.search(parsed["args"]), None
+        result = documents.search(parsed["args"])
+        last = max(1, math.ceil(result["total"] / parsed["limit"]))
+        if parsed["page"] > last:  # "page 999 of 71" shows page 71
+            parsed["page"] = last
+            parsed["args"] = {**parsed["args"], "offset": (last - 1) * parsed["limit"]}
+            result = documents.search(parsed["args"])
+        return parsed, result, None
     except TrawlError as exc:
         return parsed, None, exc.detail
     except IndexRebuilding as exc:
@@ -166,6 +182,7 @@ def index():
         "facets": _facet_groups(result, form, dict(sources)) if result else [],
         "sources": sources, "types": ui_support.document_types(),
         "sort_labels": SORT_LABELS, "page_sizes": PAGE_SIZES, "syntax_rows": SYNTAX_ROWS,
+        "saved": [{**s, "url": saved.search_url(s)} for s in saved_searches.list_json(g.user)],
     }
     if not context["searched"]:
         context["file_total"] = ui_support.document_total()

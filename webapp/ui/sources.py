@@ -16,7 +16,6 @@ from webapp.ui.htmx import is_htmx, render
 SCHEDULE_PRESETS = {"manual": None, "hourly": "@hourly", "daily": "@daily", "weekly": "@weekly"}
 SCHEDULE_LABELS = {"manual": "Manual only", "hourly": "Every hour", "daily": "Every day at 02:00",
                    "weekly": "Every Sunday at 02:00", "custom": "Custom (cron)"}
-FIELDS = ("name", "id", "root_path", "include_patterns", "exclude_patterns", "scan_schedule")
 
 
 # -- form handling --------------------------------------------------------------------------------
@@ -54,30 +53,43 @@ def _form_state(source=None, form=None) -> dict:
                 "include_patterns": form.get("include_patterns", ""),
                 "exclude_patterns": form.get("exclude_patterns", ""),
                 "schedule_choice": form.get("schedule_choice", "manual"),
-                "cron": form.get("cron", "")}
+                "cron": form.get("cron", ""), "scan_now": form.get("scan_now") == "1"}
     value = source.scan_schedule if source else None
     choice = next((k for k, v in SCHEDULE_PRESETS.items() if v == value), "custom")
     return {"name": source.name if source else "", "id": source.id if source else "",
             "root_path": source.root_path if source else "",
             "include_patterns": "\n".join(source.include_patterns if source else DEFAULT_INCLUDE),
             "exclude_patterns": "\n".join(source.exclude_patterns if source else DEFAULT_EXCLUDE),
-            "schedule_choice": choice, "cron": value if choice == "custom" else ""}
+            "schedule_choice": choice, "cron": value if choice == "custom" else "",
+            "scan_now": True}
 
 
-def _error_field(detail: str) -> str | None:
-    """The form field an error message names ('root_path: ...' -> 'root_path')."""
-    field = detail.split(":", 1)[0]
-    if field == "scan_schedule":
-        return "cron"
-    return field if field in FIELDS else None
+LABELS = {"name": "Name", "id": "ID", "root_path": "Folder", "include_patterns": "Include patterns",
+          "exclude_patterns": "Exclude patterns", "cron": "Cron expression"}
+
+
+def form_error(detail: str) -> tuple[str | None, str]:
+    """(the form field an error names, the message in that field's label).
+
+    'scan_schedule: must be 5 fields' -> ('cron', 'Cron expression: must be 5 fields');
+    a message naming no field of the form stays as it is."""
+    name, _, rule = detail.partition(":")
+    field = "cron" if name == "scan_schedule" else name
+    if field not in LABELS or not rule:
+        return None, detail
+    return field, f"{LABELS[field]}: {rule.strip()}"
 
 
 def _render_form(source, values: dict, error: str | None = None, status_code: int = 200):
+    error_field, message = form_error(error) if error else (None, None)
+    preview = _schedule_preview(values)
+    if error_field == "cron":
+        preview["error"] = None  # the cron box says it already: once is enough
     return render_template(
-        "source_form.html", source=source, values=values, error=error,
-        error_field=_error_field(error) if error else None, schedule_labels=SCHEDULE_LABELS,
+        "source_form.html", source=source, values=values, error=message,
+        error_field=error_field, schedule_labels=SCHEDULE_LABELS,
         default_include=DEFAULT_INCLUDE, default_exclude=DEFAULT_EXCLUDE,
-        allowed_roots=sources.allowed_roots(), preview=_schedule_preview(values)), status_code
+        allowed_roots=sources.allowed_roots(), preview=preview), status_code
 
 
 # -- pages ----------------------------------------------------------------------------------------
@@ -94,10 +106,14 @@ def source_new():
     if request.method == "GET":
         return _render_form(None, _form_state())
     try:
-        created = sources.create(form_to_data(request.form, creating=True))
+        created = sources.create(form_to_data(request.form, creating=True),
+                                 scan_now=request.form.get("scan_now") == "1")
     except TrawlError as exc:
         return _render_form(None, _form_state(form=request.form), exc.detail, 400)
-    flash(f"Source “{created.name}” added. Start its first scan with “Scan now”.", "success")
+    if request.form.get("scan_now") == "1":
+        flash(f"Source “{created.name}” added; its first scan has started.", "success")
+    else:
+        flash(f"Source “{created.name}” added. Start its first scan with “Scan now”.", "success")
     return redirect(url_for("ui.sources_page") + f"#source-{created.id}")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import render_template
+from flask import render_template, request
 
 from webapp.services import status
 from webapp.ui.blueprint import bp
@@ -23,3 +23,13 @@ def status_page():
     overall, error = _overall()
     return render_template("status.html", health=health, overall=overall, error=error,
                            rq_dashboard="/admin/rq"), 200 if code == 200 else 503
+
+
+@bp.get("/sources/<source_id>/failed")
+def failed_files(source_id: str):
+    """A source's failed files with their messages, grouped by message, 50 a page."""
+    try:
+        page = int(request.args.get("page", "1"))
+    except ValueError:
+        page = 1
+    return render_template("failed_files.html", info=status.failed_files(source_id, page))

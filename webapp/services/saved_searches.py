@@ -1,0 +1,68 @@
+"""Saved searches: a user's searches kept under a name (query, filters, sort), for the API and UI."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+
+from sqlalchemy.exc import IntegrityError
+
+from webapp.exceptions import Conflict, InvalidInput, NotFound
+from webapp.extensions import db
+from webapp.models import SavedSearch, User, iso
+from webapp.services import search_args
+
+NAME_MAX = 100
+
+
+def _name(value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput("name: must be a string")
+    name = value.strip()
+    if not name or len(name) > NAME_MAX:
+        raise InvalidInput(f"name: must be 1 to {NAME_MAX} characters")
+    if any(unicodedata.category(ch) == "Cc" for ch in name):
+        raise InvalidInput("name: must not contain control characters")
+    return name
+
+
+def to_json(saved: SavedSearch) -> dict:
+    """The API's shape of a saved search."""
+    return {"id": saved.id, "name": saved.name, "q": saved.q, "source_id": saved.source_id,
+            "type": saved.type, "sort": saved.sort, "created_at": iso(saved.created_at)}
+
+
+def list_json(user: User) -> list[dict]:
+    """The user's saved searches, by name."""
+    rows = db.session.query(SavedSearch).filter_by(user_id=user.id).order_by(
+        SavedSearch.name, SavedSearch.id)
+    return [to_json(s) for s in rows]
+
+
+def create(user: User, data: Mapping) -> SavedSearch:
+    """Save a search; 400 when the search itself would be refused, 409 when the name is taken."""
+    name = _name(data.get("name"))
+    args = search_args.load({"q": data.get("q"), "source_id": data.get("source_id") or None,
+                             "type": data.get("type") or None,
+                             "sort": data.get("sort") or "relevance"})
+    search_args.to_query(args)  # unknown types, sources and bad query terms are refused here
+    if db.session.query(SavedSearch.id).filter_by(user_id=user.id, name=name).first():
+        raise Conflict(f"name: you already have a saved search named '{name}'")
+    saved = SavedSearch(user_id=user.id, name=name, q=args["q"].strip(),
+                        source_id=args["source_id"], type=args["type"], sort=args["sort"])
+    db.session.add(saved)
+    try:
+        db.session.commit()
+    except IntegrityError:  # the same name saved at the same moment by another request
+        db.session.rollback()
+        raise Conflict(f"name: you already have a saved search named '{name}'") from None
+    return saved
+
+
+def delete(user: User, saved_id: int) -> None:
+    """Delete one of the user's saved searches (another user's is a 404, as a missing one)."""
+    saved = db.session.get(SavedSearch, saved_id)
+    if saved is None or saved.user_id != user.id:
+        raise NotFound(f"Saved search {saved_id} not found")
+    db.session.delete(saved)
+    db.session.commit()
