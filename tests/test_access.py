@@ -107,6 +107,7 @@ OPERATIONS = {
     "POST /api/search": (READ, {}, {"q": "kestrel"}, 200),
     "GET /api/documents/{doc_id}": (READ, {"doc_id": "alpha.txt"}, None, 200),
     "GET /api/documents/{doc_id}/preview": (READ, {"doc_id": "alpha.txt"}, None, 200),
+    "GET /api/documents/{doc_id}/thumbnail": (READ, {"doc_id": "alpha.txt"}, None, 404),
     "POST /api/documents/{doc_id}/download-link": (OWN, {"doc_id": "alpha.txt"}, None, 200),
     "GET /api/status": (READ, {}, None, 200),
     "GET /api/status/{source_id}": (READ, {"source_id": "open"}, None, 200),

@@ -378,6 +378,44 @@ def test_an_image_without_preview_shows_a_note(page, site):
     shot(page, "10-no-preview")
 
 
+def test_results_show_thumbnails_and_pdf_pages_are_drawn(page, site):
+    """A picture's result carries its thumbnail; a PDF's page is drawn with the match marked."""
+    from tests import samples
+
+    _ensure_ready(page, site)
+    papers = site["folder"].parent / "papers"
+    papers.mkdir(exist_ok=True)
+    (papers / "harbour photo.jpg").write_bytes(samples.picture((640, 480), samples.BLUE))
+    (papers / "harbour plan.pdf").write_bytes(samples.pdf(["The harbour plan", "Page two"]))
+    api = page.request
+    token = api.post("/api/auth/login", data=ADMIN).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    api.post("/api/sources", headers=headers, data={"name": "Papers", "root_path": str(papers)})
+    api.post("/api/sources/papers/reindex?wait=30", headers=headers)
+    login(page)
+    page.goto("/?q=harbour")
+    photo = page.locator(".result", has_text="harbour photo.jpg").locator("img[data-thumbnail]")
+    expect(photo).to_be_visible()
+    page.wait_for_function("img => img.complete && img.naturalWidth === 320",
+                           arg=photo.element_handle())
+    shot(page, "11-thumbnails")
+    page.locator(".result-link", has_text="harbour plan.pdf").click()
+    drawn = page.locator("img[data-pdf-page='1']")
+    expect(drawn).to_be_visible()
+    page.wait_for_function("img => img.complete && img.naturalHeight === 1400",
+                           arg=drawn.element_handle())
+    expect(page.locator(".pager").first).to_contain_text("Page 1 of 2")
+    expect(page.locator(".no-preview")).to_be_hidden()
+    shot(page, "12-pdf-page")
+
+    page.goto("/?q=lighthouse+note")
+    page.locator(".result-link", has_text="danger.md").click()
+    expect(page.locator(".markdown-body h1")).to_have_text("Note")  # rendered, not raw
+    expect(page.locator(".markdown-body script")).to_have_count(0)
+    expect(page.locator("mark.match.current")).to_be_visible()
+    shot(page, "13-markdown")
+
+
 def test_phone_and_dark(browser, site):
     """The search page at phone width and in dark mode (screenshots only, plus no overflow)."""
     context = browser.new_context(base_url=site["url"], viewport={"width": 390, "height": 844},

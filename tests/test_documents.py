@@ -59,8 +59,9 @@ def test_search_results_have_the_contract_fields(client, auth, indexed):
     assert isinstance(body["processing_time_ms"], int)
     hit = body["results"][0]
     assert set(hit) == {"id", "path", "basename", "source_name", "type", "size_bytes",
-                        "modified_at", "snippet", "score", "container_id"}
+                        "modified_at", "snippet", "score", "container_id", "thumbnail_url"}
     assert hit["container_id"] is None  # a plain file (members name their container)
+    assert hit["thumbnail_url"] is None  # a text file has no picture
     assert hit["basename"] == "Quarterly Report.txt" and hit["type"] == "text"
     assert "<em>quarterly</em>" in hit["snippet"] and "<em>revenue</em>" in hit["snippet"]
     assert hit["id"].startswith("docs--") and len(hit["id"]) == len("docs--") + 12

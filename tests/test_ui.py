@@ -265,9 +265,11 @@ def test_document_page_shows_preview_highlights_and_facts(ui, indexed):
     html = _text(resp)
     assert resp.status_code == 200
     assert "xss.md" in html and "notes/xss.md" in html and "Notes" in html
-    assert "<em>wonderful</em>" in html
-    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert '<mark class="match">wonderful</mark>' in html  # Markdown is rendered, then marked
+    assert "<script>alert" not in html and "<h1>Danger</h1>" in html
     assert "1 match on this page" in html
+    source = _text(ui.get(f"/documents/{doc_id}?q=wonderful&view=text"))
+    assert "<em>wonderful</em>" in source and "&lt;script&gt;alert(1)&lt;/script&gt;" in source
     assert 'data-copy="#doc-path"' in html and "Download xss.md" in html
     assert "Metadata" in html  # markdown title and front matter land in the metadata table
 

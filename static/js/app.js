@@ -121,7 +121,7 @@
     var text = document.getElementById("preview-text");
     var nav = document.getElementById("match-nav");
     if (!text || !nav) return;
-    var marks = text.querySelectorAll("em");
+    var marks = text.querySelectorAll(text.getAttribute("data-marks") || "em");
     var count = document.getElementById("match-count");
     var current = -1;
 

@@ -11,9 +11,10 @@ from flask_jwt_extended import current_user, get_jwt, verify_jwt_in_request
 from flask_smorest import Blueprint
 
 from webapp.api.schemas import ErrorSchema
-from webapp.exceptions import Forbidden
+from webapp.exceptions import Forbidden, Unauthorized
 from webapp.models import ApiToken, User
 from webapp.services import tokens
+from webapp.ui.session import session_user
 
 _ERROR_TEXT = {
     400: "Invalid input; `detail` names the field and the rule",
@@ -93,3 +94,25 @@ def session_id() -> str:
     download link made with it is bound to)."""
     token = g.api_token
     return tokens.session_id(token) if token is not None else get_jwt()["jti"]
+
+
+def token_or_session(blp: Blueprint) -> Callable:
+    """Require a bearer token (an access token or an API token) or the web session's cookie:
+    for what pages load as <img>. The account is then `requester()`."""
+
+    def wrap(view):
+        @functools.wraps(view)
+        def checked(*args, **kwargs):
+            if request.headers.get("Authorization"):
+                _authenticate()  # a token sent but invalid is 401, even with a session
+            else:
+                user = session_user()
+                if user is None:
+                    raise Unauthorized("Missing token or web session")
+                g.api_user, g.api_token = user, None
+            return view(*args, **kwargs)
+
+        checked = blp.doc(security=[{"bearerAuth": []}])(checked)  # or the session cookie
+        return errors(blp, 401)(checked)
+
+    return wrap

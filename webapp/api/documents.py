@@ -6,7 +6,7 @@ from flask import Response, render_template, send_file
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from webapp.api.common import authenticated, errors, requester, session_id
+from webapp.api.common import authenticated, errors, requester, session_id, token_or_session
 from webapp.api.schemas import (
     DocumentSchema,
     DownloadArgsSchema,
@@ -50,6 +50,21 @@ class Preview(MethodView):
         page = documents.text_page(doc, args["q"], args["page"])
         html = render_template("preview.html", doc=doc, q=args["q"], **page)
         return Response(html, mimetype="text/html")
+
+
+@blp.route("/<string:doc_id>/thumbnail")
+class Thumbnail(MethodView):
+    @token_or_session(blp)
+    @blp.response(200, description="A small JPEG (made when the file was indexed)",
+                  content_type="image/jpeg")
+    @errors(blp, 404)
+    def get(self, doc_id):
+        """The document's thumbnail: images, RAW previews, first PDF pages, book and comic
+        covers. 404 when the document has none (search results say so: thumbnail_url null)."""
+        resp = send_file(documents.thumbnail_file(doc_id, requester()), mimetype="image/jpeg",
+                         conditional=True, max_age=0)
+        resp.headers["Cache-Control"] = "private, no-cache"  # revalidated by ETag
+        return resp
 
 
 @blp.route("/<string:doc_id>/download-link")

@@ -330,6 +330,9 @@ class SearchResultSchema(ma.Schema):
     score = fields.Float()
     container_id = fields.String(allow_none=True, dump_default=None, metadata={
         "description": "id of the archive or e-mail holding this member; null for files"})
+    thumbnail_url = fields.String(allow_none=True, metadata={
+        "description": "/api/documents/{id}/thumbnail (a small JPEG, same auth as the "
+                       "document), or null when the document has no thumbnail"})
 
 
 class SearchResponseSchema(ma.Schema):

@@ -33,6 +33,7 @@ from webapp.indexing.extractors import (
     extract,
     find_extractor,
     preload,
+    thumbnail,
     unpack,
 )
 from webapp.indexing.runstats import FileStatus
@@ -96,7 +97,9 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
             if isinstance(path, tuple):  # ("unpack", container, spool folder, budget)
                 reply: tuple[str, Any] = ("ok", unpack(path[1], settings, path[2], path[3]))
             else:
-                reply = ("ok", extract(path, settings, extra))
+                doc = extract(path, settings, extra)
+                doc.thumbnail = thumbnail(path, doc, settings, extra)  # same child, same limits
+                reply = ("ok", doc)
         except ContainerBomb as exc:
             reply = ("bomb", str(exc))
         except ExtractionError as exc:

@@ -20,7 +20,7 @@ from sqlalchemy import or_, select
 
 from webapp import keys
 from webapp.extensions import db
-from webapp.indexing import live
+from webapp.indexing import live, thumbstore
 from webapp.indexing.extractors import ExtractionSettings, extension
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
@@ -85,6 +85,7 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
     written; it comes with the first rows of each file.
     """
     extractor = get_extractor(app)
+    data_dir = app.config["DATA_DIR"]
     out = {"docs": [], "records": [], "reset": []}
     now = int(time.time())
     ocr = ocr_enabled(app)  # documents that need it wait for the OCR phase (ocr_phase.py)
@@ -98,7 +99,7 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
         member_ns = member.mtime * 1_000_000_000 if member.mtime is not None else mtime_ns
         size = max(member.size, 0)
         out["docs"].append(_document(source, member_path, size, member_ns, member.result, now,
-                                     doc_id(source["id"], parent)))
+                                     doc_id(source["id"], parent), data_dir))
         # members are not read by OCR (the OCR phase reads files by their path on disk)
         out["records"].append(_record(member_path, size, member_ns, member.result, path, False))
         if on_partial and len(out["records"]) >= MEMBER_CHUNK:
@@ -112,16 +113,20 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
         started = time.perf_counter()
         result = extractor.run(path, on_member=lambda m, p=path, t=mtime_ns: add_member(p, t, m))
         extraction_seconds.labels(result.doc.type).observe(time.perf_counter() - started)
-        out["docs"].append(_document(source, path, size, mtime_ns, result, now, None))
+        out["docs"].append(_document(source, path, size, mtime_ns, result, now, None, data_dir))
         out["records"].append(_record(path, size, mtime_ns, result, None, ocr))
     return out
 
 
 def _document(source: dict, path: str, size: int, mtime_ns: int, result: FileResult, now: int,
-              container_id: str | None) -> dict:
+              container_id: str | None, data_dir: str) -> dict:
+    """The document of an extraction result; its thumbnail is stored first (a search that
+    finds the document finds the thumbnail on disk)."""
     doc = result.doc
+    ident = doc_id(source["id"], path)
+    thumbstore.save(data_dir, ident, doc.thumbnail)
     return {
-        "id": doc_id(source["id"], path), "source_id": source["id"],
+        "id": ident, "source_id": source["id"],
         "source_name": source["name"], "path": path, "basename": os.path.basename(path),
         "extension": extension(path), "type": doc.type, "size_bytes": size,
         "modified_at": int(mtime_ns // 1_000_000_000), "indexed_at": now,
@@ -238,9 +243,11 @@ class ScanRun:
         self._count(changes)
         if changes.deleted:
             gone = changes.deleted + [p for p, _ in member_paths(self.source_id, changes.deleted)]
+            ids = [doc_id(self.source_id, p) for p in gone]
             with writer_lock(self.source_id, self.app):
-                get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in gone])
+                get_search(self.app).delete_ids(ids)
                 delete_records(self.source_id, gone)
+            thumbstore.remove(self.app.config["DATA_DIR"], ids)
         if (unclean and scope is None) or self.full:
             self._remove_orphans()
         self._extract_all(changes.to_index, beat)
@@ -284,7 +291,8 @@ class ScanRun:
         self.publish(force=True)
 
     def _remove_orphans(self) -> None:
-        """Delete documents of this source that have no record (left by a crash)."""
+        """Delete documents and thumbnails of this source that have no record (left by a crash
+        or a cancelled run); this run's own extraction has not started yet."""
         known = {doc_id(self.source_id, p) for (p,) in db.session.execute(
             select(IndexedFile.path).where(IndexedFile.source_id == self.source_id))}
         search = get_search(self.app)
@@ -292,6 +300,7 @@ class ScanRun:
         if orphans:
             log.info("Removing %d orphan documents of %s", len(orphans), self.source_id)
             search.delete_ids(sorted(orphans))
+        thumbstore.prune(self.app.config["DATA_DIR"], self.source_id, known)
 
     def _stopped(self, beat: Heartbeat) -> bool:
         return beat.lost or self.lock.cancelled(self.run_id)

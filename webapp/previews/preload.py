@@ -1,10 +1,11 @@
-"""Imported by the preview fork server only: decoders loaded once, before any child is capped.
+"""Imported by the preview fork server only: decoders and pymupdf loaded before any child is capped.
 
 A child forked from the server inherits these modules and their shared libraries, so its
-address-space cap is spent on pixels, not on loading libheif or LibRaw.
+address-space cap is spent on pixels, not on loading libheif, LibRaw or MuPDF.
 """
 
 import pillow_heif
+import pymupdf  # noqa: F401
 import rawpy  # noqa: F401
 from PIL import Image
 

@@ -1,10 +1,13 @@
-"""Image previews decoded in a short-lived child process with a pixel and a memory bound.
+"""Image previews and PDF pages drawn in a short-lived child process with pixel and memory bounds.
 
 A 12000x12000 PNG of 560 KB once took 1.4 GB of a web worker, and glibc kept most of it after
 the request (docs/security.md). Here the web process never decodes pixels: the image's header is
 checked against PREVIEW_MAX_PIXELS (after JPEG's reduced decoding shrinks it), the decoding
 happens in a child started from a clean fork server with an address-space cap, and the child's
 memory goes back to the system when it exits. Only the finished JPEG/PNG crosses the pipe.
+
+A PDF page is drawn the same way (pymupdf), with the query's matched words found on the page
+(`search_for`) and painted over the drawn pixels: the file itself is only read.
 """
 
 from __future__ import annotations
@@ -81,10 +84,75 @@ def _raw_image(path: str, limits: PreviewLimits) -> Any:
         raise PreviewRefused(f"No preview image in this RAW file ({type(exc).__name__})") from exc
 
 
-def render(path: str, kind: str, limits: PreviewLimits) -> tuple[bytes, str]:
-    """Scale the image to limits.max_side and encode it (PNG keeps transparency, else JPEG)."""
+HIGHLIGHT_RGBA = (255, 200, 0, 120)  # translucent yellow over matched words on a PDF page
+PDF_PAGE_PX = 1400  # long side of a drawn PDF page (at most limits.max_side)
+MAX_PAGES_SEARCHED = 500  # pages read to find the first one holding a match
+
+
+def _open_pdf(path: str) -> Any:
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except Exception as exc:  # noqa: BLE001 - pymupdf raises several types for broken files
+        raise PreviewRefused("Not a PDF that can be drawn") from exc
+    if doc.needs_pass and not doc.authenticate(""):
+        doc.close()
+        raise PreviewRefused("This PDF is password protected")
+    return doc
+
+
+def first_pdf_match(path: str, words: tuple[str, ...]) -> int:
+    """The first page (1-based) whose text holds one of the words; 1 when none does."""
+    wanted = [w.lower() for w in words]
+    with _open_pdf(path) as doc:
+        for number in range(min(doc.page_count, MAX_PAGES_SEARCHED)):
+            text = doc[number].get_text().lower()
+            if any(w in text for w in wanted):
+                return number + 1
+    return 1
+
+
+def render_pdf_page(path: str, page_no: int, words: tuple[str, ...],
+                    limits: PreviewLimits) -> tuple[bytes, str]:
+    """One page of a PDF as a JPEG, the given words highlighted where they appear on it."""
+    import pymupdf
+    from PIL import Image, ImageDraw
+
+    with _open_pdf(path) as doc:
+        if not 1 <= page_no <= doc.page_count:
+            raise PreviewRefused(f"This PDF has no page {page_no} (it has {doc.page_count})")
+        page = doc[page_no - 1]
+        zoom = min(PDF_PAGE_PX, limits.max_side) / max(page.rect.width, page.rect.height, 1)
+        _check_pixels((int(page.rect.width * zoom), int(page.rect.height * zoom)),
+                      limits.max_pixels)
+        pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+        img = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+        # search_for answers in unrotated page space; the pixmap shows the page as rotated
+        to_pixels = page.rotation_matrix * pymupdf.Matrix(zoom, zoom)
+        rects = [rect * to_pixels for word in words for rect in page.search_for(word)]
+    if rects:
+        overlay = Image.new("RGBA", img.size, (0, 0, 0, 0))
+        draw = ImageDraw.Draw(overlay)
+        for r in rects:
+            draw.rectangle((r.x0, r.y0, r.x1, r.y1), fill=HIGHLIGHT_RGBA)
+        img = Image.alpha_composite(img.convert("RGBA"), overlay).convert("RGB")
+    out = io.BytesIO()
+    img.save(out, "JPEG", quality=85)
+    return out.getvalue(), "image/jpeg"
+
+
+def render(path: str, kind: str, limits: PreviewLimits, page: int = 1,
+           words: tuple[str, ...] = ()) -> tuple[bytes, str]:
+    """Scale the image to limits.max_side and encode it (PNG keeps transparency, else JPEG);
+    for kind "pdf", draw page `page` with `words` highlighted; for "pdf_find", the number of
+    the first page holding one of `words`, as text."""
     from PIL import Image
 
+    if kind == "pdf":
+        return render_pdf_page(path, page, words, limits)
+    if kind == "pdf_find":
+        return str(first_pdf_match(path, words)).encode(), "text/plain"
     Image.MAX_IMAGE_PIXELS = None  # our own check below replaces Pillow's warning-first one
     img = _open_image(path, kind, limits)
     if img.format == "JPEG":
@@ -99,12 +167,13 @@ def render(path: str, kind: str, limits: PreviewLimits) -> tuple[bytes, str]:
     return out.getvalue(), "image/jpeg"
 
 
-def _child_main(conn: Any, path: str, kind: str, limits: PreviewLimits) -> None:
+def _child_main(conn: Any, path: str, kind: str, limits: PreviewLimits, page: int,
+                words: tuple[str, ...]) -> None:
     """Child: render one preview and send ("ok", bytes, mimetype) or ("refused", message)."""
     try:
         _register_heif()
         limit_memory(limits.memory_mb)
-        data, mimetype = render(path, kind, limits)
+        data, mimetype = render(path, kind, limits, page, words)
         reply: tuple = ("ok", data, mimetype)
     except PreviewRefused as exc:
         reply = ("refused", str(exc))
@@ -142,20 +211,24 @@ class IsolatedRenderer:
         # the fork server imports only these modules (never the web app or its __main__)
         self._ctx.set_forkserver_preload(FORK_SERVER_PRELOAD)
 
-    def render(self, path: str, kind: str, limits: PreviewLimits) -> tuple[bytes, str]:
-        """The preview bytes and mimetype; PreviewRefused or PreviewBusy when there is none."""
+    def render(self, path: str, kind: str, limits: PreviewLimits, page: int = 1,
+               words: tuple[str, ...] = ()) -> tuple[bytes, str]:
+        """The preview bytes and mimetype (an image, or page `page` of a PDF with `words`
+        highlighted); PreviewRefused or PreviewBusy when there is none."""
         deadline = time.monotonic() + limits.timeout  # the wait for a slot counts too
         if not self._slots.acquire(timeout=limits.timeout):
             raise PreviewBusy("Too many image previews at once; try again shortly")
         try:
-            return self._run_child(path, kind, limits, max(0.0, deadline - time.monotonic()))
+            return self._run_child(path, kind, limits, (page, tuple(words)),
+                                   max(0.0, deadline - time.monotonic()))
         finally:
             self._slots.release()
 
-    def _run_child(self, path: str, kind: str, limits: PreviewLimits,
+    def _run_child(self, path: str, kind: str, limits: PreviewLimits, extra: tuple,
                    seconds: float) -> tuple[bytes, str]:
         parent_end, child_end = self._ctx.Pipe(duplex=False)
-        proc = self._ctx.Process(target=_child_main, args=(child_end, path, kind, limits),
+        proc = self._ctx.Process(target=_child_main,
+                                 args=(child_end, path, kind, limits, *extra),
                                  name="trawl-preview", daemon=True)
         proc.start()
         child_end.close()
@@ -174,3 +247,9 @@ class IsolatedRenderer:
         if reply[0] != "ok":
             raise PreviewRefused(reply[1])
         return reply[1], reply[2]
+
+    def first_pdf_page(self, path: str, words: tuple[str, ...], limits: PreviewLimits) -> int:
+        """The first page of a PDF holding one of the words (1 when none does), read in a
+        child like a drawn page."""
+        data, _ = self.render(path, "pdf_find", limits, words=words)
+        return int(data)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import math
+import mimetypes
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -14,8 +17,16 @@ from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import select
 
-from webapp.exceptions import Forbidden, NotFound, QuerySyntaxError, Unauthorized
+from webapp.exceptions import (
+    Forbidden,
+    NotFound,
+    QuerySyntaxError,
+    Unauthorized,
+    Unavailable,
+    Unprocessable,
+)
 from webapp.extensions import db
+from webapp.indexing import thumbstore
 from webapp.indexing.extractors import (
     VANISHED_MESSAGE,
     ExtractionError,
@@ -25,6 +36,7 @@ from webapp.indexing.extractors import (
 from webapp.indexing.scanner import within
 from webapp.metrics import search_duration
 from webapp.models import IndexedFile, Source, User
+from webapp.previews.markdown import render_markdown
 from webapp.previews.render import PreviewLimits
 from webapp.runtime import get_previews, get_search
 from webapp.search import SearchPage, SearchQuery
@@ -37,6 +49,12 @@ from webapp.services.sources import inside_allowed_roots
 
 PREVIEW_PAGE_CHARS = 20_000
 IMAGE_TYPES = {"image", "raw_image"}
+MAX_HIGHLIGHT_WORDS = 40  # distinct matched words looked for on a PDF page
+MATCH_FORMS_CHARS = 200_000  # text read to learn the matched forms (5M chars would take 4 s)
+_EM = re.compile(r"<em>(.*?)</em>", re.S)
+# a tag of the sanitizer's output: it always quotes attributes with " and escapes " inside them
+_TAG = re.compile(r'(<(?:[^>"]|"[^"]*")*>)')
+MATCH_OPEN = '<mark class="match">'
 
 
 def search(args: dict, user: User | None) -> dict:
@@ -46,6 +64,8 @@ def search(args: dict, user: User | None) -> dict:
     with search_duration.labels(current_app.config["SEARCH_BACKEND"]).time():
         query: SearchQuery = search_args.to_query(args, visible_sources(user))
         page: SearchPage = get_search().search(query)
+    for result in page.results:
+        result["thumbnail_url"] = thumbnail_url(result["id"])
     out = {"results": page.results, "total": page.total, "limit": query.limit,
            "offset": query.offset, "processing_time_ms": page.processing_time_ms}
     if query.facets:
@@ -162,12 +182,17 @@ def text_page(doc: dict, q: str, page: int) -> dict:
     return {"html": body, "page": page, "pages": pages, "matches": body.count("<em>")}
 
 
-def _matcher(q: str) -> TermMatcher:
-    """What to mark for a search's q: its free text (not -exclusions nor filter values)."""
+def _free_text(q: str) -> str:
+    """A search's free text (not -exclusions nor filter values)."""
     try:
-        text = parse_syntax(q).text
+        return parse_syntax(q).text
     except QuerySyntaxError:  # a half-typed term: mark the words as written
-        text = q
+        return q
+
+
+def _matcher(q: str) -> TermMatcher:
+    """What to mark for a search's q: its free text."""
+    text = _free_text(q)
     return TermMatcher.from_query(parse_query(text)) if text.strip() else TermMatcher(())
 
 
@@ -178,11 +203,8 @@ def image_preview(doc: dict) -> tuple[bytes, str]:
     damaged or unreadable raises PreviewRefused (422), a full set of preview slots 503.
     """
     path, done = local_copy(doc)
-    cfg = current_app.config
-    limits = PreviewLimits(max_side=cfg["PREVIEW_MAX_PX"], max_pixels=cfg["PREVIEW_MAX_PIXELS"],
-                           memory_mb=cfg["PREVIEW_MEMORY_MB"], timeout=cfg["PREVIEW_TIMEOUT"])
     try:
-        return get_previews().render(path, doc["type"], limits)
+        return get_previews().render(path, doc["type"], _limits())
     finally:
         done()
 
@@ -190,6 +212,113 @@ def image_preview(doc: dict) -> tuple[bytes, str]:
 def is_image(doc: dict) -> bool:
     """Whether the preview of this document is an image."""
     return doc["type"] in IMAGE_TYPES
+
+
+def preview_kind(doc: dict) -> str:
+    """How the document page shows this document: image, pdf (drawn pages), markdown, audio,
+    video, or text (the extracted text, paged and highlighted)."""
+    if is_image(doc):
+        return "image"
+    if doc["type"] == "pdf" and (doc.get("metadata") or {}).get("page_count"):
+        return "pdf"
+    if doc["type"] == "markdown":
+        return "markdown"
+    mimetype = media_mimetype(doc)
+    return mimetype.split("/")[0] if mimetype else "text"
+
+
+# -- thumbnails ----------------------------------------------------------------------------------
+
+def thumbnail_url(doc_id: str) -> str | None:
+    """The API path of a document's thumbnail, or None when it has none."""
+    if not thumbstore.exists(current_app.config["DATA_DIR"], doc_id):
+        return None
+    return f"/api/documents/{quote(doc_id)}/thumbnail"
+
+
+def thumbnail_file(doc_id: str, user: User | None) -> str:
+    """The thumbnail file of an indexed document; 404 when the document (for `user`) or its
+    thumbnail is missing."""
+    get(doc_id, user)
+    path = thumbstore.path_for(current_app.config["DATA_DIR"], doc_id)
+    if path is None or not os.path.isfile(path):
+        raise NotFound("This document has no thumbnail")
+    return path
+
+
+# -- PDF pages, Markdown, media ------------------------------------------------------------------
+
+def page_count(doc: dict) -> int:
+    """Pages of a PDF as counted at extraction (0 when unknown)."""
+    count = (doc.get("metadata") or {}).get("page_count")
+    return count if isinstance(count, int) and count > 0 else 0
+
+
+def match_words(doc: dict, q: str) -> tuple[str, ...]:
+    """What a drawn PDF page highlights: the query's own words, and the forms of the text that
+    the text preview marks for q (stems, typos, accents) in its first MATCH_FORMS_CHARS."""
+    if not q.strip():
+        return ()
+    marked = highlight_all((doc.get("content") or "")[:MATCH_FORMS_CHARS], _matcher(q))
+    forms = [html.unescape(m).strip() for m in _EM.findall(marked)]
+    words = {w.lower(): w for w in [*re.findall(r"\w{2,}", _free_text(q)), *forms] if w}
+    return tuple(words.values())[:MAX_HIGHLIGHT_WORDS]
+
+
+def pdf_page_image(doc: dict, page: int, q: str) -> tuple[bytes, str]:
+    """Page `page` of a PDF drawn as a JPEG with the matches of q highlighted; drawn in a
+    capped child like image previews (422 for a page that does not exist or cannot be drawn)."""
+    path, done = local_copy(doc)
+    try:
+        return get_previews().render(path, "pdf", _limits(), page=page,
+                                     words=match_words(doc, q))
+    finally:
+        done()
+
+
+def first_pdf_page(doc: dict, q: str) -> int:
+    """The first page of a PDF holding a match of q (1 without q, or when the PDF cannot be
+    read: the page's own image then says why)."""
+    words = match_words(doc, q)
+    if not words or page_count(doc) <= 1:
+        return 1
+    path, done = local_copy(doc)
+    try:
+        return get_previews().first_pdf_page(path, words, _limits())
+    except (Unprocessable, Unavailable):
+        return 1
+    finally:
+        done()
+
+
+def markdown_html(doc: dict, q: str) -> dict | None:
+    """The document's Markdown rendered and sanitized, the matches of q in <mark class="match">
+    (text between tags only); None when it is too long to render."""
+    rendered = render_markdown(doc.get("content") or "")
+    if rendered is None or not q.strip():
+        return None if rendered is None else {"html": rendered, "matches": 0}
+    matcher = _matcher(q)
+    parts = _TAG.split(rendered)
+    for i in range(0, len(parts), 2):  # even items are text (escaped by the sanitizer)
+        if parts[i]:
+            marked = highlight_all(html.unescape(parts[i]), matcher)
+            parts[i] = marked.replace("<em>", MATCH_OPEN).replace("</em>", "</mark>")
+    body = "".join(parts)
+    return {"html": body, "matches": body.count(MATCH_OPEN)}
+
+
+def media_mimetype(doc: dict) -> str | None:
+    """audio/... or video/... for a media file the browser may play, else None."""
+    if doc["type"] != "media":
+        return None
+    guessed, _ = mimetypes.guess_type(doc["basename"], strict=False)
+    return guessed if guessed and guessed.split("/")[0] in ("audio", "video") else None
+
+
+def _limits() -> PreviewLimits:
+    cfg = current_app.config
+    return PreviewLimits(max_side=cfg["PREVIEW_MAX_PX"], max_pixels=cfg["PREVIEW_MAX_PIXELS"],
+                         memory_mb=cfg["PREVIEW_MEMORY_MB"], timeout=cfg["PREVIEW_TIMEOUT"])
 
 
 # -- downloads -----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from flask import current_app
 from webapp import jobs, keys
 from webapp.exceptions import Conflict, InvalidInput
 from webapp.extensions import db
-from webapp.indexing import live
+from webapp.indexing import live, thumbstore
 from webapp.indexing.records import delete_records
 from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
 from webapp.indexing.scanner import doc_id, root_problem
@@ -103,7 +103,9 @@ def clear_stale(source_id: str) -> int:
     paths = [p for (p,) in db.session.query(IndexedFile.path)
              .filter_by(source_id=source.id, status=FileStatus.FAILED)]
     if paths:
-        get_search().delete_ids([doc_id(source.id, p) for p in paths])
+        ids = [doc_id(source.id, p) for p in paths]
+        get_search().delete_ids(ids)
+        thumbstore.remove(current_app.config["DATA_DIR"], ids)
         delete_records(source.id, paths)
     return len(paths)
 

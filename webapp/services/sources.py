@@ -14,6 +14,7 @@ from webapp import jobs, slugs
 from webapp import schedule as cron
 from webapp.exceptions import Conflict, InvalidInput
 from webapp.extensions import db
+from webapp.indexing import thumbstore
 from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, validate_pattern
 from webapp.indexing.runstats import FileStatus
 from webapp.indexing.scanner import inside_any
@@ -198,6 +199,7 @@ def delete(source_id: str) -> None:
     scans.cancel_scan(source.id)
     jobs.unschedule(source.id)
     get_search().delete_source(source.id)
+    thumbstore.remove_source(current_app.config["DATA_DIR"], source.id)
     db.session.query(IndexedFile).filter_by(source_id=source.id).delete()
     db.session.query(UserSource).filter_by(source_id=source.id).delete()  # its grants
     db.session.delete(source)

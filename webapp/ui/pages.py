@@ -6,7 +6,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from flask import Response, abort, g, redirect, render_template, request, url_for
+from flask import Response, abort, g, redirect, render_template, request, send_file, url_for
 
 from webapp.exceptions import InvalidInput, TrawlError
 from webapp.search import FACETS, IndexRebuilding, SearchBackendError
@@ -194,18 +194,42 @@ def index():
 
 @bp.get("/documents/<doc_id>")
 def document(doc_id: str):
-    """One document: facts, metadata, and a paged text preview with highlights (or the image)."""
+    """One document: facts, metadata and its preview: the image, PDF pages drawn with the
+    matches highlighted, rendered Markdown, a player, or the paged text with highlights
+    (`view=text` asks for the text of a PDF or Markdown file)."""
     doc = documents.get(doc_id, g.user)
     q = (request.args.get("q") or "").strip()[:1000]
-    preview = None
-    if not documents.is_image(doc):
+    kind = documents.preview_kind(doc)
+    if request.args.get("view") == "text" and kind in ("pdf", "markdown"):
+        kind = "text"
+    context = {"doc": doc, "q": q, "kind": kind, "preview": None, "back_url": _back_url()}
+    if kind == "image":
+        context["has_thumbnail"] = documents.thumbnail_url(doc["id"]) is not None
+    elif kind == "pdf":
+        context["preview"] = _pdf_pager(doc, q)
+    elif kind == "markdown":
+        context["markdown"] = documents.markdown_html(doc, q)
+        kind = context["kind"] = "markdown" if context["markdown"] is not None else "text"
+    elif kind in ("audio", "video"):
+        context["mimetype"] = documents.media_mimetype(doc)
+    if kind == "text":
         try:
             page = int(request.args.get("page", ""))
         except ValueError:
             page = ui_support.first_match_page(doc, q)
-        preview = documents.text_page(doc, q, max(1, page))
-    return render_template("document.html", doc=doc, q=q, preview=preview,
-                           back_url=_back_url())
+        context["preview"] = documents.text_page(doc, q, max(1, page))
+    return render_template("document.html", **context)
+
+
+def _pdf_pager(doc: dict, q: str) -> dict:
+    """The drawn page this request asks for (clamped to the PDF's pages); without one, the
+    first page holding a match of q."""
+    pages = documents.page_count(doc)
+    try:
+        page = int(request.args.get("page", ""))
+    except ValueError:
+        page = documents.first_pdf_page(doc, q)
+    return {"page": min(max(1, page), pages), "pages": pages}
 
 
 def _back_url() -> str | None:
@@ -227,6 +251,33 @@ def document_image(doc_id: str):
     resp = Response(data, mimetype=mimetype)
     resp.headers["Content-Disposition"] = documents.content_disposition("inline", doc["basename"])
     resp.headers["Cache-Control"] = "private, max-age=300"
+    return resp
+
+
+@bp.get("/documents/<doc_id>/pages/<int:page>")
+def document_pdf_page(doc_id: str, page: int):
+    """Page `page` of a PDF document as an image, the ?q= matches highlighted on it."""
+    doc = documents.get(doc_id, g.user)
+    if documents.preview_kind(doc) != "pdf":
+        abort(404)
+    q = (request.args.get("q") or "").strip()[:1000]
+    data, mimetype = documents.pdf_page_image(doc, page, q)
+    resp = Response(data, mimetype=mimetype)
+    resp.headers["Cache-Control"] = "private, max-age=300"
+    return resp
+
+
+@bp.get("/documents/<doc_id>/media")
+def document_media(doc_id: str):
+    """The audio or video file for the page's player, inline, honouring Range (206/416)."""
+    doc = documents.get(doc_id, g.user)
+    mimetype = documents.media_mimetype(doc)
+    if mimetype is None:
+        abort(404)
+    resp = send_file(documents.download_target(doc), mimetype=mimetype, conditional=True,
+                     max_age=0, etag=not doc.get("container_id"))
+    resp.headers["Content-Disposition"] = documents.content_disposition("inline", doc["basename"])
+    resp.headers["Cache-Control"] = "private, no-cache"
     return resp
 
 

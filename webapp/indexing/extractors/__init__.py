@@ -22,6 +22,7 @@ from . import (
     rtf,
     subtitle,
     text,
+    thumbs,
     xlsx,
 )
 from ._util import cap_content, clean_str, json_safe
@@ -38,7 +39,7 @@ from .image import IMAGE
 
 __all__ = [
     "EXTRACTORS", "ExtractionError", "ExtractionSettings", "Extracted", "ExtractorSpec",
-    "detect_type", "extension", "extract", "find_extractor", "preload", "DOC_TYPES",
+    "detect_type", "extension", "extract", "find_extractor", "preload", "thumbnail", "DOC_TYPES",
     "ContainerBomb", "Member", "unpack", "copy_member",
 ]
 
@@ -207,6 +208,24 @@ def _guarded(spec: ExtractorSpec, call):
         raise ExtractionError(UNREADABLE_MESSAGE) from exc
     except Exception as exc:  # any library failure on a bad file is a failed file
         raise ExtractionError(f"Not a valid {label} file") from exc
+
+
+def thumbnail(path: str, doc: Extracted, settings: ExtractionSettings,
+              extra: Iterable[ExtractorSpec] = ()) -> bytes | None:
+    """The JPEG thumbnail of an extracted file, or None: its format shows no picture, the file
+    has none (a book without a cover) or it cannot be decoded within the limits. Never raises:
+    a file without a thumbnail is still indexed."""
+    spec = find_extractor(path, extra)
+    if spec is None or spec.thumbnail is None or spec.type != doc.type or \
+            settings.thumbnail_px <= 0:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            img = spec.thumbnail(path, settings)
+            return thumbs.encode(img, settings) if img is not None else None
+    except Exception:  # noqa: BLE001 - any decoder failure (or MemoryError): no thumbnail
+        return None
 
 
 def _normalized(doc: Extracted, settings: ExtractionSettings) -> Extracted:

@@ -20,6 +20,7 @@ class Extracted:
     content: str = ""
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    thumbnail: bytes | None = None  # JPEG bytes, made in the extraction child (thumbs.py)
 
 
 class ExtractionError(Exception):
@@ -69,6 +70,8 @@ class ExtractionSettings:
     archive_max_total_mb: int = 2048
     passwords_file: str = ""  # never the passwords themselves: they stay out of reprs and logs
     spool_dir: str = field(default_factory=lambda: os.path.join(tempfile.gettempdir(), "trawl"))
+    thumbnail_px: int = 320
+    max_pixels: int = 50_000_000
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> ExtractionSettings:
@@ -86,6 +89,8 @@ class ExtractionSettings:
             "archive_max_total_mb": ("ARCHIVE_MAX_TOTAL_MB", int),
             "passwords_file": ("EXTRACT_PASSWORDS_FILE", str),
             "spool_dir": ("DATA_DIR", spool_dir),  # members are unpacked under DATA_DIR only
+            "thumbnail_px": ("THUMBNAIL_PX", int),
+            "max_pixels": ("PREVIEW_MAX_PIXELS", int),
         }
         values = {
             name: convert(cfg[key]) for name, (key, convert) in keys.items() if key in cfg
@@ -144,6 +149,8 @@ ExtractFunc = Callable[[str, ExtractionSettings], Extracted]
 # A container's document and its members, wanted bytes handed to the sink; the int is the
 # budget of unpacked bytes the container may still declare (shared with nested ones).
 UnpackFunc = Callable[[str, ExtractionSettings, Sink, int], tuple[Extracted, list[Member]]]
+# the picture of a file as a lazily opened Pillow image (thumbs.encode scales it), or None
+ThumbnailFunc = Callable[[str, ExtractionSettings], Any]
 
 
 @dataclass(frozen=True)
@@ -157,3 +164,4 @@ class ExtractorSpec:
     heavy_modules: tuple[str, ...] = ()
     suffixes: tuple[str, ...] = ()  # multi-dot endings matched before extensions (.tar.gz)
     unpack: UnpackFunc | None = None  # set for containers (archives, e-mail)
+    thumbnail: ThumbnailFunc | None = None

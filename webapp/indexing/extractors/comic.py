@@ -8,6 +8,7 @@ import re
 import zipfile
 from typing import Any
 
+from . import thumbs
 from ._util import (
     check_zip,
     clean_str,
@@ -89,14 +90,14 @@ class _Archive:
             self.names = [i.filename for i in self.handle.infolist() if not i.is_dir()]
             self.comment = self.handle.comment
 
-    def read(self, name: str) -> bytes | None:
+    def read(self, name: str, limit: int = MAX_XML_BYTES) -> bytes | None:
         """A small member's bytes, or None when it cannot be read (e.g. no unrar tool)."""
         if self.kind == "zip":
-            return read_member(self.handle, name, MAX_XML_BYTES)
+            return read_member(self.handle, name, limit)
         import rarfile
 
         info = self.handle.getinfo(name)
-        if info.file_size > MAX_XML_BYTES:
+        if info.file_size > limit:
             return None
         try:
             return self.handle.read(name)
@@ -176,9 +177,25 @@ def extract_comic(path: str, settings: ExtractionSettings) -> Extracted:
     return Extracted(type="comic", content=content, title=_title(meta), metadata=meta)
 
 
+def comic_cover(path: str, settings: ExtractionSettings) -> Any:
+    """The first page (in natural order) of a comic archive; None for a plain zip of files."""
+    try:
+        archive = _Archive(path)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise ExtractionError("Not a valid comic archive") from exc
+    with archive.handle:
+        names = sorted((n for n in archive.names if not _is_junk(n)), key=_natural_key)
+        pages = [n for n in names if n.lower().endswith(IMAGE_EXTENSIONS)]
+        if not pages or (path.lower().endswith(".zip") and len(pages) * 2 < len(names)):
+            return None
+        data = archive.read(pages[0], thumbs.MAX_COVER_BYTES)
+    return thumbs.open_image(data) if data else None
+
+
 COMIC = ExtractorSpec(
     type="comic",
     extract=extract_comic,
     extensions=("cbz", "cbr"),
     heavy_modules=("rarfile", "lxml.etree"),
+    thumbnail=comic_cover,
 )

@@ -6,6 +6,7 @@ import posixpath
 import zipfile
 from typing import Any
 
+from . import thumbs
 from ._util import clean_str, local_name, open_zip, parse_xml, read_member
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 
@@ -110,9 +111,40 @@ def extract_epub(path: str, settings: ExtractionSettings) -> Extracted:
     return Extracted(type="epub", content=content, title=title, metadata=meta)
 
 
+def _cover_href(root: Any, opf_path: str) -> str | None:
+    """The cover image's member name: EPUB 3 `cover-image`, EPUB 2 `<meta name="cover">`,
+    else an image whose id or name says cover."""
+    images: dict[str, str] = {}
+    flagged = named = cover_id = None
+    for element in root.iter():
+        name = local_name(element.tag)
+        if name == "meta" and element.get("name") == "cover":
+            cover_id = element.get("content")
+        elif name == "item" and (element.get("media-type") or "").startswith("image/"):
+            href = posixpath.normpath(posixpath.join(posixpath.dirname(opf_path),
+                                                     element.get("href") or ""))
+            images[element.get("id") or ""] = href
+            if "cover-image" in (element.get("properties") or "").split():
+                flagged = href
+            elif named is None and "cover" in f"{element.get('id')} {href}".lower():
+                named = href
+    return flagged or images.get(cover_id or "") or named
+
+
+def epub_cover(path: str, settings: ExtractionSettings) -> Any:
+    """The book's cover image, or None when it declares none."""
+    with open_zip(path, "EPUB") as archive:
+        opf_path = _opf_path(archive)
+        href = _cover_href(parse_xml(read_member(archive, opf_path)), opf_path)
+        if href is None:
+            return None
+        return thumbs.open_image(read_member(archive, href, thumbs.MAX_COVER_BYTES))
+
+
 EPUB = ExtractorSpec(
     type="epub",
     extract=extract_epub,
     extensions=("epub",),
     heavy_modules=("lxml.etree", "lxml.html"),
+    thumbnail=epub_cover,
 )

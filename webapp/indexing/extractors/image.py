@@ -7,6 +7,7 @@ import zlib
 from typing import Any
 
 from . import exif as exiflib
+from . import thumbs
 from ._util import clean_str
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 
@@ -176,4 +177,5 @@ IMAGE = ExtractorSpec(
     heavy_modules=("PIL.Image", "PIL.ExifTags", "PIL.IptcImagePlugin", "PIL.JpegImagePlugin",
                    "PIL.PngImagePlugin", "PIL.TiffImagePlugin", "PIL.WebPImagePlugin",
                    "PIL.GifImagePlugin"),
+    thumbnail=thumbs.image_thumbnail,
 )

@@ -116,9 +116,27 @@ def extract_pdf(path: str, settings: ExtractionSettings) -> Extracted:
     return Extracted(type="pdf", content=content, title=title, metadata=meta)
 
 
+def pdf_thumbnail(path: str, settings: ExtractionSettings) -> Any:
+    """The first page, drawn at about the thumbnail's size."""
+    import pymupdf
+    from PIL import Image
+
+    doc = _open(path)
+    try:
+        if not doc.page_count:
+            return None
+        page = doc[0]
+        zoom = settings.thumbnail_px / max(page.rect.width, page.rect.height, 1)
+        pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+        return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    finally:
+        doc.close()
+
+
 PDF = ExtractorSpec(
     type="pdf",
     extract=extract_pdf,
     extensions=("pdf",),
     heavy_modules=("pymupdf",),
+    thumbnail=pdf_thumbnail,
 )

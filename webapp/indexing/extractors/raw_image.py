@@ -6,6 +6,7 @@ import struct
 from typing import Any
 
 from . import exif as exiflib
+from . import thumbs
 from ._util import read_bytes
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec, extension
 from .image import TIFF_HEADERS, build_doc, find_tiff, load_exif
@@ -101,10 +102,26 @@ def extract_raw(path: str, settings: ExtractionSettings) -> Extracted:
     return build_doc("raw_image", meta, tags, settings)
 
 
+def raw_thumbnail(path: str, settings: ExtractionSettings) -> Any:
+    """The camera's embedded preview (JPEG or bitmap); None when the file has none."""
+    import rawpy
+    from PIL import Image
+
+    try:
+        with rawpy.imread(path) as raw:
+            thumb = raw.extract_thumb()
+    except (rawpy.LibRawError, OSError):  # no preview, or LibRaw cannot read the file
+        return None
+    if thumb.format == rawpy.ThumbFormat.JPEG:
+        return thumbs.open_image(bytes(thumb.data))
+    return Image.fromarray(thumb.data)
+
+
 RAW_IMAGE = ExtractorSpec(
     type="raw_image",
     extract=extract_raw,
     extensions=("cr2", "cr3", "crw", "nef", "nrw", "arw", "srf", "sr2", "dng", "orf", "rw2",
                 "raf", "pef", "srw", "x3f", "3fr", "erf", "kdc", "mrw", "mos", "iiq", "rwl"),
     heavy_modules=("rawpy", "PIL.Image"),
+    thumbnail=raw_thumbnail,
 )

@@ -1,0 +1,52 @@
+"""Markdown shown as HTML: markdown-it-py (CommonMark, with tables and strikethrough) renders,
+nh3 (the Rust `ammonia` sanitizer) keeps only harmless tags and attributes.
+
+Raw HTML inside Markdown is allowed through the renderer, so READMEs that use <details> or <kbd>
+read as meant, and everything dangerous (scripts, event handlers, javascript: links, styles,
+iframes, forms) is removed by the sanitizer, which parses the result as a browser would.
+Images become their alt text: a relative picture cannot be found from the document page and
+a remote one would be fetched from another site (the CSP blocks both anyway).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from html import escape
+from typing import Any
+
+MAX_MARKDOWN_CHARS = 500_000  # longer documents are shown as plain text
+ALLOWED_TAGS = {
+    "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt",
+    "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "kbd", "li", "mark", "ol", "p", "pre",
+    "s", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "th", "thead", "tr",
+    "ul",
+}
+ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "td": {"align"}, "th": {"align"},
+                      "ol": {"start"}, "code": {"class"}, "abbr": {"title"}, "span": {"class"}}
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Any:
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": True, "linkify": False}).enable(
+        ["table", "strikethrough"])
+
+    def image_as_text(renderer, tokens, idx, options, env):  # markdown-it's rule signature
+        alt = tokens[idx].content or "image"
+        return f'<span class="md-image">[{escape(alt)}]</span>'
+
+    md.add_render_rule("image", image_as_text)
+    return md
+
+
+def render_markdown(text: str) -> str | None:
+    """Sanitized HTML of a Markdown text; None when it is too long to render."""
+    import nh3
+
+    if len(text) > MAX_MARKDOWN_CHARS:
+        return None
+    html = _parser().render(text)
+    return nh3.clean(html, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES,
+                     url_schemes={"http", "https", "mailto"},
+                     link_rel="noopener noreferrer nofollow")
