@@ -120,8 +120,9 @@ def test_hostile_tree_scans_to_the_end(app, client, auth, make_source, hostile_r
     recs = {p: v for p, v in everything.items() if p not in members}
     expected = _expected_files(hostile_root, locked_readable=not binding)
     assert set(recs) == expected, (expected ^ set(recs))
-    # a zip holding itself (droste.zip) is opened 3 levels deep, no further
-    assert max(p.count("!/") for p in members) == 3
+    if any(os.path.basename(p) == "droste.zip" for p in recs):  # from the hostile corpus
+        # a zip holding itself is opened 3 levels deep, no further
+        assert max(p.count("!/") for p in members) == 3
     for path, (state, error) in recs.items():
         assert state in {"success", "failed", "skipped"}, path
         if state != "success":

@@ -121,7 +121,7 @@ def pdf_thumbnail(path: str, settings: ExtractionSettings) -> Any:
     import pymupdf
     from PIL import Image
 
-    doc = _open(path)
+    doc = _open(path, settings)
     try:
         if not doc.page_count:
             return None
