@@ -8,7 +8,10 @@ streams one member to a download). The archive itself is never written.
 
 from __future__ import annotations
 
+import re
+import shutil
 import stat
+import subprocess
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -323,6 +326,8 @@ def _rar_open(archive: Any, info: Any, passwords: tuple[str, ...]):
     import rarfile
 
     if not info.needs_password():
+        if shutil.which(BSDTAR):
+            return rar_member(archive.filename, info.filename)
         try:
             return archive.open(info)
         except rarfile.RarCannotExec as exc:
@@ -338,6 +343,42 @@ def _rar_open(archive: Any, info: Any, passwords: tuple[str, ...]):
 
 
 RAR_TOOL_MESSAGE = "Reading this rar member needs unrar, unar, 7z or bsdtar"
+BSDTAR = "bsdtar"
+_PATTERN_CHARS = re.compile(r"([*?\[\]\\])")
+
+
+def rar_member(path: str, name: str) -> _ToolOutput:
+    """A member of a RAR archive (stored or compressed, RAR 3 or 5) read by bsdtar from the
+    archive itself. (Through rarfile, bsdtar is handed the member on a pipe, which libarchive
+    cannot read: every compressed member failed.) The name is escaped: bsdtar takes patterns."""
+    return _ToolOutput([BSDTAR, "-x", "-O", "-f", path, _PATTERN_CHARS.sub(r"\\\1", name)])
+
+
+class _ToolOutput:
+    """The bytes a reading tool writes to stdout, as a stream; closing it ends the tool. A tool
+    that fails gives an OSError at the end of its output."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.proc.stdout.read(size)
+        if not data and self.proc.wait() != 0:
+            raise OSError(f"{BSDTAR} could not read this member")
+        return data
+
+    def close(self) -> None:
+        self.proc.stdout.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def __enter__(self) -> _ToolOutput:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 _WALKERS: dict[str, Callable[[str, Guard, Sink], list[Member]]] = {
     "zip": _walk_zip, "tar": _walk_tar, "7z": _walk_7z, "rar": _walk_rar,
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import shutil
 import zipfile
 from typing import Any
 
@@ -18,6 +19,7 @@ from ._util import (
     read_member,
     summary_lines,
 )
+from .archive import BSDTAR, rar_member
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff", ".avif",
@@ -100,6 +102,9 @@ class _Archive:
         if info.file_size > limit:
             return None
         try:
+            if shutil.which(BSDTAR) and not info.needs_password():
+                with rar_member(self.handle.filename, name) as stream:
+                    return stream.read(limit)
             return self.handle.read(name)
         except (rarfile.Error, OSError):
             return None
