@@ -117,6 +117,40 @@ def _encrypt_member(data: bytes, name: str) -> bytes:
     return bytes(raw)
 
 
+def _zipcrypto(name: str, data: bytes, password: str) -> bytes:
+    """A zip of one stored member under the traditional PKWARE cipher (ZipCrypto), which
+    Python reads but cannot write: the cipher and the headers written here."""
+    crc = zlib.crc32(data)
+    keys = [0x12345678, 0x23456789, 0x34567890]
+
+    def crc_byte(value: int, byte: int) -> int:  # one step of the CRC-32 register
+        return ~zlib.crc32(bytes([byte]), ~value & 0xFFFFFFFF) & 0xFFFFFFFF
+
+    def update(byte: int) -> None:
+        keys[0] = crc_byte(keys[0], byte)
+        keys[1] = ((keys[1] + (keys[0] & 0xFF)) * 134775813 + 1) & 0xFFFFFFFF
+        keys[2] = crc_byte(keys[2], keys[1] >> 24)
+
+    def encrypt(plain: bytes) -> bytes:
+        out = bytearray()
+        for byte in plain:
+            t = (keys[2] | 2) & 0xFFFF
+            out.append(byte ^ (((t * (t ^ 1)) >> 8) & 0xFF))
+            update(byte)
+        return bytes(out)
+
+    for byte in password.encode():
+        update(byte)
+    body = encrypt(os.urandom(11) + bytes([crc >> 24])) + encrypt(data)
+    raw_name, date = name.encode(), (2024 - 1980) << 9 | 1 << 5 | 1
+    local = struct.pack("<4sHHHHHLLLHH", b"PK\x03\x04", 20, 1, 0, 0, date, crc, len(body),
+                        len(data), len(raw_name), 0) + raw_name + body
+    central = struct.pack("<4sHHHHHHLLLHHHHHLL", b"PK\x01\x02", 20, 20, 1, 0, 0, date, crc,
+                          len(body), len(data), len(raw_name), 0, 0, 0, 0, 0, 0) + raw_name
+    end = struct.pack("<4sHHHHLLH", b"PK\x05\x06", 0, 0, 1, 1, len(central), len(local), 0)
+    return local + central + end
+
+
 def _pdf(text: str, password: str | None = None) -> bytes:
     import pymupdf
 
@@ -360,6 +394,7 @@ def _protected() -> dict[str, bytes]:
         "mixed.zip": _encrypt_member(plain, "locked.txt"),
         "secret.pdf": _pdf("confidential bittern memo", password=SECRET),
         "secret.docx": _encrypted_docx("confidential godwit letter", SECRET),
+        "crypto.zip": _zipcrypto("z.txt", b"zipcrypto curlew text", SECRET),
     }
 
 
@@ -409,6 +444,7 @@ def test_encrypted_members_fail_and_the_rest_is_indexed(app, client, auth, make_
     assert _one(client, auth, "open grebe")["basename"] == "open.txt"
     assert _hits(client, auth, "avocet") == [] and _hits(client, auth, "bittern") == []
     assert _hits(client, auth, "godwit") == []
+    assert records["crypto.zip!/z.txt"].error_message == "Archive is password protected"
 
 
 def test_passwords_file_opens_encrypted_files(with_passwords, client, auth, make_tree,
@@ -417,6 +453,9 @@ def test_passwords_file_opens_encrypted_files(with_passwords, client, auth, make
     assert _one(client, auth, "avocet")["basename"] == "l.txt"
     assert _one(client, auth, "bittern")["basename"] == "secret.pdf"
     assert _one(client, auth, "godwit")["basename"] == "secret.docx"
+    curlew = _one(client, auth, "curlew")
+    assert curlew["basename"] == "z.txt"
+    assert _download(client, auth, curlew["id"]).data == b"zipcrypto curlew text"
     member = _one(client, auth, "avocet")
     assert _download(client, auth, member["id"]).data == b"sealed avocet text"
     assert SECRET not in caplog.text
