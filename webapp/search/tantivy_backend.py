@@ -539,17 +539,23 @@ class TantivyBackend:
         document a match, and get no typo or prefix forms: in a question most documents hold
         `the` or `information`, and scoring all of them is what made long questions slow.
         (When the other words find nothing, search() runs the query again without this.)
+        When every word is that common, the rarest one leads: the matches are the documents
+        holding it (as Meilisearch's `frequency` drops the most frequent words first), not a
+        union of posting lists that covers the whole index.
         """
         total = searcher.num_docs
         if total < COMMON_MIN_DOCS or strategy == "all":
             return set()
         limit = COMMON_SHARE * total
-        common = {
-            i for i, slot in enumerate(parsed.slots)
-            if all(isinstance(a, QueryTerm) and not is_cjk(a.text)
-                   and searcher.doc_freq("content", a.text) > limit for a in slot.alternatives)
+        freq = {
+            i: max(searcher.doc_freq("content", a.text) for a in slot.alternatives)
+            for i, slot in enumerate(parsed.slots)
+            if all(isinstance(a, QueryTerm) and not is_cjk(a.text) for a in slot.alternatives)
         }
-        return common if len(common) < len(parsed.slots) else set()
+        common = {i for i, n in freq.items() if n > limit}
+        if common and len(common) == len(parsed.slots):
+            common.discard(min(common, key=lambda i: (freq[i], i)))
+        return common
 
     def _slot_query(self, slot: Slot, searcher: tantivy.Searcher, base: float,
                     tier_scores: dict[str, float], expand: bool = True) -> Query:
