@@ -524,3 +524,15 @@ def test_account_pages_change_the_password_and_manage_tokens(app, client, world)
     assert alice.get("/account").status_code == 200  # this session goes on
     assert other.get("/account").status_code == 302  # the other one has ended
     assert client.get("/api/auth/me", headers=world["h"]["granted"]).status_code == 401
+
+
+def test_ids_beyond_the_integer_range_are_missing(client, auth):
+    """An id no integer column can hold is a 404 like any missing one (PostgreSQL refused it
+    and the request was a 500)."""
+    huge = 6_677_404_319_914_808
+    for method, path in (("GET", f"/api/users/{huge}"), ("PUT", f"/api/users/{huge}"),
+                         ("DELETE", f"/api/users/{huge}"), ("DELETE", f"/api/tokens/{huge}"),
+                         ("DELETE", f"/api/saved-searches/{huge}")):
+        body = {"active": True} if method == "PUT" else None
+        resp = client.open(path, method=method, headers=auth, json=body)
+        assert resp.status_code == 404, (method, path, resp.get_data())

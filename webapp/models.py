@@ -145,6 +145,17 @@ class SavedSearch(db.Model):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+MAX_ROW_ID = 2**31 - 1  # integer primary keys (INTEGER on PostgreSQL)
+
+
+def by_id(model: type[db.Model], ident: int) -> db.Model | None:
+    """The row with this integer id, or None; an id outside the column's range is none too
+    (PostgreSQL would refuse it with an error: a path's `/users/99999999999` is a 404)."""
+    if not 0 < ident <= MAX_ROW_ID:
+        return None
+    return db.session.get(model, ident)
+
+
 def get_source(source_id: str) -> Source:
     """The source, or NotFound (a 404 for the API and the UI)."""
     source = db.session.get(Source, source_id)

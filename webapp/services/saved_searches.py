@@ -9,7 +9,7 @@ from sqlalchemy.exc import IntegrityError
 
 from webapp.exceptions import Conflict, InvalidInput, NotFound
 from webapp.extensions import db
-from webapp.models import SavedSearch, User, iso
+from webapp.models import SavedSearch, User, by_id, iso
 from webapp.services import search_args
 from webapp.services.access import visible_sources
 
@@ -63,7 +63,7 @@ def create(user: User, data: Mapping) -> SavedSearch:
 
 def delete(user: User, saved_id: int) -> None:
     """Delete one of the user's saved searches (another user's is a 404, as a missing one)."""
-    saved = db.session.get(SavedSearch, saved_id)
+    saved = by_id(SavedSearch, saved_id)
     if saved is None or saved.user_id != user.id:
         raise NotFound(f"Saved search {saved_id} not found")
     db.session.delete(saved)

@@ -22,7 +22,7 @@ from sqlalchemy import or_, update
 from webapp import keys
 from webapp.exceptions import InvalidInput, NotFound, Unauthorized
 from webapp.extensions import db
-from webapp.models import ApiToken, User, iso, utcnow
+from webapp.models import ApiToken, User, by_id, iso, utcnow
 from webapp.runtime import get_redis
 
 PREFIX = "trawl_"
@@ -82,7 +82,7 @@ def list_for(user: User) -> list[dict]:
 
 def delete(user: User, token_id: int) -> None:
     """Revoke a token at once: the user's own (admins: anyone's); 404 for others'."""
-    row = db.session.get(ApiToken, token_id)
+    row = by_id(ApiToken, token_id)
     if row is None or (row.user_id != user.id and not user.is_admin):
         raise NotFound(f"Token {token_id} not found")
     db.session.delete(row)
@@ -115,7 +115,7 @@ def still_valid(session_id: str) -> bool:
     if not session_id.startswith(LINK_PREFIX):
         return True
     number = session_id[len(LINK_PREFIX):]
-    row = db.session.get(ApiToken, int(number)) if number.isdigit() else None
+    row = by_id(ApiToken, int(number)) if number.isdigit() else None
     return row is not None and (row.expires_at is None or row.expires_at > utcnow())
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from webapp.exceptions import Conflict, InvalidInput, NotFound
 from webapp.extensions import db
-from webapp.models import ROLES, ApiToken, Source, User, UserSource
+from webapp.models import ROLES, ApiToken, Source, User, UserSource, by_id
 from webapp.services import auth
 
 FIELDS = ("username", "password", "role", "active", "source_ids")
@@ -23,7 +23,7 @@ FIELDS = ("username", "password", "role", "active", "source_ids")
 
 def get(user_id: int) -> User:
     """The account, or 404."""
-    user = db.session.get(User, user_id)
+    user = by_id(User, user_id)
     if user is None:
         raise NotFound(f"User {user_id} not found")
     return user
