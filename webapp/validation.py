@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import unicodedata
+from typing import Any
+
 import marshmallow as ma
+
+from webapp.exceptions import InvalidInput
 
 
 class StrictSchema(ma.Schema):
@@ -29,3 +34,16 @@ def validation_detail(messages) -> str:
     return {"Missing data for required field": "is required",
             "Unknown field": "unknown field",
             "Field may not be null": "may not be null"}.get(text, text)
+
+
+def display_name(value: Any, limit: int) -> str:
+    """A name people give (a source's, a saved search's) without surrounding spaces, or a 400:
+    1 to `limit` characters, no control characters."""
+    if not isinstance(value, str):
+        raise InvalidInput("name: must be a string")
+    name = value.strip()
+    if not name or len(name) > limit:
+        raise InvalidInput(f"name: must be 1 to {limit} characters")
+    if any(unicodedata.category(ch) == "Cc" for ch in name):
+        raise InvalidInput("name: must not contain control characters")
+    return name

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping
 
 from sqlalchemy.exc import IntegrityError
 
-from webapp.exceptions import Conflict, InvalidInput, NotFound
+from webapp.exceptions import Conflict, NotFound
 from webapp.extensions import db
 from webapp.models import SavedSearch, User, by_id, iso
 from webapp.services import search_args
 from webapp.services.access import visible_sources
+from webapp.validation import display_name
 
 NAME_MAX = 100
-
-
-def _name(value: object) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput("name: must be a string")
-    name = value.strip()
-    if not name or len(name) > NAME_MAX:
-        raise InvalidInput(f"name: must be 1 to {NAME_MAX} characters")
-    if any(unicodedata.category(ch) == "Cc" for ch in name):
-        raise InvalidInput("name: must not contain control characters")
-    return name
 
 
 def to_json(saved: SavedSearch) -> dict:
@@ -42,7 +31,7 @@ def list_json(user: User) -> list[dict]:
 
 def create(user: User, data: Mapping) -> SavedSearch:
     """Save a search; 400 when the search itself would be refused, 409 when the name is taken."""
-    name = _name(data.get("name"))
+    name = display_name(data.get("name"), NAME_MAX)
     args = search_args.load({"q": data.get("q"), "source_id": data.get("source_id") or None,
                              "type": data.get("type") or None,
                              "sort": data.get("sort") or "relevance"})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +21,7 @@ from webapp.models import IndexedFile, Source, UserSource, get_source, iso, utcn
 from webapp.runtime import get_search
 from webapp.services import scans
 from webapp.services.access import Visible, can_see
+from webapp.validation import display_name
 
 PATTERN_FIELDS = {"include_patterns": DEFAULT_INCLUDE, "exclude_patterns": DEFAULT_EXCLUDE}
 NAME_MAX = 200  # the column's width
@@ -88,14 +88,7 @@ def valid_name(value: Any) -> str:
 
     The one check of a source's name, for the API, the web form and the CLI alike.
     """
-    if not isinstance(value, str):
-        raise InvalidInput("name: must be a string")
-    name = value.strip()
-    if not name or len(name) > NAME_MAX:
-        raise InvalidInput(f"name: must be 1 to {NAME_MAX} characters")
-    if any(unicodedata.category(ch) == "Cc" for ch in name):
-        raise InvalidInput("name: must not contain control characters")
-    return name
+    return display_name(value, NAME_MAX)
 
 
 def _patterns(field: str, value: Any) -> list[str]:
