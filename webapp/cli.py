@@ -274,7 +274,7 @@ def failed(source_id: str, page: int, as_json: bool) -> None:
 @click.option("--sort", default="relevance", help="relevance, modified_at:desc, ...")
 @click.option("--facet", "facets", multiple=True, help="Count matches per type, extension, "
               "source_id or year (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+@JSON_OPTION
 @needs_data
 def search(query: str, limit: str, offset: str, source_id: str | None, doc_type: str | None,
            sort: str, facets: tuple[str, ...], as_json: bool) -> None:

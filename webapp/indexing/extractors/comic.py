@@ -164,16 +164,25 @@ def _title(meta: dict[str, Any]) -> str | None:
     return None
 
 
-def extract_comic(path: str, settings: ExtractionSettings) -> Extracted:
-    """Extract a comic archive (.cbz, .cbr; a .zip is an `archive`, archive.py)."""
+def _open_comic(path: str) -> _Archive:
     try:
-        archive = _Archive(path)
+        return _Archive(path)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         raise ExtractionError("Not a valid comic archive") from exc
+
+
+def _names_and_pages(archive: _Archive) -> tuple[list[str], list[str]]:
+    """The archive's file names (junk left out) and its pictures, both in natural order."""
+    names = sorted((n for n in archive.names if not _is_junk(n)), key=_natural_key)
+    return names, [n for n in names if n.lower().endswith(IMAGE_EXTENSIONS)]
+
+
+def extract_comic(path: str, settings: ExtractionSettings) -> Extracted:
+    """Extract a comic archive (.cbz, .cbr; a .zip is an `archive`, archive.py)."""
+    archive = _open_comic(path)
     with archive.handle:
-        names = sorted((n for n in archive.names if not _is_junk(n)), key=_natural_key)
+        names, pages = _names_and_pages(archive)
         meta, notes = _metadata(archive)
-    pages = [n for n in names if n.lower().endswith(IMAGE_EXTENSIONS)]
     meta.update(archive_format=archive.kind, page_count=len(pages), file_count=len(names))
     if notes:
         meta["notes"] = notes
@@ -183,15 +192,11 @@ def extract_comic(path: str, settings: ExtractionSettings) -> Extracted:
 
 
 def comic_cover(path: str, settings: ExtractionSettings) -> Any:
-    """The first page (in natural order) of a comic archive; None for a plain zip of files."""
-    try:
-        archive = _Archive(path)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-        raise ExtractionError("Not a valid comic archive") from exc
+    """The first page (in natural order) of a comic archive; None when it has no page."""
+    archive = _open_comic(path)
     with archive.handle:
-        names = sorted((n for n in archive.names if not _is_junk(n)), key=_natural_key)
-        pages = [n for n in names if n.lower().endswith(IMAGE_EXTENSIONS)]
-        if not pages or (path.lower().endswith(".zip") and len(pages) * 2 < len(names)):
+        _, pages = _names_and_pages(archive)
+        if not pages:
             return None
         data = archive.read(pages[0], thumbs.MAX_COVER_BYTES)
     return thumbs.open_image(data) if data else None
