@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 VERSION = 1  # bump when the generated files change, so caches are rebuilt
@@ -36,9 +36,17 @@ SCALES: dict[str, dict[str, int]] = {
     "5k": {"code": 2200, "txt": 900, "md": 700, "pdf": 800, "docx": 300, "xlsx": 250, "pptx": 250},
     "50k": {"code": 22000, "txt": 9000, "md": 7000, "pdf": 8000, "docx": 3000, "xlsx": 2500,
             "pptx": 2500},
+    # A million files as a NAS holds them: mostly small code, notes and Markdown pages in a deep
+    # tree, with the 50k corpus's PDFs and Office files (the 5k mix scaled ten times) among them.
+    "1m": {"snippet": 420_000, "memo": 300_000, "page": 264_000, "pdf": 8000, "docx": 3000,
+           "xlsx": 2500, "pptx": 2500},
 }
 ROOTS = {"code": "code", "txt": "notes", "md": "wiki", "pdf": "papers", "docx": "office/letters",
-         "xlsx": "office/sheets", "pptx": "office/slides"}
+         "xlsx": "office/sheets", "pptx": "office/slides", "snippet": "projects", "memo": "home",
+         "page": "kb"}
+EXTENSIONS = {"code": "py", "txt": "txt", "md": "md", "snippet": "py", "memo": "txt", "page": "md"}
+DEEP = ("snippet", "memo", "page")  # small kinds, in a tree 3 to 5 folders deep
+DEEP_FANOUT = 20
 WORD = re.compile(r"[a-z]{3,}")
 STOP = frozenset("""the and for that this with are from not use was but can you all any has have
 its into more one only other than then there these they which will when what where who how also
@@ -111,11 +119,31 @@ def _title(rng: random.Random, words: int = 4) -> str:
 def _rel_path(kind: str, i: int, rng: random.Random) -> str:
     vocab = vocabulary()
     folder = i // FILES_PER_DIR
+    stem = "-".join(vocab[rng.randrange(len(vocab))] for _ in range(2))
+    ext = EXTENSIONS.get(kind, kind)
+    if kind in DEEP:
+        return f"{ROOTS[kind]}/{_deep_folder(kind, folder)}/{stem}-{i:06d}.{ext}"
     fold_rng = random.Random(f"{kind}-dir-{folder}")
     dirname = f"{vocab[fold_rng.randrange(len(vocab))]}-{folder:04d}"
-    stem = "-".join(vocab[rng.randrange(len(vocab))] for _ in range(2))
-    ext = {"code": "py", "txt": "txt", "md": "md"}.get(kind, kind)
     return f"{ROOTS[kind]}/{dirname}/{stem}-{i:05d}.{ext}"
+
+
+@lru_cache(maxsize=4096)
+def _deep_folder(kind: str, folder: int) -> str:
+    """Folder number -> a named path of its base-20 digits (3-4 levels), one more level for
+    every third folder: projects/parser-03/tokens-11/.../ as people's trees nest."""
+    vocab = vocabulary()
+    digits = []
+    while folder or len(digits) < 3:
+        folder, digit = divmod(folder, DEEP_FANOUT)
+        digits.append(digit)
+    parts, prefix = [], kind
+    for digit in reversed(digits):
+        prefix = f"{prefix}/{digit}"
+        parts.append(f"{vocab[random.Random(prefix).randrange(len(vocab))]}-{digit:02d}")
+    if sum(digits) % 3 == 0:
+        parts.append("drafts")
+    return "/".join(parts)
 
 
 # -- one writer per kind ---------------------------------------------------------------------
@@ -132,6 +160,31 @@ def _write_code(path: Path, rng: random.Random, i: int) -> None:
 @lru_cache(maxsize=1)
 def _stdlib_cache() -> tuple[Path, ...]:
     return tuple(stdlib_files())
+
+
+@cache
+def _stdlib_lines(n: int) -> tuple[str, ...]:
+    return tuple(_stdlib_cache()[n].read_text("utf-8", errors="replace").splitlines())
+
+
+def _write_snippet(path: Path, rng: random.Random, i: int) -> None:
+    lines = _stdlib_lines(i % len(_stdlib_cache()))
+    start = rng.randrange(max(1, len(lines) - 40))
+    body = "\n".join(lines[start:start + rng.randint(30, 120)])
+    path.write_text(f'"""{_title(rng, 6)}.\n\n{_text(rng, 1)[0]}\n"""\n{body}\n', "utf-8")
+
+
+def _write_memo(path: Path, rng: random.Random, i: int) -> None:
+    parts = _text(rng, rng.randint(1, 4))
+    path.write_text(f"{_title(rng)}\n\n" + "\n\n".join(parts) + "\n", "utf-8")
+
+
+def _write_page(path: Path, rng: random.Random, i: int) -> None:
+    lines = ["---", f"title: {_title(rng)}", f"date: 20{18 + i % 7}-{1 + i % 12:02d}-"
+             f"{1 + i % 28:02d}", "---", "", f"# {_title(rng)}", ""]
+    for _ in range(rng.randint(1, 3)):
+        lines += [f"## {_title(rng, 3)}", ""] + [p + "\n" for p in _text(rng, rng.randint(1, 2))]
+    path.write_text("\n".join(lines), "utf-8")
 
 
 def _write_txt(path: Path, rng: random.Random, i: int) -> None:
@@ -212,7 +265,8 @@ def _write_pptx(path: Path, rng: random.Random, i: int) -> None:
 
 
 WRITERS = {"code": _write_code, "txt": _write_txt, "md": _write_md, "pdf": _write_pdf,
-           "docx": _write_docx, "xlsx": _write_xlsx, "pptx": _write_pptx}
+           "docx": _write_docx, "xlsx": _write_xlsx, "pptx": _write_pptx,
+           "snippet": _write_snippet, "memo": _write_memo, "page": _write_page}
 
 
 def _make_one(task: tuple[str, str, int]) -> int:
@@ -247,7 +301,7 @@ def build(scale: str, processes: int | None = None, log=print) -> Corpus:
     started = time.monotonic()
     paragraphs(), vocabulary()  # built once before forking
     with multiprocessing.get_context("fork").Pool(processes or os.cpu_count()) as pool:
-        total = sum(pool.imap_unordered(_make_one, tasks, chunksize=16))
+        total = sum(pool.imap_unordered(_make_one, tasks, chunksize=256))
     info = {"files": len(tasks), "bytes": total, "counts": counts,
             "seconds": round(time.monotonic() - started, 1)}
     marker.write_text(json.dumps(info))

@@ -40,8 +40,29 @@ def touch(paths: list[Path], offset: int) -> None:
         os.utime(path, (stamp, stamp))
 
 
+class Removed:
+    """These corpus files moved out of the tree (as a deletion on disk) and back afterwards
+    (a rename keeps their bytes and times)."""
+
+    def __init__(self, corp: corpus_mod.Corpus, paths: list[Path]) -> None:
+        self.moves = [(path, corp.root.parent / "removed" / path.relative_to(corp.root))
+                      for path in paths]
+
+    def __enter__(self) -> Removed:
+        for path, away in self.moves:
+            away.parent.mkdir(parents=True, exist_ok=True)
+            path.rename(away)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for path, away in self.moves:
+            if away.exists():
+                away.rename(path)
+
+
 def run_trawl(corp: corpus_mod.Corpus, queries: dict, touched: list[Path], workers: int) -> dict:
-    """Initial index, unchanged rescan, 1% rescan, index size and HTTP search latency."""
+    """Initial index, unchanged rescan, 1% rescan, index size, HTTP search latency, the admin
+    pages, listing everything (exact total, deep offset), and a rescan after 1% deletions."""
     work = corpus_mod.WORK / f"run-{corp.scale}"
     log(f"Trawl: starting the service ({workers} workers) on {work / 'trawl-data'}")
     with TrawlService(work / "trawl-data", corp.root, workers=workers) as svc:
@@ -56,6 +77,12 @@ def run_trawl(corp: corpus_mod.Corpus, queries: dict, touched: list[Path], worke
         log(f"Trawl: rescans {out['unchanged']['seconds']} s / {out['changed_1pct']['seconds']} s;"
             f" timing {sum(map(len, queries.values()))} queries over HTTP ...")
         out["search_http"] = svc.search_latency(queries)
+        out["web_memory"] = svc.search_memory(queries)
+        out["pages"] = svc.page_latency()
+        out["listing"] = svc.listing()
+        log("Trawl: rescan after deleting 1% of the files ...")
+        with Removed(corp, touched):
+            out["deleted_1pct"] = svc.reindex()
     return out
 
 
@@ -82,6 +109,9 @@ def run_recoll(corp: corpus_mod.Corpus, queries: dict, touched: list[Path]) -> d
         out["search_python"] = rc.python_latency(queries)
     else:
         out["search_python"] = {"skipped": "python3-recoll not importable by /usr/bin/python3"}
+    log("Recoll: rescan after deleting 1% of the files ...")
+    with Removed(corp, touched):
+        out["deleted_1pct"] = rc.index()
     return out
 
 
@@ -119,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parse arguments and run the chosen scales one after the other."""
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="~1k files, under 5 minutes")
-    parser.add_argument("--scale", choices=("5k", "50k", "both"), default="5k")
+    parser.add_argument("--scale", choices=("5k", "50k", "1m", "both"), default="5k")
     parser.add_argument("--queries", type=int, default=0, help="queries per kind (default 200)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-recoll", action="store_true")

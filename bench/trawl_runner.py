@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -134,6 +135,66 @@ class TrawlService:
                 out.append(child)
         return out
 
+    def web_processes(self) -> list[psutil.Process]:
+        """gunicorn's master and its web workers."""
+        out = []
+        for child in tree_of(self.proc.pid):
+            try:
+                cmd = " ".join(child.cmdline())
+            except psutil.Error:
+                continue
+            if "gunicorn" in cmd:
+                out.append(child)
+        return out
+
+    def ui_session(self) -> requests.Session:
+        """A browser-like session logged in through the web page's own login form."""
+        web = requests.Session()
+        page = web.get(f"{self.base}/login", timeout=30).text
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+        resp = web.post(f"{self.base}/login", timeout=30, allow_redirects=False, data={
+            "csrf_token": token, "username": "bench", "password": "bench-password-1"})
+        if resp.status_code != 302:
+            raise RuntimeError(f"UI login answered {resp.status_code}")
+        return web
+
+    def page_latency(self, rounds: int = 20) -> dict:
+        """Time of the pages an admin opens most (server and transfer), p50/p95 over rounds."""
+        web = self.ui_session()
+        pages = {"sources page": "/sources", "status page": "/status",
+                 "source status fragment": f"/sources/{SOURCE_ID}/status",
+                 "failed files page": f"/sources/{SOURCE_ID}/failed",
+                 "search page": "/?q=error", "API status": "/api/status"}
+        out = {}
+        for name, path in pages.items():
+            client = self.http if path.startswith("/api/") else web
+            client.get(f"{self.base}{path}", timeout=60).raise_for_status()  # warm up
+            times = []
+            for _ in range(rounds):
+                started = time.perf_counter()
+                client.get(f"{self.base}{path}", timeout=60).raise_for_status()
+                times.append((time.perf_counter() - started) * 1000)
+            out[name] = percentiles(times)
+        return out
+
+    def listing(self, rounds: int = 10) -> dict:
+        """A filter-only query that lists every document (its `total` must be exact) and the
+        same list read at offset 100,000 (deep pagination), timed over HTTP."""
+        out = {}
+        for name, extra in (("list all", {}), ("offset 100000", {"offset": 100_000})):
+            times, totals, hits = [], set(), 0
+            for _ in range(rounds):
+                started = time.perf_counter()
+                resp = self.http.post(f"{self.base}/api/search", timeout=120, json={
+                    "q": "modified:>=1990", "limit": 20, **extra})
+                times.append((time.perf_counter() - started) * 1000)
+                resp.raise_for_status()
+                body = resp.json()
+                totals.add(body["total"])
+                hits = len(body["results"])
+            out[name] = {**percentiles(times), "total": sorted(totals), "hits": hits}
+        return out
+
     def reindex(self, full: bool = False) -> dict:
         """POST reindex, poll /api/status/<id> until idle; wall time, stats and peak memory."""
         with PeakSampler(self.worker_processes) as sampler:
@@ -181,6 +242,14 @@ class TrawlService:
             out[kind] = {**percentiles(times), "queries_with_hits": hits,
                          "server_p50": percentiles(server).get("p50")}
         return out
+
+    def search_memory(self, queries: dict[str, list], limit: int = 20) -> dict:
+        """Peak memory of the web processes while every query runs once."""
+        with PeakSampler(self.web_processes) as sampler:
+            for qs in queries.values():
+                for q in qs:
+                    self._search(q, limit)
+        return sampler.result()
 
     def _search(self, q: str | dict, limit: int) -> dict:
         body = {"q": q} if isinstance(q, str) else dict(q)
