@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from flask import Flask, abort, current_app, redirect, request, session, url_for
 from werkzeug.wrappers import Response
 
-from webapp.ui.session import session_user
+from webapp.services import auth
 
 PREFIX = "/admin/rq"
 BLUEPRINT = "rq_dashboard"
@@ -77,7 +77,7 @@ def _guard() -> Response | None:
     """Admin session, then origin and CSRF for actions, then the path values its views trust."""
     if request.blueprint != BLUEPRINT:
         return None
-    user = session_user()
+    user = auth.session_user()
     if user is None:
         return redirect(url_for("ui.login", next=request.full_path.rstrip("?")))
     if not user.is_admin:

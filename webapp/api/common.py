@@ -13,8 +13,7 @@ from flask_smorest import Blueprint
 from webapp.api.schemas import ErrorSchema
 from webapp.exceptions import Forbidden, Unauthorized
 from webapp.models import ApiToken, User
-from webapp.services import tokens
-from webapp.ui.session import session_user
+from webapp.services import auth, tokens
 
 _ERROR_TEXT = {
     400: "Invalid input; `detail` names the field and the rule",
@@ -106,7 +105,7 @@ def token_or_session(blp: Blueprint) -> Callable:
             if request.headers.get("Authorization"):
                 _authenticate()  # a token sent but invalid is 401, even with a session
             else:
-                user = session_user()
+                user = auth.session_user()
                 if user is None:
                     raise Unauthorized("Missing token or web session")
                 g.api_user, g.api_token = user, None

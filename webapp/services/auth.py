@@ -10,6 +10,7 @@ from functools import lru_cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from flask import current_app, session
 from flask_jwt_extended import create_access_token, decode_token
 
 from webapp import keys
@@ -170,3 +171,21 @@ def _verify_access_token(header: dict, payload: dict) -> bool:
     if user is None:
         return True  # "user gone": the user lookup answers 401
     return user.active and payload.get("stp") == credential_stamp(user)
+
+
+def session_user() -> User | None:
+    """The user logged in to this browser session (the UI's signed cookie), or None when there
+    is no session, it expired or was revoked, or the user is gone or changed password."""
+    uid, issued, sid = session.get("uid"), session.get("iat"), session.get("sid")
+    if uid is None or not isinstance(issued, int) or not isinstance(sid, str):
+        return None
+    lifetime = current_app.permanent_session_lifetime.total_seconds()
+    user = None
+    if time.time() - issued < lifetime and not session_revoked(sid):
+        user = db.session.get(User, uid)
+    if user is not None and (not user.active or session.get("stp") != credential_stamp(user)):
+        user = None
+    if user is None:
+        for key in ("uid", "iat", "sid", "stp"):
+            session.pop(key, None)
+    return user

@@ -20,7 +20,6 @@ from flask.sessions import SecureCookieSessionInterface
 from werkzeug.wrappers import Response
 
 from webapp.exceptions import Forbidden, InvalidInput
-from webapp.extensions import db
 from webapp.models import User
 from webapp.services import auth
 from webapp.ui.blueprint import bp
@@ -49,7 +48,7 @@ def init_app(app: Flask) -> None:
 
     @app.context_processor
     def _template_globals() -> dict:
-        user = g.user if "user" in g else session_user()
+        user = g.user if "user" in g else auth.session_user()
         return {"csrf_token": csrf_token, "current_user": user}
 
 
@@ -94,24 +93,6 @@ def logout() -> None:
     session.clear()
 
 
-def session_user() -> User | None:
-    """The logged-in user, or None when there is no session, it expired or was revoked, or the
-    user is gone or changed password."""
-    uid, issued, sid = session.get("uid"), session.get("iat"), session.get("sid")
-    if uid is None or not isinstance(issued, int) or not isinstance(sid, str):
-        return None
-    lifetime = current_app.permanent_session_lifetime.total_seconds()
-    user = None
-    if time.time() - issued < lifetime and not auth.session_revoked(sid):
-        user = db.session.get(User, uid)
-    if user is not None and (not user.active or session.get("stp") != auth.credential_stamp(user)):
-        user = None
-    if user is None:
-        for key in ("uid", "iat", "sid", "stp"):
-            session.pop(key, None)
-    return user
-
-
 def admin_required(view):
     """A page only admins may use (others get the 403 error page; the gate ran before)."""
 
@@ -154,11 +135,11 @@ def gate() -> Response | None:
     if request.method not in SAFE_METHODS:
         check_csrf()
     if request.endpoint in PUBLIC_ENDPOINTS:
-        g.user = session_user()
+        g.user = auth.session_user()
         return None
     if auth.setup_required():
         return _to("ui.setup")
-    g.user = session_user()
+    g.user = auth.session_user()
     if g.user is None:
         nxt = _next_value()
         return _to("ui.login", next=nxt) if nxt else _to("ui.login")
