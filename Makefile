@@ -10,7 +10,8 @@ run: install assets tesseract rartool
 	$(BIN)/python -m webapp.launcher
 
 # The suite runs twice: on SQLite, then on PostgreSQL (a database made for the run on the local
-# server, user postgres) when one answers on 127.0.0.1:5432; browser tests only in the first pass.
+# server, user postgres) when one answers on 127.0.0.1:5432; browser tests only in the first pass,
+# and the second runs only the tests that reach a database (tests/conftest.py).
 PG_CHECK := import psycopg; psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3").close()
 
 test: install-dev assets chromium tesseract rartool services

@@ -52,6 +52,18 @@ def pytest_configure(config):
                                 "the real-corpus tests must run in CI (set TRAWL_CORPUS)")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The PostgreSQL pass runs only the tests that reach a database (those using the
+    `database_url` fixture, directly or through `app`): the others ran in the SQLite pass and
+    would only repeat it."""
+    if os.environ.get("TRAWL_TEST_DATABASE") != "postgres":
+        return
+    keep = [item for item in items if "database_url" in getattr(item, "fixturenames", ())]
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_terminal_summary(terminalreporter):
     """One closing line saying whether the real-corpus tests ran, so a green run hides nothing
