@@ -282,6 +282,37 @@ def test_a_killed_worker_does_not_leave_the_source_stuck(app, client, auth, make
     assert report["problems"] == 0, report
 
 
+def test_a_run_ending_while_its_status_is_read_is_not_taken_for_dead(app, client, auth,
+                                                                    make_tree, make_source,
+                                                                    run_jobs):
+    """A run commits its final stats, frees the source, then publishes them: a status read that
+    holds the source from before that commit sees the run finished, not interrupted."""
+    from sqlalchemy import update
+
+    from webapp.extensions import db
+    from webapp.indexing.runstats import RunState, RunStats
+    from webapp.indexing.state import scan_lock
+    from webapp.models import Source
+    from webapp.services.status import source_status
+
+    sid = make_source(make_tree("docs", FILES))["id"]
+    done = RunStats.from_dict(_scan(client, auth, run_jobs, sid))
+    done.started_at = "2026-11-24T10:00:00"  # the next run, ending now
+    running = RunStats.from_dict(done.to_dict())
+    running.state, running.finished_at = RunState.INDEXING, None
+    with app.app_context():
+        source = db.session.get(Source, sid)  # the reader loaded it before the run ended
+        scan_lock(sid).write_stats(running)  # the run's latest published stats
+        with db.engine.begin() as conn:  # the run's own commit; its lock is already gone
+            conn.execute(update(Source).where(Source.id == sid).values(last_run=done.to_dict()))
+        status = source_status(source)
+        db.session.remove()
+    assert status["state"] == "idle"
+    assert status["last_run"].state == RunState.FINISHED, status["last_run"]
+    assert client.get(f"/api/status/{sid}", headers=auth).get_json()[
+        "last_run"]["state"] == "finished"
+
+
 @pytest.mark.slow
 def test_a_killed_coordinator_leaves_its_run_interrupted_not_indexing(app, client, auth,
                                                                       make_tree, make_source):

@@ -273,7 +273,9 @@ def settle_interrupted(source_id: str, app: Flask | None = None) -> RunStats | N
     stats = lock.read_stats()
     if stats is None or stats.state != RunState.INDEXING or lock.state() != SourceState.IDLE:
         return None
-    source = db.session.get(Source, source_id)
+    # read afresh: a caller holding the source from before the run ended (its identity map)
+    # would otherwise see no final stats and mark a run that just finished as interrupted
+    source = db.session.get(Source, source_id, populate_existing=True)
     kept = (source.last_run or {}) if source is not None else {}
     if kept.get("started_at") == stats.started_at:
         return None  # it ended normally: its final stats are on the source and on their way
