@@ -65,8 +65,11 @@ class Recoll:
         if confdir.exists():
             shutil.rmtree(confdir)
         confdir.mkdir(parents=True)
+        # idxniceprio: recollindex lowers its own priority to 19 by default; Trawl's processes
+        # run at 0, so Recoll does too (anything else running would slow Recoll alone)
         (confdir / "recoll.conf").write_text(f"topdirs = {corpus_root}\nloglevel = 2\n"
-                                             f"logfilename = {confdir / 'recoll.log'}\n")
+                                             f"logfilename = {confdir / 'recoll.log'}\n"
+                                             "idxniceprio = 0\n")
         self.env = {**os.environ, "RECOLL_CONFDIR": str(confdir)}
 
     def index(self) -> dict:

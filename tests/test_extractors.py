@@ -208,6 +208,17 @@ def test_markdown_yaml_aliases_are_refused(tmp_path):
     assert len(json.dumps(doc.metadata)) < 10_000
 
 
+def test_markdown_front_matter_reads_the_same_with_and_without_an_alias_check(tmp_path):
+    # without a `*` no alias can occur and libyaml reads it; with one, the checking loader does
+    plain, starred = tmp_path / "plain.md", tmp_path / "starred.md"
+    plain.write_text("---\ntitle: Notes\nbase: &b {x: 1}\ntags: [a, b]\n---\nbody\n")
+    starred.write_text("---\ntitle: Notes\nbase: &b {x: 1}\ntags: [a, b]\nnote: '*'\n---\nbody\n")
+    fast = extract(str(plain), ExtractionSettings()).metadata["front_matter"]
+    checked = extract(str(starred), ExtractionSettings()).metadata["front_matter"]
+    assert fast == {"title": "Notes", "base": {"x": 1}, "tags": ["a", "b"]}
+    assert checked == {**fast, "note": "*"}
+
+
 def _write_zip(path: Path, members: dict[str, bytes]) -> None:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in members.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import datetime as dt
+import os
 import re
 import zipfile
 from collections.abc import Iterable
@@ -34,8 +35,7 @@ MAX_ZIP_MEMBERS = 100_000
 
 def read_bytes(path: str, settings: ExtractionSettings) -> bytes:
     """Read a whole file, refusing files over the configured size limit."""
-    with open(path, "rb") as handle:
-        data = handle.read(settings.max_file_size_bytes + 1)
+    data = _read_upto(path, settings.max_file_size_bytes + 1)
     if len(data) > settings.max_file_size_bytes:
         raise ExtractionError(f"File is larger than {settings.max_file_size_mb} MB")
     return data
@@ -44,9 +44,19 @@ def read_bytes(path: str, settings: ExtractionSettings) -> bytes:
 def read_text_bytes(path: str, settings: ExtractionSettings) -> tuple[bytes, bool]:
     """Read enough bytes of a text file for max_content_chars; return (data, was_cut)."""
     budget = min(settings.max_file_size_bytes, settings.max_content_chars * 4 + 4)
-    with open(path, "rb") as handle:
-        data = handle.read(budget + 1)
+    data = _read_upto(path, budget + 1)
     return data[:budget], len(data) > budget
+
+
+def _read_upto(path: str, limit: int) -> bytes:
+    """At most `limit` bytes of a file. A read of `limit` bytes would set aside that much memory
+    first (megabytes for every small file): the file's size bounds the first read."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read(min(size + 1, limit))
+        if len(data) > size:  # it grew since: read on, up to the limit
+            data += handle.read(limit - len(data))
+    return data
 
 
 def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
