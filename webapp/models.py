@@ -95,6 +95,7 @@ class IndexedFile(db.Model):
     __table_args__ = (
         UniqueConstraint("source_id", "path", name="uq_indexed_files_source_path"),
         Index("ix_indexed_files_source_status", "source_id", "status"),
+        Index("ix_indexed_files_source_indexed", "source_id", "indexed_at"),  # last indexed
         Index("ix_indexed_files_source_ocr", "source_id", "ocr"),
         Index("ix_indexed_files_source_container", "source_id", "container"),
     )

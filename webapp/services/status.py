@@ -57,9 +57,12 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
         by_status = counts().get(source.id, {})
     last_indexed = db.session.query(func.max(IndexedFile.indexed_at)).filter_by(
         source_id=source.id).scalar()
+    # ordered by an expression of the path: ordered by the path itself, SQLite (which does not
+    # know how rare failures are) read every record of the source through its path key to
+    # skip a sort (0.5 s at a million records) instead of the few failed ones through status
     failed = (db.session.query(IndexedFile.path, IndexedFile.error_message)
               .filter_by(source_id=source.id, status=FileStatus.FAILED)
-              .order_by(IndexedFile.path).limit(FAILED_FILES))
+              .order_by(func.coalesce(IndexedFile.path, "")).limit(FAILED_FILES))
     state = scans.scan_state(source.id)  # first: a lock expiring between the two reads is then
     live = scans.live_stats(source.id)  # seen as settled (interrupted), never "idle but indexing"
     kept = RunStats.from_dict(source.last_run) if source.last_run else None
