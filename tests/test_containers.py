@@ -12,6 +12,7 @@ import tarfile
 import tempfile
 import zipfile
 import zlib
+from datetime import UTC, datetime
 from email.message import EmailMessage
 
 import py7zr
@@ -19,6 +20,7 @@ import pytest
 from ui_helpers import login
 
 from tests.conftest import require_corpus
+from tests.msgfile import write_msg
 
 SECRET = "hunter2-correct-horse"
 
@@ -274,6 +276,47 @@ def test_email_fields_and_mbox_messages(client, auth, scanned):
     assert _hits(client, auth, "\"kestrel2\"") and _hits(client, auth, "\"kestrel4\"")
     assert errors.get(f"{root}/box.mbox!/message-3.eml") == "Not a valid e-mail message" or \
         not _hits(client, auth, "\"kestrel3\"")
+
+
+def test_outlook_messages_fields_bodies_and_attachments(client, auth, make_tree, make_source,
+                                                        run_jobs, tmp_path):
+    sent = datetime(2024, 3, 5, 14, 30, tzinfo=UTC)
+    report = write_msg(tmp_path / "report.msg", subject="Grebe census figures",
+                       sender="Ann Lee", sender_email="ann@example.org",
+                       to="Bob Stone <bob@example.org>", cc="cy@example.org",
+                       body="The wintering grebes were counted twice.", date=sent,
+                       message_id="<census-7@example.org>",
+                       attachments={"tally.txt": b"avocet tally sheet",
+                                    "inner.zip": _zip({"deep.txt": b"attached zip godwit"})})
+    html = write_msg(tmp_path / "html.msg", subject="Dawn walk",
+                     html="<html><style>p {color: red}</style><body><p>A <b>bittern</b> "
+                          "boomed</p></body></html>")
+    root = make_tree("outlook", {"report.msg": report.read_bytes(), "html.msg": html.read_bytes(),
+                                 "broken.msg": report.read_bytes()[:1500],
+                                 "plain.txt": b"a plain curlew file"})
+    src = make_source(root)
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    mail = client.get(f"/api/documents/{_one(client, auth, 'grebes')['id']}",
+                      headers=auth).get_json()
+    assert mail["type"] == "email" and mail["title"] == "Grebe census figures"
+    assert mail["path"] == f"{root}/report.msg"
+    meta = mail["metadata"]
+    assert meta["from"] == "Ann Lee <ann@example.org>" and meta["to"] == "Bob Stone <bob@example.org>"
+    assert meta["cc"] == "cy@example.org" and meta["message_id"] == "<census-7@example.org>"
+    assert meta["date"].startswith("2024-03-05T14:30:00")
+    # attachments are members, extracted like files, nested containers included
+    assert _one(client, auth, "avocet")["path"] == f"{root}/report.msg!/tally.txt"
+    assert _one(client, auth, "godwit")["path"] == f"{root}/report.msg!/inner.zip!/deep.txt"
+    dawn = client.get(f"/api/documents/{_one(client, auth, 'bittern')['id']}",
+                      headers=auth).get_json()
+    assert "A bittern boomed" in dawn["content"]  # an HTML-only body, as text
+    assert "<" not in dawn["content"] and "color" not in dawn["content"]
+    # the cut-off message fails alone, with a clear message; its neighbours are indexed
+    status = client.get(f"/api/status/{src['id']}", headers=auth).get_json()
+    failed = {f["path"]: f["error"] for f in status["failed_files"]}
+    assert failed == {f"{root}/broken.msg": "Not a valid Outlook message"}
+    assert _one(client, auth, "curlew")["path"] == f"{root}/plain.txt"
 
 
 def test_member_downloads_are_the_original_bytes(client, auth, scanned):
