@@ -556,6 +556,22 @@ def test_words_in_most_documents_of_a_large_index_only_rank(tmp_path):
     assert backend.search(SearchQuery(q="common puffin", matching_strategy="all")).total == 1
 
 
+def test_a_stem_form_in_most_documents_finds_them_only_for_a_one_word_query(tmp_path):
+    """In a large index, a stem form in more than a fifth of the documents (`tests` for
+    `tested` in a code share) does not by itself make a match of a query with other words to
+    go by: it made nearly every document a match of a question, all of them scored. Alone, the
+    word still finds its stem forms."""
+    backend = TantivyBackend(tmp_path / "ix")
+    backend.upsert([make_doc(f"t{i:04d}", f"unit tests number {i}") for i in range(1_000)]
+                   + [make_doc("both", "tested signal handler"),
+                      make_doc("signal", "a signal alone"),
+                      make_doc("tests", "signal tests")])
+    page = backend.search(SearchQuery(q="tested signal"))
+    assert page.total == 3  # not the thousand documents holding only `tests`
+    assert [r["id"] for r in page.results][:1] == ["docs--both"]
+    assert backend.search(SearchQuery(q="tested")).total == 1_002  # `tests` is its stem form
+
+
 def test_members_carry_their_container_id(backend):
     archive = make_doc("zip", "reports/q1.txt", "backup.zip")
     member = make_doc("member", "quarterly grebe figures", "q1.txt",

@@ -210,3 +210,20 @@ def test_cjk_runs_are_marked_inside_longer_runs_and_next_to_latin_words():
 def test_stem_forms_are_marked_but_not_same_length_spellings():
     out = highlight_all("connected, connection, lazy", matcher("connections lazi"))
     assert out == "<em>connected</em>, <em>connection</em>, lazy"
+
+
+@pytest.mark.parametrize("filler", ["rows are rare around here. ", "rôles are rare à Paris. "])
+def test_a_one_letter_word_is_found_as_a_whole_token_only(filler):
+    """`r` begins a fifth of all words: a long text is searched for the token `r` itself."""
+    text = filler * 3000 + "Written in R, with vectors. " + filler * 10
+    out = build_snippet(text, matcher("r "), 80)
+    assert re.findall(r"<em>(.*?)</em>", out) == ["R"], out
+
+
+def test_marks_stay_in_place_in_a_long_text_with_accented_letters():
+    """ASCII query words are found in the UTF-8 bytes of a text with accented letters; the
+    marks land on the right characters, whatever their case."""
+    text = "Café crème à la carte, voilà. " * 3000 + "The PUFFIN nests here. " + "Über. " * 50
+    out = build_snippet(text, matcher("puffin nests"), 60)
+    assert "The <em>PUFFIN</em> <em>nests</em> here." in out, out
+    assert visible(out).strip("…") in text

@@ -36,6 +36,7 @@ MAX_TYPO_WORDS = 10
 MAX_QUERY_WORDS = 100
 ONE_TYPO_MIN_LENGTH = 5
 TWO_TYPOS_MIN_LENGTH = 9
+WHOLE_WORD_MAX = 2  # see TermMatcher.whole_words
 
 @lru_cache(maxsize=1)
 def _char_folder():
@@ -285,17 +286,28 @@ class TermMatcher:
 
     def known_forms(self) -> frozenset[str]:
         """Lower-case beginnings of the query's words and of every word matched so far, none
-        the beginning of another: a token that starts with none of them was not seen to match."""
+        the beginning of another: a token that starts with none of them was not seen to match.
+        The whole_words() are among them as they are (they begin too many other words)."""
         if self._forms[0] != self._version:
+            whole = self.whole_words()
             heads = {stem_head(s) for s in self.term_stems() if s and len(stem_head(s)) >= 3}
-            words = sorted({t.text for t in self.terms if t.text} | heads
-                           | {w.lower() for w in self._known})
+            words = sorted(({t.text for t in self.terms if t.text} | heads
+                            | {w.lower() for w in self._known}) - whole)
             forms: list[str] = []
             for word in words:  # sorted, so a beginning comes right before the words it starts
                 if not forms or not word.startswith(forms[-1]):
                     forms.append(word)
-            self._forms = (self._version, frozenset(forms))
+            self._forms = (self._version, frozenset(forms) | whole)
         return self._forms[1]
+
+    def whole_words(self) -> frozenset[str]:
+        """Query words of one or two characters that only a token equal to them matches (no
+        typos, no prefix, no stem): `r` begins a fifth of all words, so a text is searched
+        for them as whole tokens, not for the tokens they begin."""
+        return frozenset(
+            t.text for t, stem in zip(self.terms, self.term_stems(), strict=True)
+            if 0 < len(t.text) < WHOLE_WORD_MAX + 1 and not t.typos and not t.prefix
+            and stem is None and not is_cjk(t.text))
 
     def seen_terms(self) -> set[int]:
         """Indexes of the terms some word has matched so far."""

@@ -198,7 +198,7 @@ def _scanned_matches(text: str, matcher: TermMatcher, length: int, short: bool) 
 def _known_form_matches(text: str, matcher: TermMatcher, stop_after: int | None) -> list[Span]:
     """Whole-token matches that start with a known form, read in growing chunks; with
     `stop_after`, reading ends that many characters after every term has been seen."""
-    forms, wanted = matcher.known_forms(), len(matcher.terms)
+    forms, wanted, whole = matcher.known_forms(), len(matcher.terms), matcher.whole_words()
     if not forms:
         return []
     if len(forms) > MAX_FORMS:  # each form is one more pass: keep the query's own words
@@ -208,7 +208,7 @@ def _known_form_matches(text: str, matcher: TermMatcher, stop_after: int | None)
     stop, start, size = len(text), 0, 4_000
     while start < stop:
         end = _cut_at_space(text, start, start + size)
-        for s in _form_starts(forms, text, start, end):
+        for s in _form_starts(forms, text, start, end, whole):
             if s >= stop:
                 break
             word = TOKEN_RE.match(text, s).group()  # the whole token from this start
@@ -225,39 +225,83 @@ def _known_form_matches(text: str, matcher: TermMatcher, stop_after: int | None)
             # Many matches and a term still missing: jump to the next form of a missing term
             # (its neighbourhood is then read with every form, for a passage holding both).
             missing = frozenset(f for f in forms if matcher.match(f) not in seen)
-            at = _next_form_start(missing, text, start)
+            at = _next_form_start(missing, text, start, whole)
             if at is None:
                 break
             start, size = max(start, _cut_at_space(text, start, at - stop_after)), 4_000
     return spans
 
 
-def _next_form_start(forms: frozenset[str], text: str, start: int) -> int | None:
+def _next_form_start(forms: frozenset[str], text: str, start: int,
+                     whole: frozenset[str] = frozenset()) -> int | None:
     """The first position from `start` where a token starts with one of the forms."""
     while forms and start < len(text):
         end = _cut_at_space(text, start, start + MAX_CHUNK)
-        found = _form_starts(forms, text, start, end)
+        found = _form_starts(forms, text, start, end, whole)
         if found:
             return found[0]
         start = end
     return None
 
 
-def _form_starts(forms: frozenset[str], text: str, start: int, end: int) -> list[int]:
+def _form_starts(forms: frozenset[str], text: str, start: int, end: int,
+                 whole: frozenset[str] = frozenset()) -> list[int]:
     """Positions in text[start:end], in order, where a token starts with one of the forms
-    (substring search in C; the forms are lower case and none begins another)."""
+    (substring search in C; the forms are lower case and none begins another), or is one of
+    the `whole` forms."""
     chunk = text[start:end]
-    lowered = chunk.lower()
-    if len(lowered) != len(chunk):  # U+0130 is the one letter whose lower case is longer
-        lowered = chunk.replace("\u0130", "I").lower()
+    if chunk.isascii() or not all(f.isascii() for f in forms):
+        lowered = chunk.lower()
+        if len(lowered) != len(chunk):  # U+0130 is the one letter whose lower case is longer
+            lowered = chunk.replace("\u0130", "I").lower()
+        found = sorted(at for at, _ in _find_forms(lowered, {f: f for f in forms}, whole))
+    else:
+        # Lower-casing a text that holds any non-ASCII letter took 9 times as long as an
+        # ASCII one (most of a long snippet's time): ASCII forms are found in the text's
+        # UTF-8 bytes instead, whose ASCII letters bytes.lower() lowers at C speed.
+        raw = chunk.encode("utf-8", "surrogatepass").lower()
+        hits = sorted(_find_forms(raw, {f.encode(): f for f in forms}, whole))
+        found = _char_offsets(raw, hits)
+        found = [at for at, (_, form) in zip(found, hits, strict=True)
+                 if form not in whole or _is_whole_token(chunk, at, at + len(form))]
+    return [start + at for at in found
+            if start + at == 0 or _char_class(text[start + at - 1]) != _char_class(chunk[at])]
+
+
+def _find_forms(haystack: str | bytes, forms: dict, whole: frozenset[str]) -> list:
+    """(offset, form) of every occurrence in `haystack` of the forms (keys: the forms as
+    `haystack` holds them, str or bytes; values: the forms), the `whole` ones as tokens."""
     found = []
-    for form in forms:
-        at = lowered.find(form)
+    for needle, form in forms.items():
+        if form in whole:
+            found.extend((m.start(), form) for m in _whole_token(form, type(haystack) is bytes)
+                         .finditer(haystack))
+            continue
+        at = haystack.find(needle)
         while at >= 0:
-            found.append(start + at)
-            at = lowered.find(form, at + len(form))
-    return [s for s in sorted(found)
-            if s == 0 or _char_class(text[s - 1]) != _char_class(text[s])]
+            found.append((at, form))
+            at = haystack.find(needle, at + len(needle))
+    return found
+
+
+def _char_offsets(raw: bytes, hits: list[tuple[int, str]]) -> list[int]:
+    """Character offsets of sorted byte offsets (each at the start of an ASCII character)."""
+    out, byte, char = [], 0, 0
+    for at, _ in hits:
+        char += len(raw[byte:at].decode("utf-8", "surrogatepass"))
+        byte = at
+        out.append(char)
+    return out
+
+
+@lru_cache(maxsize=256)
+def _whole_token(word: str, binary: bool = False) -> re.Pattern:
+    """A regex for `word` as a whole token (letters or digits, as the tokenizer splits):
+    the word first, its surroundings checked after, which lets the search run at C speed.
+    (`binary`: for UTF-8 bytes, where only ASCII letters are told apart.)"""
+    run = r"\d" if word.isdigit() else r"[^\W\d_]"
+    pattern = f"{re.escape(word)}(?<!{run}.{{{len(word)}}})(?!{run})"
+    return re.compile(pattern.encode() if binary else pattern)
 
 
 def _cut_at_space(text: str, start: int, n: int) -> int:

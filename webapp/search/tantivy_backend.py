@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -76,6 +76,9 @@ PROXIMITY_WEIGHT = 0.3
 # of them does not by itself make a document a match (see _common_slots).
 COMMON_MIN_DOCS = 1_000
 COMMON_SHARE = 0.2
+# A common word in more than MATCH_ONLY_SHARE of the documents only counts as a matched word:
+# its BM25 (next to no weight there) was a posting list to seek through for every match.
+MATCH_ONLY_SHARE = 0.5
 # A word whose exact form is in at least TYPO_EXACT_DOCS documents is spelled as the files
 # spell it: it gets no typo forms (like Typesense's typo_tokens_threshold). Its neighbours'
 # posting lists were most of the time of a search, and they only ranked below its own matches.
@@ -373,15 +376,17 @@ class TantivyBackend:
         searcher = self._searcher()
         parsed = self._settle_typos(parsed, searcher)
         common = self._common_slots(parsed, query.matching_strategy, searcher)
-        tquery = self._with_syntax(self._build_query(parsed, query, searcher, common), spec)
+        cap = self._stem_cap(parsed, query.matching_strategy, searcher, common)
+        tquery = self._with_syntax(self._build_query(parsed, query, searcher, common, cap), spec)
         limit, offset = max(0, query.limit), max(0, query.offset)
         sort = SORT_FIELDS.get(query.effective_sort())
         kwargs = {"order_by_field": sort[0], "order": sort[1]} if sort else {}
         # limit=0 panics inside tantivy: fetch one and drop it.
         result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
-        if not result.count and common:  # only common words occur: they find documents
-            common = set()
-            tquery = self._with_syntax(self._build_query(parsed, query, searcher, common), spec)
+        if not result.count and (common or cap):  # only common words or forms occur
+            common, cap = {}, None
+            tquery = self._with_syntax(self._build_query(parsed, query, searcher, common, cap),
+                                       spec)
             result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
         hits = result.hits[:limit]
         docs = self._with_content([_stored(searcher, address) for _, address in hits])
@@ -427,9 +432,10 @@ class TantivyBackend:
     # --- query building ------------------------------------------------------------------
 
     def _build_query(self, parsed: ParsedQuery, query: SearchQuery,
-                     searcher: tantivy.Searcher, common: set[int]) -> Query:
+                     searcher: tantivy.Searcher, common: dict[int, int],
+                     stem_cap: float | None = None) -> Query:
         """The text part (see _text_query) AND the request's filters, the access filter first."""
-        must = [self._text_query(parsed, query.matching_strategy, searcher, common)]
+        must = [self._text_query(parsed, query.matching_strategy, searcher, common, stem_cap)]
         if query.source_ids is not None:  # the sources the asker may see: scored 0
             granted = Query.term_set_query(self.schema, "source_id", list(query.source_ids))
             must.append(Query.const_score_query(granted, 0.0))
@@ -478,8 +484,8 @@ class TantivyBackend:
             clauses.append((Occur.Should, Query.boost_query(inner, FIELD_WEIGHTS[field])))
         return Query.boolean_query(clauses)
 
-    def _text_query(self, parsed: ParsedQuery, strategy: str,
-                    searcher: tantivy.Searcher, common: set[int]) -> Query:
+    def _text_query(self, parsed: ParsedQuery, strategy: str, searcher: tantivy.Searcher,
+                    common: dict[int, int], stem_cap: float | None = None) -> Query:
         """The free-text part of a search: which documents match and how they score.
 
         Each slot (a word, a phrase, or `a OR b`) scores BUCKET when it matches, so more
@@ -493,8 +499,8 @@ class TantivyBackend:
         strict = len(parsed.slots) <= STRICT_MAX_SLOTS
         order = _slot_order(parsed, strategy if strict else "all")
         bucket, tiers = (BUCKET, TIER_SCORES) if strict else (LONG_BUCKET, LONG_TIER_SCORES)
-        built = [self._slot_query(s, searcher, bucket + order[i], tiers, i not in common)
-                 for i, s in enumerate(parsed.slots)]
+        built = [self._slot_query(s, searcher, bucket + order[i], tiers, i not in common,
+                                  stem_cap) for i, s in enumerate(parsed.slots)]
         bonus = [(Occur.Should, q) for q in self._proximity(parsed, common)]
         if strategy == "all":
             return Query.boolean_query([(Occur.Must, q) for q in built] + bonus)
@@ -505,18 +511,22 @@ class TantivyBackend:
         # Each part of a common word is optional at a level of its own: one optional posting
         # list is skipped through to the matches, while optional parts side by side form a
         # union that reads every posting of `the` (that was most of a question's time).
+        unranked = MATCH_ONLY_SHARE * searcher.num_docs
         for i in sorted(common):
-            for part in self._common_parts(parsed.slots[i], bucket + order[i], tiers):
+            parts = self._common_parts(parsed.slots[i], bucket + order[i], tiers,
+                                       common[i] <= unranked)
+            for part in parts:
                 match = Query.boolean_query([(Occur.Must, match), (Occur.Should, part)])
         return Query.boolean_query([(Occur.Must, match)] + bonus)
 
-    def _common_parts(self, slot: Slot, base: float,
-                      tier_scores: dict[str, float]) -> Iterator[Query]:
+    def _common_parts(self, slot: Slot, base: float, tier_scores: dict[str, float],
+                      ranked: bool = True) -> Iterator[Query]:
         """A common word's score (see _common_slots) in parts of one posting list each: it
-        counts as a matched word (an exact match), plus its BM25 in the text."""
+        counts as a matched word (an exact match), plus, when `ranked`, its BM25 in the text."""
         terms = [self._term("content", a.text) for a in slot.alternatives]
         yield Query.const_score_query(_any(terms), base + tier_scores["exact"])
-        yield from terms
+        if ranked:
+            yield from terms
 
     def _settle_typos(self, parsed: ParsedQuery, searcher: tantivy.Searcher) -> ParsedQuery:
         """The query without typo forms for words found as written in TYPO_EXACT_DOCS
@@ -532,8 +542,9 @@ class TantivyBackend:
                                  for slot in parsed.slots))
 
     def _common_slots(self, parsed: ParsedQuery, strategy: str,
-                      searcher: tantivy.Searcher) -> set[int]:
-        """Slots whose every word is in more than COMMON_SHARE of a large index's documents.
+                      searcher: tantivy.Searcher) -> dict[int, int]:
+        """Slots whose every word is in more than COMMON_SHARE of a large index's documents,
+        with the number of documents of their most frequent word.
 
         They still score (and count as matched words) but do not by themselves make a
         document a match, and get no typo or prefix forms: in a question most documents hold
@@ -545,26 +556,39 @@ class TantivyBackend:
         """
         total = searcher.num_docs
         if total < COMMON_MIN_DOCS or strategy == "all":
-            return set()
+            return {}
         limit = COMMON_SHARE * total
         freq = {
             i: max(searcher.doc_freq("content", a.text) for a in slot.alternatives)
             for i, slot in enumerate(parsed.slots)
             if all(isinstance(a, QueryTerm) and not is_cjk(a.text) for a in slot.alternatives)
         }
-        common = {i for i, n in freq.items() if n > limit}
+        common = {i: n for i, n in freq.items() if n > limit}
         if common and len(common) == len(parsed.slots):
-            common.discard(min(common, key=lambda i: (freq[i], i)))
+            del common[min(common, key=lambda i: (freq[i], i))]
         return common
 
+    def _stem_cap(self, parsed: ParsedQuery, strategy: str, searcher: tantivy.Searcher,
+                  common: dict[int, int]) -> float | None:
+        """The most documents a stem form may be in to make a match, when the query has two
+        or more words that are not common (see _common_slots) in a large index: `tests` (in
+        most documents of a code share) found for `tested` made nearly every document a match
+        of a question, all of them scored, while the question's other words find the
+        documents it is about. A one-word query keeps every stem form."""
+        total = searcher.num_docs
+        if total < COMMON_MIN_DOCS or strategy == "all" or len(parsed.slots) - len(common) < 2:
+            return None
+        return COMMON_SHARE * total
+
     def _slot_query(self, slot: Slot, searcher: tantivy.Searcher, base: float,
-                    tier_scores: dict[str, float], expand: bool = True) -> Query:
+                    tier_scores: dict[str, float], expand: bool = True,
+                    stem_cap: float | None = None) -> Query:
         """One slot: its tier (dis_max of match kinds, each a constant) plus BM25 parts."""
         tiers: dict[str, list[Query]] = {kind: [] for kind in tier_scores}
         relevance: list[Query] = []
         for alternative in slot.alternatives:
             if isinstance(alternative, QueryTerm):
-                self._word_parts(alternative, searcher, tiers, relevance, expand)
+                self._word_parts(alternative, searcher, tiers, relevance, expand, stem_cap)
             else:
                 for field, weight in FIELD_WEIGHTS.items():
                     inner = self._words_query(field, list(alternative))
@@ -580,12 +604,16 @@ class TantivyBackend:
         )
 
     def _word_parts(self, term: QueryTerm, searcher: tantivy.Searcher,
-                    tiers: dict[str, list[Query]], relevance: list[Query], expand: bool) -> None:
+                    tiers: dict[str, list[Query]], relevance: list[Query], expand: bool,
+                    stem_cap: float | None = None) -> None:
         """Clauses of one word: exact and stem forms score BM25; prefix and typo only a tier.
-        Without `expand` (a common word, see _common_slots) only the exact form."""
+        Without `expand` (a common word, see _common_slots) only the exact form; with a
+        `stem_cap`, only the stem forms in at most that many documents (see _stem_cap)."""
         if not expand:
             term = QueryTerm(term.text, 0)
         forms = self._stem_forms(term.text, searcher) if expand else []
+        if stem_cap is not None:
+            forms = [f for f in forms if searcher.doc_freq("content", f) <= stem_cap]
         for field, weight in FIELD_WEIGHTS.items():
             exact = self._words_query(field, [term.text])
             tiers["named" if field in NAME_FIELDS else "exact"].append(exact)
@@ -625,7 +653,7 @@ class TantivyBackend:
             return self._term(field, indexed[0])
         return Query.phrase_query(self.schema, field, indexed)
 
-    def _proximity(self, parsed: ParsedQuery, common: set[int]) -> list[Query]:
+    def _proximity(self, parsed: ParsedQuery, common: Container[int]) -> list[Query]:
         """Sloppy two-word phrases of neighbouring single-word slots, in title and content
         (none with a common word: `of the` is near in every text)."""
         words = [s.alternatives[0].text if len(s.alternatives) == 1 and i not in common
