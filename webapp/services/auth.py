@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from flask import current_app, session
+from flask import current_app, g, session
 from flask_jwt_extended import create_access_token, decode_token
 
 from webapp import keys
@@ -155,10 +155,16 @@ def _is_revoked(header: dict, payload: dict) -> bool:
 
 @jwt.user_lookup_loader
 def _load_user(header: dict, payload: dict) -> User | None:
+    """The token's user; once per request (the verification below loads it first, and the
+    session's identity map keeps an object only while something else holds it)."""
+    known = g.get("token_user")
+    if known is not None and str(known.id) == str(payload.get("sub")):
+        return known
     try:
-        return db.session.get(User, int(payload["sub"]))
+        g.token_user = db.session.get(User, int(payload["sub"]))
     except (TypeError, ValueError):
         return None
+    return g.token_user
 
 
 @jwt.token_verification_loader
