@@ -23,11 +23,11 @@ RUN python -m venv /opt/venv \
 
 # --- 3. runtime ----------------------------------------------------------------------------------
 FROM python:3.11-slim-bookworm AS runtime
-# libarchive-tools: bsdtar, which rarfile uses to read .cbr comic archives
+# libarchive-tools: bsdtar, which reads RAR members (and .cbr comics); unar: encrypted RAR members
 # tesseract-ocr: OCR of scanned pages and images (English, German, French, Spanish, Italian,
 # Portuguese, Dutch; OCR_LANGUAGES picks among them)
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libarchive-tools tesseract-ocr tesseract-ocr-eng \
+ && apt-get install -y --no-install-recommends libarchive-tools unar tesseract-ocr tesseract-ocr-eng \
       tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por \
       tesseract-ocr-nld \
  && rm -rf /var/lib/apt/lists/* \

@@ -74,9 +74,11 @@ tesseract:
 # Compressed RAR members are read through an external tool (rarfile): Debian's bsdtar is installed
 # when we are root; without one, RAR member lists are still indexed and the members say why not.
 rartool:
-	@command -v unrar >/dev/null || command -v unar >/dev/null || command -v 7z >/dev/null || command -v bsdtar >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libarchive-tools >/dev/null) || echo "libarchive-tools could not be installed: compressed RAR members will not be read"; \
-	  else echo "No unrar, unar, 7z or bsdtar and not root: compressed RAR members will not be read (apt-get install libarchive-tools)"; fi; }
+	@missing=""; command -v bsdtar >/dev/null || missing="libarchive-tools"; \
+	command -v unar >/dev/null || command -v unrar >/dev/null || missing="$$missing unar"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) || echo "$$missing could not be installed: compressed (bsdtar) or encrypted (unar) RAR members will not be read"; \
+	  else echo "Not root, so not installed: $$missing (bsdtar reads compressed RAR members, unar encrypted ones)"; fi; fi
 
 # Redis and PostgreSQL for the tests: started when the machine has them but they are not running.
 services:

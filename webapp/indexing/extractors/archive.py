@@ -8,12 +8,14 @@ streams one member to a download). The archive itself is never written.
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 import stat
 import subprocess
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -130,8 +132,8 @@ def _zip_time(info: zipfile.ZipInfo) -> int | None:
 
 def _zip_open(archive: zipfile.ZipFile, info: zipfile.ZipInfo, passwords: tuple[str, ...]):
     """The member's stream, trying the passwords on an encrypted one."""
-    if info.compress_type == 99:  # WinZip AES: the standard library cannot read it
-        raise ExtractionError(PASSWORD_MESSAGE)
+    if info.compress_type == WINZIP_AES:  # the standard library cannot decrypt it: pyzipper
+        return _aes_zip_open(archive.filename or archive.fp, info.filename, passwords)
     if not info.flag_bits & 1:
         return archive.open(info)
     for password in passwords:
@@ -139,6 +141,23 @@ def _zip_open(archive: zipfile.ZipFile, info: zipfile.ZipInfo, passwords: tuple[
             return archive.open(info, pwd=password.encode())
         except RuntimeError:  # "Bad password"
             continue
+    raise ExtractionError(PASSWORD_MESSAGE)
+
+
+WINZIP_AES = 99  # the compression method a WinZip AES member records
+
+
+def _aes_zip_open(archive: Any, name: str, passwords: tuple[str, ...]):
+    """A WinZip AES member's stream (AES-128/192/256, as WinZip and 7-Zip write them), with the
+    first password its verifier accepts."""
+    import pyzipper
+
+    for password in passwords:
+        with pyzipper.AESZipFile(archive) as aes:  # the member stream keeps the file open
+            try:
+                return aes.open(name, pwd=password.encode())
+            except RuntimeError:  # "Bad password"
+                continue
     raise ExtractionError(PASSWORD_MESSAGE)
 
 
@@ -295,7 +314,7 @@ def _walk_rar(path: str, guard: Guard, sink: Sink) -> list[Member]:
                           is_link=info.is_symlink())
             entries.append((guard.check(entry), entry, info))
         return [_emit(name, e, sink, lambda info=info: _rar_open(
-            archive, info, guard.settings.passwords())) for name, e, info in entries]
+            archive, info, guard.settings)) for name, e, info in entries]
 
 
 def _rar_with_password(path: str, passwords: tuple[str, ...], first: Exception) -> Any:
@@ -322,7 +341,7 @@ def _rar_time(info: Any) -> int | None:
         return None
 
 
-def _rar_open(archive: Any, info: Any, passwords: tuple[str, ...]):
+def _rar_open(archive: Any, info: Any, settings: ExtractionSettings):
     import rarfile
 
     if not info.needs_password():
@@ -332,17 +351,52 @@ def _rar_open(archive: Any, info: Any, passwords: tuple[str, ...]):
             return archive.open(info)
         except rarfile.RarCannotExec as exc:
             raise ExtractionError(RAR_TOOL_MESSAGE) from exc
-    for password in passwords:
+    for password in settings.passwords():
         try:
+            if isinstance(info, rarfile.Rar3Info):
+                data = _rar3_decrypted(archive.filename, info, password, settings.spool_dir)
+                if data is not None:
+                    return io.BytesIO(data)
+                continue
             stream = archive.open(info, pwd=password)
             stream.read(1)
             return archive.open(info, pwd=password)
+        except rarfile.RarCannotExec as exc:  # bsdtar alone: it cannot decrypt
+            raise ExtractionError(RAR_PASSWORD_TOOL_MESSAGE) from exc
         except (rarfile.Error, OSError):
             continue
     raise ExtractionError(PASSWORD_MESSAGE)
 
 
+def _rar3_decrypted(path: str, info: Any, password: str, spool_dir: str) -> bytes | None:
+    """A RAR 3 member (WinRAR 2.9 to 4) decrypted here, or None when `password` is not its
+    own (the CRC of the result tells). Debian's unar cannot decrypt these members (docs/
+    formats.md), so the AES-128 key is derived with rarfile's RAR 3 key function, the data
+    decrypted with `cryptography`, and a compressed member then unpacked from an unencrypted
+    copy by the tool that reads the other members."""
+    import rarfile
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    if info.salt is None or info.compress_size % 16:
+        raise ExtractionError(PASSWORD_MESSAGE)  # RAR 2.0 encryption: not read
+    key, iv = rarfile.rar3_s2k(password, info.salt)
+    with open(path, "rb") as archive:
+        archive.seek(info.data_offset)
+        packed = archive.read(info.compress_size)
+    decryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
+    plain = decryptor.update(packed) + decryptor.finalize()
+    if info.compress_type == rarfile.RAR_M0:
+        data = plain[:info.file_size]
+    else:
+        rarfile.HACK_TMP_DIR = spool_dir  # its temporary copy stays under DATA_DIR
+        clear = info.flags & ~(rarfile.RAR_FILE_PASSWORD | rarfile.RAR_FILE_SALT)
+        data = rarfile.rar3_decompress(info.extract_version, info.compress_type, plain,
+                                       info.file_size, clear, info.CRC)
+    return data if zlib.crc32(data) == info.CRC else None
+
+
 RAR_TOOL_MESSAGE = "Reading this rar member needs unrar, unar, 7z or bsdtar"
+RAR_PASSWORD_TOOL_MESSAGE = "Archive is password protected; decrypting a rar member needs unar or unrar"
 BSDTAR = "bsdtar"
 _PATTERN_CHARS = re.compile(r"([*?\[\]\\])")
 
@@ -445,6 +499,6 @@ ARCHIVE = ExtractorSpec(
     extract=extract_archive,
     extensions=("zip", "tar", "tgz", "tbz2", "txz", "7z", "rar"),
     suffixes=tuple(s for s in TAR_SUFFIXES if s.count(".") == 2),  # .tar.gz, .tar.bz2 ...
-    heavy_modules=("py7zr", "rarfile"),
+    heavy_modules=("py7zr", "rarfile", "pyzipper"),
     unpack=unpack_archive,
 )
