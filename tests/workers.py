@@ -27,6 +27,18 @@ DROP_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search",
             "--inh-caps", "-dac_override,-dac_read_search"]
 
 
+def inotify_limit(watches: int) -> list[str] | None:
+    """A Worker prefix that runs it in a user namespace of its own whose kernel limit on inotify
+    watches is `watches` (/proc/sys/user/max_inotify_watches is per user namespace): the real
+    limit, not the machine's. None when this machine cannot make user namespaces."""
+    command = ["unshare", "--user", "--map-root-user", "sh", "-c",
+               f'echo {watches} > /proc/sys/user/max_inotify_watches && exec "$@"', "sh"]
+    if not shutil.which("unshare"):
+        return None
+    probe = subprocess.run([*command, "true"], capture_output=True, check=False)
+    return command if probe.returncode == 0 else None
+
+
 def permissions_bind_worker() -> bool:
     """Whether our worker is refused unreadable files (not root, or root without DAC caps)."""
     return os.geteuid() != 0 or shutil.which("setpriv") is not None
@@ -39,10 +51,11 @@ class Worker:
     permissions bind it like any service account (mode 000 files are unreadable to it).
     """
 
-    def __init__(self, app, *args: str, output=None, **env):
+    def __init__(self, app, *args: str, output=None, prefix: list[str] | None = None, **env):
         self.app = app
         self.args = args  # e.g. "watcher": `python worker.py watcher`
         self.output = output  # a file for the worker's stdout and stderr (else the test's)
+        self.prefix = prefix  # a command to run it through (else setpriv when root, see below)
         self.env = {**os.environ, "LOG_LEVEL": "WARNING",
                     "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"])}
         self.env.update({k: str(app.config[k]) for k in SETTING_KEYS})
@@ -51,7 +64,9 @@ class Worker:
         self._stop = threading.Event()
 
     def __enter__(self) -> Worker:
-        prefix = DROP_DAC if os.geteuid() == 0 and shutil.which("setpriv") else []
+        prefix = self.prefix
+        if prefix is None:
+            prefix = DROP_DAC if os.geteuid() == 0 and shutil.which("setpriv") else []
         self.proc = subprocess.Popen([*prefix, sys.executable, "worker.py", *self.args], cwd=REPO,
                                      env=self.env, start_new_session=True, stdout=self.output,
                                      stderr=subprocess.STDOUT if self.output else None)
