@@ -306,7 +306,7 @@ class TermMatcher:
         for them as whole tokens, not for the tokens they begin."""
         return frozenset(
             t.text for t, stem in zip(self.terms, self.term_stems(), strict=True)
-            if 0 < len(t.text) < WHOLE_WORD_MAX + 1 and not t.typos and not t.prefix
+            if 0 < len(t.text) <= WHOLE_WORD_MAX and not t.typos and not t.prefix
             and stem is None and not is_cjk(t.text))
 
     def seen_terms(self) -> set[int]:

@@ -351,13 +351,10 @@ def _rar_open(archive: Any, info: Any, settings: ExtractionSettings):
             return archive.open(info)
         except rarfile.RarCannotExec as exc:
             raise ExtractionError(RAR_TOOL_MESSAGE) from exc
+    if isinstance(info, rarfile.Rar3Info):
+        return io.BytesIO(_rar3_decrypted(archive.filename, info, settings))
     for password in settings.passwords():
         try:
-            if isinstance(info, rarfile.Rar3Info):
-                data = _rar3_decrypted(archive.filename, info, password, settings.spool_dir)
-                if data is not None:
-                    return io.BytesIO(data)
-                continue
             stream = archive.open(info, pwd=password)
             stream.read(1)
             return archive.open(info, pwd=password)
@@ -368,31 +365,37 @@ def _rar_open(archive: Any, info: Any, settings: ExtractionSettings):
     raise ExtractionError(PASSWORD_MESSAGE)
 
 
-def _rar3_decrypted(path: str, info: Any, password: str, spool_dir: str) -> bytes | None:
-    """A RAR 3 member (WinRAR 2.9 to 4) decrypted here, or None when `password` is not its
-    own (the CRC of the result tells). Debian's unar cannot decrypt these members (docs/
-    formats.md), so the AES-128 key is derived with rarfile's RAR 3 key function, the data
-    decrypted with `cryptography`, and a compressed member then unpacked from an unencrypted
-    copy by the tool that reads the other members."""
+def _rar3_decrypted(path: str, info: Any, settings: ExtractionSettings) -> bytes:
+    """A RAR 3 member (WinRAR 2.9 to 4) decrypted here with the first password whose result
+    has the member's CRC. Debian's unar cannot decrypt these members (docs/formats.md), so the
+    AES-128 key is derived with rarfile's RAR 3 key function, the data decrypted with
+    `cryptography`, and a compressed member then unpacked from an unencrypted copy by the tool
+    that reads the other members."""
     import rarfile
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
     if info.salt is None or info.compress_size % 16:
         raise ExtractionError(PASSWORD_MESSAGE)  # RAR 2.0 encryption: not read
-    key, iv = rarfile.rar3_s2k(password, info.salt)
     with open(path, "rb") as archive:
         archive.seek(info.data_offset)
         packed = archive.read(info.compress_size)
-    decryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
-    plain = decryptor.update(packed) + decryptor.finalize()
-    if info.compress_type == rarfile.RAR_M0:
-        data = plain[:info.file_size]
-    else:
-        rarfile.HACK_TMP_DIR = spool_dir  # its temporary copy stays under DATA_DIR
-        clear = info.flags & ~(rarfile.RAR_FILE_PASSWORD | rarfile.RAR_FILE_SALT)
-        data = rarfile.rar3_decompress(info.extract_version, info.compress_type, plain,
-                                       info.file_size, clear, info.CRC)
-    return data if zlib.crc32(data) == info.CRC else None
+    rarfile.HACK_TMP_DIR = settings.spool_dir  # a compressed member's copy stays in DATA_DIR
+    clear = info.flags & ~(rarfile.RAR_FILE_PASSWORD | rarfile.RAR_FILE_SALT)
+    for password in settings.passwords():
+        key, iv = rarfile.rar3_s2k(password, info.salt)
+        decryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
+        plain = decryptor.update(packed) + decryptor.finalize()
+        try:
+            data = plain[:info.file_size] if info.compress_type == rarfile.RAR_M0 else \
+                rarfile.rar3_decompress(info.extract_version, info.compress_type, plain,
+                                        info.file_size, clear, info.CRC)
+        except rarfile.RarCannotExec as exc:
+            raise ExtractionError(RAR_TOOL_MESSAGE) from exc
+        except (rarfile.Error, OSError):
+            continue  # the tool refused what a wrong key made of the data
+        if zlib.crc32(data) == info.CRC:
+            return data
+    raise ExtractionError(PASSWORD_MESSAGE)
 
 
 RAR_TOOL_MESSAGE = "Reading this rar member needs unrar, unar, 7z or bsdtar"
