@@ -6,13 +6,14 @@ import html
 import json
 import multiprocessing
 import os
+import random
 import re
 import uuid
 
 import pytest
 import tantivy
 
-from webapp.search import SORTS, SearchBackend, SearchBackendError, SearchQuery, make_backend
+from webapp.search import SORTS, SearchBackend, SearchBackendError, SearchQuery, make_backend, tantivy_backend
 from webapp.search.tantivy_backend import TYPO_EXACT_DOCS, TantivyBackend
 
 MEILI_SKIP = "MEILI_URL not set: Meilisearch contract tests skipped"
@@ -610,3 +611,58 @@ def test_when_every_word_is_common_the_rarest_leads(tmp_path):
     assert page.total == 300  # the documents holding `gamma`
     assert all(r["snippet"] == "alpha beta <em>gamma</em>" for r in page.results)  # all 3 first
     assert backend.search(SearchQuery(q="alpha beta ")).total == 1_000  # `beta` leads
+
+
+def test_a_page_found_among_the_documents_matching_most_words_is_the_scored_page(
+        tmp_path, monkeypatch):
+    """A query of several words that many documents match is counted apart and its page looked
+    for among the documents matching all its words, then all but one, ...: every page, score
+    and total is the one scoring every match gives."""
+    rng = random.Random(7)
+    birds = [f"{a}{b}" for a in ("hero", "puff", "gann", "ospr", "kest", "plov", "curl", "dunl")
+             for b in ("in", "et", "ow", "ick", "ard")]  # 40 words, each in about a tenth
+    docs = []
+    for i in range(1_200):
+        text = " ".join(rng.choice(birds) for _ in range(rng.randint(1, 8)))
+        if rng.random() < 0.5:
+            text = f"the {text}"
+        docs.append(make_doc(f"d{i:04d}", f"{text} seen {i}", f"{rng.choice(birds)}-{i}.txt"))
+    for i in range(150):  # documents about most words of a long query
+        text = rng.sample(birds[:14], rng.randint(9, 14)) + rng.sample(birds, 3)
+        docs.append(make_doc(f"m{i:03d}", " ".join(text)))
+    backend = TantivyBackend(tmp_path / "ix")
+    backend.upsert(docs)
+    queries = ["heroin puffet gannow", "heroet puffow gannick heroard", "puffin gannin heroow",
+               "the ospret kestick plovard curlin",
+               "dunlet OR heroow pufferick", "where is the gannard", '"curlet dunlow" ospret',
+               "heroins puffets", "what is the heroet near the puffow and the gannin with "
+               "kestet or plovow", " ".join(birds[:14])]
+
+    def pages() -> list:
+        return [(page.total, [(r["id"], r["score"]) for r in page.results])
+                for q in queries for offset in (0, 15, 90)
+                for page in [backend.search(SearchQuery(q=q, limit=20, offset=offset))]]
+
+    everything_scored = pages()
+    found: list = []
+    top = TantivyBackend._top
+    monkeypatch.setattr(TantivyBackend, "_top",
+                        staticmethod(lambda *args: found.append(top(*args)) or found[-1]))
+    monkeypatch.setattr(tantivy_backend, "PRUNE_MIN_MATCHES", 0)
+    assert pages() == everything_scored
+    assert len(found) >= 15 and sum(hits is not None for hits in found) >= 10
+
+
+def test_a_question_does_not_match_by_a_word_in_a_tenth_of_the_documents(tmp_path):
+    """In a query of MANY_SLOTS words or more, a word in more than a tenth of a large index's
+    documents (but less than a fifth) does not by itself make a match: a question's frequent
+    words found most of the index. A two-word query still matches by it."""
+    backend = TantivyBackend(tmp_path / "ix")
+    docs = [make_doc(f"f{i:04d}", f"note {i} about the harbour") for i in range(150)]
+    docs += [make_doc(f"o{i:04d}", f"other note {i}") for i in range(900)]
+    docs.append(make_doc("puffin", "a puffin and a gannet nest by the harbour"))
+    backend.upsert(docs)
+    question = backend.search(SearchQuery(q="where do puffin and gannet nest near harbour"))
+    assert question.total == 1
+    assert [r["id"] for r in question.results] == ["docs--puffin"]
+    assert backend.search(SearchQuery(q="puffin harbour")).total == 151

@@ -7,8 +7,10 @@ import logging
 import threading
 import time
 import unicodedata
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 
 import tantivy
@@ -57,15 +59,15 @@ FIELD_WEIGHTS = {"title": 1.5, "basename": 1.5, "path": 1.2, "content": 1.0}
 # above one matching fewer: BUCKET exceeds what all the rest can add. Below it: `last`'s
 # preference for earlier words (steps of PREFERENCE_STEP, at most 45 of them), then the kind
 # of match (TIER_SCORES), then BM25 and proximity. A longer query (a question pasted whole)
-# gets a small bonus per matched word instead: strict word counting there ranked worse
-# than plain BM25 on the benchmark.
+# scores BM25 plus LONG_BUCKET per matched word: strict word counting there ranked worse
+# than plain BM25 on the benchmark, and kinds of match, proximity and common words
+# (_common_slots) added nothing to it but time.
 STRICT_MAX_SLOTS = 10
 BUCKET = 100_000.0
 PREFERENCE_STEP = 1_000.0
 # `named`: the exact word in the title or file name (Meilisearch's `attribute` rule).
 TIER_SCORES = {"named": 350.0, "exact": 300.0, "stem": 200.0, "prefix": 100.0, "typo": 0.0}
 LONG_BUCKET = 1.0
-LONG_TIER_SCORES = {"named": 0.3, "exact": 0.3, "stem": 0.2, "prefix": 0.1, "typo": 0.0}
 NAME_FIELDS = ("title", "basename")
 STEM_FIELDS = ("title", "content")  # file names and paths match exact forms only
 STEM_WEIGHT = 0.7  # BM25 of another form of the word's stem, relative to the exact form
@@ -76,6 +78,10 @@ PROXIMITY_WEIGHT = 0.3
 # of them does not by itself make a document a match (see _common_slots).
 COMMON_MIN_DOCS = 1_000
 COMMON_SHARE = 0.2
+# In a query of MANY_SLOTS slots or more (a question), a word in more than MANY_COMMON_SHARE
+# is common: the more words a query has, the less a frequent one tells documents apart.
+MANY_SLOTS = 5
+MANY_COMMON_SHARE = 0.1
 # A common word in more than MATCH_ONLY_SHARE of the documents only counts as a matched word:
 # its BM25 (next to no weight there) was a posting list to seek through for every match.
 MATCH_ONLY_SHARE = 0.5
@@ -83,6 +89,12 @@ MATCH_ONLY_SHARE = 0.5
 # spell it: it gets no typo forms (like Typesense's typo_tokens_threshold). Its neighbours'
 # posting lists were most of the time of a search, and they only ranked below its own matches.
 TYPO_EXACT_DOCS = 50
+# A relevance-ranked query of PRUNE_MIN_SLOTS to STRICT_MAX_SLOTS slots is counted unscored;
+# when more than PRUNE_MIN_MATCHES documents match, its page is found scoring only some of
+# them (see _top). (Two words rarely fill a page together: trying first made them slower.)
+PRUNE_MIN_SLOTS = 3
+PRUNE_MIN_MATCHES = 10_000
+PRUNE_MAX_MISSING = 2
 MIN_STEM_HEAD = 3  # shorter stems are not expanded (too many unrelated words share them)
 MAX_STEM_SCAN = 400  # dictionary words read per field for a stem (the most frequent first)
 MAX_STEM_FORMS = 8
@@ -377,18 +389,18 @@ class TantivyBackend:
         parsed = self._settle_typos(parsed, searcher)
         common = self._common_slots(parsed, query.matching_strategy, searcher)
         cap = self._stem_cap(parsed, query.matching_strategy, searcher, common)
-        tquery = self._with_syntax(self._build_query(parsed, query, searcher, common, cap), spec)
         limit, offset = max(0, query.limit), max(0, query.offset)
         sort = SORT_FIELDS.get(query.effective_sort())
-        kwargs = {"order_by_field": sort[0], "order": sort[1]} if sort else {}
-        # limit=0 panics inside tantivy: fetch one and drop it.
-        result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
-        if not result.count and (common or cap):  # only common words or forms occur
-            common, cap = {}, None
-            tquery = self._with_syntax(self._build_query(parsed, query, searcher, common, cap),
-                                       spec)
-            result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
-        hits = result.hits[:limit]
+
+        def narrowed(text_query: Query) -> Query:
+            return self._with_syntax(self._build_query(text_query, query), spec)
+
+        while True:
+            text = self._text_query(parsed, query.matching_strategy, searcher, common, cap)
+            tquery, hits, total = self._find(searcher, text, narrowed, limit, offset, sort)
+            if total or not (common or cap):
+                break
+            common, cap = {}, None  # only common words or forms occur: search them all
         docs = self._with_content([_stored(searcher, address) for _, address in hits])
         if sort is None:
             scores = [float(key) for key, _ in hits]
@@ -401,10 +413,61 @@ class TantivyBackend:
             _result(doc, score, matcher, query.snippet_length)
             for doc, score in zip(docs, scores, strict=True)
         ]
-        facets = self._facets(searcher, tquery, query.facets) if query.facets else None
+        facets = (self._facets(searcher, narrowed(text.match), query.facets)
+                  if query.facets else None)
         elapsed = int((time.perf_counter() - started) * 1000)
-        return SearchPage(results=results, total=result.count, processing_time_ms=elapsed,
+        return SearchPage(results=results, total=total, processing_time_ms=elapsed,
                           facet_distribution=facets)
+
+    def _find(self, searcher: tantivy.Searcher, text: _Text, narrowed: Callable[[Query], Query],
+              limit: int, offset: int, sort: tuple[str, Order] | None
+              ) -> tuple[Query, list, int]:
+        """The whole query, the page's (key, address) hits and the exact total.
+
+        Ranked by relevance, a query of PRUNE_MIN_SLOTS to STRICT_MAX_SLOTS slots is counted
+        apart (unscored), and when many documents match, its page is found without scoring
+        every match (see _top): that was most of a question's time.
+        """
+        tquery = narrowed(text.scored)
+        if sort is None and text.strict and len(text.slots) >= PRUNE_MIN_SLOTS:
+            total = searcher.search(narrowed(text.match), 1, count=True,
+                                    order_by_field="modified_at").count
+            if not limit or not total:
+                return tquery, [], total
+            hits = (self._top(searcher, text, tquery, limit, offset)
+                    if total > PRUNE_MIN_MATCHES else None)
+            if hits is None:
+                hits = searcher.search(tquery, limit, count=False, offset=offset).hits
+            return tquery, hits, total
+        kwargs = {"order_by_field": sort[0], "order": sort[1]} if sort else {}
+        # limit=0 panics inside tantivy: fetch one and drop it.
+        result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
+        return tquery, result.hits[:limit], result.count
+
+    @staticmethod
+    def _top(searcher: tantivy.Searcher, text: _Text, tquery: Query, limit: int,
+             offset: int) -> list | None:
+        """The page of `tquery` among the documents matching all the query's slots, else all
+        but one, ... (up to PRUNE_MAX_MISSING missing); None when none of those fills it.
+
+        Exact: every matched slot scores BUCKET, more than all else can add (see
+        _text_query), so once the documents matching at least k slots fill the page, no
+        document matching fewer can rank on it. Each set is a union of intersections, each
+        led by its rarest word, and the few documents in it are scored.
+        """
+        slots = text.slots
+        for missing in range(PRUNE_MAX_MISSING + 1):
+            size = len(slots) - missing
+            if size < 2:
+                break
+            groups = [Query.boolean_query([(Occur.Must, s) for s in group])
+                      for group in combinations(slots, size)]
+            within = Query.boolean_query(
+                [(Occur.Must, tquery), (Occur.Must, Query.const_score_query(_any(groups), 0.0))])
+            hits = searcher.search(within, limit, count=False, offset=offset).hits
+            if len(hits) == limit:
+                return hits
+        return None
 
     def _facets(
         self, searcher: tantivy.Searcher, tquery: Query, names: tuple[str, ...]
@@ -431,18 +494,16 @@ class TantivyBackend:
 
     # --- query building ------------------------------------------------------------------
 
-    def _build_query(self, parsed: ParsedQuery, query: SearchQuery,
-                     searcher: tantivy.Searcher, common: dict[int, int],
-                     stem_cap: float | None = None) -> Query:
+    def _build_query(self, text_query: Query, query: SearchQuery) -> Query:
         """The text part (see _text_query) AND the request's filters, the access filter first."""
-        must = [self._text_query(parsed, query.matching_strategy, searcher, common, stem_cap)]
+        must = [text_query]
         if query.source_ids is not None:  # the sources the asker may see: scored 0
             granted = Query.term_set_query(self.schema, "source_id", list(query.source_ids))
             must.append(Query.const_score_query(granted, 0.0))
         if query.source_id is not None:
-            must.append(self._term("source_id", query.source_id))
+            must.append(Query.const_score_query(self._term("source_id", query.source_id), 0.0))
         if query.type is not None:
-            must.append(self._term("type", query.type))
+            must.append(Query.const_score_query(self._term("type", query.type), 0.0))
         return Query.boolean_query([(Occur.Must, q) for q in must])
 
     def _with_syntax(self, text_query: Query, spec: QuerySpec) -> Query:
@@ -485,48 +546,56 @@ class TantivyBackend:
         return Query.boolean_query(clauses)
 
     def _text_query(self, parsed: ParsedQuery, strategy: str, searcher: tantivy.Searcher,
-                    common: dict[int, int], stem_cap: float | None = None) -> Query:
+                    common: dict[int, int], stem_cap: float | None = None) -> _Text:
         """The free-text part of a search: which documents match and how they score.
 
         Each slot (a word, a phrase, or `a OR b`) scores BUCKET when it matches, so more
         matched slots always rank first; then the strategy's preference among slots (earlier
         words for `last`, rarer for `frequency`); then the best kind of match (exact > stem >
         prefix > typo); then BM25 of the exact and stem forms per field, and a bonus for
-        neighbouring query words found close together.
+        neighbouring query words found close together. In a longer query a matched slot
+        scores LONG_BUCKET plus its BM25, and common words score nothing.
         """
-        if parsed.is_empty:
-            return Query.all_query()  # placeholder search: everything, like Meilisearch
+        if parsed.is_empty:  # placeholder search: everything, like Meilisearch
+            return _Text(Query.all_query(), Query.all_query(), (), False)
         strict = len(parsed.slots) <= STRICT_MAX_SLOTS
         order = _slot_order(parsed, strategy if strict else "all")
-        bucket, tiers = (BUCKET, TIER_SCORES) if strict else (LONG_BUCKET, LONG_TIER_SCORES)
-        built = [self._slot_query(s, searcher, bucket + order[i], tiers, i not in common,
-                                  stem_cap) for i, s in enumerate(parsed.slots)]
-        bonus = [(Occur.Should, q) for q in self._proximity(parsed, common)]
+        bucket = BUCKET if strict else LONG_BUCKET
+        unranked = MATCH_ONLY_SHARE * searcher.num_docs
+        built = [self._common_slot(s, bucket + order[i], common[i] <= unranked)
+                 if i in common else
+                 self._slot_query(s, searcher, bucket + order[i], strict, stem_cap)
+                 for i, s in enumerate(parsed.slots)]
+        bonus = [(Occur.Should, q) for q in self._proximity(parsed, common)] if strict else []
         if strategy == "all":
-            return Query.boolean_query([(Occur.Must, q) for q in built] + bonus)
+            scored = Query.boolean_query([(Occur.Must, b.scored) for b in built] + bonus)
+            return _Text(scored, scored, (), False)
         # a document matching any slot is found (and ranks by how many it matches)
-        drivers = [q for i, q in enumerate(built) if i not in common]
+        drivers = [b.scored for i, b in enumerate(built) if i not in common]
         match = Query.boolean_query([(Occur.Should, q) for q in drivers],
                                     minimum_number_should_match=1)
-        # Each part of a common word is optional at a level of its own: one optional posting
-        # list is skipped through to the matches, while optional parts side by side form a
-        # union that reads every posting of `the` (that was most of a question's time).
-        unranked = MATCH_ONLY_SHARE * searcher.num_docs
-        for i in sorted(common):
-            parts = self._common_parts(parsed.slots[i], bucket + order[i], tiers,
-                                       common[i] <= unranked)
-            for part in parts:
+        # A common word counts as a matched word in a query of up to STRICT_MAX_SLOTS slots
+        # (in a longer one it is in most documents, and CISI ranks better without it).
+        # Each part is optional at a level of its own: one optional posting list is skipped
+        # through to the matches, while optional parts side by side form a union that reads
+        # every posting of `the`.
+        for i in sorted(common) if strict else ():
+            for part in built[i].parts:
                 match = Query.boolean_query([(Occur.Must, match), (Occur.Should, part)])
-        return Query.boolean_query([(Occur.Must, match)] + bonus)
+        scored = Query.boolean_query([(Occur.Must, match)] + bonus)
+        unscored = _any([b.where for i, b in enumerate(built) if i not in common])
+        return _Text(scored, unscored, tuple(b.where for b in built), strict)
 
-    def _common_parts(self, slot: Slot, base: float, tier_scores: dict[str, float],
-                      ranked: bool = True) -> Iterator[Query]:
-        """A common word's score (see _common_slots) in parts of one posting list each: it
-        counts as a matched word (an exact match), plus, when `ranked`, its BM25 in the text."""
+    def _common_slot(self, slot: Slot, base: float, ranked: bool = True) -> _Slot:
+        """A common word (see _common_slots), scored in parts of one posting list each: it
+        counts as a matched word (an exact match where it is in the text), plus, when
+        `ranked`, its BM25 in the text."""
         terms = [self._term("content", a.text) for a in slot.alternatives]
-        yield Query.const_score_query(_any(terms), base + tier_scores["exact"])
+        where = _any(terms)
+        parts = [Query.const_score_query(where, base + TIER_SCORES["exact"])]
         if ranked:
-            yield from terms
+            parts += terms
+        return _Slot(Query.all_query(), where, tuple(parts))
 
     def _settle_typos(self, parsed: ParsedQuery, searcher: tantivy.Searcher) -> ParsedQuery:
         """The query without typo forms for words found as written in TYPO_EXACT_DOCS
@@ -543,11 +612,13 @@ class TantivyBackend:
 
     def _common_slots(self, parsed: ParsedQuery, strategy: str,
                       searcher: tantivy.Searcher) -> dict[int, int]:
-        """Slots whose every word is in more than COMMON_SHARE of a large index's documents,
-        with the number of documents of their most frequent word.
+        """Slots whose every word is in more than COMMON_SHARE of a large index's documents
+        (MANY_COMMON_SHARE in a query of MANY_SLOTS or more), with the number of documents of
+        their most frequent word.
 
-        They still score (and count as matched words) but do not by themselves make a
-        document a match, and get no typo or prefix forms: in a question most documents hold
+        They do not by themselves make a document a match and get no typo or prefix forms;
+        in a query of up to STRICT_MAX_SLOTS slots they still count as matched words (see
+        _text_query). In a question most documents hold
         `the` or `information`, and scoring all of them is what made long questions slow.
         (When the other words find nothing, search() runs the query again without this.)
         When every word is that common, the rarest one leads: the matches are the documents
@@ -557,7 +628,7 @@ class TantivyBackend:
         total = searcher.num_docs
         if total < COMMON_MIN_DOCS or strategy == "all":
             return {}
-        limit = COMMON_SHARE * total
+        limit = _common_share(parsed) * total
         freq = {
             i: max(searcher.doc_freq("content", a.text) for a in slot.alternatives)
             for i, slot in enumerate(parsed.slots)
@@ -578,40 +649,39 @@ class TantivyBackend:
         total = searcher.num_docs
         if total < COMMON_MIN_DOCS or strategy == "all" or len(parsed.slots) - len(common) < 2:
             return None
-        return COMMON_SHARE * total
+        return _common_share(parsed) * total
 
     def _slot_query(self, slot: Slot, searcher: tantivy.Searcher, base: float,
-                    tier_scores: dict[str, float], expand: bool = True,
-                    stem_cap: float | None = None) -> Query:
-        """One slot: its tier (dis_max of match kinds, each a constant) plus BM25 parts."""
-        tiers: dict[str, list[Query]] = {kind: [] for kind in tier_scores}
+                    strict: bool, stem_cap: float | None = None) -> _Slot:
+        """One slot: its tier (dis_max of match kinds, each a constant; in a long query one
+        constant for any match) plus BM25 parts."""
+        tiers: dict[str, list[Query]] = {kind: [] for kind in TIER_SCORES}
         relevance: list[Query] = []
         for alternative in slot.alternatives:
             if isinstance(alternative, QueryTerm):
-                self._word_parts(alternative, searcher, tiers, relevance, expand, stem_cap)
+                self._word_parts(alternative, searcher, tiers, relevance, stem_cap)
             else:
                 for field, weight in FIELD_WEIGHTS.items():
                     inner = self._words_query(field, list(alternative))
                     tiers["named" if field in NAME_FIELDS else "exact"].append(inner)
                     relevance.append(Query.boost_query(inner, weight))
-        kinds = [
-            Query.const_score_query(_any(queries), base + tier_scores[kind])
-            for kind, queries in tiers.items() if queries
-        ]
-        return Query.boolean_query(
-            [(Occur.Should, Query.disjunction_max_query(kinds))]
-            + [(Occur.Should, q) for q in relevance]
-        )
+        where = _any([q for queries in tiers.values() for q in queries])
+        if strict:
+            kind = Query.disjunction_max_query(
+                [Query.const_score_query(_any(queries), base + TIER_SCORES[kind])
+                 for kind, queries in tiers.items() if queries])
+        else:
+            kind = Query.const_score_query(where, base)
+        scored = Query.boolean_query([(Occur.Should, q) for q in (kind, *relevance)])
+        return _Slot(scored, where)
 
     def _word_parts(self, term: QueryTerm, searcher: tantivy.Searcher,
-                    tiers: dict[str, list[Query]], relevance: list[Query], expand: bool,
+                    tiers: dict[str, list[Query]], relevance: list[Query],
                     stem_cap: float | None = None) -> None:
         """Clauses of one word: exact and stem forms score BM25; prefix and typo only a tier.
-        Without `expand` (a common word, see _common_slots) only the exact form; with a
-        `stem_cap`, only the stem forms in at most that many documents (see _stem_cap)."""
-        if not expand:
-            term = QueryTerm(term.text, 0)
-        forms = self._stem_forms(term.text, searcher) if expand else []
+        With a `stem_cap`, only the stem forms in at most that many documents (see
+        _stem_cap)."""
+        forms = self._stem_forms(term.text, searcher)
         if stem_cap is not None:
             forms = [f for f in forms if searcher.doc_freq("content", f) <= stem_cap]
         for field, weight in FIELD_WEIGHTS.items():
@@ -667,6 +737,30 @@ class TantivyBackend:
                     pair = Query.phrase_query(self.schema, field, [a, b], PROXIMITY_SLOP)
                     out.append(Query.boost_query(pair, PROXIMITY_WEIGHT * FIELD_WEIGHTS[field]))
         return out
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """One slot of a query as built (see TantivyBackend._slot_query)."""
+
+    scored: Query
+    where: Query  # unscored: the documents where it counts as a matched word
+    parts: tuple[Query, ...] = ()  # a common word's optional parts (see _common_slot)
+
+
+@dataclass(frozen=True)
+class _Text:
+    """The free-text part of a search (see TantivyBackend._text_query)."""
+
+    scored: Query  # the documents it matches, scored
+    match: Query  # the same documents, unscored (counted and faceted without scoring)
+    slots: tuple[Query, ...]  # the documents where each slot counts as a matched word
+    strict: bool  # a matched slot outranks all else (see BUCKET)
+
+
+def _common_share(parsed: ParsedQuery) -> float:
+    """The share of documents above which a word of this query is common (see _common_slots)."""
+    return COMMON_SHARE if len(parsed.slots) < MANY_SLOTS else MANY_COMMON_SHARE
 
 
 def _any(queries: list[Query]) -> Query:
