@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -25,6 +28,8 @@ import webapp  # noqa: E402, F401, I001
 CORPUS = Path(os.environ.get("TRAWL_CORPUS") or REPO.parent / "shared" / "corpus")
 CORPUS_SKIP = "shared corpus not found: set TRAWL_CORPUS or add ../shared/corpus"
 CLAIM_KEY = "trawl-test-claim"
+# What a test or fixture touching the corpus names (the bare-clone run keeps only those).
+CORPUS_NAMES = re.compile(r"\b(CORPUS|corpus_dir|require_corpus)\b")
 ADMIN = {"username": "admin", "password": "correct horse battery"}
 
 
@@ -55,13 +60,33 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     """The PostgreSQL pass runs only the tests that reach a database (those using the
     `database_url` fixture, directly or through `app`): the others ran in the SQLite pass and
-    would only repeat it."""
-    if os.environ.get("TRAWL_TEST_DATABASE") != "postgres":
-        return
-    keep = [item for item in items if "database_url" in getattr(item, "fixturenames", ())]
+    would only repeat it. With TRAWL_TEST_CORPUS_ONLY set (the bare-clone run of
+    test_fresh_clone.py) only the tests that touch the corpus run: the others do the same with
+    or without it, and the main run has them."""
+    if os.environ.get("TRAWL_TEST_DATABASE") == "postgres":
+        _keep(config, items, lambda item: "database_url" in getattr(item, "fixturenames", ()))
+    if os.environ.get("TRAWL_TEST_CORPUS_ONLY"):
+        _keep(config, items, _touches_corpus)
+
+
+def _keep(config, items: list, wanted) -> None:
+    keep = [item for item in items if wanted(item)]
     if len(keep) < len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
+
+
+def _touches_corpus(item) -> bool:
+    """Whether the test's code (decorators included) or a fixture it uses names the corpus."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = [d for ds in (info.name2fixturedefs.values() if info else ()) for d in ds]
+    for func in [getattr(item, "function", None), *(d.func for d in defs)]:
+        try:
+            if func is not None and CORPUS_NAMES.search(inspect.getsource(func)):
+                return True
+        except (OSError, TypeError):
+            continue
+    return False
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -169,14 +194,52 @@ def database_url():
 
 
 def _reset_database(url: str) -> None:
-    """Leave the PostgreSQL test database with an empty public schema (no tables, no data)."""
-    from sqlalchemy import create_engine, text
+    """Leave the PostgreSQL test database empty: its tables emptied when the schema is the
+    newest one (what the app would make, without migrating again for every test), else an
+    empty public schema."""
+    from sqlalchemy import create_engine, inspect, text
 
     engine = create_engine(url)
     with engine.begin() as conn:
-        conn.execute(text("DROP SCHEMA public CASCADE"))
-        conn.execute(text("CREATE SCHEMA public"))
+        tables = [t for t in inspect(conn).get_table_names() if t != "alembic_version"]
+        version = (conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+                   if len(tables) < len(inspect(conn).get_table_names()) else None)
+        if version is not None and version == _head_revision():
+            names = ", ".join(f'"{t}"' for t in tables)
+            conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+        else:
+            conn.execute(text("DROP SCHEMA public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
     engine.dispose()
+
+
+def _head_revision() -> str:
+    from webapp.runtime import _head_revision as head
+
+    return head(str(REPO / "migrations"))
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory, redis_url) -> Path:
+    """A SQLite database migrated to the newest schema once, copied into each test's data
+    folder (what a first start makes, without running every migration for every test)."""
+    from webapp import create_app
+
+    top = tmp_path_factory.mktemp("sqlite-template")
+    (top / "data").mkdir()
+    app = create_app({"DATA_DIR": str(top / "data"), "REDIS_URL": redis_url, "DATABASE_URL": "",
+                      "ALLOWED_ROOTS": str(top), "SEARCH_BACKEND": "tantivy",
+                      "SEARCH_INDEX_DIR": "", "SECRET_KEY": "", "OCR_ENABLED": "false"})
+    with app.app_context():
+        from sqlalchemy import text
+
+        from webapp.extensions import db
+
+        with db.engine.connect() as conn:
+            conn.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
+        db.session.remove()
+        db.engine.dispose()
+    return top / "data" / "trawl.db"
 
 
 @pytest.fixture
@@ -206,7 +269,7 @@ def app_config(data_dir, roots, redis_url, database_url):
 
 
 @pytest.fixture
-def app(app_config, redis_url, database_url):
+def app(app_config, redis_url, database_url, sqlite_template):
     """A fresh app over an empty Redis database, data folder and database."""
     from webapp import create_app
 
@@ -217,6 +280,10 @@ def app(app_config, redis_url, database_url):
         conn.set(CLAIM_KEY, claim, ex=6 * 3600)
     if database_url:
         _reset_database(database_url)
+    own_sqlite = Path(app_config["DATA_DIR"]) / "trawl.db"
+    if not app_config.get("DATABASE_URL") and own_sqlite.parent.is_dir() \
+            and not own_sqlite.exists():
+        shutil.copyfile(sqlite_template, own_sqlite)
     application = create_app(app_config)
     application.config["TESTING"] = True
     yield application

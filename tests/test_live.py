@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from rq import SimpleWorker
-from rq.registry import FinishedJobRegistry
+from rq.registry import FinishedJobRegistry, StartedJobRegistry
 
 from tests.ui_helpers import csrf, login
 from tests.workers import Worker, inotify_limit
@@ -105,6 +105,12 @@ def live_runs(app) -> int:
     """Live updates that ran (RQ keeps finished jobs for a minute)."""
     registry = FinishedJobRegistry(queue=get_queue(app))
     return sum(1 for job_id in registry.get_job_ids() if job_id.startswith("live-"))
+
+
+def jobs_idle(app) -> bool:
+    """No job waits or runs (a job's results are searchable a moment before it is finished)."""
+    queue = get_queue(app)
+    return queue.count == 0 and StartedJobRegistry(queue=queue).count == 0
 
 
 @pytest.mark.slow
@@ -218,6 +224,7 @@ def test_changes_wait_for_a_running_scan_and_for_files_being_written(
         fh.write("macaw second half\n")
     eventually(lambda: found(client, auth, "macaw"), "the finished file")
     assert found(client, auth, "toucan") == [str(root / "report.txt")]
+    eventually(lambda: live_runs(app) > before and jobs_idle(app), "the update recorded")
     assert live_runs(app) - before == 1  # indexed once, complete: not half-written first
 
 
@@ -236,6 +243,7 @@ def test_a_burst_is_one_update(app, client, auth, make_tree, make_source, watche
         (folder / f"f{n}.txt").write_text(f"kestrel number{n}")
     eventually(lambda: status(client, auth, sid)["total_files"] == 601, "burst indexed", 60)
     assert str(root / "d29" / "f599.txt") in found(client, auth, "number599")
+    eventually(lambda: live_runs(app) > before and jobs_idle(app), "the updates recorded")
     runs = live_runs(app) - before
     assert 1 <= runs <= 2, runs  # not one per file (two if the copy outlasted a debounce)
     assert get_queue(app).count == 0
