@@ -446,6 +446,18 @@ def test_two_processes_writing_lose_no_documents(tmp_path):
     assert reader.search(SearchQuery(q="south worker", matching_strategy="all")).total == 50
 
 
+def test_a_reader_sees_each_commit_of_another_writer_at_once(tmp_path):
+    reader = TantivyBackend(tmp_path / "ix")  # stands for the web process
+    writer = TantivyBackend(tmp_path / "ix")  # a scan worker
+    assert reader.search(SearchQuery(q="heron")).total == 0
+    for n in range(1, 21):  # commits closer together than the clock ticks files' times
+        writer.upsert([make_doc(f"h{n}", "heron")])
+        assert reader.search(SearchQuery(q="heron")).total == n
+    writer.delete_ids(["docs--h1"])
+    assert reader.search(SearchQuery(q="heron")).total == 19
+    assert reader.count() == 19
+
+
 def test_busy_writer_waits_then_raises(tmp_path):
     holder = TantivyBackend(tmp_path / "ix")
     other = TantivyBackend(tmp_path / "ix", writer_timeout=0.3)

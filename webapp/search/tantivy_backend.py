@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 import unicodedata
@@ -153,6 +154,7 @@ class TantivyBackend:
         self.writer_heap = max(32, writer_heap_mb) * 1_000_000
         self._lock = threading.Lock()
         self._opened: tantivy.Index | None = None
+        self._seen_meta: tuple | None = None  # the meta.json the searcher was reloaded at
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
         self.content = ContentStore(self.directory)  # the text: see content_store.py
@@ -248,6 +250,7 @@ class TantivyBackend:
                 raise
             finally:
                 writer.wait_merging_threads()  # finishes merges and frees the lock
+                self._seen_meta = None  # this process's next search sees the commit
 
     def _to_document(self, doc: dict) -> tantivy.Document:
         """Index fields of one validated document."""
@@ -325,9 +328,24 @@ class TantivyBackend:
     # --- reading -------------------------------------------------------------------------
 
     def _searcher(self) -> tantivy.Searcher:
-        """A searcher that sees every commit made so far, by any process (reload is ~15 us)."""
-        self._index.reload()
+        """A searcher that sees every commit made so far, by any process: reloaded when the
+        index's meta.json was replaced (every commit and merge writes a new one; a reload of
+        a million-document index costs ~0.4 ms, a stat ~2 us)."""
+        seen = self._meta_state()
+        if seen is None or seen != self._seen_meta:
+            self._index.reload()
+            self._seen_meta = seen
         return self._index.searcher()
+
+    def _meta_state(self) -> tuple | None:
+        """Identity of the index's meta.json (None in memory or when unreadable)."""
+        if self.directory is None:
+            return None
+        try:
+            st = os.stat(self.directory / "meta.json")
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns
 
     def _term(self, field: str, value: str) -> Query:
         return Query.term_query(self.schema, field, value)
