@@ -201,9 +201,10 @@ def _reset_database(url: str) -> None:
 
     engine = create_engine(url)
     with engine.begin() as conn:
-        tables = [t for t in inspect(conn).get_table_names() if t != "alembic_version"]
+        names = inspect(conn).get_table_names()
+        tables = [t for t in names if t != "alembic_version"]
         version = (conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
-                   if len(tables) < len(inspect(conn).get_table_names()) else None)
+                   if "alembic_version" in names else None)
         if version is not None and version == _head_revision():
             names = ", ".join(f'"{t}"' for t in tables)
             conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
