@@ -122,17 +122,39 @@ def test_close_stops_the_child(files):
         os.kill(pid, 0)
 
 
-def test_small_files_throughput(tmp_path):
-    for index in range(300):
-        (tmp_path / f"note{index}.txt").write_text(f"note number {index}\n" * 5)
-    paths = sorted(str(p) for p in tmp_path.iterdir())
-    with Extractor(ExtractionSettings()) as ex:
-        ex.run(paths[0])
-        started = time.monotonic()
-        results = [ex.run(p) for p in paths]
-        rate = len(paths) / (time.monotonic() - started)
-    assert all(r.status == "success" for r in results)
-    assert rate > 300  # per child; the service needs >150 files/s on 2 cores
+def test_many_files_answer_in_order_and_a_bad_one_fails_alone(files, tmp_path):
+    notes = []
+    for index in range(150):  # more than one group of CHILD_GROUP files
+        (tmp_path / f"note{index}.txt").write_text(f"note number {index}")
+        notes.append(str(tmp_path / f"note{index}.txt"))
+    bad = {10: files["a.hang"], 70: files["b.crash"], 71: files["c.hog"],
+           130: str(tmp_path / "gone.txt")}
+    paths = list(notes)
+    for index, path in sorted(bad.items()):
+        paths.insert(index, path)
+    with Extractor(FAST, extra_extractors=TEST_EXTRACTORS) as ex:
+        results = list(ex.run_many(paths))
+        started = ex.children_started
+    assert len(results) == len(paths)
+    good = [r.doc.content for i, r in enumerate(results) if i not in bad]
+    assert good == [f"note number {i}" for i in range(150)]
+    assert results[10].error_message == "Extraction timed out after 0.5 s"
+    assert results[70].error_message == "Extractor crashed on this file"
+    assert results[71].error_message == "File needs too much memory to extract"
+    assert results[130].status == "failed"
+    assert started == 3  # the first child, then one after the hang and one after the crash
+
+
+def test_a_group_left_early_does_not_answer_the_next_request(extractor, tmp_path):
+    paths = []
+    for index in range(20):
+        (tmp_path / f"n{index}.txt").write_text(f"first group {index}")
+        paths.append(str(tmp_path / f"n{index}.txt"))
+    results = extractor.run_many(paths)
+    assert next(results).doc.content == "first group 0"
+    results.close()  # the child may be extracting the others: their answers must not leak
+    (tmp_path / "later.txt").write_text("asked later")
+    assert extractor.run(str(tmp_path / "later.txt")).doc.content == "asked later"
 
 
 def test_spawn_start_method_also_works(files):

@@ -1,8 +1,9 @@
 """Extraction in a reusable child process with per-type timeouts and a memory cap.
 
-The parent sends one path per request over a pipe; the child answers with the extracted
-document or a short error. A child that misses its deadline is killed, one that crashes
-(segfault, out of memory) is reaped, and the next file gets a fresh child.
+The parent sends a group of paths in one request over a pipe; the child answers each in turn
+with the extracted document or a short error, so it never waits for the parent between files.
+A child that misses a file's deadline is killed, one that crashes (segfault, out of memory) is
+reaped, and the files after it in the group go to a fresh child.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +47,7 @@ MEMORY_MESSAGE = "File needs too much memory to extract"
 START_MESSAGE = "Extraction child did not start"
 CHILD_START_TIMEOUT = 60.0  # seconds a new child may take to start (a spawn on a busy machine)
 MAX_DEPTH = 3  # containers are opened this deep (a.zip!/b.zip!/c.zip!/d.txt); deeper ones listed
+CHILD_GROUP = 64  # files sent to the child in one request (resent to a new child after a crash)
 
 
 @dataclass
@@ -56,6 +59,7 @@ class FileResult:
     doc: Extracted
     error_message: str | None = None
     members: list[MemberResult] = field(default_factory=list)
+    seconds: float = 0.0  # time the extraction took (in the child, for a file it extracted)
 
 
 @dataclass
@@ -78,7 +82,8 @@ def _format_seconds(seconds: float) -> str:
 
 def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
                 extra: tuple[ExtractorSpec, ...], parent: int) -> None:
-    """Child loop: receive a path, send back ("ok", doc) or ("error", message)."""
+    """Child loop: receive a list of requests (paths, or unpack tuples), send back for each
+    (kind, payload, seconds): ("ok", doc), ("error", message), ("bomb", ...) or ("fatal", ...)."""
     die_with_parent(signal.SIGKILL, parent)  # a hanging extraction must not outlive its worker
     other_end.close()
     faulthandler.disable()  # a crash is reported by the parent as a failed file
@@ -88,32 +93,41 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
     conn.send(("ready", None))  # a file's timeout starts now, not while the child starts up
     while True:
         try:
-            path = conn.recv()
+            requests = conn.recv()
         except (EOFError, OSError):
             return
-        if path is None:
+        if requests is None:
             return
-        try:
-            if isinstance(path, tuple):  # ("unpack", container, spool folder, budget)
-                reply: tuple[str, Any] = ("ok", unpack(path[1], settings, path[2], path[3]))
-            else:
-                doc = extract(path, settings, extra)
-                doc.thumbnail = thumbnail(path, doc, settings, extra)  # same child, same limits
-                reply = ("ok", doc)
-        except ContainerBomb as exc:
-            reply = ("bomb", str(exc))
-        except ExtractionError as exc:
-            reply = ("error", str(exc) or "Extraction failed")
-        except MemoryError:
-            reply = ("fatal", MEMORY_MESSAGE)
-        except BaseException as exc:  # noqa: B036 - the child must answer whatever happens
-            reply = ("fatal", f"Extraction failed: {type(exc).__name__}")
-        try:
-            conn.send(reply)
-        except MemoryError:
-            conn.send(("fatal", MEMORY_MESSAGE))
-        if reply[0] == "fatal":
-            return
+        for request in requests:
+            started = time.perf_counter()
+            reply = _answer_one(request, settings, extra)
+            try:
+                conn.send((*reply, time.perf_counter() - started))
+            except MemoryError:
+                reply = ("fatal", MEMORY_MESSAGE)
+                conn.send((*reply, time.perf_counter() - started))
+            if reply[0] == "fatal":
+                return
+
+
+def _answer_one(request: str | tuple, settings: ExtractionSettings,
+                extra: tuple[ExtractorSpec, ...]) -> tuple[str, Any]:
+    """The child's answer to one request: a path to extract, or ("unpack", container, spool
+    folder, budget)."""
+    try:
+        if isinstance(request, tuple):
+            return "ok", unpack(request[1], settings, request[2], request[3])
+        doc = extract(request, settings, extra)
+        doc.thumbnail = thumbnail(request, doc, settings, extra)  # same child, same limits
+        return "ok", doc
+    except ContainerBomb as exc:
+        return "bomb", str(exc)
+    except ExtractionError as exc:
+        return "error", str(exc) or "Extraction failed"
+    except MemoryError:
+        return "fatal", MEMORY_MESSAGE
+    except BaseException as exc:  # noqa: B036 - the child must answer whatever happens
+        return "fatal", f"Extraction failed: {type(exc).__name__}"
 
 
 def remove_stale_spools(spool_dir: str) -> None:
@@ -168,25 +182,68 @@ class Extractor:
             on_member: Callable[[MemberResult], None] | None = None) -> FileResult:
         """Extract one file; never raises for a bad file. A container's members are handed to
         `on_member` one by one as they are extracted (or collected in `members` without one)."""
+        emit = (lambda _path, member: on_member(member)) if on_member else None
+        with contextlib.closing(self.run_many([path], emit)) as results:
+            return next(results)
+
+    def run_many(self, paths: Iterable[str],
+                 on_member: Callable[[str, MemberResult], None] | None = None,
+                 ) -> Iterator[FileResult]:
+        """The result of each file in order, as `run` gives it. Plain files (not containers)
+        go to the child CHILD_GROUP at a time, so it extracts the next while the parent takes
+        an answer. `on_member(path, member)` gets each member of the container at `path`."""
+        group: list[tuple[str, str, FileResult | None]] = []
+        for path in paths:
+            started = time.perf_counter()
+            spec, known = self._check(path)
+            if known is not None or spec is None or spec.unpack is None:
+                if known is not None:
+                    known.seconds = time.perf_counter() - started
+                group.append((path, spec.type if spec else "file", known))
+                if len(group) < CHILD_GROUP:
+                    continue
+            yield from self._plain(group)
+            group = []
+            if spec is not None and spec.unpack is not None and known is None:
+                emit = (lambda m, p=path: on_member(p, m)) if on_member else None
+                result = self._open(path, spec.type, emit)
+                result.seconds = time.perf_counter() - started
+                yield result
+        yield from self._plain(group)
+
+    def _check(self, path: str) -> tuple[ExtractorSpec | None, FileResult | None]:
+        """A file's extractor, and its result when it is known without the child (vanished,
+        unreadable, too large, no extractor)."""
         spec = find_extractor(path, self.extra)
         doc_type = spec.type if spec else "file"
         try:
             size = os.stat(path).st_size
         except FileNotFoundError:
-            return self._failed(doc_type, VANISHED_MESSAGE)
+            return spec, self._failed(doc_type, VANISHED_MESSAGE)
         except OSError:
-            return self._failed(doc_type, UNREADABLE_MESSAGE)
+            return spec, self._failed(doc_type, UNREADABLE_MESSAGE)
         if size > self.settings.max_file_size_bytes:
             message = f"File is larger than {self.settings.max_file_size_mb} MB"
-            return FileResult(FileStatus.SKIPPED, Extracted(type=doc_type), message)
+            return spec, FileResult(FileStatus.SKIPPED, Extracted(type=doc_type), message)
         if spec is None:
-            return FileResult(FileStatus.SUCCESS, Extracted(type="file"))
-        if spec.unpack is None:
-            return self._ask_child(path, doc_type)
+            return spec, FileResult(FileStatus.SUCCESS, Extracted(type="file"))
+        return spec, None
+
+    def _plain(self, group: list[tuple[str, str, FileResult | None]]) -> Iterator[FileResult]:
+        """Results of a group of plain files in order: those known already, and the others'
+        answers from the child, asked in one request."""
+        asked = [(path, doc_type, path) for path, doc_type, known in group if known is None]
+        with contextlib.closing(self._ask_many(asked)) as answers:
+            for _path, _doc_type, known in group:
+                yield known if known is not None else next(answers)
+
+    def _open(self, path: str, doc_type: str,
+              emit: Callable[[MemberResult], None] | None) -> FileResult:
+        """A container's result; its members go to `emit` (or into `members` without one)."""
         collected: list[MemberResult] = []
         budget = [self.settings.archive_max_total_bytes]
         try:
-            result = self._container(path, doc_type, 1, budget, on_member or collected.append)
+            result = self._container(path, doc_type, 1, budget, emit or collected.append)
         except ContainerBomb as exc:  # its members already handed out are dropped by the caller
             return self._failed(doc_type, str(exc))
         result.members = collected
@@ -236,7 +293,7 @@ class Extractor:
             return done(FileResult(FileStatus.SUCCESS, Extracted(type="file")))
         spec = find_extractor(member.spooled)
         if spec is None or spec.unpack is None or depth >= MAX_DEPTH:
-            return done(self._ask_child(member.spooled, doc_type))
+            return done(self._ask_child(member.spooled, doc_type, member.spooled))
         try:
             result = self._container(member.spooled, doc_type, depth + 1, budget, emit,
                                      prefix + member.name + "!/")
@@ -245,36 +302,70 @@ class Extractor:
         return done(result)
 
     # -- the child ---------------------------------------------------------------------------
-    def _ask_child(self, request: str | tuple, doc_type: str, path: str = "") -> FileResult:
-        """Send one request (a path, or an unpack tuple) and wait for its answer, with the
-        type's timeout; the answer's payload is the result's `doc`."""
-        path = path or str(request)
+    def _ask_child(self, request: str | tuple, doc_type: str, path: str) -> FileResult:
+        """One request's answer (see `_ask_many`)."""
+        with contextlib.closing(self._ask_many([(request, doc_type, path)])) as answers:
+            return next(answers)
+
+    def _ask_many(self, requests: list[tuple[str | tuple, str, str]]) -> Iterator[FileResult]:
+        """Send (request, doc_type, path) requests (a path, or an unpack tuple) to the child
+        in one message and take each answer in turn, with its type's timeout; the answer's
+        payload is the result's `doc`. After a timeout or a crash, the requests not answered
+        yet go to a new child."""
+        while requests:
+            first_type = requests[0][1]
+            try:
+                conn = self._ensure_child()
+            except (EOFError, OSError, TimeoutError) as exc:
+                log.warning("Extraction child did not start for %s: %s", requests[0][2], exc)
+                self._kill()
+                requests = requests[1:]
+                yield self._failed(first_type, START_MESSAGE)
+                continue
+            answered = 0
+            try:
+                conn.send([request for request, _type, _path in requests])
+                for _request, doc_type, path in requests:
+                    answered += 1  # taken, whatever it is (or the child is gone)
+                    result = self._answer(conn, doc_type, path)
+                    yield result
+                    if self._conn is not conn:
+                        break
+            except (EOFError, OSError):  # the send found the child dead
+                log.warning("Extraction child died on %s", requests[0][2])
+                self._kill()
+                answered = 1
+                yield self._failed(first_type, CRASH_MESSAGE)
+            finally:
+                if self._conn is conn and answered < len(requests):
+                    self._kill()  # left early: its other answers must not reach the next request
+            requests = requests[answered:]
+
+    def _answer(self, conn: Any, doc_type: str, path: str) -> FileResult:
+        """The child's next answer, within the type's timeout (the child is killed after it)."""
         timeout = self.settings.timeout_for(doc_type)
         try:
-            conn = self._ensure_child()
-        except (EOFError, OSError, TimeoutError) as exc:
-            log.warning("Extraction child did not start for %s: %s", path, exc)
-            self._kill()
-            return self._failed(doc_type, START_MESSAGE)
-        try:
-            conn.send(request)
             if not conn.poll(timeout):
                 log.warning("Extraction of %s timed out after %s s; child killed", path, timeout)
                 self._kill()
-                return self._failed(doc_type,
-                                    f"{TIMEOUT_MESSAGE} {_format_seconds(timeout)} s")
-            kind, payload = conn.recv()
+                result = self._failed(doc_type, f"{TIMEOUT_MESSAGE} {_format_seconds(timeout)} s")
+                result.seconds = timeout
+                return result
+            kind, payload, seconds = conn.recv()
         except (EOFError, OSError):
             log.warning("Extraction child died on %s", path)
             self._kill()
             return self._failed(doc_type, CRASH_MESSAGE)
-        if kind == "ok":
-            return FileResult(FileStatus.SUCCESS, payload)
         if kind == "bomb":
             raise ContainerBomb(payload)
         if kind == "fatal":
             self._kill()
-        return self._failed(doc_type, payload)
+        if kind == "ok":
+            result = FileResult(FileStatus.SUCCESS, payload)
+        else:
+            result = self._failed(doc_type, payload)
+        result.seconds = seconds
+        return result
 
     def _failed(self, doc_type: str, message: str) -> FileResult:
         return FileResult(FileStatus.FAILED, Extracted(type=doc_type), message)

@@ -93,10 +93,22 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
     now = int(time.time())
     ocr = ocr_enabled(app)  # documents that need it wait for the OCR phase (ocr_phase.py)
 
-    def add_member(path: str, mtime_ns: int, member: MemberResult) -> None:
+    files = list(files)
+    mtimes = {path: mtime_ns for path, _size, mtime_ns in files}
+    started: set[str] = set()
+
+    def start(path: str) -> None:
+        """A file's first rows carry its reset (its old members are dropped before them)."""
+        if path not in started:
+            started.add(path)
+            out["reset"].append(path)
+
+    def add_member(path: str, member: MemberResult) -> None:
         nonlocal out
         if on_file:
             on_file()  # a helper's "still alive" mark, also while one container takes long
+        start(path)
+        mtime_ns = mtimes[path]
         member_path = f"{path}!/{member.inner}"
         parent = f"{path}!/{member.parent}" if member.parent else path
         member_ns = member.mtime * 1_000_000_000 if member.mtime is not None else mtime_ns
@@ -109,13 +121,12 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
             on_partial({**out, "partial": True})
             out = {"docs": [], "records": [], "reset": []}
 
-    for path, size, mtime_ns in files:
+    results = extractor.run_many((path for path, _size, _mtime in files), on_member=add_member)
+    for (path, size, mtime_ns), result in zip(files, results, strict=True):
         if on_file:
             on_file()
-        out["reset"].append(path)
-        started = time.perf_counter()
-        result = extractor.run(path, on_member=lambda m, p=path, t=mtime_ns: add_member(p, t, m))
-        extraction_seconds.labels(result.doc.type).observe(time.perf_counter() - started)
+        start(path)
+        extraction_seconds.labels(result.doc.type).observe(result.seconds)
         out["docs"].append(_document(source, path, size, mtime_ns, result, now, None, data_dir))
         out["records"].append(_record(path, size, mtime_ns, result, None, ocr))
     return out
