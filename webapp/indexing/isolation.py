@@ -194,26 +194,26 @@ class Extractor:
         an answer. `on_member(path, member)` gets each member of the container at `path`."""
         group: list[tuple[str, str, FileResult | None]] = []
         for path in paths:
-            started = time.perf_counter()
             spec, known = self._check(path)
-            if known is not None or spec is None or spec.unpack is None:
-                if known is not None:
-                    known.seconds = time.perf_counter() - started
-                group.append((path, spec.type if spec else "file", known))
-                if len(group) < CHILD_GROUP:
-                    continue
-            yield from self._plain(group)
-            group = []
-            if spec is not None and spec.unpack is not None and known is None:
+            if known is None and spec.unpack is not None:  # a container, after those before it
+                yield from self._plain(group)
+                group = []
+                started = time.perf_counter()
                 emit = (lambda m, p=path: on_member(p, m)) if on_member else None
                 result = self._open(path, spec.type, emit)
                 result.seconds = time.perf_counter() - started
                 yield result
+                continue
+            group.append((path, spec.type if spec else "file", known))
+            if len(group) >= CHILD_GROUP:
+                yield from self._plain(group)
+                group = []
         yield from self._plain(group)
 
     def _check(self, path: str) -> tuple[ExtractorSpec | None, FileResult | None]:
         """A file's extractor, and its result when it is known without the child (vanished,
-        unreadable, too large, no extractor)."""
+        unreadable, too large, no extractor); the result is always known without an
+        extractor."""
         spec = find_extractor(path, self.extra)
         doc_type = spec.type if spec else "file"
         try:
