@@ -86,16 +86,21 @@ MANY_COMMON_SHARE = 0.1
 # A common word in more than MATCH_ONLY_SHARE of the documents only counts as a matched word:
 # its BM25 (next to no weight there) was a posting list to seek through for every match.
 MATCH_ONLY_SHARE = 0.5
-# A word whose exact form is in at least TYPO_EXACT_DOCS documents is spelled as the files
-# spell it: it gets no typo forms (like Typesense's typo_tokens_threshold). Its neighbours'
-# posting lists were most of the time of a search, and they only ranked below its own matches.
-TYPO_EXACT_DOCS = 50
+# A word whose exact form is in at least AS_WRITTEN_DOCS documents is spelled, and typed in
+# full, as the files have it: it gets no typo forms (like Typesense's typo_tokens_threshold)
+# and, as the last word, no prefix forms. Their posting lists were most of the time of a
+# search, and they only ranked below its own matches (which fill the first page).
+AS_WRITTEN_DOCS = 50
 # A relevance-ranked query of PRUNE_MIN_SLOTS to STRICT_MAX_SLOTS slots is counted unscored;
 # when more than PRUNE_MIN_MATCHES documents match, its page is found scoring only some of
 # them (see _top). (Two words rarely fill a page together: trying first made them slower.)
 PRUNE_MIN_SLOTS = 3
 PRUNE_MIN_MATCHES = 10_000
 PRUNE_MAX_MISSING = 2
+# In a query of two or more words that are not common, a stem form in more than STEM_SHARE
+# of a large index's documents is left out (see _stem_cap): at a million files the union of
+# such forms was most of a two-word query's matches, and time (docs/relevance.md).
+STEM_SHARE = 0.05
 MIN_STEM_HEAD = 3  # shorter stems are not expanded (too many unrelated words share them)
 MAX_STEM_SCAN = 400  # dictionary words read per field for a stem (the most frequent first)
 MAX_STEM_FORMS = 8
@@ -404,7 +409,7 @@ class TantivyBackend:
         spec = query.syntax()
         parsed = parse_query(spec.text)
         searcher = self._searcher()
-        parsed = self._settle_typos(parsed, searcher)
+        parsed = self._as_written(parsed, searcher)
         common = self._common_slots(parsed, query.matching_strategy, searcher)
         cap = self._stem_cap(parsed, query.matching_strategy, searcher, common)
         limit, offset = max(0, query.limit), max(0, query.offset)
@@ -615,14 +620,14 @@ class TantivyBackend:
             parts += terms
         return _Slot(Query.all_query(), where, tuple(parts))
 
-    def _settle_typos(self, parsed: ParsedQuery, searcher: tantivy.Searcher) -> ParsedQuery:
-        """The query without typo forms for words found as written in TYPO_EXACT_DOCS
-        documents or more (in any searchable field)."""
+    def _as_written(self, parsed: ParsedQuery, searcher: tantivy.Searcher) -> ParsedQuery:
+        """The query without typo and prefix forms for words found as written in
+        AS_WRITTEN_DOCS documents or more (in any searchable field)."""
         def settled(alt: Alternative) -> Alternative:
-            if isinstance(alt, QueryTerm) and alt.typos and any(
-                    searcher.doc_freq(field, alt.text) >= TYPO_EXACT_DOCS
+            if isinstance(alt, QueryTerm) and (alt.typos or alt.prefix) and any(
+                    searcher.doc_freq(field, alt.text) >= AS_WRITTEN_DOCS
                     for field in FIELD_WEIGHTS):
-                return QueryTerm(alt.text, 0, alt.prefix)
+                return QueryTerm(alt.text, 0, False)
             return alt
 
         return ParsedQuery(tuple(Slot(tuple(settled(a) for a in slot.alternatives))
@@ -659,15 +664,15 @@ class TantivyBackend:
 
     def _stem_cap(self, parsed: ParsedQuery, strategy: str, searcher: tantivy.Searcher,
                   common: dict[int, int]) -> float | None:
-        """The most documents a stem form may be in to make a match, when the query has two
-        or more words that are not common (see _common_slots) in a large index: `tests` (in
-        most documents of a code share) found for `tested` made nearly every document a match
-        of a question, all of them scored, while the question's other words find the
-        documents it is about. A one-word query keeps every stem form."""
+        """The most documents a stem form may be in to be searched (STEM_SHARE of them),
+        when the query has two or more words that are not common (see _common_slots) in a
+        large index: `tests` (in most documents of a code share) found for `tested` made
+        nearly every document a match of a question, all of them scored, while the query's
+        other words find the documents it is about. A one-word query keeps every stem form."""
         total = searcher.num_docs
         if total < COMMON_MIN_DOCS or strategy == "all" or len(parsed.slots) - len(common) < 2:
             return None
-        return _common_share(parsed) * total
+        return STEM_SHARE * total
 
     def _slot_query(self, slot: Slot, searcher: tantivy.Searcher, base: float,
                     strict: bool, stem_cap: float | None = None) -> _Slot:
