@@ -11,10 +11,9 @@ run: install assets tesseract rartool
 
 # The suite runs twice, side by side: on SQLite and on PostgreSQL (a database made for the run
 # on the local server, user postgres) when one answers on 127.0.0.1:5432; browser tests only in
-# the SQLite pass, and the PostgreSQL pass runs only the tests that reach a database
-# (tests/conftest.py). Its output is printed after the SQLite pass's. Each pass waits on
-# processes, Redis and files most of the time (about 0.75 of a core each), so together they take
-# the time of the longer one.
+# the SQLite pass, and the PostgreSQL pass runs only the tests marked `pg`, whose outcome depends
+# on the database dialect (tests/conftest.py). Its output is printed after the SQLite pass's.
+# Each pass prints its 15 slowest tests (--durations=15 in pyproject.toml).
 PG_CHECK := import psycopg; psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3").close()
 
 test: install-dev assets chromium tesseract rartool services
@@ -93,8 +92,10 @@ rartool:
 services:
 	@$(BIN)/python tests/services.py
 
+# ruff format --check: the layout is checked like the rules (run `ruff format` to fix it)
 lint:
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 bench: install-dev assets
 	$(BIN)/python -m bench.run

@@ -31,6 +31,10 @@ CLAIM_KEY = "trawl-test-claim"
 # What a test or fixture touching the corpus names (the bare-clone run keeps only those).
 CORPUS_NAMES = re.compile(r"\b(CORPUS|corpus_dir|require_corpus)\b")
 ADMIN = {"username": "admin", "password": "correct horse battery"}
+# argon2id at its lowest cost: a real hash costs ~0.1-0.5 s and the suite logs in thousands of
+# times; the algorithm and every check stay the same (test_auth.py checks the real default)
+CHEAP_HASHES = {"PASSWORD_HASH_TIME_COST": 1, "PASSWORD_HASH_MEMORY_KIB": 1024,
+                "PASSWORD_HASH_PARALLELISM": 1}
 
 
 def corpus_dir() -> Path | None:
@@ -58,13 +62,14 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The PostgreSQL pass runs only the tests that reach a database (those using the
-    `database_url` fixture, directly or through `app`): the others ran in the SQLite pass and
-    would only repeat it. With TRAWL_TEST_CORPUS_ONLY set (the bare-clone run of
-    test_fresh_clone.py) only the tests that touch the corpus run: the others do the same with
-    or without it, and the main run has them."""
+    """The PostgreSQL pass runs only the tests marked `pg`, those whose outcome depends on the
+    database dialect (upserts, constraints and cascades, integer ranges, ordering, migrations
+    of the app's own database): the others ran in the SQLite pass and would only repeat it
+    through the same SQLAlchemy statements. With TRAWL_TEST_CORPUS_ONLY set (the bare-clone run
+    of test_fresh_clone.py) only the tests that touch the corpus run: the others do the same
+    with or without it, and the main run has them."""
     if os.environ.get("TRAWL_TEST_DATABASE") == "postgres":
-        _keep(config, items, lambda item: "database_url" in getattr(item, "fixturenames", ()))
+        _keep(config, items, lambda item: item.get_closest_marker("pg") is not None)
     if os.environ.get("TRAWL_TEST_CORPUS_ONLY"):
         _keep(config, items, _touches_corpus)
 
@@ -266,7 +271,7 @@ def app_config(data_dir, roots, redis_url, database_url):
             "SECRET_KEY": "", "AUTH_RATE_LIMIT": "5/minute", "TRUSTED_PROXIES": "",
             "WORKERS": 1, "SCAN_LOCK_SECONDS": 30, "SCHEDULE_TIMEZONE": "UTC",
             # OCR costs seconds of CPU per image: on only in the tests about it (test_ocr.py)
-            "OCR_ENABLED": "false"}
+            "OCR_ENABLED": "false", **CHEAP_HASHES}
 
 
 @pytest.fixture

@@ -14,18 +14,6 @@ PASSWORD = "user password 1"
 MISSING_DOC = "0" * 64
 
 
-@pytest.fixture(autouse=True)
-def quick_hashes(monkeypatch):
-    """Argon2 at its lowest cost: these tests log in many times (each hash costs ~0.5 s at the
-    real cost on a busy machine); the algorithm and every check stay the same."""
-    from argon2 import PasswordHasher
-
-    from webapp.services import auth
-
-    monkeypatch.setattr(auth, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024,
-                                                        parallelism=1))
-
-
 @pytest.fixture
 def world(client, auth, make_tree, make_source, run_jobs):
     """Sources `open` and `secret` scanned; alice granted `open`, bob granted nothing; alice's
@@ -254,6 +242,7 @@ def test_search_sources_status_and_links_show_only_granted_sources(client, auth,
 
 # -- tokens ----------------------------------------------------------------------------------------
 
+@pytest.mark.pg
 def test_tokens_are_shown_once_stored_hashed_and_listed_per_user(app, client, auth, world):
     h = world["h"]
     resp = client.post("/api/tokens", headers=h["granted"],
@@ -282,6 +271,7 @@ def test_tokens_are_shown_once_stored_hashed_and_listed_per_user(app, client, au
         assert resp.status_code == 400 and resp.get_json()["detail"].startswith(detail)
 
 
+@pytest.mark.pg
 def test_read_scope_and_deleted_and_expired_tokens(app, client, world):
     h, docs = world["h"], world["docs"]
     read = h["read"]
@@ -312,6 +302,7 @@ def test_read_scope_and_deleted_and_expired_tokens(app, client, world):
     assert client.get("/api/sources", headers=forged).status_code == 401
 
 
+@pytest.mark.pg
 def test_last_use_is_batched_through_redis_and_logout_ends_a_token(app, client, world):
     h = world["h"]
     from webapp import keys
@@ -379,6 +370,7 @@ def test_the_last_active_admin_stays(client, auth, world):
                       json={"active": False}).status_code == 409
 
 
+@pytest.mark.pg
 def test_disable_and_delete_end_every_credential_at_once(client, auth, world):
     h, docs, alice = world["h"], world["docs"], world["alice"]
     url = client.post(f"/api/documents/{docs['alpha.txt']}/download-link",
@@ -526,6 +518,7 @@ def test_account_pages_change_the_password_and_manage_tokens(app, client, world)
     assert client.get("/api/auth/me", headers=world["h"]["granted"]).status_code == 401
 
 
+@pytest.mark.pg
 def test_ids_beyond_the_integer_range_are_missing(client, auth):
     """An id no integer column can hold is a 404 like any missing one (PostgreSQL refused it
     and the request was a 500)."""

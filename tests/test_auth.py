@@ -5,8 +5,12 @@ from __future__ import annotations
 import time
 
 import jwt as pyjwt
+import pytest
 
 from tests.conftest import ADMIN
+
+# the database dialect matters here: these run in the PostgreSQL pass too (tests/conftest.py)
+pytestmark = pytest.mark.pg
 
 
 def test_status_says_setup_is_required_until_the_first_account(client):
@@ -142,3 +146,33 @@ def test_create_admin_command(app):
     assert client.get("/api/auth/status").get_json() == {"setup_required": False}
     dup = runner.invoke(args=["create-admin", "--username", "ops", "--password", "longpassword"])
     assert dup.exit_code == 1 and "already exists" in dup.output
+
+
+def _stored_hash(app) -> str:
+    from webapp.extensions import db
+    from webapp.models import User
+
+    with app.app_context():
+        return db.session.query(User.password_hash).filter_by(username=ADMIN["username"]).scalar()
+
+
+def test_passwords_are_hashed_with_argon2id_at_the_configured_cost(app, app_config, client):
+    """The suite's cheap cost comes from the PASSWORD_HASH_* settings; without them a password
+    gets argon2-cffi's default cost (64 MiB, 3 passes, 4 lanes) and still logs in."""
+    from webapp import config, create_app
+
+    assert client.post("/api/auth/setup", json=ADMIN).status_code == 201
+    assert _stored_hash(app).startswith("$argon2id$v=19$m=1024,t=1,p=1$")
+    real_cost = {key: config.defaults()[key] for key in app_config if key.startswith("PASSWORD_HASH")}
+    real = create_app({**app_config, **real_cost})
+    assert real.test_client().put(
+        "/api/auth/password", headers={"Authorization": f"Bearer {_login(client)}"},
+        json={"current_password": ADMIN["password"], "new_password": "a new long password"},
+    ).status_code == 200
+    assert _stored_hash(real).startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+    login = real.test_client().post("/api/auth/login", json={**ADMIN, "password": "a new long password"})
+    assert login.status_code == 200
+
+
+def _login(client) -> str:
+    return client.post("/api/auth/login", json=ADMIN).get_json()["access_token"]

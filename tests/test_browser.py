@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.conftest import CHEAP_HASHES
 from tests.ui_helpers import ADMIN
 
 CHROMIUM = "/usr/bin/chromium"
@@ -70,7 +71,7 @@ def site(tmp_path_factory, redis_url):
            "DATABASE_URL": f"sqlite:///{data / 'trawl.db'}", "SEARCH_BACKEND": "tantivy",
            "SEARCH_INDEX_DIR": "", "SECRET_KEY": "", "LOG_LEVEL": "WARNING", "WORKERS": "1"}
     app = create_app({**env, "AUTH_RATE_LIMIT": "100/minute", "LOGIN_USER_RATE_LIMIT": "100/minute",
-                      "TRUSTED_PROXIES": ""})
+                      "TRUSTED_PROXIES": "", **CHEAP_HASHES})
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

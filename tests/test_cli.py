@@ -15,6 +15,9 @@ import redis
 from tests.conftest import REPO
 from tests.workers import Worker
 
+# the database dialect matters here: these run in the PostgreSQL pass too (tests/conftest.py)
+pytestmark = pytest.mark.pg
+
 BROKEN_PDF = b"%PDF-1.4 not really a pdf"
 
 

@@ -419,6 +419,7 @@ def test_member_downloads_are_the_original_bytes(client, auth, scanned):
     assert _download(client, auth, report["id"]).data == ATTACHMENT
 
 
+@pytest.mark.pg
 def test_member_of_changed_or_deleted_container(client, auth, scanned, run_jobs):
     root, src = scanned
     walrus = _one(client, auth, "walrus")

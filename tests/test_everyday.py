@@ -1,4 +1,4 @@
-"""Everyday use (issue 20): the Jobs history, failed files by message, scan_now, saved searches,
+"""Everyday use: the Jobs history, failed files by message, scan_now, saved searches,
 form errors in the field's label, clamped pages, favicon, the API pages' way back."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ def ui(client):
 
 # -- Jobs: the history of ended scans -------------------------------------------------------------
 
+@pytest.mark.pg
 def test_jobs_lists_ended_scans_with_outcome_duration_and_counts(client, auth, make_tree,
                                                                  make_source, run_jobs):
     root = make_tree("docs", {"a.txt": "alpha", "b.txt": "beta", "bad.pdf": BROKEN_PDF})
@@ -44,6 +45,7 @@ def test_jobs_lists_ended_scans_with_outcome_duration_and_counts(client, auth, m
     assert first["source_name"] == "Docs"
 
 
+@pytest.mark.pg
 def test_jobs_keep_the_newest_runs_per_source_and_go_with_the_source(client, auth, make_tree,
                                                                      make_source, run_jobs,
                                                                      monkeypatch):
@@ -60,6 +62,7 @@ def test_jobs_keep_the_newest_runs_per_source_and_go_with_the_source(client, aut
     assert client.get("/api/status", headers=auth).get_json()["recent_runs"] == []
 
 
+@pytest.mark.pg
 def test_a_run_whose_worker_died_is_listed_as_interrupted(app, client, auth, make_tree,
                                                           make_source):
     from webapp import keys
@@ -97,6 +100,7 @@ def test_status_page_has_a_jobs_section_with_a_failed_link(ui, make_tree, run_jo
 
 # -- failed files, grouped by message and paged ----------------------------------------------------
 
+@pytest.mark.pg
 def test_failed_files_are_grouped_by_message_and_paged(client, auth, make_tree, make_source,
                                                        run_jobs, monkeypatch):
     from webapp.services import status
@@ -186,6 +190,7 @@ def test_counts_during_a_scan_come_from_the_run(ui, app, make_tree):
 
 # -- saved searches ---------------------------------------------------------------------------------
 
+@pytest.mark.pg
 def test_saved_searches_api(client, auth, make_tree, make_source):
     make_source(make_tree("docs", {"a.txt": "alpha"}), name="Docs")
     assert client.get("/api/saved-searches", headers=auth).get_json() == []
@@ -216,6 +221,7 @@ def test_saved_searches_api(client, auth, make_tree, make_source):
     assert client.get("/api/saved-searches").status_code == 401
 
 
+@pytest.mark.pg
 def test_saved_searches_are_per_user(client, auth, app):
     from webapp.services import auth as accounts
 

@@ -1,4 +1,4 @@
-"""Glob semantics of include/exclude patterns (decisions.md "Glob semantics")."""
+"""Glob semantics of include/exclude patterns (the module docstring of webapp/indexing/globs.py)."""
 
 from __future__ import annotations
 
@@ -159,7 +159,7 @@ def test_empty_include_matches_nothing() -> None:
     assert not PatternSet(include=[], exclude=[]).matches_file("a.txt")
 
 
-# -- no catastrophic backtracking (issue 21) ------------------------------------------------------
+# -- no catastrophic backtracking -------------------------------------------------------------
 
 def _reference(tokens: list[str], path: list[str]) -> bool:
     """Brute-force glob match of segment tokens against path segments (slow, obviously right)."""

@@ -1,4 +1,4 @@
-"""Records that heal (issue 21): a file recorded as failed because it vanished, could not be
+"""Records that heal: a file recorded as failed because it vanished, could not be
 read or timed out is tried again by the next scan, even with the same size and mtime, and
 `verify` reports such failed records whose file now reads."""
 
@@ -8,6 +8,9 @@ import pytest
 from sqlalchemy import update
 
 from tests.workers import Worker, finished, permissions_bind_worker, poll_status, records, verify
+
+# the database dialect matters here: these run in the PostgreSQL pass too (tests/conftest.py)
+pytestmark = pytest.mark.pg
 
 
 def _scan(client, auth, sid: str) -> None:

@@ -12,6 +12,9 @@ import pytest
 
 from tests.workers import Worker, poll_status
 
+# the database dialect matters here: these run in the PostgreSQL pass too (tests/conftest.py)
+pytestmark = pytest.mark.pg
+
 FILES = {"a.txt": "alpha report", "b.md": "# Bravo\nbudget notes", "sub/c.py": "print('charlie')",
          "node_modules/x/skip.js": "never indexed", "sub/.git/config": "never indexed"}
 

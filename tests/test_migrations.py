@@ -158,7 +158,7 @@ def test_upgrade_from_0001_keeps_the_admin_working_and_seeing_everything(empty_d
                                                                        roots):
     """An install of the first schema with an admin, a source and a document record: after
     the upgrade the admin logs in as before, is an active admin and sees every source."""
-    from webapp.services.auth import _hasher
+    from argon2 import PasswordHasher
 
     application = make_app(empty_db)
     runner = application.test_cli_runner()
@@ -171,7 +171,8 @@ def test_upgrade_from_0001_keeps_the_admin_working_and_seeing_everything(empty_d
         assert "active" not in {c["name"] for c in inspect(conn).get_columns("users")}
         conn.execute(text("INSERT INTO users (username, password_hash, is_admin, created_at) "
                           "VALUES ('boss', :h, :t, '2026-01-01 00:00:00')"),
-                     {"h": _hasher.hash("old password 1"), "t": True})
+                     {"h": PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+                      .hash("old password 1"), "t": True})
         conn.execute(text(
             "INSERT INTO sources (id, name, root_path, include_patterns, exclude_patterns, "
             "created_at, updated_at) VALUES ('old', 'Old', :root, '[\"**/*\"]', '[]', "
@@ -196,6 +197,7 @@ def test_upgrade_from_0001_keeps_the_admin_working_and_seeing_everything(empty_d
 STARTER = """
 import sys
 from webapp import create_app
+
 create_app({"DATA_DIR": sys.argv[1], "DATABASE_URL": sys.argv[2], "REDIS_URL": sys.argv[3],
             "SECRET_KEY": "x" * 32, "ALLOWED_ROOTS": sys.argv[1]})
 """

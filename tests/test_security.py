@@ -174,6 +174,7 @@ def test_download_tokens_expire_and_are_bound_to_one_document(app, client, auth,
     assert client.get(url).status_code == 401
 
 
+@pytest.mark.pg
 def test_download_link_dies_with_its_user(app, client, auth, indexed):
     _, ids = indexed
     url = _link(client, auth, ids["script.txt"])

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from webapp.indexing.globs import DEFAULT_EXCLUDE
+
+# the database dialect matters here: these run in the PostgreSQL pass too (tests/conftest.py)
+pytestmark = pytest.mark.pg
 
 
 def test_create_with_defaults_and_slug_id(client, auth, make_tree):

@@ -1,5 +1,5 @@
 """The real launcher (`python -m webapp.launcher`, what `make run` runs) keeps every process
-running (issue 21): a killed embedded Redis, a killed worker pool and a SIGTERM to gunicorn's
+running: a killed embedded Redis, a killed worker pool and a SIGTERM to gunicorn's
 master are recovered without a person; revocations survive a Redis crash; the workers die with
 their pool; SIGTERM to the launcher still stops everything."""
 

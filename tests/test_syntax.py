@@ -1,4 +1,5 @@
-"""The query language parser (pure): every row of the table in extensions.md, and bad values."""
+"""The query language parser (pure): every row of the table in docs/api.md ("Query language"),
+and bad values."""
 
 from __future__ import annotations
 

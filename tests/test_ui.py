@@ -106,6 +106,7 @@ def test_login_refuses_offsite_next(ui):
         post(ui, "/logout")
 
 
+@pytest.mark.pg
 def test_session_expires_and_deleted_user_is_logged_out(app, ui):
     assert ui.get("/sources").status_code == 200
     with ui.session_transaction() as sess:

@@ -31,6 +31,9 @@ class Settings:
     SESSION_EXPIRE_HOURS = 24  # lifetime of API tokens and UI sessions
     AUTH_RATE_LIMIT = "5/minute"  # login and setup attempts per client address (moving window)
     LOGIN_USER_RATE_LIMIT = "10/minute"  # login attempts per username, from all addresses together
+    PASSWORD_HASH_TIME_COST = 3  # argon2id passes over memory per password hash (argon2-cffi's default)
+    PASSWORD_HASH_MEMORY_KIB = 65536  # argon2id memory per password hash, in KiB (64 MiB)
+    PASSWORD_HASH_PARALLELISM = 4  # argon2id lanes per password hash
     TRUSTED_PROXIES = ""  # comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed
     HOST = "0.0.0.0"  # address the web server of `make run` listens on
     PORT = 8000  # HTTP port of `make run`

@@ -1,6 +1,6 @@
 """Include/exclude glob patterns of a source, compiled once to regular expressions.
 
-Semantics (decisions.md "Glob semantics"): patterns are relative to the source root,
+Semantics: patterns are relative to the source root,
 `/`-separated and case-sensitive. `*` and `?` never cross `/`; `**` as a whole segment matches
 zero or more whole directories (a trailing `/**` matches everything below); `{a,b}`
 alternation may nest; `[abc]`, `[a-z]`, `[!abc]` are character classes; `\\x` is a literal x.
@@ -10,7 +10,7 @@ Like `.gitignore`, an exclude pattern that matches a directory prunes it: `**/bu
 `**/node_modules/**` both stop the walk at such a directory, so nothing below it is visited.
 Leading dots are not special: `*` matches `.bashrc`.
 
-Matching cannot backtrack catastrophically, whatever the pattern and the names (issue 21: a
+Matching cannot backtrack catastrophically, whatever the pattern and the names (a
 backtracking `**/**/**/**/**/*a*a*a*a*b` took 17 s per name of 250 `a`s). Between two `*` of a
 segment, and between two `**` of a pattern, the pieces have a fixed length, so the leftmost
 place where a piece matches is as good as any later one (the classic greedy wildcard match).

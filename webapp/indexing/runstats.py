@@ -1,7 +1,7 @@
 """The scan vocabulary: states of a source and of a run, a file's status, and a run's statistics.
 
 The enums are StrEnums, so JSON, the database and the templates keep the same plain strings.
-`RunStats.to_dict()` is the stats object of decisions.md (the API's shape and `Source.last_run`).
+`RunStats.to_dict()` is the API's stats object (docs/api.md, "Reindex and stats") and `Source.last_run`.
 """
 
 from __future__ import annotations

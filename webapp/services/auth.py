@@ -22,7 +22,18 @@ from webapp.services.access import granted
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9._-]{3,50}$")
 MIN_PASSWORD = 8
-_hasher = PasswordHasher()
+
+
+def _hasher() -> PasswordHasher:
+    """The argon2id hasher at the app's cost (PASSWORD_HASH_*: the test suite's is cheap)."""
+    c = current_app.config
+    return _hasher_for(c["PASSWORD_HASH_TIME_COST"], c["PASSWORD_HASH_MEMORY_KIB"],
+                       c["PASSWORD_HASH_PARALLELISM"])
+
+
+@lru_cache(maxsize=4)
+def _hasher_for(time_cost: int, memory_kib: int, parallelism: int) -> PasswordHasher:
+    return PasswordHasher(time_cost=time_cost, memory_cost=memory_kib, parallelism=parallelism)
 
 
 def validate_credentials(username: str, password: str) -> None:
@@ -43,7 +54,7 @@ def create_user(username: str, password: str, is_admin: bool = True) -> User:
     validate_credentials(username, password)
     if db.session.query(User.id).filter_by(username=username).first():
         raise Conflict(f"User '{username}' already exists")
-    user = User(username=username, password_hash=_hasher.hash(password), is_admin=is_admin)
+    user = User(username=username, password_hash=_hasher().hash(password), is_admin=is_admin)
     db.session.add(user)
     db.session.commit()
     return user
@@ -60,7 +71,8 @@ def authenticate(username: str, password: str) -> User:
     """The user for these credentials; the same 401 for an unknown name and a wrong password."""
     user = db.session.query(User).filter_by(username=username or "").first()
     try:
-        _hasher.verify(user.password_hash if user else _dummy_hash(), password or "")
+        hasher = _hasher()
+        hasher.verify(user.password_hash if user else _dummy_hash(hasher), password or "")
     except (VerificationError, InvalidHashError):
         user = None
     if user is None:
@@ -72,11 +84,11 @@ def authenticate(username: str, password: str) -> User:
     return user
 
 
-@lru_cache(maxsize=1)
-def _dummy_hash() -> str:
+@lru_cache(maxsize=4)
+def _dummy_hash(hasher: PasswordHasher) -> str:
     """A hash verified for unknown users so both failures take as long (made on first need:
     argon2 takes 64 MB while hashing, which workers that never log anyone in should not pay)."""
-    return _hasher.hash(secrets.token_urlsafe(16))
+    return hasher.hash(secrets.token_urlsafe(16))
 
 
 def credential_stamp(user: User) -> str:
@@ -91,7 +103,7 @@ def set_password(user: User, password: str) -> None:
     """Set a new password (not committed); sessions, access tokens, download links and API
     tokens of the old one end with it."""
     validate_credentials(user.username, password)
-    user.password_hash = _hasher.hash(password)
+    user.password_hash = _hasher().hash(password)
     db.session.query(ApiToken).filter_by(user_id=user.id).delete()
 
 
@@ -105,7 +117,7 @@ def change_own_password(user: User, current: str, new: str) -> dict:
     """PUT /api/auth/password: check the current password, set the new one, and return a new
     access token (every other session and token of the account has ended)."""
     try:
-        _hasher.verify(user.password_hash, current or "")
+        _hasher().verify(user.password_hash, current or "")
     except (VerificationError, InvalidHashError):
         raise InvalidInput("current_password: is wrong") from None
     if len(new or "") < MIN_PASSWORD:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .base import ExtractionError, ExtractionSettings
 
-# Code pages tried after BOMs and strict UTF-8 (a restricted list: see NOTES.md).
+# Code pages tried after BOMs and strict UTF-8 (a restricted list: see docs/formats.md).
 LEGACY_CODEPAGES = (
     "cp1252", "cp1250", "cp1251", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257",
     "mac_cyrillic", "cp866", "koi8_r", "cp932", "euc_jp", "gb18030", "big5", "cp949",
