@@ -52,4 +52,6 @@ USER trawl
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/api/health', timeout=4)"]
-CMD ["gunicorn", "-c", "python:webapp.gunicorn_conf", "wsgi:app"]
+# `trawl init` first (folders, secret, newest schema; safe to repeat), so a plain `docker run` of
+# this image starts on an empty volume; docker compose runs it once in its `init` service.
+CMD ["sh", "-c", "flask --app wsgi trawl init && exec gunicorn -c python:webapp.gunicorn_conf wsgi:app"]

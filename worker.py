@@ -27,7 +27,7 @@ from webapp.indexing import extractors
 from webapp.indexing.ocr import UNAVAILABLE, OcrSettings, availability
 from webapp.memtune import release_freed, tune_malloc
 from webapp.procs import die_with_parent
-from webapp.runtime import get_ocr_queue, get_queue, get_redis
+from webapp.runtime import get_ocr_queue, get_queue, get_redis, require_initialised
 
 SCHEDULER_INTERVAL = 5  # seconds between checks for due scheduled scans
 REDIS_RETRY_MAX = 5.0  # longest pause between two tries to reach a lost Redis, in seconds
@@ -90,6 +90,7 @@ def run_workers(count: int = 1, burst: bool = False) -> None:
     """Serve the scan queue with `count` worker processes until stopped."""
     tune_malloc()  # before any thread exists; the forked workers, horses and children inherit it
     app = create_app()
+    require_initialised(app)  # a clear message on a data folder `trawl init` has not made
     extractors.preload()
     with app.app_context():
         db.engine.dispose()  # no database connection may cross the fork
@@ -116,6 +117,7 @@ def run_scheduler() -> None:
     scheduler waits until Redis answers, rebuilds the schedules and carries on.
     """
     app = create_app()
+    require_initialised(app)
     connection = get_redis(app)
     while True:
         # rq-scheduler's own handlers talk to Redis: while it is away a signal simply stops us
@@ -137,6 +139,7 @@ def run_watcher() -> None:
     """Follow file changes under the watched sources until stopped."""
     tune_malloc()
     app = create_app()
+    require_initialised(app)
     gc.collect()
     release_freed()  # what building the app left behind: the watcher idles for days
     watcher.run(app)

@@ -36,7 +36,7 @@ from webapp import create_app
 from webapp.indexing.extractors import ExtractionSettings
 from webapp.indexing.isolation import Extractor
 from webapp.indexing.ocr import TESSERACT_ENV, OcrSettings, ocr_specs
-from webapp.runtime import get_ocr_queue, get_queue, get_redis
+from webapp.runtime import get_ocr_queue, get_queue, get_redis, init_data
 
 PAGE_LINES = 30  # a full page of text
 TESSDATA = "/usr/share/tesseract-ocr/5/tessdata"
@@ -147,6 +147,7 @@ def _index_once(corpus: Path, redis_url: str, ocr: str,
         app = create_app({"DATA_DIR": data, "REDIS_URL": redis_url, "DATABASE_URL": "",
                           "ALLOWED_ROOTS": str(corpus), "SECRET_KEY": secrets.token_urlsafe(48),
                           "OCR_ENABLED": ocr, "AUTH_RATE_LIMIT": "100/minute"})
+        init_data(app)
         get_redis(app).flushdb()
         client = app.test_client()
         token = client.post("/api/auth/setup", json={"username": "bench", "password":

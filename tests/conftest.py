@@ -198,10 +198,10 @@ def database_url():
             yield url
 
 
-def _reset_database(url: str) -> None:
+def _reset_database(url: str) -> bool:
     """Leave the PostgreSQL test database empty: its tables emptied when the schema is the
-    newest one (what the app would make, without migrating again for every test), else an
-    empty public schema."""
+    newest one (what `trawl init` would make, without migrating again for every test), else an
+    empty public schema. True when the schema is ready."""
     from sqlalchemy import create_engine, inspect, text
 
     engine = create_engine(url)
@@ -210,13 +210,15 @@ def _reset_database(url: str) -> None:
         tables = [t for t in names if t != "alembic_version"]
         version = (conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
                    if "alembic_version" in names else None)
-        if version is not None and version == _head_revision():
+        ready = version is not None and version == _head_revision()
+        if ready:
             names = ", ".join(f'"{t}"' for t in tables)
             conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
         else:
             conn.execute(text("DROP SCHEMA public CASCADE"))
             conn.execute(text("CREATE SCHEMA public"))
     engine.dispose()
+    return ready
 
 
 def _head_revision() -> str:
@@ -227,15 +229,14 @@ def _head_revision() -> str:
 
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory, redis_url) -> Path:
-    """A SQLite database migrated to the newest schema once, copied into each test's data
-    folder (what a first start makes, without running every migration for every test)."""
-    from webapp import create_app
-
+    """A SQLite database migrated to the newest schema once by `trawl init`, copied into each
+    test's data folder (what a first start makes, without running every migration for every
+    test)."""
     top = tmp_path_factory.mktemp("sqlite-template")
-    (top / "data").mkdir()
-    app = create_app({"DATA_DIR": str(top / "data"), "REDIS_URL": redis_url, "DATABASE_URL": "",
-                      "ALLOWED_ROOTS": str(top), "SEARCH_BACKEND": "tantivy",
-                      "SEARCH_INDEX_DIR": "", "SECRET_KEY": "", "OCR_ENABLED": "false"})
+    app = initialised_app({"DATA_DIR": str(top / "data"), "REDIS_URL": redis_url,
+                           "DATABASE_URL": "", "ALLOWED_ROOTS": str(top),
+                           "SEARCH_BACKEND": "tantivy", "SEARCH_INDEX_DIR": "", "SECRET_KEY": "",
+                           "OCR_ENABLED": "false"})
     with app.app_context():
         from sqlalchemy import text
 
@@ -246,6 +247,17 @@ def sqlite_template(tmp_path_factory, redis_url) -> Path:
         db.session.remove()
         db.engine.dispose()
     return top / "data" / "trawl.db"
+
+
+def initialised_app(overrides: dict):
+    """An app over a data folder and database prepared by `flask trawl init` (flaskr's
+    `init-db`), for a test that makes its own: the factory itself writes nothing."""
+    from webapp import create_app
+
+    app = create_app(overrides)
+    result = app.test_cli_runner().invoke(args=["trawl", "init"])
+    assert result.exit_code == 0, result.output
+    return app
 
 
 @pytest.fixture
@@ -276,21 +288,29 @@ def app_config(data_dir, roots, redis_url, database_url):
 
 @pytest.fixture
 def app(app_config, redis_url, database_url, sqlite_template):
-    """A fresh app over an empty Redis database, data folder and database."""
-    from webapp import create_app
+    """A fresh app over an empty Redis database, data folder and database, as `trawl init`
+    leaves them (the SQLite file copied from the template, PostgreSQL's tables emptied)."""
+    from webapp import config, create_app
+    from webapp.runtime import init_data
 
     conn = redis.Redis.from_url(redis_url)
     claim = conn.get(CLAIM_KEY)
     conn.flushdb()
     if claim:
         conn.set(CLAIM_KEY, claim, ex=6 * 3600)
-    if database_url:
-        _reset_database(database_url)
-    own_sqlite = Path(app_config["DATA_DIR"]) / "trawl.db"
-    if not app_config.get("DATABASE_URL") and own_sqlite.parent.is_dir() \
-            and not own_sqlite.exists():
+    url = app_config.get("DATABASE_URL")
+    # the session's PostgreSQL database emptied; one of the test's own is new: init migrates it
+    ready = _reset_database(url) if url and url == database_url else not url
+    data = Path(app_config["DATA_DIR"])
+    own_sqlite = data / "trawl.db"
+    if not app_config.get("DATABASE_URL") and data.is_dir() and not own_sqlite.exists():
         shutil.copyfile(sqlite_template, own_sqlite)
+    if data.is_dir() and not app_config.get("SECRET_KEY"):
+        config.write_secret(data)  # what `trawl init` writes; its migrating is done above
     application = create_app(app_config)
+    if not ready:
+        with application.app_context():
+            init_data(application)
     application.config["TESTING"] = True
     yield application
     with application.app_context():

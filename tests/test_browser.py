@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.conftest import CHEAP_HASHES
+from tests.conftest import CHEAP_HASHES, initialised_app
 from tests.ui_helpers import ADMIN
 
 CHROMIUM = "/usr/bin/chromium"
@@ -56,7 +56,6 @@ def site(tmp_path_factory, redis_url):
     """The app on a free port, a worker process, and the folder a newcomer will add."""
     from werkzeug.serving import make_server
 
-    from webapp import create_app
 
     tmp = tmp_path_factory.mktemp("browser")
     data, roots = tmp / "data", tmp / "roots"
@@ -70,8 +69,9 @@ def site(tmp_path_factory, redis_url):
     env = {"DATA_DIR": str(data), "REDIS_URL": redis_url, "ALLOWED_ROOTS": str(roots),
            "DATABASE_URL": f"sqlite:///{data / 'trawl.db'}", "SEARCH_BACKEND": "tantivy",
            "SEARCH_INDEX_DIR": "", "SECRET_KEY": "", "LOG_LEVEL": "WARNING", "WORKERS": "1"}
-    app = create_app({**env, "AUTH_RATE_LIMIT": "100/minute", "LOGIN_USER_RATE_LIMIT": "100/minute",
-                      "TRUSTED_PROXIES": "", **CHEAP_HASHES})
+    app = initialised_app({**env, "AUTH_RATE_LIMIT": "100/minute",
+                           "LOGIN_USER_RATE_LIMIT": "100/minute", "TRUSTED_PROXIES": "",
+                           **CHEAP_HASHES})
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

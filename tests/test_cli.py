@@ -12,7 +12,7 @@ import time
 import pytest
 import redis
 
-from tests.conftest import REPO
+from tests.conftest import REPO, initialised_app
 from tests.workers import Worker
 
 # the database dialect matters here: these run in the PostgreSQL pass too (tests/conftest.py)
@@ -134,6 +134,11 @@ def test_an_unused_default_data_folder_is_refused(app_config, tmp_path, monkeypa
         assert result.exit_code == 1, result.output
         assert f"the data folder {tmp_path / 'data'} holds no Trawl data" in result.output
         assert "Set DATA_DIR" in result.output
+    early = fresh.test_cli_runner().invoke(args=["create-admin", "--username", "ops",
+                                                 "--password", "long enough password"])
+    assert early.exit_code == 1 and "is not initialised" in early.output, early.output
+    assert "Traceback" not in early.output
+    assert fresh.test_cli_runner().invoke(args=["trawl", "init"]).exit_code == 0
     made = fresh.test_cli_runner().invoke(args=["create-admin", "--username", "ops",
                                                 "--password", "long enough password"])
     assert made.exit_code == 0 and str(tmp_path / "data") in made.output
@@ -144,7 +149,7 @@ def test_the_cli_finds_the_redis_of_make_run(tmp_path, roots, database_url):
     """With only DATA_DIR set, as in `make run`'s .env, the CLI uses the Redis `make run` starts
     for that folder (launched here as the launcher launches it): a schedule lands there, and
     once that Redis is stopped the CLI says so at once instead of hanging."""
-    from webapp import create_app, launcher
+    from webapp import launcher
 
     data = tmp_path / "data"
     data.mkdir()
@@ -153,7 +158,7 @@ def test_the_cli_finds_the_redis_of_make_run(tmp_path, roots, database_url):
         assert launcher.redis_ready(f"unix://{data / 'redis.sock'}", server)
         settings = {"DATA_DIR": str(data), "REDIS_URL": "", "DATABASE_URL": database_url,
                     "ALLOWED_ROOTS": str(roots)}
-        runner = create_app(settings).test_cli_runner()
+        runner = initialised_app(settings).test_cli_runner()
         (roots / "docs").mkdir()
         added = runner.invoke(args=["trawl", "add-source", "Docs", str(roots / "docs"),
                                     "--schedule", "@daily"])

@@ -28,9 +28,27 @@ def test_environment_overrides_with_types(tmp_path):
 
 
 def test_default_allowed_root_is_the_data_folders_sources(tmp_path):
-    cfg = config.load(environ={"DATA_DIR": str(tmp_path)})
-    assert cfg["ALLOWED_ROOTS"] == [str(tmp_path / "sources")]
-    assert (tmp_path / "sources").is_dir()
+    cfg = config.load(environ={"DATA_DIR": str(tmp_path / "data")})
+    assert cfg["ALLOWED_ROOTS"] == [str(tmp_path / "data" / "sources")]
+
+
+def test_reading_the_settings_writes_nothing_and_init_makes_the_data_folder(tmp_path, redis_url):
+    """The factory reads settings and wires extensions; `flask trawl init` makes the folders,
+    the secret key and the schema, and a second run changes nothing."""
+    from webapp import create_app
+
+    data = tmp_path / "data"
+    app = create_app({"DATA_DIR": str(data), "REDIS_URL": redis_url, "DATABASE_URL": ""})
+    assert not data.exists() and app.config["SECRET_KEY"] == ""
+    first = app.test_cli_runner().invoke(args=["trawl", "init"])
+    assert first.exit_code == 0, first.output
+    assert (data / "sources").is_dir() and (data / "trawl.db").is_file()
+    assert "secret key" in first.output and "database schema empty -> " in first.output
+    key = (data / "secret_key").read_text()
+    again = create_app({"DATA_DIR": str(data), "REDIS_URL": redis_url, "DATABASE_URL": ""})
+    second = again.test_cli_runner().invoke(args=["trawl", "init"])
+    assert second.exit_code == 0 and second.output.strip() == f"Trawl's data folder {data} is ready"
+    assert again.config["SECRET_KEY"] == key == (data / "secret_key").read_text()
 
 
 def test_a_bad_number_stops_with_the_setting_named(tmp_path):
@@ -39,10 +57,12 @@ def test_a_bad_number_stops_with_the_setting_named(tmp_path):
 
 
 def test_secret_is_generated_once_private_and_never_a_default(tmp_path):
-    first = config.load(environ={"DATA_DIR": str(tmp_path)})["SECRET_KEY"]
-    second = config.load(environ={"DATA_DIR": str(tmp_path)})["SECRET_KEY"]
-    other = config.load(environ={"DATA_DIR": str(tmp_path / "other")})["SECRET_KEY"]
-    assert first == second and first != other and len(first) >= 40
+    assert config.load(environ={"DATA_DIR": str(tmp_path)})["SECRET_KEY"] == ""
+    (tmp_path / "other").mkdir()
+    first, second = config.write_secret(tmp_path), config.write_secret(tmp_path)
+    other = config.write_secret(tmp_path / "other")
+    assert first == second == config.load(environ={"DATA_DIR": str(tmp_path)})["SECRET_KEY"]
+    assert first != other and len(first) >= 40
     mode = stat.S_IMODE(os.stat(tmp_path / "secret_key").st_mode)
     assert mode == 0o600
     given = "g" * 32

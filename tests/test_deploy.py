@@ -19,7 +19,7 @@ from webapp import config
 
 REPO = Path(__file__).resolve().parent.parent
 APP_SERVICES = ("web", "worker", "scheduler", "watcher")
-SERVICES = {"web", "worker", "scheduler", "watcher", "redis", "meilisearch", "postgres"}
+SERVICES = {"init", "web", "worker", "scheduler", "watcher", "redis", "meilisearch", "postgres"}
 VAR_RE = re.compile(r"\$\{([A-Z0-9_]+)(?:(:?[-?])([^}]*))?\}")
 
 
@@ -69,8 +69,19 @@ def mounts(service: dict) -> list[tuple[str, str, str]]:
 
 # -- docker-compose.yml ------------------------------------------------------------------------
 
-def test_compose_has_the_seven_services(services):
+def test_compose_has_the_eight_services(services):
     assert set(services) == SERVICES
+
+
+def test_init_prepares_the_data_once_before_the_app_services(services):
+    """`flask trawl init` is a one-shot service on the data volume: the long-running ones
+    start only once it has succeeded (they never migrate the schema themselves)."""
+    init = services["init"]
+    assert init["command"] == ["flask", "--app", "wsgi", "trawl", "init"]
+    assert init["restart"] == "no" and ("trawl-data", "/var/lib/trawl", "rw") in mounts(init)
+    for name in APP_SERVICES:
+        assert services[name]["depends_on"]["init"] == {
+            "condition": "service_completed_successfully"}, name
 
 
 def test_only_web_is_published_and_on_port_8000(services):
@@ -97,6 +108,8 @@ def test_web_runs_gunicorn_with_our_config(services):
 
 def test_every_service_has_a_health_check_and_restarts(services):
     for name, svc in services.items():
+        if name == "init":
+            continue  # one-shot: it ends, and the others wait for its success
         assert svc.get("healthcheck", {}).get("test"), f"{name} has no health check"
         assert svc.get("restart") in {"always", "unless-stopped", "on-failure"}, name
 
@@ -107,7 +120,7 @@ def test_web_health_check_asks_the_health_endpoint(services):
 
 
 def test_app_services_wait_for_healthy_backends(services):
-    for name in APP_SERVICES:
+    for name in (*APP_SERVICES, "init"):
         deps = services[name]["depends_on"]
         for backend in ("postgres", "redis", "meilisearch"):
             assert deps[backend]["condition"] == "service_healthy", (name, backend)
@@ -135,7 +148,7 @@ def test_sources_are_mounted_read_only_under_data(services):
 
 
 def test_app_services_read_env_file_and_point_at_the_backends(services):
-    for name in APP_SERVICES:
+    for name in (*APP_SERVICES, "init"):
         svc = services[name]
         assert svc["env_file"] in (".env", [".env"])
         env = svc["environment"]
@@ -258,6 +271,7 @@ def test_image_settings_and_entry():
     assert any("EXPOSE 8000" in line for line in final)
     cmd = next(line for line in final if line.startswith("CMD "))
     assert "gunicorn" in cmd and "webapp.gunicorn_conf" in cmd
+    assert cmd.index("flask --app wsgi trawl init &&") < cmd.index("exec gunicorn")
     deps = " ".join(line for stage in dockerfile_stages() for line in stage)
     assert "pip install -r /tmp/requirements.txt" in deps
 
@@ -324,6 +338,15 @@ def test_gunicorn_serves_the_api_and_static_assets(tmp_path, redis_url, database
            "DATABASE_URL": database_url, "ALLOWED_ROOTS": str(tmp_path), "HOST": "127.0.0.1",
            "PORT": str(port), "WEB_CONCURRENCY": "1", "SEARCH_BACKEND": "tantivy",
            "SEARCH_INDEX_DIR": ""}
+    command = [sys.executable, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf", "wsgi:app"]
+    refused = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
+                             timeout=60)  # before `trawl init`: one clear line, no traceback
+    assert refused.returncode != 0
+    assert f"Trawl's data folder {tmp_path / 'data'} is not initialised" in refused.stderr
+    assert "Traceback" not in refused.stderr and "Booting worker" not in refused.stderr
+    init = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "trawl", "init"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert init.returncode == 0 and "is ready" in init.stdout, init.stderr
     log = tmp_path / "gunicorn.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c",

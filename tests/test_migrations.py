@@ -11,7 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 
-from tests.conftest import new_pg_database
+from tests.conftest import initialised_app, new_pg_database
 
 REPO = Path(__file__).resolve().parent.parent
 TABLES = {"users", "sources", "indexed_files", "run_records", "saved_searches",
@@ -30,14 +30,13 @@ def empty_db(request, tmp_path):
 
 @pytest.fixture
 def make_app(app_config):
-    """create_app over a given database URL (engines disposed at the end)."""
-    from webapp import create_app
+    """An app over a given database URL after `flask trawl init` (engines disposed at the end)."""
     from webapp.extensions import db
 
     apps = []
 
     def make(url: str):
-        application = create_app({**app_config, "DATABASE_URL": url})
+        application = initialised_app({**app_config, "DATABASE_URL": url})
         apps.append(application)
         return application
 
@@ -82,8 +81,13 @@ def head() -> str:
     return ScriptDirectory.from_config(cfg).get_current_head()
 
 
-def test_app_start_migrates_an_empty_database_to_the_models(empty_db, make_app):
-    make_app(empty_db)
+def test_init_migrates_an_empty_database_to_the_models_and_the_factory_does_not(empty_db,
+                                                                              app_config):
+    from webapp import create_app
+
+    create_app({**app_config, "DATABASE_URL": empty_db})
+    assert revision(empty_db) is None
+    initialised_app({**app_config, "DATABASE_URL": empty_db})
     assert revision(empty_db) == head()
     assert schema_diff(empty_db) == []
 
@@ -197,15 +201,18 @@ def test_upgrade_from_0001_keeps_the_admin_working_and_seeing_everything(empty_d
 STARTER = """
 import sys
 from webapp import create_app
+from webapp.runtime import init_data
 
-create_app({"DATA_DIR": sys.argv[1], "DATABASE_URL": sys.argv[2], "REDIS_URL": sys.argv[3],
-            "SECRET_KEY": "x" * 32, "ALLOWED_ROOTS": sys.argv[1]})
+init_data(create_app({"DATA_DIR": sys.argv[1], "DATABASE_URL": sys.argv[2],
+                      "REDIS_URL": sys.argv[3], "SECRET_KEY": "x" * 32,
+                      "ALLOWED_ROOTS": sys.argv[1]}))
 """
 
 
 @pytest.mark.slow
 def test_processes_starting_together_migrate_once(empty_db, tmp_path, redis_url):
-    """web, workers and scheduler start at the same moment on a new database: all come up."""
+    """Three `trawl init` at the same moment on a new database (compose's init service started
+    twice, `make run` beside it): all succeed and the schema is migrated once."""
     data = tmp_path / "shared-data"
     data.mkdir()
     procs = [subprocess.Popen([sys.executable, "-c", STARTER, str(data), empty_db, redis_url],

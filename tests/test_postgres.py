@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from tests.conftest import new_pg_database
+from tests.conftest import initialised_app, new_pg_database
 
 REPO = Path(__file__).resolve().parent.parent
 ADMIN = {"username": "admin", "password": "correct horse battery"}
@@ -139,13 +139,12 @@ def _documented_copy_script() -> str:
 def test_documented_move_from_sqlite_keeps_users_sources_and_records(
         app, client, app_config, pg_url, tmp_path, make_tree):
     """docs/scaling.md: `flask db upgrade` on PostgreSQL (the app fixture did it), copy, start."""
-    from webapp import create_app
     from webapp.extensions import db
     from webapp.indexing.records import upsert_records
     from webapp.models import IndexedFile
 
     old_url = f"sqlite:///{tmp_path / 'old.db'}"
-    old = create_app({**app_config, "DATABASE_URL": old_url})
+    old = initialised_app({**app_config, "DATABASE_URL": old_url})
     old_client = old.test_client()
     token = old_client.post("/api/auth/setup", json=ADMIN).get_json()["access_token"]
     root = make_tree("moved", {"a.txt": "a"})

@@ -27,7 +27,7 @@ from webapp.extensions import db
 from webapp.indexing.runstats import RunStats
 from webapp.indexing.verify import verify_source
 from webapp.models import Source, User
-from webapp.runtime import get_queue, get_redis
+from webapp.runtime import get_queue, get_redis, init_data, not_initialised
 from webapp.services import auth, documents, scans, search_args, sources, status, tokens
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
@@ -43,20 +43,31 @@ def _print_json(data) -> None:
 
 
 def _data_folder_check() -> None:
-    """Say which data folder is used (on a terminal); refuse an unused default `./data`.
+    """Say which data folder is used (on a terminal); refuse an unused default `./data`, and a
+    data folder `trawl init` has not prepared.
 
     Without DATA_DIR the commands use `./data` of the working folder, as `make run` does; run
     from elsewhere that folder is new and empty, and a command would act on nothing."""
     folder = current_app.config["DATA_DIR"]
     if sys.stderr.isatty():
         click.echo(f"Data folder: {folder}", err=True)
+    problem = not_initialised(current_app)
     default = Path(config.Settings.DATA_DIR).expanduser().resolve()
-    if Path(folder) != default or config.env_value("DATA_DIR"):
-        return
-    if db.session.query(User.id).first() is None and db.session.query(Source.id).first() is None:
+    if Path(folder) == default and not config.env_value("DATA_DIR") and (
+            problem or (db.session.query(User.id).first() is None
+                        and db.session.query(Source.id).first() is None)):
         _fail(f"the data folder {folder} holds no Trawl data (no account, no source). Set "
               "DATA_DIR (in .env or the environment) to the folder `make run` uses, or run "
               "this command in the folder you start `make run` from.")
+    if problem:
+        _fail(problem)
+
+
+def _initialised_check() -> None:
+    """Refuse, saying to run `trawl init`, a data folder or database it has not prepared."""
+    problem = not_initialised(current_app)
+    if problem:
+        _fail(problem)
 
 
 def _redis_check() -> None:
@@ -106,6 +117,7 @@ trawl = AppGroup("trawl", help="Manage sources, scans and searches from the shel
               envvar="TRAWL_ADMIN_PASSWORD")
 def create_admin(username: str, password: str | None) -> None:
     """Create an admin account (for headless installs)."""
+    _initialised_check()
     if password is None:
         password = getpass.getpass("Password: ")
     try:
@@ -122,6 +134,7 @@ def create_admin(username: str, password: str | None) -> None:
               envvar="TRAWL_NEW_PASSWORD")
 def set_password(username: str, password: str | None) -> None:
     """Give an account a new password; its tokens, sessions and download links end."""
+    _initialised_check()
     user = db.session.query(User).filter_by(username=username).first()
     if user is None:
         _fail(f"no user '{username}' (data folder {current_app.config['DATA_DIR']})")
@@ -130,6 +143,17 @@ def set_password(username: str, password: str | None) -> None:
     except TrawlError as exc:
         _fail(exc)
     click.echo(f"Password of '{username}' changed; its sessions and links have ended")
+
+
+@trawl.command("init")
+def init() -> None:
+    """Make the data folder ready: its folders, the secret key, the newest database schema.
+
+    Safe to repeat (each start of `make run` and of docker compose runs it): what exists is
+    kept, the schema is migrated when the code brought a new migration."""
+    for line in init_data(current_app):
+        click.echo(line)
+    click.echo(f"Trawl's data folder {current_app.config['DATA_DIR']} is ready")
 
 
 @trawl.command("add-source")

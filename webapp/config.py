@@ -27,7 +27,7 @@ class Settings:
     SEARCH_WRITER_TIMEOUT = 60.0  # seconds a write waits for the single Tantivy writer
     SEARCH_WRITER_HEAP_MB = 32  # memory of the Tantivy writer while it indexes a batch (>= 16 per thread)
     ALLOWED_ROOTS = ""  # comma-separated folders sources may live in; empty means DATA_DIR/sources
-    SECRET_KEY = ""  # signing key (32+ bytes); empty means generated once into DATA_DIR/secret_key
+    SECRET_KEY = ""  # signing key (32+ bytes); empty: the one `trawl init` wrote to DATA_DIR/secret_key
     SESSION_EXPIRE_HOURS = 24  # lifetime of API tokens and UI sessions
     AUTH_RATE_LIMIT = "5/minute"  # login and setup attempts per client address (moving window)
     LOGIN_USER_RATE_LIMIT = "10/minute"  # login attempts per username, from all addresses together
@@ -78,6 +78,8 @@ class Settings:
 
 
 LOG_FORMATS = ("text", "json")
+DEFAULT_SOURCES = "sources"  # DATA_DIR/sources: the allowed root when ALLOWED_ROOTS is empty
+SECRET_FILE = "secret_key"  # DATA_DIR/secret_key: the generated SECRET_KEY
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 
 
@@ -127,7 +129,6 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
 def _derive(cfg: dict) -> dict:
     """Fill the settings whose default depends on another one."""
     data_dir = Path(cfg["DATA_DIR"]).expanduser().resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
     cfg["DATA_DIR"] = str(data_dir)
     if not cfg["DATABASE_URL"]:
         cfg["DATABASE_URL"] = f"sqlite:///{data_dir / 'trawl.db'}"
@@ -144,16 +145,15 @@ def _derive(cfg: dict) -> dict:
     if isinstance(roots, str):
         roots = [r.strip() for r in roots.split(",") if r.strip()]
     if not roots:
-        default_root = data_dir / "sources"
-        default_root.mkdir(exist_ok=True)
-        roots = [str(default_root)]
+        roots = [str(data_dir / DEFAULT_SOURCES)]  # made by `flask trawl init`
     cfg["ALLOWED_ROOTS"] = [os.path.realpath(os.path.expanduser(r)) for r in roots]
     proxies = cfg["TRUSTED_PROXIES"]
     if isinstance(proxies, str):
         cfg["TRUSTED_PROXIES"] = [p.strip() for p in proxies.split(",") if p.strip()]
     if not cfg["SECRET_KEY"]:
-        cfg["SECRET_KEY"] = _stored_secret(data_dir)
-    _check_secret(cfg["SECRET_KEY"])
+        cfg["SECRET_KEY"] = stored_secret(data_dir)  # "" until `flask trawl init` wrote one
+    if cfg["SECRET_KEY"]:
+        _check_secret(cfg["SECRET_KEY"])
     return cfg
 
 
@@ -192,9 +192,15 @@ def _check_secret(key: str) -> None:
             f"into DATA_DIR/secret_key.")
 
 
-def _stored_secret(data_dir: Path) -> str:
-    """The generated signing key kept in the data folder, created on first start (mode 0600)."""
-    path = data_dir / "secret_key"
+def stored_secret(data_dir: Path) -> str:
+    """The generated signing key kept in the data folder, or "" when there is none yet."""
+    path = Path(data_dir) / SECRET_FILE
+    return path.read_text().strip() if path.is_file() else ""
+
+
+def write_secret(data_dir: Path) -> str:
+    """The data folder's signing key, generated the first time (mode 0600); checked like a given one."""
+    path = Path(data_dir) / SECRET_FILE
     if not path.exists():
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -203,4 +209,6 @@ def _stored_secret(data_dir: Path) -> str:
         else:
             with os.fdopen(fd, "w") as fh:
                 fh.write(secrets.token_urlsafe(48))
-    return path.read_text().strip()
+    key = path.read_text().strip()
+    _check_secret(key)
+    return key

@@ -269,9 +269,11 @@ def main() -> int:
             raise SystemExit(f"redis-server exited; see {data_dir / 'redis.log'}")
     env["DATA_DIR"] = cfg["DATA_DIR"]
     from webapp import create_app
+    from webapp.runtime import init_data
 
-    try:
-        create_app({"REDIS_URL": env["REDIS_URL"]})  # creates tables and the secret once
+    try:  # `flask trawl init`: folders, secret key, newest schema (a first start makes them)
+        for line in init_data(create_app({"REDIS_URL": env["REDIS_URL"]})):
+            say(line)
     except BaseException:
         supervisor.stop()
         raise

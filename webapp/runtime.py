@@ -8,13 +8,15 @@ import functools
 import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import redis
 from flask import Flask, current_app
 from rq import Queue
 from sqlalchemy import Connection, event, inspect, text
+from sqlalchemy.exc import SQLAlchemyError
 
-from webapp import keys
+from webapp import config, keys
 from webapp.extensions import db
 from webapp.previews.render import IsolatedRenderer
 from webapp.search import make_backend
@@ -23,7 +25,8 @@ _lock = threading.Lock()
 
 
 def init_app(app: Flask) -> None:
-    """Create the Redis client and the queue, migrate the schema; search opens on first use."""
+    """Create the Redis client and the queues; search opens on first use. Nothing is written:
+    the data folder and the schema are `init_data`'s (`flask trawl init`)."""
     client = redis.Redis.from_url(app.config["REDIS_URL"], socket_timeout=10,
                                   socket_connect_timeout=5, health_check_interval=30)
     app.extensions["trawl.redis"] = client
@@ -38,10 +41,6 @@ def init_app(app: Flask) -> None:
     with app.app_context():
         if db.engine.dialect.name == "sqlite":
             event.listen(db.engine, "connect", _sqlite_pragmas)
-        upgrade_schema(app)
-        # RQ forks a work horse per job: a pooled PostgreSQL connection inherited by every horse
-        # would be one server session shared by all ("prepared statement already exists")
-        db.engine.dispose()
 
 
 def _sqlite_pragmas(dbapi_conn, record) -> None:
@@ -53,7 +52,72 @@ def _sqlite_pragmas(dbapi_conn, record) -> None:
     cursor.close()
 
 
-# -- database schema (Alembic migrations in ROOT/migrations) ----------------------------------
+# -- the data folder and the database schema (Alembic migrations in ROOT/migrations) ---------
+
+NOT_INITIALISED = ("Trawl's data folder {folder} is not initialised ({why}). Run "
+                   "`flask --app wsgi trawl init` once (`make run` and docker compose do it "
+                   "at every start), then start Trawl again.")
+
+
+def init_data(app: Flask) -> list[str]:
+    """Make the data folder ready (idempotent): its folders, the generated secret key, the
+    newest schema. Returns what it did, one line each."""
+    done = []
+    data_dir = Path(app.config["DATA_DIR"])
+    default_root = data_dir / config.DEFAULT_SOURCES
+    for folder in (data_dir, *([default_root] if str(default_root) in app.config["ALLOWED_ROOTS"]
+                               else [])):
+        if not folder.is_dir():
+            folder.mkdir(parents=True)
+            done.append(f"created {folder}")
+    if not app.config["SECRET_KEY"]:
+        app.config["SECRET_KEY"] = app.config["JWT_SECRET_KEY"] = config.write_secret(data_dir)
+        done.append(f"secret key in {data_dir / config.SECRET_FILE}")
+    with app.app_context():
+        before = _revision_now()
+        upgrade_schema(app)
+        after = _revision_now()
+        # RQ forks a work horse per job: a pooled PostgreSQL connection inherited by every horse
+        # would be one server session shared by all ("prepared statement already exists")
+        db.engine.dispose()
+    if before != after:
+        done.append(f"database schema {before or 'empty'} -> {after}")
+    return done
+
+
+def _revision_now() -> str | None:
+    with db.engine.connect() as conn:
+        return _current_revision(conn)
+
+
+def not_initialised(app: Flask) -> str | None:
+    """Why the data folder or database is not ready to serve (None when it is): no secret key,
+    or no schema. Cheap (one query); migrating is `init_data`'s."""
+    folder = app.config["DATA_DIR"]
+    if not app.config["SECRET_KEY"]:
+        return NOT_INITIALISED.format(folder=folder, why="no secret key")
+    with app.app_context():
+        url = db.engine.url
+        if url.get_backend_name() == "sqlite" and url.database and \
+                not Path(url.database).is_file():
+            return NOT_INITIALISED.format(folder=folder, why=f"no database at {url.database}")
+        try:
+            with db.engine.connect() as conn:
+                ready = inspect(conn).has_table("alembic_version")
+        except SQLAlchemyError as exc:
+            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[:1]
+            return f"Trawl cannot reach its database ({type(exc).__name__}: {''.join(reason)})"
+        finally:
+            db.engine.dispose()
+    return None if ready else NOT_INITIALISED.format(folder=folder, why="the database has no schema")
+
+
+def require_initialised(app: Flask) -> None:
+    """Stop a service process with a clear message (no traceback) when `not_initialised`."""
+    problem = not_initialised(app)
+    if problem:
+        raise SystemExit(problem)
+
 
 SCHEMA_LOCK_ID = 0x7472_6177_6C  # PostgreSQL advisory lock key of schema upgrades ("trawl")
 
