@@ -12,14 +12,15 @@ A PDF page is drawn the same way (pymupdf), with the query's matched words found
 
 from __future__ import annotations
 
-import io
 import multiprocessing
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from webapp.exceptions import Unavailable, Unprocessable
+from webapp import imaging
+from webapp.exceptions import Unavailable
+from webapp.imaging import ImageRefused
 from webapp.procs import limit_memory
 
 # imported once by the fork server, so each child starts with Pillow and its plug-ins loaded
@@ -36,7 +37,7 @@ class PreviewLimits:
     timeout: float
 
 
-class PreviewRefused(Unprocessable):
+class PreviewRefused(ImageRefused):
     """The image cannot be previewed; the message says why in words a user understands."""
 
 
@@ -46,44 +47,7 @@ class PreviewBusy(Unavailable):
 
 # -- the child side ------------------------------------------------------------------------------
 
-def _check_pixels(size: tuple[int, int], max_pixels: int) -> None:
-    width, height = size
-    if width * height > max_pixels:
-        raise PreviewRefused(
-            f"Image is too large to preview ({width}x{height} pixels; the limit is "
-            f"{max_pixels / 1e6:g} megapixels)")
-
-
-def _open_image(path: str, kind: str, limits: PreviewLimits) -> Any:
-    """The image (or a RAW file's embedded preview), opened lazily: only its header is read."""
-    from PIL import Image
-
-    if kind == "raw_image":
-        return _raw_image(path, limits)
-    img = Image.open(path)
-    img.seek(0)  # first frame of an animation or of a multi-page TIFF
-    return img
-
-
-def _raw_image(path: str, limits: PreviewLimits) -> Any:
-    import rawpy
-    from PIL import Image
-
-    try:
-        with rawpy.imread(path) as raw:
-            try:
-                thumb = raw.extract_thumb()
-            except (rawpy.LibRawNoThumbnailError, rawpy.LibRawUnsupportedThumbnailError):
-                # half_size demosaics a quarter of the sensor's pixels
-                _check_pixels((raw.sizes.width // 2, raw.sizes.height // 2), limits.max_pixels)
-                return Image.fromarray(raw.postprocess(half_size=True))
-            if thumb.format == rawpy.ThumbFormat.JPEG:
-                return Image.open(io.BytesIO(thumb.data))
-            return Image.fromarray(thumb.data)
-    except (rawpy.LibRawError, OSError) as exc:
-        raise PreviewRefused(f"No preview image in this RAW file ({type(exc).__name__})") from exc
-
-
+PREVIEW_QUALITY = 85  # JPEG quality of previews and drawn PDF pages
 HIGHLIGHT_RGBA = (255, 200, 0, 120)  # translucent yellow over matched words on a PDF page
 PDF_PAGE_PX = 1400  # long side of a drawn PDF page (at most limits.max_side)
 MAX_PAGES_SEARCHED = 500  # pages read to find the first one holding a match
@@ -124,8 +88,8 @@ def render_pdf_page(path: str, page_no: int, words: tuple[str, ...],
             raise PreviewRefused(f"This PDF has no page {page_no} (it has {doc.page_count})")
         page = doc[page_no - 1]
         zoom = min(PDF_PAGE_PX, limits.max_side) / max(page.rect.width, page.rect.height, 1)
-        _check_pixels((int(page.rect.width * zoom), int(page.rect.height * zoom)),
-                      limits.max_pixels)
+        imaging.check_pixels((int(page.rect.width * zoom), int(page.rect.height * zoom)),
+                             limits.max_pixels)
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
         img = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
         # search_for answers in unrotated page space; the pixmap shows the page as rotated
@@ -137,9 +101,7 @@ def render_pdf_page(path: str, page_no: int, words: tuple[str, ...],
         for r in rects:
             draw.rectangle((r.x0, r.y0, r.x1, r.y1), fill=HIGHLIGHT_RGBA)
         img = Image.alpha_composite(img.convert("RGBA"), overlay).convert("RGB")
-    out = io.BytesIO()
-    img.save(out, "JPEG", quality=85)
-    return out.getvalue(), "image/jpeg"
+    return imaging.encode(img, PREVIEW_QUALITY)
 
 
 def render(path: str, kind: str, limits: PreviewLimits, page: int = 1,
@@ -147,35 +109,27 @@ def render(path: str, kind: str, limits: PreviewLimits, page: int = 1,
     """Scale the image to limits.max_side and encode it (PNG keeps transparency, else JPEG);
     for kind "pdf", draw page `page` with `words` highlighted; for "pdf_find", the number of
     the first page holding one of `words`, as text."""
-    from PIL import Image
-
     if kind == "pdf":
         return render_pdf_page(path, page, words, limits)
     if kind == "pdf_find":
         return str(first_pdf_match(path, words)).encode(), "text/plain"
-    Image.MAX_IMAGE_PIXELS = None  # our own check below replaces Pillow's warning-first one
-    img = _open_image(path, kind, limits)
-    if img.format == "JPEG":
-        img.draft("RGB", (limits.max_side, limits.max_side))  # decode at 1/2, 1/4 or 1/8 scale
-    _check_pixels(img.size, limits.max_pixels)
-    img.thumbnail((limits.max_side, limits.max_side))
-    out = io.BytesIO()
-    if img.mode in ("RGBA", "LA", "P", "PA") and kind != "raw_image":
-        img.save(out, "PNG")
-        return out.getvalue(), "image/png"
-    img.convert("RGB").save(out, "JPEG", quality=85)
-    return out.getvalue(), "image/jpeg"
+    if kind == "raw_image":
+        img = imaging.open_raw(path, develop_max_pixels=limits.max_pixels)
+    else:
+        img = imaging.open_image(path)
+    img = imaging.scale(img, limits.max_side, limits.max_pixels)
+    return imaging.encode(img, PREVIEW_QUALITY, keep_alpha=kind != "raw_image")
 
 
 def _child_main(conn: Any, path: str, kind: str, limits: PreviewLimits, page: int,
                 words: tuple[str, ...]) -> None:
     """Child: render one preview and send ("ok", bytes, mimetype) or ("refused", message)."""
     try:
-        _register_heif()
+        imaging.register_heif()
         limit_memory(limits.memory_mb)
         data, mimetype = render(path, kind, limits, page, words)
         reply: tuple = ("ok", data, mimetype)
-    except PreviewRefused as exc:
+    except ImageRefused as exc:
         reply = ("refused", str(exc))
     except MemoryError:
         reply = ("refused", "Image needs too much memory to preview")
@@ -189,15 +143,6 @@ def _reason(exc: Exception) -> str:
     """A short, path-free reason (Pillow's messages may name the file)."""
     text = str(exc).split(":")[0].strip() if str(exc) else ""
     return text[:80] if text and "/" not in text else type(exc).__name__
-
-
-def _register_heif() -> None:
-    """HEIC/HEIF through pillow-heif (libheif); absent plug-in means those files just fail."""
-    try:
-        from pillow_heif import register_heif_opener
-    except ImportError:
-        return
-    register_heif_opener()
 
 
 # -- the web side --------------------------------------------------------------------------------

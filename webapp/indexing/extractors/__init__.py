@@ -8,6 +8,8 @@ import warnings
 from collections.abc import Iterable
 from typing import IO
 
+from webapp import imaging
+
 from . import (
     archive,
     comic,
@@ -22,7 +24,6 @@ from . import (
     rtf,
     subtitle,
     text,
-    thumbs,
     xlsx,
 )
 from ._util import cap_content, clean_str, json_safe
@@ -71,6 +72,7 @@ FALLBACK_TYPE = "file"
 VANISHED_MESSAGE = "File no longer exists"
 UNREADABLE_MESSAGE = "File is not readable"
 TIMEOUT_MESSAGE = "Extraction timed out after"  # + " N s"
+THUMB_QUALITY = 80  # JPEG: encodes ~30x faster than WebP at this size, for similar bytes
 _LABELS = {
     "pdf": "PDF", "docx": "DOCX", "xlsx": "XLSX", "pptx": "PPTX", "rtf": "RTF", "epub": "EPUB",
     "comic": "comic archive", "raw_image": "RAW image", "media": "media", "image": "image",
@@ -223,7 +225,10 @@ def thumbnail(path: str, doc: Extracted, settings: ExtractionSettings,
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             img = spec.thumbnail(path, settings)
-            return thumbs.encode(img, settings) if img is not None else None
+            if img is None:
+                return None
+            img = imaging.scale(img, settings.thumbnail_px, settings.max_pixels)
+            return imaging.encode(img, THUMB_QUALITY)[0]
     except Exception:  # noqa: BLE001 - any decoder failure (or MemoryError): no thumbnail
         return None
 

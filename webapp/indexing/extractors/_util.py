@@ -27,6 +27,7 @@ _BOMS = (
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _XML_DECL = re.compile(rb"^\s*<\?xml[^>]*encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
 
+MAX_COVER_BYTES = 32 * 1024 * 1024  # an archive member read as a cover image (EPUB, comics)
 MAX_ZIP_TOTAL_BYTES = 512 * 1024 * 1024
 MAX_ZIP_RATIO = 100
 RATIO_CHECK_MIN_BYTES = 1024 * 1024

@@ -20,7 +20,7 @@ class Extracted:
     content: str = ""
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    thumbnail: bytes | None = None  # JPEG bytes, made in the extraction child (thumbs.py)
+    thumbnail: bytes | None = None  # JPEG bytes, made in the extraction child (extractors.thumbnail)
 
 
 class ExtractionError(Exception):
@@ -149,7 +149,7 @@ ExtractFunc = Callable[[str, ExtractionSettings], Extracted]
 # A container's document and its members, wanted bytes handed to the sink; the int is the
 # budget of unpacked bytes the container may still declare (shared with nested ones).
 UnpackFunc = Callable[[str, ExtractionSettings, Sink, int], tuple[Extracted, list[Member]]]
-# the picture of a file as a lazily opened Pillow image (thumbs.encode scales it), or None
+# the picture of a file as a lazily opened Pillow image (webapp.imaging scales and encodes it), or None
 ThumbnailFunc = Callable[[str, ExtractionSettings], Any]
 
 

@@ -9,8 +9,10 @@ import shutil
 import zipfile
 from typing import Any
 
-from . import thumbs
+from webapp import imaging
+
 from ._util import (
+    MAX_COVER_BYTES,
     check_zip,
     clean_str,
     json_safe,
@@ -198,8 +200,8 @@ def comic_cover(path: str, settings: ExtractionSettings) -> Any:
         _, pages = _names_and_pages(archive)
         if not pages:
             return None
-        data = archive.read(pages[0], thumbs.MAX_COVER_BYTES)
-    return thumbs.open_image(data) if data else None
+        data = archive.read(pages[0], MAX_COVER_BYTES)
+    return imaging.open_image(data) if data else None
 
 
 COMIC = ExtractorSpec(

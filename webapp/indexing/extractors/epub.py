@@ -6,8 +6,9 @@ import posixpath
 import zipfile
 from typing import Any
 
-from . import thumbs
-from ._util import clean_str, local_name, open_zip, parse_xml, read_member
+from webapp import imaging
+
+from ._util import MAX_COVER_BYTES, clean_str, local_name, open_zip, parse_xml, read_member
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 
 _DC_FIELDS = ("title", "creator", "language", "identifier", "publisher", "date", "description",
@@ -138,7 +139,7 @@ def epub_cover(path: str, settings: ExtractionSettings) -> Any:
         href = _cover_href(parse_xml(read_member(archive, opf_path)), opf_path)
         if href is None:
             return None
-        return thumbs.open_image(read_member(archive, href, thumbs.MAX_COVER_BYTES))
+        return imaging.open_image(read_member(archive, href, MAX_COVER_BYTES))
 
 
 EPUB = ExtractorSpec(

@@ -6,8 +6,9 @@ import struct
 import zlib
 from typing import Any
 
+from webapp import imaging
+
 from . import exif as exiflib
-from . import thumbs
 from ._util import clean_str
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 
@@ -169,6 +170,11 @@ def extract_image(path: str, settings: ExtractionSettings) -> Extracted:
     return build_doc("image", meta, tags, settings)
 
 
+
+def image_thumbnail(path: str, settings: ExtractionSettings) -> Any:
+    """Thumbnail source of an image file: the image itself, opened lazily."""
+    return imaging.open_image(path)
+
 IMAGE = ExtractorSpec(
     type="image",
     extract=extract_image,
@@ -177,5 +183,5 @@ IMAGE = ExtractorSpec(
     heavy_modules=("PIL.Image", "PIL.ExifTags", "PIL.IptcImagePlugin", "PIL.JpegImagePlugin",
                    "PIL.PngImagePlugin", "PIL.TiffImagePlugin", "PIL.WebPImagePlugin",
                    "PIL.GifImagePlugin"),
-    thumbnail=thumbs.image_thumbnail,
+    thumbnail=image_thumbnail,
 )

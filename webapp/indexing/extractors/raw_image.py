@@ -5,8 +5,9 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from webapp import imaging
+
 from . import exif as exiflib
-from . import thumbs
 from ._util import read_bytes
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec, extension
 from .image import TIFF_HEADERS, build_doc, find_tiff, load_exif
@@ -103,18 +104,9 @@ def extract_raw(path: str, settings: ExtractionSettings) -> Extracted:
 
 
 def raw_thumbnail(path: str, settings: ExtractionSettings) -> Any:
-    """The camera's embedded preview (JPEG or bitmap); None when the file has none."""
-    import rawpy
-    from PIL import Image
-
-    try:
-        with rawpy.imread(path) as raw:
-            thumb = raw.extract_thumb()
-    except (rawpy.LibRawError, OSError):  # no preview, or LibRaw cannot read the file
-        return None
-    if thumb.format == rawpy.ThumbFormat.JPEG:
-        return thumbs.open_image(bytes(thumb.data))
-    return Image.fromarray(thumb.data)
+    """The camera's embedded preview (JPEG or bitmap); None when the file has none (a RAW file
+    is not developed at index time)."""
+    return imaging.open_raw(path)
 
 
 RAW_IMAGE = ExtractorSpec(
