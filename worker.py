@@ -20,11 +20,13 @@ import redis
 from rq import Worker
 from rq.worker_pool import WorkerPool
 from rq_scheduler import Scheduler
+from sqlalchemy.exc import SQLAlchemyError
 
 from webapp import create_app, jobs, metrics, watcher
 from webapp.extensions import db
 from webapp.indexing import extractors
 from webapp.indexing.ocr import UNAVAILABLE, OcrSettings, availability
+from webapp.indexing.state import settle_dead_runs
 from webapp.memtune import release_freed, tune_malloc
 from webapp.procs import die_with_parent
 from webapp.runtime import get_ocr_queue, get_queue, get_redis, require_initialised
@@ -110,6 +112,25 @@ def run_workers(count: int = 1, burst: bool = False) -> None:
                        worker_class=_pool_worker_class()).start(burst=burst, logging_level=level)
 
 
+class _Scheduler(Scheduler):
+    """rq-scheduler whose every tick also records the runs whose worker died as interrupted
+    (the one sweep that does: reading a status never writes)."""
+
+    def __init__(self, app, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.app = app
+
+    def enqueue_jobs(self):
+        with self.app.app_context():
+            try:
+                settle_dead_runs(self.app)
+            except SQLAlchemyError as exc:  # the database restarting: the next tick sweeps
+                log.warning("scheduler: dead runs not swept (%s)", exc)
+            finally:
+                db.session.remove()
+        return super().enqueue_jobs()
+
+
 def run_scheduler() -> None:
     """Rebuild schedules from the database, then move due runs onto the queue.
 
@@ -128,8 +149,8 @@ def run_scheduler() -> None:
             count = jobs.rebuild_schedules(app)
             log.info("%d scheduled sources", count)
             jobs.resume_ocr(app)
-            Scheduler(queue=get_queue(app), connection=connection,
-                      interval=SCHEDULER_INTERVAL).run()
+            _Scheduler(app, queue=get_queue(app), connection=connection,
+                       interval=SCHEDULER_INTERVAL).run()
             return
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             log.warning("scheduler: lost Redis (%s)", exc)

@@ -76,6 +76,13 @@ def test_a_run_whose_worker_died_is_listed_as_interrupted(app, client, auth, mak
         assert lock.start(lock.acquire_queued("job", False))
         lock.write_stats(RunStats(RunState.INDEXING, started_at=stamp(), total_scanned=7))
         get_redis().delete(keys.scan_lock(sid))  # its heartbeat stopped: the lock expired
+    shown = client.get("/api/status", headers=auth).get_json()
+    assert shown["sources"][0]["last_run"]["state"] == "interrupted"
+    assert shown["recent_runs"] == []  # a read shows it; the scheduler's sweep records it
+    with app.app_context():
+        from webapp.indexing.state import settle_dead_runs
+
+        settle_dead_runs(app)
     runs = client.get("/api/status", headers=auth).get_json()["recent_runs"]
     assert [(r["state"], r["total_scanned"]) for r in runs] == [("interrupted", 7)]
     assert "Interrupted" in runs[0]["message"]

@@ -208,7 +208,8 @@ def test_changes_wait_for_a_running_scan_and_for_files_being_written(
     watcher.start()
     watching(client, auth, sid, caught_up=False)
     lock = ScanLock(get_redis(app), sid, 30)  # a scan holds the source (its real lock)
-    run_id = lock.acquire_queued("scan-job", False)
+    with app.app_context():  # acquiring records a dead run first: the app's database
+        run_id = lock.acquire_queued("scan-job", False)
     assert lock.start(run_id)
     (root / "during.txt").write_text("oriole written during a scan")
     time.sleep(1.0)  # the watcher has seen it and found the source busy

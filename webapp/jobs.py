@@ -23,7 +23,7 @@ from webapp.indexing import live
 from webapp.indexing.ocr_phase import OcrRun, pending_count, pending_sources
 from webapp.indexing.pipeline import ScanRun, help_extract
 from webapp.indexing.runstats import RunState
-from webapp.indexing.state import scan_lock, settle_interrupted
+from webapp.indexing.state import scan_lock
 from webapp.models import Source, utcnow
 from webapp.runtime import get_ocr_queue, get_queue, get_redis, get_search
 
@@ -102,7 +102,6 @@ def scheduled_scan(source_id: str) -> str:
         db.session.commit()
         schedule_source(source_id, source.next_scan_at)
         job = get_current_job()
-        settle_interrupted(source_id)  # a run killed before this one is marked as such
         run_id = scan_lock(source_id).acquire_after_live_update(job.id if job else "", False)
         if run_id is None:
             log.info("Scheduled scan of %s skipped: the source is busy", source_id)

@@ -30,7 +30,7 @@ from webapp.indexing.isolation import Extractor
 from webapp.indexing.ocr import DONE, FAILED, OK, PENDING, OcrSettings, availability, ocr_specs
 from webapp.indexing.runstats import FileStatus
 from webapp.indexing.scanner import doc_id
-from webapp.indexing.state import RedisLock, writer_lock
+from webapp.indexing.state import held_lock, renewed, writer_lock
 from webapp.models import IndexedFile, Source
 from webapp.runtime import get_redis, get_search
 
@@ -125,12 +125,12 @@ class OcrRun:
         """Work for one job's time; returns the documents finished (0 when another job runs)."""
         if not enabled(self.app):
             return 0
-        lock = RedisLock(get_redis(self.app), keys.ocr_running(self.source_id),
+        lock = held_lock(get_redis(self.app), keys.ocr_running(self.source_id),
                          self.app.config["SCAN_LOCK_SECONDS"])
-        if not lock.acquire():
-            return 0  # the source's other OCR job looks for new work when it ends
-        self.ran = True
-        with lock.kept():
+        with renewed(lock, blocking=False) as taken:
+            if not taken:
+                return 0  # the source's other OCR job looks for new work when it ends
+            self.ran = True
             self._work()
         return self.done
 

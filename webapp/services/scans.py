@@ -13,7 +13,7 @@ from webapp.indexing import live, thumbstore
 from webapp.indexing.records import delete_records
 from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
 from webapp.indexing.scanner import doc_id, root_problem
-from webapp.indexing.state import ScanLock, scan_lock, settle_interrupted
+from webapp.indexing.state import ScanLock, dead_run, scan_lock
 from webapp.models import IndexedFile, Source, get_source
 from webapp.runtime import get_redis, get_search
 
@@ -26,9 +26,11 @@ def scan_state(source_id: str) -> SourceState:
 def live_stats(source_id: str) -> RunStats | None:
     """Stats of the current run, or of the latest one while Redis still has them.
 
-    A run whose worker died is marked interrupted here, once its lock has expired.
+    A run whose worker died shows as interrupted once its lock has expired (only shown: the
+    lock's next acquisition or the scheduler's loop records it; a read never writes).
     """
-    return settle_interrupted(source_id) or scan_lock(source_id).read_stats()
+    dead = dead_run(source_id)
+    return dead[1] if dead else scan_lock(source_id).read_stats()
 
 
 def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
@@ -38,7 +40,6 @@ def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
         problem = root_problem(source.root_path, current_app.config["ALLOWED_ROOTS"])
         if problem:
             raise InvalidInput(f"root_path: {problem}")
-    settle_interrupted(source_id)  # the next run must know the last one did not finish
     lock = scan_lock(source_id)
     run_id = lock.acquire_after_live_update("", full)
     if run_id is None:
@@ -54,7 +55,6 @@ def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
 def request_live_update(source_id: str) -> str | None:
     """Queue a live update of the source's changed paths; None while the source is busy
     (the paths wait in Redis and the watcher asks again)."""
-    settle_interrupted(source_id)
     lock = scan_lock(source_id)
     run_id = lock.acquire_queued("", False, live=True)
     if run_id is None:

@@ -11,7 +11,7 @@ from webapp.config import VERSION
 from webapp.extensions import db
 from webapp.indexing.ocr import OcrSettings, availability
 from webapp.indexing.ocr_phase import pending_count
-from webapp.indexing.runstats import FileStatus, RunStats, SourceState
+from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
 from webapp.models import IndexedFile, RunRecord, Source, User, iso
 from webapp.runtime import get_queue, get_redis, get_search
 from webapp.services import auth, scans
@@ -66,6 +66,9 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
     state = scans.scan_state(source.id)  # first: a lock expiring between the two reads is then
     live = scans.live_stats(source.id)  # seen as settled (interrupted), never "idle but indexing"
     kept = RunStats.from_dict(source.last_run) if source.last_run else None
+    # a dead run is shown interrupted before the scheduler's sweep writes it on the source
+    unsettled = live is not None and live.state == RunState.INTERRUPTED and (
+        kept is None or kept.started_at != live.started_at)
     return {
         "source_id": source.id, "source_name": source.name, "state": state,
         "total_files": sum(by_status.values()),
@@ -74,7 +77,7 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
         "ocr_pending": pending_count(source.id),
         "last_indexed_at": iso(last_indexed), "last_scan_at": iso(source.last_scan_at),
         "next_scan_at": iso(source.next_scan_at),
-        "last_run": (live if state != SourceState.IDLE else kept or live),
+        "last_run": (live if state != SourceState.IDLE or unsettled else kept or live),
         "watch_state": scans.watch_state(source),
         "last_live_update": scans.last_live_update(source.id),
         "failed_files": [{"path": p, "error": e or ""} for p, e in failed],
