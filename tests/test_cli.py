@@ -15,9 +15,6 @@ import redis
 from tests.conftest import REPO, initialised_app
 from tests.workers import Worker
 
-# the database dialect matters here: these run in the PostgreSQL pass too (tests/conftest.py)
-pytestmark = pytest.mark.pg
-
 BROKEN_PDF = b"%PDF-1.4 not really a pdf"
 
 
@@ -95,6 +92,7 @@ def test_scan_exits_non_zero_when_files_failed(app, client, auth, make_tree, mak
     assert queued.exit_code == 0 and json.loads(queued.stdout)["job_id"].startswith("scan-good-")
 
 
+@pytest.mark.pg
 def test_verify_reports_and_repairs_only_when_asked(app, client, auth, make_tree, make_source,
                                                     run_jobs):
     root = make_tree("docs", {"a.txt": "alpha", "b.txt": "beta"})

@@ -9,9 +9,6 @@ from sqlalchemy import update
 
 from tests.workers import Worker, finished, permissions_bind_worker, poll_status, records, verify
 
-# the database dialect matters here: these run in the PostgreSQL pass too (tests/conftest.py)
-pytestmark = pytest.mark.pg
-
 
 def _scan(client, auth, sid: str) -> None:
     resp = client.post(f"/api/sources/{sid}/reindex", headers=auth)

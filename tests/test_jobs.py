@@ -12,9 +12,6 @@ import pytest
 
 from tests.workers import Worker, poll_status
 
-# the database dialect matters here: these run in the PostgreSQL pass too (tests/conftest.py)
-pytestmark = pytest.mark.pg
-
 FILES = {"a.txt": "alpha report", "b.md": "# Bravo\nbudget notes", "sub/c.py": "print('charlie')",
          "node_modules/x/skip.js": "never indexed", "sub/.git/config": "never indexed"}
 
@@ -51,6 +48,7 @@ def test_reindex_answers_at_once_and_a_second_one_gets_409(client, auth, make_tr
     assert client.post(f"/api/sources/{src['id']}/clear-stale", headers=auth).status_code == 409
 
 
+@pytest.mark.pg
 def test_incremental_scans(client, auth, make_tree, make_source, run_jobs):
     root = make_tree("docs", FILES)
     sid = make_source(root)["id"]
@@ -96,6 +94,7 @@ def test_wait_returns_the_finished_stats(app, client, auth, make_tree, make_sour
     assert stats["unchanged_files"] == 3
 
 
+@pytest.mark.pg
 def test_full_rebuild_reextracts_everything_and_checks_the_root(client, auth, make_tree,
                                                                 make_source, run_jobs):
     root = make_tree("docs", FILES)
@@ -110,6 +109,7 @@ def test_full_rebuild_reextracts_everything_and_checks_the_root(client, auth, ma
     assert _search(client, auth, "alpha")["total"] == 1  # nothing was cleared
 
 
+@pytest.mark.pg
 def test_a_vanished_root_fails_the_scan_without_deleting_anything(client, auth, make_tree,
                                                                   make_source, run_jobs):
     root = make_tree("docs", FILES)
@@ -121,6 +121,7 @@ def test_a_vanished_root_fails_the_scan_without_deleting_anything(client, auth, 
     assert _search(client, auth, "alpha")["total"] == 1
 
 
+@pytest.mark.pg
 def test_failed_files_are_recorded_searchable_by_name_and_cleared(client, auth, make_tree,
                                                                   make_source, run_jobs):
     root = make_tree("docs", {"good.txt": "fine words", "broken-report.pdf": b"%PDF-1.4 garbage"})
@@ -140,6 +141,7 @@ def test_failed_files_are_recorded_searchable_by_name_and_cleared(client, auth, 
     assert retried["new_files"] == 1 and retried["failed"] == 1
 
 
+@pytest.mark.pg
 def test_too_large_files_are_skipped_but_findable(app, client, auth, make_tree, make_source,
                                                   run_jobs):
     app.config["MAX_FILE_SIZE_MB"] = 1
@@ -151,6 +153,7 @@ def test_too_large_files_are_skipped_but_findable(app, client, auth, make_tree, 
     assert hits["total"] == 1 and hits["results"][0]["basename"] == "huge-archive.txt"
 
 
+@pytest.mark.pg
 def test_delete_source_removes_documents_and_records(client, auth, make_tree, make_source,
                                                      run_jobs):
     root = make_tree("docs", FILES)
@@ -163,6 +166,7 @@ def test_delete_source_removes_documents_and_records(client, auth, make_tree, ma
     assert status["documents"] == 0 and status["sources"] == []
 
 
+@pytest.mark.pg
 def test_delete_cancels_a_queued_scan(client, auth, make_tree, make_source, run_jobs):
     sid = make_source(make_tree("docs", FILES))["id"]
     _reindex(client, auth, sid)
@@ -171,6 +175,7 @@ def test_delete_cancels_a_queued_scan(client, auth, make_tree, make_source, run_
     assert _search(client, auth, "alpha")["total"] == 0
 
 
+@pytest.mark.pg
 def test_rename_updates_source_name_in_results(client, auth, make_tree, make_source, run_jobs):
     sid = make_source(make_tree("docs", FILES), name="Old name")["id"]
     _scan(client, auth, run_jobs, sid)
@@ -179,6 +184,7 @@ def test_rename_updates_source_name_in_results(client, auth, make_tree, make_sou
     assert _search(client, auth, "alpha")["results"][0]["source_name"] == "New name"
 
 
+@pytest.mark.pg
 def test_overall_status_counts_queue_and_documents(client, auth, make_tree, make_source, run_jobs):
     sid = make_source(make_tree("docs", FILES))["id"]
     _scan(client, auth, run_jobs, sid)
@@ -200,6 +206,7 @@ def _scheduled_jobs(app, sid):
                 if j[0].id == f"schedule-{sid}"]
 
 
+@pytest.mark.pg
 def test_schedule_is_booked_moved_and_removed(app, client, auth, make_tree, make_source):
     sid = make_source(make_tree("docs", FILES), scan_schedule="0 3 * * 7")["id"]
     src = client.get(f"/api/sources/{sid}", headers=auth).get_json()
@@ -213,6 +220,7 @@ def test_schedule_is_booked_moved_and_removed(app, client, auth, make_tree, make
     assert _scheduled_jobs(app, sid) == []
 
 
+@pytest.mark.pg
 def test_a_missed_run_runs_once_at_start_and_books_the_next(app, client, auth, make_tree,
                                                             make_source, run_jobs):
     from webapp.extensions import db
@@ -233,6 +241,7 @@ def test_a_missed_run_runs_once_at_start_and_books_the_next(app, client, auth, m
     assert _search(client, auth, "alpha")["total"] == 1
 
 
+@pytest.mark.pg
 def test_a_due_run_is_skipped_while_the_source_is_busy(app, client, auth, make_tree, make_source):
     from webapp.jobs import scheduled_scan
 
@@ -285,6 +294,7 @@ def test_a_killed_worker_does_not_leave_the_source_stuck(app, client, auth, make
     assert report["problems"] == 0, report
 
 
+@pytest.mark.pg
 def test_a_run_ending_while_its_status_is_read_is_not_taken_for_dead(app, client, auth,
                                                                     make_tree, make_source,
                                                                     run_jobs):

@@ -114,7 +114,6 @@ def jobs_idle(app) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.pg
 def test_every_kind_of_change_reaches_search(app, client, auth, make_tree, make_source, roots,
                                              watcher, worker):
     root = make_tree("notes", {"old.txt": "walrus present before the watcher"})
