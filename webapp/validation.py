@@ -123,9 +123,32 @@ def validation_detail(messages) -> str:
             "Field may not be null": "may not be null"}.get(text, text)
 
 
+# letters and symbols that draw nothing: the Hangul fillers, the braille blank, the
+# combining grapheme joiner
+BLANK_GLYPHS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f")
+
+
+def invisible(ch: str) -> bool:
+    """Whether a character shows nothing: whitespace, control and format characters (the
+    zero-width ones, bidi marks), surrogates, unassigned code points, blank glyphs."""
+    return (ch.isspace() or ch in BLANK_GLYPHS
+            or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Cn"))
+
+
+def has_visible(text: str) -> bool:
+    """Whether a name or a password holds something besides invisible characters."""
+    return not all(invisible(ch) for ch in text)
+
+
+def username_key(name: str) -> str:
+    """What makes two usernames the same account: NFKC, then casefold (`Admin`, `ADMIN` and
+    fullwidth `ａｄｍｉｎ` are one name), unique in the database."""
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
 def display_name(value: Any, limit: int) -> str:
     """A name people give (a source's, a saved search's) without surrounding spaces, or a 400:
-    1 to `limit` characters, no control characters."""
+    1 to `limit` characters, no control characters, not only invisible ones."""
     if not isinstance(value, str):
         raise InvalidInput("name: must be a string")
     name = value.strip()
@@ -133,4 +156,7 @@ def display_name(value: Any, limit: int) -> str:
         raise InvalidInput(f"name: must be 1 to {limit} characters")
     if any(unicodedata.category(ch) == "Cc" for ch in name):
         raise InvalidInput("name: must not contain control characters")
+    if not has_visible(name):
+        raise InvalidInput("name: must contain a visible character (not only spaces, "
+                           "zero-width or format characters)")
     return name
