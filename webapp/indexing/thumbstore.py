@@ -16,6 +16,8 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 
+from webapp.indexing import membercache
+
 THUMBS_DIR = "thumbs"
 SUFFIX = ".jpg"
 DELETED_DIR = ".deleted"  # no source id starts with a dot (path_for refuses them)
@@ -74,7 +76,10 @@ def _deleted(data_dir: str, source_id: str) -> bool:
 
 
 def remove(data_dir: str, doc_ids: Iterable[str]) -> None:
-    """Remove the thumbnails of these documents (those that have none are skipped)."""
+    """Remove the thumbnails of these documents (those that have none are skipped), and the
+    copies of members read out for the web (membercache)."""
+    doc_ids = list(doc_ids)
+    membercache.remove(data_dir, doc_ids)
     for doc_id in doc_ids:
         path = path_for(data_dir, doc_id)
         if path is not None:
@@ -101,13 +106,15 @@ def _valid(source_id: str) -> bool:
 
 
 def remove_source(data_dir: str, source_id: str) -> None:
-    """Remove every thumbnail of a source (its files stay removed; see forget_deleted)."""
+    """Remove every thumbnail of a source, and its members' copies (its thumbnails stay
+    removed: see forget_deleted)."""
     if _valid(source_id):
         mark = _mark(data_dir, source_id)
         os.makedirs(os.path.dirname(mark), exist_ok=True)
         with open(mark, "a"):
             pass
         shutil.rmtree(_source_dir(data_dir, source_id), ignore_errors=True)
+        membercache.remove_source(data_dir, source_id)
 
 
 def forget_deleted(data_dir: str, source_id: str) -> None:
