@@ -176,3 +176,66 @@ def test_passwords_are_hashed_with_argon2id_at_the_configured_cost(app, app_conf
 
 def _login(client) -> str:
     return client.post("/api/auth/login", json=ADMIN).get_json()["access_token"]
+
+
+def test_usernames_are_one_account_regardless_of_case_and_unicode_form(client, auth):
+    """`Admin`, `ADMIN` and fullwidth `ａｄｍｉｎ` are the admin: no second account can take
+    them (create, rename, create-admin), and login with any of them is the admin's."""
+    for name in ("Admin", "ADMIN"):
+        made = client.post("/api/users", headers=auth,
+                           json={"username": name, "password": "another long one"})
+        assert made.status_code == 409, made.get_json()
+        assert made.get_json() == {"detail": f"User '{name}' already exists"}
+    bob = client.post("/api/users", headers=auth,
+                      json={"username": "bob", "password": "another long one"}).get_json()
+    renamed = client.put(f"/api/users/{bob['id']}", headers=auth, json={"username": "aDmIn"})
+    assert renamed.status_code == 409
+    assert client.put(f"/api/users/{bob['id']}", headers=auth,
+                      json={"username": "Bob"}).status_code == 200  # its own name, recased
+    trailing = client.post("/api/users", headers=auth,
+                           json={"username": "carol\n", "password": "another long one"})
+    assert trailing.status_code == 400
+    for typed in ("ADMIN", "ａｄｍｉｎ", "admin"):
+        login = client.post("/api/auth/login",
+                            json={"username": typed, "password": ADMIN["password"]})
+        assert login.status_code == 200, (typed, login.get_json())
+        me = client.get("/api/auth/me",
+                        headers={"Authorization": f"Bearer {login.get_json()['access_token']}"})
+        assert me.get_json()["username"] == "admin"
+
+
+def test_create_admin_refuses_a_name_that_differs_only_in_case(app, token):
+    result = app.test_cli_runner().invoke(
+        args=["create-admin", "--username", "ADMIN", "--password", "longpassword"])
+    assert result.exit_code == 1 and "already exists" in result.output
+
+
+BLANK_PASSWORDS = [" " * 12, "\t\n\r\x0b\x0c" * 2, "\u200b" * 10, "\u3000\u00a0" * 5,
+                   "\x00\x01\x02\x03\x04\x05\x06\x07", " \u200d\u2060\ufeff\u202e    "]
+
+
+def test_passwords_of_only_whitespace_and_control_characters_are_refused(client, auth, token):
+    """Setup-time rules everywhere a password is set: setup, a new user, an admin's reset and
+    one's own change; 8 spaces are no password."""
+    for blank in BLANK_PASSWORDS:
+        made = client.post("/api/users", headers=auth, json={"username": "eve", "password": blank})
+        assert made.status_code == 400, repr(blank)
+        assert made.get_json()["detail"].startswith("password: must contain something")
+        own = client.put("/api/auth/password", headers=auth,
+                         json={"current_password": ADMIN["password"], "new_password": blank})
+        assert own.status_code == 400 and own.get_json()["detail"].startswith("new_password:")
+    eve = client.post("/api/users", headers=auth,
+                      json={"username": "eve", "password": "  a visible one  "})
+    assert eve.status_code == 201
+    reset = client.put(f"/api/users/{eve.get_json()['id']}", headers=auth,
+                       json={"password": " " * 20})
+    assert reset.status_code == 400
+    login = client.post("/api/auth/login", json={"username": "eve",
+                                                 "password": "  a visible one  "})
+    assert login.status_code == 200  # the refused reset changed nothing
+
+
+def test_setup_refuses_a_blank_password(client):
+    blank = client.post("/api/auth/setup", json={"username": "alice", "password": " " * 16})
+    assert blank.status_code == 400 and blank.get_json()["detail"].startswith("password:")
+    assert client.get("/api/auth/status").get_json()["setup_required"] is True

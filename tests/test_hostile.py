@@ -201,3 +201,40 @@ def test_files_deleted_or_truncated_mid_scan(app, client, auth, make_source):
                        json={"q": "mid scan file 340", "matching_strategy": "all"}).get_json()
     assert hit["total"] == 0  # a truncated file's old text is gone from the index
     assert client.get("/api/health").status_code == 200
+
+
+def _thumbs(app, sid: str) -> list[str]:
+    top = Path(app.config["DATA_DIR"]) / "thumbs" / sid
+    return [str(p) for p in top.rglob("*.jpg")] if top.exists() else []
+
+
+@pytest.mark.slow
+def test_deleting_a_source_during_its_scan_leaves_no_thumbnails(app, client, auth, make_source,
+                                                                 run_jobs):
+    """The worker still extracting when the source is deleted wrote the thumbnails of its
+    batch after the source's thumbnail folder was removed: orphans no one would ever delete."""
+    from tests import samples
+
+    root = Path(app.config["ALLOWED_ROOTS"][0]) / "pictures"
+    root.mkdir()
+    picture = samples.picture((2400, 1800), samples.BLUE, "PNG")
+    for i in range(60):
+        (root / f"p{i:04d}.png").write_bytes(picture)
+    sid = make_source(root, id="pictures")["id"]
+    client.post(f"/api/sources/{sid}/reindex", headers=auth)
+    with Worker(app, "--workers", "2", SCAN_BATCH_SIZE="30"):
+        deadline = time.monotonic() + 120
+        while not _thumbs(app, sid):
+            assert time.monotonic() < deadline, "no thumbnail was made"
+            time.sleep(0.05)
+        assert client.delete(f"/api/sources/{sid}", headers=auth).status_code == 204
+        deadline = time.monotonic() + 120
+        while client.get("/api/status", headers=auth).get_json()["queue"]["started"]:
+            assert time.monotonic() < deadline, "the cancelled scan did not end"
+            time.sleep(2)
+        time.sleep(2)  # a batch still in the extraction child has written by now
+    assert _thumbs(app, sid) == []
+    again = make_source(root, id="pictures")["id"]  # the id made again keeps its thumbnails
+    client.post(f"/api/sources/{again}/reindex", headers=auth)
+    run_jobs()
+    assert len(_thumbs(app, again)) == 60

@@ -96,3 +96,29 @@ def test_over_long_request_lines_answer_json(app):
         assert requests.get(web.url + "/api/health", timeout=10).status_code in (200, 503)
     finally:
         web.stop()
+
+
+INVISIBLE_NAMES = ["\u200b", "\u200b\u200c\u200d", "\ufeff\u2060", "\u202e\u202d", "\u3000",
+                   "\u00ad\u00ad", "\u3164\u3164", "\u2800", " \u200b\u00a0 \u180e"]
+
+
+def test_a_source_name_of_only_invisible_characters_is_refused(client, auth, make_tree,
+                                                               make_source):
+    """Zero-width, format and space characters only would make a source (or a saved search)
+    that shows as a blank line in every list: refused on create and rename, naming why."""
+    root = make_tree("names", {"a.txt": "alpha"})
+    for name in INVISIBLE_NAMES:
+        made = client.post("/api/sources", headers=auth,
+                           json={"name": name, "root_path": str(root)})
+        assert made.status_code == 400, repr(name)
+        assert made.get_json()["detail"] in (  # spaces alone are stripped to nothing
+            "name: must be 1 to 200 characters", "name: must contain a visible character "
+            "(not only spaces, zero-width or format characters)")
+    source = make_source(root, name="Visible\u200b name")  # invisible ones beside text are fine
+    renamed = client.put(f"/api/sources/{source['id']}", headers=auth,
+                         json={"name": "\u200b\u2060"})
+    assert renamed.status_code == 400
+    assert client.get(f"/api/sources/{source['id']}",
+                      headers=auth).get_json()["name"] == "Visible\u200b name"
+    saved = client.post("/api/saved-searches", headers=auth, json={"name": "\u200b", "q": "x"})
+    assert saved.status_code == 400

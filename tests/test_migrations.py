@@ -147,8 +147,9 @@ def test_database_made_by_create_all_is_stamped_not_recreated(tmp_path, make_app
     engine = create_engine(url)
     db.metadata.create_all(engine)
     with engine.begin() as conn:
-        conn.execute(text("INSERT INTO users (username, password_hash, is_admin, created_at, "
-                          "active, generation) VALUES ('old', 'x', 1, '2026-01-01 00:00:00', 1, 0)"))
+        conn.execute(text("INSERT INTO users (username, username_key, password_hash, is_admin, "
+                          "created_at, active, generation) "
+                          "VALUES ('old', 'old', 'x', 1, '2026-01-01 00:00:00', 1, 0)"))
     engine.dispose()
     make_app(url)
     assert revision(url) == head()
@@ -196,6 +197,45 @@ def test_upgrade_from_0001_keeps_the_admin_working_and_seeing_everything(empty_d
     assert (me["role"], me["is_admin"], me["active"]) == ("admin", True, True)
     assert [s["id"] for s in client.get("/api/sources", headers=auth).get_json()] == ["old"]
     assert client.get("/api/users", headers=auth).status_code == 200
+
+
+def test_upgrade_renames_later_accounts_whose_names_clash_by_case(empty_db, make_app):
+    """Before 0009 `boss` and `Boss` could both exist. After it the older keeps its name,
+    the later one is `Boss-<id>` with its own password, and login ignores case."""
+    from webapp.services.auth import _hasher
+
+    application = make_app(empty_db)
+    runner = application.test_cli_runner()
+    assert runner.invoke(args=["db", "downgrade", "0008"]).exit_code == 0
+    engine = create_engine(empty_db)
+    with engine.begin() as conn:
+        for name, password, admin in (("boss", "first password", True),
+                                      ("Boss", "second password", False),
+                                      ("clerk", "third password", False)):
+            conn.execute(text("INSERT INTO users (username, password_hash, is_admin, created_at,"
+                              " active, generation) VALUES (:u, :h, :a, '2026-01-01', :t, 0)"),
+                         {"u": name, "h": _hasher.hash(password), "a": admin, "t": True})
+    engine.dispose()
+    result = runner.invoke(args=["db", "upgrade"])
+    assert result.exit_code == 0, result.output
+    assert schema_diff(empty_db) == []
+    engine = create_engine(empty_db)
+    with engine.connect() as conn:
+        names = conn.execute(text("SELECT id, username FROM users ORDER BY id")).all()
+    engine.dispose()
+    later = names[1][0]
+    assert [n for _, n in names] == ["boss", f"Boss-{later}", "clerk"]
+    application.config["AUTH_RATE_LIMIT"] = "1000/minute"
+    application.config["LOGIN_USER_RATE_LIMIT"] = "1000/minute"
+    client = application.test_client()
+
+    def login(name, password):
+        return client.post("/api/auth/login", json={"username": name, "password": password})
+
+    assert login("BOSS", "first password").status_code == 200
+    assert login("boss", "second password").status_code == 401
+    assert login(f"boss-{later}", "second password").status_code == 200
+    assert login("Clerk", "third password").status_code == 200
 
 
 STARTER = """

@@ -200,3 +200,37 @@ def test_hostile_previews_leave_gunicorn_memory_where_it_was(app, token, preview
         assert after - before < 40
     finally:
         web.stop()
+
+
+FAKE_NOTICE = """# Readme
+
+<span class="alert alert-error">Your session expired: log in again at evil.example</span>
+
+<div class="alert alert-success" id="x">Saved</div>
+<p class="error-page"><code class="alert language-py">print(1)</code></p>
+
+```python
+print("fenced")
+```
+
+![a diagram](d.png)
+"""
+
+
+def test_rendered_markdown_cannot_use_the_sites_own_classes():
+    """A README with `class="alert alert-error"` would draw a notice that looks like the
+    service's own: every class a document names is prefixed, none is one of our CSS's."""
+    import re
+
+    from tests.conftest import REPO
+    from webapp.previews.markdown import render_markdown
+
+    ours = set()
+    for css in (REPO / "static" / "css").glob("*.css"):
+        ours |= set(re.findall(r"\.([A-Za-z][\w-]*)", css.read_text()))
+    assert {"alert", "alert-error", "alert-success"} <= ours
+    html = render_markdown(FAKE_NOTICE)
+    used = {name for value in re.findall(r'class="([^"]*)"', html) for name in value.split()}
+    assert used and not used & ours, used & ours
+    assert "Your session expired" in html  # the text stays, only the styling is gone
+    assert 'class="md-language-python"' in html and '<span class="md-image">[a diagram]' in html

@@ -517,3 +517,40 @@ def test_scan_of_a_root_swapped_for_a_symlink_outside_indexes_nothing_outside(
     hits = client.post("/api/search", headers=auth,
                        json={"q": "wombat outside", "matching_strategy": "all"}).get_json()
     assert hits["total"] == 0
+
+
+def _queue_of(client, headers) -> dict:
+    return client.get("/api/status", headers=headers).get_json()["queue"]
+
+
+def _until(check, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+    return value
+
+
+def test_status_queue_is_the_users_part_and_counts_live_workers(app, client, auth, make_tree,
+                                                                make_source):
+    """A user sees the queued jobs of their own sources only (another source's reindex does
+    not show); the worker count drops at once when a real worker is killed with SIGKILL
+    (RQ kept counting it until its key expired, minutes later)."""
+    from tests.test_access import bearer, create_user, login
+    from tests.workers import Worker
+
+    mine = make_source(make_tree("mine", {"a.txt": "alpha"}), name="Mine")["id"]
+    theirs = make_source(make_tree("theirs", {"b.txt": "bravo"}), name="Theirs")["id"]
+    create_user(client, auth, "quinn", source_ids=[mine])
+    user = bearer(login(client, "quinn"))
+    assert client.post(f"/api/sources/{theirs}/reindex", headers=auth).status_code == 200
+    assert _queue_of(client, auth)["queued"] == 1
+    assert _queue_of(client, user)["queued"] == 0  # not their source's job
+    assert client.post(f"/api/sources/{mine}/reindex", headers=auth).status_code == 200
+    assert (_queue_of(client, auth)["queued"], _queue_of(client, user)["queued"]) == (2, 1)
+    with Worker(app) as worker:
+        _until(lambda: _queue_of(client, user)["workers"] == 1)
+        worker.kill()
+        started = time.monotonic()
+        _until(lambda: _queue_of(client, user)["workers"] == 0, timeout=10)
+        assert time.monotonic() - started < 10

@@ -25,6 +25,9 @@ def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
     """Build the app: config -> extensions -> services -> blueprints -> errors -> cli."""
     app = Flask(__name__, template_folder=str(ROOT / "templates"),
                 static_folder=str(ROOT / "static"))
+    from webapp.validation import JSONProvider
+
+    app.json = JSONProvider(app)  # one reader of request bodies (see validation.load_json)
     cfg = settings.load(overrides)
     app.config.update(cfg)
     _flask_settings(app)

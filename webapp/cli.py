@@ -19,7 +19,6 @@ import click
 import redis
 from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
-from rq import Worker
 
 from webapp import config
 from webapp.exceptions import TrawlError
@@ -27,7 +26,7 @@ from webapp.extensions import db
 from webapp.indexing.runstats import RunStats
 from webapp.indexing.verify import verify_source
 from webapp.models import Source, User
-from webapp.runtime import get_queue, get_redis, init_data, not_initialised
+from webapp.runtime import get_queue, get_redis, init_data, not_initialised, worker_count
 from webapp.services import auth, documents, scans, search_args, sources, status, tokens
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
@@ -209,7 +208,7 @@ def jobs(as_json: bool, limit: int) -> None:
 
 
 def _no_worker() -> bool:
-    return Worker.count(connection=get_redis(), queue=get_queue()) == 0
+    return worker_count(get_queue()) == 0
 
 
 def _follow(source_id: str, show_bar: bool) -> RunStats:

@@ -60,6 +60,7 @@ class Settings:
     PREVIEW_MEMORY_MB = 512  # address-space cap of the child process that decodes one preview
     PREVIEW_TIMEOUT = 20.0  # seconds a preview may take (waiting for a slot included)
     PREVIEW_CONCURRENCY = 2  # image previews decoded at once per web process
+    MEMBER_CACHE_MB = 512  # archive members read out for downloads and players (DATA_DIR/members); 0: off
     THUMBNAIL_PX = 320  # long side of the thumbnails made at index time (DATA_DIR/thumbs)
     DOWNLOAD_LINK_SECONDS = 300  # lifetime of a download link
     SCAN_BATCH_SIZE = 200  # files per extraction batch (one index commit each)

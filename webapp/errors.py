@@ -10,7 +10,7 @@ import redis
 from flask import Flask, current_app, jsonify, render_template, request
 from flask_limiter.errors import RateLimitExceeded
 from sqlalchemy.exc import OperationalError
-from werkzeug.exceptions import HTTPException, InternalServerError
+from werkzeug.exceptions import HTTPException, InternalServerError, RequestedRangeNotSatisfiable
 
 from webapp.exceptions import TrawlError
 from webapp.extensions import jwt, limiter
@@ -29,6 +29,7 @@ _STATUS_DETAIL = {
     409: "Conflict",
     413: "Request body is too large (limit 1 MiB)",
     415: "Unsupported media type",
+    416: "Requested range not satisfiable",
     500: "Internal server error",
     503: "Service unavailable",
 }
@@ -81,7 +82,10 @@ def handle_http_exception(error: HTTPException):
             log.exception("Unhandled error", exc_info=error.original_exception)
         return error_response(code, _STATUS_DETAIL.get(code, "Server error"))
     detail = data.get("message") or _STATUS_DETAIL.get(code) or error.description or error.name
-    return error_response(code, detail, data.get("headers"))
+    headers = dict(data.get("headers") or {})
+    if isinstance(error, RequestedRangeNotSatisfiable) and error.length is not None:
+        headers["Content-Range"] = f"bytes */{error.length}"  # the size, for the next try
+    return error_response(code, detail, headers)
 
 
 def handle_trawl_error(error: TrawlError):

@@ -47,11 +47,13 @@ def gunicorn_settings(cfg: Mapping[str, Any], cores: int | None = None) -> dict[
         "bind": f"{cfg['HOST']}:{cfg['PORT']}",
         "workers": int(cfg["WEB_CONCURRENCY"]) or min(MAX_AUTO_WORKERS, cores + 1),
         "threads": THREADS,
-        "worker_class": "gthread",
+        "worker_class": "webapp.gunicorn_conf.ThreadWorker",  # gthread, see below
         # gthread: a worker is restarted only when its main loop stops answering for this long;
         # slow requests (a reindex with ?wait=300) keep running in their thread.
         "timeout": 120,
         "graceful_timeout": 30,
+        # a replacement master binds the port while a stopping one's workers finish (launcher)
+        "reuse_port": True,
         "keepalive": 5,
         "accesslog": "-",
         "errorlog": "-",
@@ -118,6 +120,56 @@ def post_worker_init(worker) -> None:
     util.write_error = write_json_error
 
 
+# what create_app imports: loaded once by the master, so a worker (forked with them) only
+# builds the app. Imported in each of 3 workers at once on 2 busy cores it took 11 s, most of
+# the 20-38 s a SIGTERM to the master kept the service down (docs/operations.md)
+PRELOADED = ("webapp.models", "webapp.api", "webapp.ui", "webapp.errors", "webapp.cli",
+             "webapp.runtime", "webapp.rqdash", "webapp.logs")
+
+
+def on_starting(server) -> None:
+    """In the master, before any worker: import the app's modules (never the app itself: each
+    worker still opens its own index reader, Redis and database connections)."""
+    import importlib
+
+    for name in PRELOADED:
+        importlib.import_module(name)
+
+
+def _thread_worker_class():
+    from gunicorn.workers.gthread import ThreadWorker as Base
+
+    class Draining(Base):
+        """gthread's worker that stops listening as soon as it stops, not at the end of its
+        drain: with reuse_port each worker has a socket of its own in the port's group, and
+        one left listening while no one accepts from it would hold the connections the kernel
+        gives it until the drain ends (up to graceful_timeout). New connections then go to the
+        other workers, or to the replacement master the launcher starts beside a stopping one.
+        `shutdown` ends the listening at once (the socket is closed with the worker)."""
+
+        def set_accept_enabled(self, enabled: bool) -> None:
+            super().set_accept_enabled(enabled)
+            if enabled or self.alive:
+                return
+            import socket
+
+            for listener in self.sockets:
+                try:
+                    listener.shutdown(socket.SHUT_RD)
+                except OSError:
+                    pass
+
+    return Draining
+
+
+def __getattr__(name: str):
+    """`ThreadWorker` is made on first use: gunicorn's worker module is imported only by the
+    process that runs gunicorn, never by `webapp.config` users of this module."""
+    if name == "ThreadWorker":
+        return _thread_worker_class()
+    raise AttributeError(name)
+
+
 def child_exit(server, worker) -> None:
     """A web worker ended: its live gauges leave the scrape (its counters stay in the sums)."""
     # not at the top: the forked workers must not inherit a prometheus_client imported (and
@@ -144,4 +196,5 @@ preload_app = _settings["preload_app"]
 worker_tmp_dir = _settings["worker_tmp_dir"]
 control_socket = _settings["control_socket"]
 limit_request_line = _settings["limit_request_line"]
+reuse_port = _settings["reuse_port"]
 logconfig_dict = _settings["logconfig_dict"]

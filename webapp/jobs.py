@@ -11,7 +11,7 @@ from datetime import datetime
 from functools import partial
 
 from flask import Flask, current_app
-from rq import Worker, get_current_job
+from rq import get_current_job
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 from rq_scheduler import Scheduler
@@ -25,7 +25,7 @@ from webapp.indexing.pipeline import ScanRun, help_extract
 from webapp.indexing.runstats import RunState
 from webapp.indexing.state import scan_lock
 from webapp.models import Source, utcnow
-from webapp.runtime import get_ocr_queue, get_queue, get_redis, get_search
+from webapp.runtime import get_ocr_queue, get_queue, get_redis, get_search, worker_count
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ def enqueue_live(source_id: str, run_id: str, job_id: str) -> None:
 def enqueue_helpers(run_id: str, source_id: str, n_batches: int) -> None:
     """Ask the other idle workers to help a run with its batches (the coordinator is one)."""
     queue = get_queue()
-    others = max(0, Worker.count(queue=queue) - 1)
+    others = max(0, worker_count(queue) - 1)
     for _ in range(min(others, n_batches - 1)):
         queue.enqueue(extract_batches, run_id, source_id,
                       job_timeout=keys.HELPER_JOB_TIMEOUT, result_ttl=keys.HELPER_RESULT_TTL,

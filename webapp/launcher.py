@@ -4,6 +4,10 @@ the watcher (live index), and keep every one of them running.
 A process that exits (crash, `kill -9`, a SIGTERM to gunicorn's master) is started again after
 a pause that doubles with each quick failure (0.5 s up to 30 s; back to 0.5 s once it ran for
 a minute), with one log line for each exit and restart. Exited children are reaped at once.
+gunicorn's master stopping on a SIGTERM is seen when it removes its control socket, not when
+it exits: its replacement starts at once, beside the old workers still finishing their requests
+(for up to `graceful_timeout`; `reuse_port` lets both bind), so the service answers again in
+about the time a new master takes to boot, not after the old one's drain (docs/operations.md).
 Ctrl-C or SIGTERM to the launcher stops everything, Redis last. The children run in their own
 process group and get SIGTERM from the kernel if the launcher itself dies, so a killed launcher
 leaves no orphans. The embedded Redis keeps its data in an append-only file in the data folder
@@ -20,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
@@ -142,6 +146,28 @@ class Service:
     failures: int = 0  # quick exits in a row
     restarts: int = 0
     restart_at: float | None = None  # when it is due to start again; None while running
+    stopping: Callable[[subprocess.Popen], bool] | None = None  # it began to stop on its own
+    draining: list[subprocess.Popen] = field(default_factory=list)  # stopping, not yet exited
+
+
+class ControlSocketGone:
+    """`stopping` of gunicorn: the master removes its control socket (DATA_DIR/gunicorn.ctl)
+    first when it stops, before its workers drain. It also replaces the file for an instant
+    after each fork, so two checks in a row must miss it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.seen: int | None = None  # the last master seen with its socket
+        self.missed = 0
+
+    def __call__(self, proc: subprocess.Popen) -> bool:
+        if self.path.exists():
+            self.seen, self.missed = proc.pid, 0
+            return False
+        if self.seen != proc.pid:
+            return False  # still starting
+        self.missed += 1
+        return self.missed >= 2
 
 
 def describe_exit(code: int) -> str:
@@ -193,10 +219,18 @@ class Supervisor:
         for svc in self.services:
             if self.stopping:
                 return
+            svc.draining = [p for p in svc.draining if p.poll() is None]  # reaped when done
             if svc.restart_at is None:
                 code = svc.proc.poll()  # reaps it: no zombie
                 if code is not None:
                     self._schedule_restart(svc, code, now)
+                elif svc.stopping is not None and svc.stopping(svc.proc):
+                    say(f"{svc.name} (pid {svc.proc.pid}) is stopping; its replacement starts "
+                        "while it finishes its requests")
+                    svc.draining.append(svc.proc)
+                    svc.restarts += 1
+                    self.start(svc)
+                    say(f"{svc.name} restarted (pid {svc.proc.pid}, restart {svc.restarts})")
             elif now >= svc.restart_at:
                 svc.restarts += 1
                 self.start(svc)
@@ -222,7 +256,8 @@ class Supervisor:
         return 0
 
     def _terminate(self, services: list[Service]) -> None:
-        running = [s.proc for s in services if s.proc is not None and s.proc.poll() is None]
+        running = [p for s in services for p in (s.proc, *s.draining)
+                   if p is not None and p.poll() is None]
         for proc in running:
             proc.terminate()
         deadline = time.monotonic() + STOP_GRACE
@@ -244,7 +279,8 @@ def services(cfg: dict, data_dir: Path | None) -> list[Service]:
                              ready=lambda proc: redis_ready(url, proc)))
     found += [
         Service("web", lambda: [py, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf",
-                                "wsgi:app"]),
+                                "wsgi:app"],
+                stopping=ControlSocketGone(Path(cfg["DATA_DIR"]) / "gunicorn.ctl")),
         Service("scheduler", lambda: [py, "worker.py", "scheduler"]),
         Service("watcher", lambda: [py, "worker.py", "watcher"]),
         Service("workers", lambda: [py, "worker.py", "--workers", str(int(cfg["WORKERS"]))]),

@@ -6,10 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, Text, UniqueConstraint, true
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, validates
 
 from webapp.exceptions import NotFound
 from webapp.extensions import db
+from webapp.validation import username_key
 
 
 def utcnow() -> datetime:
@@ -31,6 +32,9 @@ class User(db.Model):
     __tablename__ = "users"
     id: Mapped[int] = mapped_column(primary_key=True)
     username: Mapped[str] = mapped_column(String(50), unique=True)
+    # NFKC + casefold of the username (validation.username_key, set with it below): what is
+    # unique, so `Admin` cannot sit beside `admin`, and what login looks up
+    username_key: Mapped[str] = mapped_column(String(200), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     is_admin: Mapped[bool] = mapped_column(default=False)  # the role: admin, or user
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -39,6 +43,11 @@ class User(db.Model):
     # Raised when the account is disabled: part of its credential stamp, so every session,
     # token and download link from before ends, and enabling it again does not revive them.
     generation: Mapped[int] = mapped_column(default=0)
+
+    @validates("username")
+    def _set_key(self, _field: str, username: str) -> str:
+        self.username_key = username_key(username)
+        return username
 
     @property
     def role(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from flask import current_app, request
 
 from webapp.extensions import limiter
+from webapp.validation import username_key
 
 
 def attempted_username() -> str:
@@ -21,7 +22,7 @@ def attempted_username() -> str:
         except RecursionError:  # nested too deeply: the view answers 400 for it
             body = None
         name = body.get("username") if isinstance(body, dict) else None
-    return name.strip().lower()[:100] if isinstance(name, str) else ""
+    return username_key(name.strip())[:100] if isinstance(name, str) else ""
 
 
 def _username_key() -> str:

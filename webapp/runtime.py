@@ -6,13 +6,15 @@ import contextlib
 import fcntl
 import functools
 import os
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import redis
 from flask import Flask, current_app
-from rq import Queue
+from rq import Queue, Worker
 from sqlalchemy import Connection, event, inspect, text
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -192,6 +194,25 @@ def get_redis(app: Flask | None = None) -> redis.Redis:
 def get_queue(app: Flask | None = None) -> Queue:
     """The RQ queue that scans and extraction batches go to."""
     return (app or current_app).extensions["trawl.queue"]
+
+
+def _alive(worker: Worker, host: str) -> bool:
+    """A worker of this host is alive while its process is (not a zombie); one elsewhere while
+    its Redis key lives (RQ refreshes it with each heartbeat)."""
+    if worker.hostname != host or not worker.pid:
+        return True
+    try:
+        return psutil.Process(worker.pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def worker_count(queue: Queue) -> int:
+    """The workers serving `queue` that are alive. RQ's own count keeps a worker killed with
+    SIGKILL (it cannot unregister) until its key expires, up to 7 minutes later: a crashed
+    worker then restarted by its supervisor was counted twice."""
+    host = socket.gethostname()
+    return sum(1 for w in Worker.all(queue=queue) if _alive(w, host))
 
 
 def get_ocr_queue(app: Flask | None = None) -> Queue:

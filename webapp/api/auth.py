@@ -5,10 +5,9 @@ from __future__ import annotations
 from flask import g
 from flask.views import MethodView
 from flask_jwt_extended import get_jwt
-from flask_smorest import Blueprint
 
 from webapp import ratelimits
-from webapp.api.common import authenticated, errors, requester
+from webapp.api.common import Blueprint, authenticated, errors, requester
 from webapp.api.schemas import (
     AuthStatusSchema,
     CredentialsSchema,

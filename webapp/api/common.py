@@ -8,12 +8,15 @@ from collections.abc import Callable
 
 from flask import g, request
 from flask_jwt_extended import current_user, get_jwt, verify_jwt_in_request
-from flask_smorest import Blueprint
+from flask_smorest import Blueprint as SmorestBlueprint
+from webargs import core
+from webargs.flaskparser import FlaskParser, is_json_request
 
 from webapp.api.schemas import ErrorSchema
-from webapp.exceptions import Forbidden, Unauthorized
+from webapp.exceptions import Forbidden, InvalidInput, Unauthorized
 from webapp.models import ApiToken, User
 from webapp.services import auth, tokens
+from webapp.validation import json_detail, load_json
 
 _ERROR_TEXT = {
     400: "Invalid input; `detail` names the field and the rule",
@@ -26,6 +29,25 @@ _ERROR_TEXT = {
     503: "A backing service is unavailable",
 }
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+
+
+class BodyParser(FlaskParser):
+    """webargs' parser reading JSON bodies with the service's one reader (`load_json`): a body
+    it refuses, in syntax or in content, is a 400 naming why."""
+
+    def _raw_load_json(self, req):
+        if not is_json_request(req):
+            return core.missing
+        return load_json(req.get_data(cache=True))
+
+    def _handle_invalid_json_error(self, error, req, *args, **kwargs):
+        raise InvalidInput(json_detail(error))
+
+
+class Blueprint(SmorestBlueprint):
+    """Every API blueprint: flask-smorest's, with the body parser above."""
+
+    ARGUMENTS_PARSER = BodyParser()
 
 
 def errors(blp: Blueprint, *codes: int) -> Callable:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from flask import Response, render_template, send_file
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
-from webapp.api.common import authenticated, errors, requester, session_id, token_or_session
+from webapp.api.common import Blueprint, authenticated, errors, requester, session_id, token_or_session
 from webapp.api.schemas import (
     DocumentSchema,
     DownloadArgsSchema,

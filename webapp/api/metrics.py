@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from flask import Response, current_app
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
-from webapp.api.common import check_requester, errors
+from webapp.api.common import Blueprint, check_requester, errors
 from webapp.services import metrics
 
 blp = Blueprint("metrics", __name__, url_prefix="", description="Prometheus metrics")

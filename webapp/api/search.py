@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
-from webapp.api.common import authenticated, errors, requester
+from webapp.api.common import Blueprint, authenticated, errors, requester
 from webapp.api.schemas import SearchArgsSchema, SearchResponseSchema
 from webapp.services import documents
 

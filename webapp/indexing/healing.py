@@ -1,7 +1,8 @@
 """Records that heal: failed records whose failure was about access, not about the content.
 
-A file recorded `failed` because it had vanished, could not be read, or its extraction timed
-out is tried again by the next scan even when its size and mtime did not change (a root moved
+A file recorded `failed` because it had vanished, could not be read, vanished or changed while
+it was read (a content error of bytes never read whole), or its extraction timed out is tried
+again by the next scan even when its size and mtime did not change (a root moved
 away and back during a scan keeps both). Content failures ("Not a valid PDF file") are not:
 the same bytes would fail the same way.
 """
@@ -14,11 +15,16 @@ import stat
 from sqlalchemy import ColumnElement, and_, func, or_, select
 
 from webapp.extensions import db
-from webapp.indexing.extractors import TIMEOUT_MESSAGE, UNREADABLE_MESSAGE, VANISHED_MESSAGE
+from webapp.indexing.extractors import (
+    CHANGED_MESSAGE,
+    TIMEOUT_MESSAGE,
+    UNREADABLE_MESSAGE,
+    VANISHED_MESSAGE,
+)
 from webapp.indexing.runstats import FileStatus
 from webapp.models import IndexedFile
 
-ACCESS_FAILURES = (VANISHED_MESSAGE, UNREADABLE_MESSAGE)
+ACCESS_FAILURES = (VANISHED_MESSAGE, UNREADABLE_MESSAGE, CHANGED_MESSAGE)
 
 
 def _failed_with(*messages: str, timeouts: bool) -> ColumnElement[bool]:

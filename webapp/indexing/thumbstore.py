@@ -3,7 +3,9 @@
 Written by the worker that extracted the file, read by the web process, removed with their
 documents (deleted files, cleared stale records, orphans, a deleted source: its whole folder).
 The files are written whole under a temporary name and renamed, so a reader never sees half
-a thumbnail.
+a thumbnail. A deleted source leaves a mark (DATA_DIR/thumbs/.deleted/<source id>) until a
+source of that id is made again: a worker still extracting its last batch (a scan is
+cancelled between batches) drops the thumbnails it writes after the folder was removed.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 
+from webapp.indexing import membercache
+
 THUMBS_DIR = "thumbs"
 SUFFIX = ".jpg"
+DELETED_DIR = ".deleted"  # no source id starts with a dot (path_for refuses them)
 
 
 def _source_dir(data_dir: str, source_id: str) -> str:
@@ -45,6 +50,9 @@ def save(data_dir: str, doc_id: str, data: bytes | None) -> None:
     if data is None:
         remove(data_dir, [doc_id])
         return
+    source_id = doc_id.rpartition("--")[0]
+    if _deleted(data_dir, source_id):
+        return
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
     try:
@@ -55,10 +63,23 @@ def save(data_dir: str, doc_id: str, data: bytes | None) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    if _deleted(data_dir, source_id):  # deleted while this one was written
+        remove_source(data_dir, source_id)
+
+
+def _mark(data_dir: str, source_id: str) -> str:
+    return os.path.join(data_dir, THUMBS_DIR, DELETED_DIR, source_id)
+
+
+def _deleted(data_dir: str, source_id: str) -> bool:
+    return os.path.exists(_mark(data_dir, source_id))
 
 
 def remove(data_dir: str, doc_ids: Iterable[str]) -> None:
-    """Remove the thumbnails of these documents (those that have none are skipped)."""
+    """Remove the thumbnails of these documents (those that have none are skipped), and the
+    copies of members read out for the web (membercache)."""
+    doc_ids = list(doc_ids)
+    membercache.remove(data_dir, doc_ids)
     for doc_id in doc_ids:
         path = path_for(data_dir, doc_id)
         if path is not None:
@@ -80,7 +101,24 @@ def prune(data_dir: str, source_id: str, keep: set[str]) -> int:
     return removed
 
 
+def _valid(source_id: str) -> bool:
+    return bool(source_id) and "/" not in source_id and not source_id.startswith(".")
+
+
 def remove_source(data_dir: str, source_id: str) -> None:
-    """Remove every thumbnail of a source."""
-    if source_id and "/" not in source_id and not source_id.startswith("."):
+    """Remove every thumbnail of a source, and its members' copies (its thumbnails stay
+    removed: see forget_deleted)."""
+    if _valid(source_id):
+        mark = _mark(data_dir, source_id)
+        os.makedirs(os.path.dirname(mark), exist_ok=True)
+        with open(mark, "a"):
+            pass
         shutil.rmtree(_source_dir(data_dir, source_id), ignore_errors=True)
+        membercache.remove_source(data_dir, source_id)
+
+
+def forget_deleted(data_dir: str, source_id: str) -> None:
+    """A new source takes this id: its thumbnails are kept again."""
+    if _valid(source_id):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(_mark(data_dir, source_id))

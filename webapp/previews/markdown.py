@@ -6,6 +6,9 @@ read as meant, and everything dangerous (scripts, event handlers, javascript: li
 iframes, forms) is removed by the sanitizer, which parses the result as a browser would.
 Images become their alt text: a relative picture cannot be found from the document page and
 a remote one would be fetched from another site (the CSP blocks both anyway).
+Every class a document names is prefixed `md-` (markdown-it's `language-py` becomes
+`md-language-py`): a file cannot borrow the site's own classes (`alert alert-error`) to draw
+a notice that looks like the service's.
 """
 
 from __future__ import annotations
@@ -23,6 +26,15 @@ ALLOWED_TAGS = {
 }
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "td": {"align"}, "th": {"align"},
                       "ol": {"start"}, "code": {"class"}, "abbr": {"title"}, "span": {"class"}}
+CLASS_PREFIX = "md-"
+
+
+def _own_classes(tag: str, attribute: str, value: str) -> str | None:
+    """nh3's attribute filter: each class of the document prefixed, so none is the site's."""
+    if attribute != "class":
+        return value
+    names = [CLASS_PREFIX + name for name in value.split() if name.isascii()]
+    return " ".join(names) or None
 
 
 @lru_cache(maxsize=1)
@@ -34,7 +46,7 @@ def _parser() -> Any:
 
     def image_as_text(renderer, tokens, idx, options, env):  # markdown-it's rule signature
         alt = tokens[idx].content or "image"
-        return f'<span class="md-image">[{escape(alt)}]</span>'
+        return f'<span class="image">[{escape(alt)}]</span>'  # md-image, once cleaned
 
     md.add_render_rule("image", image_as_text)
     return md
@@ -48,5 +60,5 @@ def render_markdown(text: str) -> str | None:
         return None
     html = _parser().render(text)
     return nh3.clean(html, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES,
-                     url_schemes={"http", "https", "mailto"},
+                     url_schemes={"http", "https", "mailto"}, attribute_filter=_own_classes,
                      link_rel="noopener noreferrer nofollow")

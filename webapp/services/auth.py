@@ -19,6 +19,7 @@ from webapp.extensions import db, jwt
 from webapp.models import ApiToken, User, iso, utcnow
 from webapp.runtime import get_redis
 from webapp.services.access import granted
+from webapp.validation import has_visible, username_key
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9._-]{3,50}$")
 MIN_PASSWORD = 8
@@ -37,11 +38,28 @@ def _hasher_for(time_cost: int, memory_kib: int, parallelism: int) -> PasswordHa
 
 
 def validate_credentials(username: str, password: str) -> None:
-    """Setup and create-admin rules: username 3-50 of letters, digits, ._- ; password 8+."""
-    if not USERNAME_RE.match(username or ""):
+    """Setup and create-admin rules: username 3-50 of letters, digits, ._- ; a password."""
+    if not isinstance(username, str) or not USERNAME_RE.fullmatch(username):
         raise InvalidInput("username: must be 3-50 characters of letters, digits, '.', '_' or '-'")
-    if len(password or "") < MIN_PASSWORD:
-        raise InvalidInput(f"password: must be at least {MIN_PASSWORD} characters")
+    check_password(password)
+
+
+def check_password(password: str, field: str = "password") -> None:
+    """A password: 8+ characters, and not only whitespace and control or format characters."""
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD:
+        raise InvalidInput(f"{field}: must be at least {MIN_PASSWORD} characters")
+    if not has_visible(password):
+        raise InvalidInput(f"{field}: must contain something besides spaces and control "
+                           "characters")
+
+
+def name_taken(username: str, but: User | None = None) -> None:
+    """409 when another account has this name, ignoring case and Unicode normalisation."""
+    query = db.session.query(User.id).filter_by(username_key=username_key(username))
+    if but is not None:
+        query = query.filter(User.id != but.id)
+    if query.first():
+        raise Conflict(f"User '{username}' already exists")
 
 
 def setup_required() -> bool:
@@ -52,8 +70,7 @@ def setup_required() -> bool:
 def create_user(username: str, password: str, is_admin: bool = True) -> User:
     """Create an account (409 when the name is taken)."""
     validate_credentials(username, password)
-    if db.session.query(User.id).filter_by(username=username).first():
-        raise Conflict(f"User '{username}' already exists")
+    name_taken(username)
     user = User(username=username, password_hash=_hasher().hash(password), is_admin=is_admin)
     db.session.add(user)
     db.session.commit()
@@ -69,7 +86,8 @@ def setup(username: str, password: str) -> User:
 
 def authenticate(username: str, password: str) -> User:
     """The user for these credentials; the same 401 for an unknown name and a wrong password."""
-    user = db.session.query(User).filter_by(username=username or "").first()
+    key = username_key(username) if isinstance(username, str) else ""
+    user = db.session.query(User).filter_by(username_key=key).first() if key else None
     try:
         hasher = _hasher()
         hasher.verify(user.password_hash if user else _dummy_hash(hasher), password or "")
@@ -102,7 +120,7 @@ def credential_stamp(user: User) -> str:
 def set_password(user: User, password: str) -> None:
     """Set a new password (not committed); sessions, access tokens, download links and API
     tokens of the old one end with it."""
-    validate_credentials(user.username, password)
+    check_password(password)
     user.password_hash = _hasher().hash(password)
     db.session.query(ApiToken).filter_by(user_id=user.id).delete()
 
@@ -120,8 +138,7 @@ def change_own_password(user: User, current: str, new: str) -> dict:
         _hasher().verify(user.password_hash, current or "")
     except (VerificationError, InvalidHashError):
         raise InvalidInput("current_password: is wrong") from None
-    if len(new or "") < MIN_PASSWORD:
-        raise InvalidInput(f"new_password: must be at least {MIN_PASSWORD} characters")
+    check_password(new, "new_password")
     change_password(user, new)
     return issue_token(user)
 

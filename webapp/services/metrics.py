@@ -11,12 +11,11 @@ from flask import current_app
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
-from rq import Worker
 from rq.registry import DeferredJobRegistry, FailedJobRegistry, StartedJobRegistry
 
 from webapp.extensions import db
 from webapp.models import Source
-from webapp.runtime import get_queue, get_redis, get_search
+from webapp.runtime import get_queue, get_search, worker_count
 from webapp.search import SearchBackendError
 
 log = logging.getLogger(__name__)
@@ -62,7 +61,7 @@ def live_gauges() -> list[GaugeMetricFamily]:
                          ("failed", FailedJobRegistry(queue=queue).count)):
         jobs.add_metric([state], count)
     workers = GaugeMetricFamily("trawl_workers", "RQ workers serving the scan queue",
-                                value=Worker.count(connection=get_redis(), queue=queue))
+                                value=worker_count(queue))
     return [jobs, workers, *_index_gauges()]
 
 

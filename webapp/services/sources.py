@@ -151,6 +151,7 @@ def create(data: Mapping, scan_now: bool = False) -> Source:
     source.next_scan_at = _next_scan(source.scan_schedule)
     db.session.add(source)
     db.session.commit()
+    thumbstore.forget_deleted(current_app.config["DATA_DIR"], source.id)  # an id used before
     _reschedule(source)
     if scan_now:
         scans.request_scan(source.id)

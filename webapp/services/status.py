@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
+
 from flask import current_app
-from rq import Worker
+from rq.job import Job
+from rq.queue import Queue
 from rq.registry import FailedJobRegistry, StartedJobRegistry
 from sqlalchemy import func, text
 
@@ -13,7 +16,7 @@ from webapp.indexing.ocr import OcrSettings, availability
 from webapp.indexing.ocr_phase import pending_count
 from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
 from webapp.models import IndexedFile, RunRecord, Source, User, iso
-from webapp.runtime import get_queue, get_redis, get_search
+from webapp.runtime import get_queue, get_redis, get_search, worker_count
 from webapp.services import auth, scans
 from webapp.services.access import Visible, can_see, source_for, visible_sources
 from webapp.services.sources import counts
@@ -93,8 +96,6 @@ def overall(user: User | None) -> dict:
     """GET /api/status: the documents and sources `user` may see (None: everything)."""
     visible = visible_sources(user)
     by_source = counts()
-    queue = get_queue()
-    conn = get_redis()
     shown = [s for s in db.session.query(Source).order_by(Source.name, Source.id)
              if can_see(visible, s.id)]
     return {
@@ -104,11 +105,32 @@ def overall(user: User | None) -> dict:
                       else sum(get_search().count(s.id) for s in shown)),
         "sources": [source_status(s, by_source.get(s.id, {})) for s in shown],
         "recent_runs": recent_runs(visible),
-        "queue": {"queued": queue.count,
-                  "started": StartedJobRegistry(queue=queue).count,
-                  "failed": FailedJobRegistry(queue=queue).count,
-                  "workers": Worker.count(connection=conn, queue=queue)},
+        "queue": queue_counts(get_queue(), visible),
     }
+
+
+def queue_counts(queue: Queue, visible: Visible = None) -> dict:
+    """Queued, started and failed jobs of the sources in `visible` (None: every job), and the
+    live workers (shared by everyone). A user's counts leave out other sources' jobs: how
+    busy a source they cannot see is, is not theirs to know."""
+    ids = {"queued": queue.get_job_ids(), "started": StartedJobRegistry(queue=queue).get_job_ids(),
+           "failed": FailedJobRegistry(queue=queue).get_job_ids()}
+    if visible is None:
+        counts = {state: len(job_ids) for state, job_ids in ids.items()}
+    else:
+        counts = {state: sum(1 for job in Job.fetch_many(job_ids, connection=queue.connection)
+                             if job is not None and _job_source(job) in visible)
+                  for state, job_ids in ids.items()}
+    return {**counts, "workers": worker_count(queue)}
+
+
+def _job_source(job: Job) -> str | None:
+    """The `source_id` argument of a job (every job of jobs.py takes one), or None."""
+    try:
+        bound = inspect.signature(job.func).bind_partial(*job.args, **job.kwargs)
+    except Exception:  # noqa: BLE001 - a job whose function or data cannot be read is no one's
+        return None
+    return bound.arguments.get("source_id")
 
 
 def recent_runs(visible: Visible = None, limit: int = RECENT_RUNS) -> list[dict]:

@@ -76,8 +76,7 @@ def update(user_id: int, data: Mapping) -> User:
     user = get(user_id)
     if "username" in data and data["username"] != user.username:
         auth.validate_credentials(data["username"], "x" * auth.MIN_PASSWORD)
-        if db.session.query(User.id).filter_by(username=data["username"]).first():
-            raise Conflict(f"User '{data['username']}' already exists")
+        auth.name_taken(data["username"], but=user)  # a change of case only is allowed
         user.username = data["username"]
     is_admin = _role(data["role"]) if "role" in data else user.is_admin
     active = _active(data["active"]) if "active" in data else user.active

@@ -71,6 +71,7 @@ FALLBACK_TYPE = "file"
 # failures of access, not of content: the next scan tries such a file again (indexing/healing.py)
 VANISHED_MESSAGE = "File no longer exists"
 UNREADABLE_MESSAGE = "File is not readable"
+CHANGED_MESSAGE = "File vanished or changed while it was read"
 TIMEOUT_MESSAGE = "Extraction timed out after"  # + " N s"
 THUMB_QUALITY = 80  # JPEG: encodes ~30x faster than WebP at this size, for similar bytes
 _LABELS = {
@@ -120,7 +121,7 @@ def extract(
     spec = find_extractor(path, extra)
     if spec is None:
         return Extracted(type=FALLBACK_TYPE, metadata={})
-    return _normalized(_guarded(spec, lambda: spec.extract(path, settings)), settings)
+    return _normalized(_guarded(spec, lambda: spec.extract(path, settings), path), settings)
 
 
 def unpack(path: str, settings: ExtractionSettings, spool: str,
@@ -145,7 +146,7 @@ def unpack(path: str, settings: ExtractionSettings, spool: str,
         member.spooled = os.path.join(folder, base)
         return open(member.spooled, "xb")
 
-    doc, members = _guarded(spec, lambda: spec.unpack(path, settings, sink, budget))
+    doc, members = _guarded(spec, lambda: spec.unpack(path, settings, sink, budget), path)
     return _normalized(doc, settings), members
 
 
@@ -163,7 +164,8 @@ def copy_member(path: str, name: str, out: IO[bytes], settings: ExtractionSettin
         found.append(member)
         return _KeepOpen(out)
 
-    _guarded(spec, lambda: spec.unpack(path, settings, sink, settings.archive_max_total_bytes))
+    _guarded(spec, lambda: spec.unpack(path, settings, sink, settings.archive_max_total_bytes),
+             path)
     if found and found[0].error:
         raise ExtractionError(found[0].error)
     return bool(found)
@@ -191,25 +193,46 @@ class _KeepOpen:
         self.close()
 
 
-def _guarded(spec: ExtractorSpec, call):
-    """Run an extractor; every failure becomes an ExtractionError with a short message."""
-    label = _LABELS.get(spec.type, spec.type)
+def _identity(path: str) -> tuple[int, ...] | None:
+    """What tells one state of a file from another: a rename away and back changes ctime."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # libraries warn about every odd file
-            return call()
-    except ExtractionError:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _guarded(spec: ExtractorSpec, call, path: str):
+    """Run an extractor; every failure becomes an ExtractionError with a short message. A
+    content failure ("Not a valid PDF file") of a file that vanished or changed during the
+    read is recorded as CHANGED_MESSAGE instead: an access failure the next scan retries
+    (indexing/healing.py), not a verdict on bytes that were never read whole."""
+    label = _LABELS.get(spec.type, spec.type)
+    before = _identity(path)
+    try:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # libraries warn about every odd file
+                return call()
+        except ExtractionError:
+            raise
+        except MemoryError as exc:
+            raise ExtractionError("File needs too much memory to extract") from exc
+        except RecursionError as exc:
+            raise ExtractionError(f"Not a valid {label} file (nested too deeply)") from exc
+        except FileNotFoundError as exc:
+            raise ExtractionError(VANISHED_MESSAGE) from exc
+        except PermissionError as exc:
+            raise ExtractionError(UNREADABLE_MESSAGE) from exc
+        except Exception as exc:  # any library failure on a bad file is a failed file
+            raise ExtractionError(f"Not a valid {label} file") from exc
+    except ExtractionError as exc:
+        if str(exc).startswith("Not a valid"):
+            if before is None:  # gone before it was opened (after the scan saw it)
+                raise ExtractionError(VANISHED_MESSAGE) from exc
+            if _identity(path) != before:
+                raise ExtractionError(CHANGED_MESSAGE) from exc
         raise
-    except MemoryError as exc:
-        raise ExtractionError("File needs too much memory to extract") from exc
-    except RecursionError as exc:
-        raise ExtractionError(f"Not a valid {label} file (nested too deeply)") from exc
-    except FileNotFoundError as exc:
-        raise ExtractionError(VANISHED_MESSAGE) from exc
-    except PermissionError as exc:
-        raise ExtractionError(UNREADABLE_MESSAGE) from exc
-    except Exception as exc:  # any library failure on a bad file is a failed file
-        raise ExtractionError(f"Not a valid {label} file") from exc
 
 
 def thumbnail(path: str, doc: Extracted, settings: ExtractionSettings,
