@@ -103,15 +103,6 @@ def write_json_error(sock, status_int: int, reason: str, mesg: str) -> None:
     util.write_nonblock(sock, head + body)
 
 
-def on_starting(server) -> None:
-    """Refuse to serve a data folder `flask trawl init` has not prepared: one clear message from
-    the master, rather than web workers that fail to load and are started again in a loop."""
-    from webapp import create_app  # the app's modules, once `webapp` set up the metrics folder
-    from webapp.runtime import require_initialised
-
-    require_initialised(create_app())
-
-
 def post_worker_init(worker) -> None:
     """Errors gunicorn answers itself, before Flask sees the request, use the API's body shape
     (gunicorn writes them through util.write_error, which has no setting for the format)."""
@@ -128,12 +119,18 @@ PRELOADED = ("webapp.models", "webapp.api", "webapp.ui", "webapp.errors", "webap
 
 
 def on_starting(server) -> None:
-    """In the master, before any worker: import the app's modules (never the app itself: each
-    worker still opens its own index reader, Redis and database connections)."""
+    """In the master, before any worker: import the app's modules (each worker still opens its
+    own index reader, Redis and database connections), and refuse to serve a data folder
+    `flask trawl init` has not prepared: one clear message from the master, rather than web
+    workers that fail to load and are started again in a loop."""
     import importlib
+
+    from webapp import create_app
+    from webapp.runtime import require_initialised
 
     for name in PRELOADED:
         importlib.import_module(name)
+    require_initialised(create_app())
 
 
 def _thread_worker_class():
