@@ -48,6 +48,11 @@ START_MESSAGE = "Extraction child did not start"
 CHILD_START_TIMEOUT = 60.0  # seconds a new child may take to start (a spawn on a busy machine)
 MAX_DEPTH = 3  # containers are opened this deep (a.zip!/b.zip!/c.zip!/d.txt); deeper ones listed
 CHILD_GROUP = 64  # files sent to the child in one request (resent to a new child after a crash)
+INTERRUPT_POLL = 1.0  # seconds between two looks at `Extractor.interrupt` while the child works
+
+
+class Interrupted(Exception):
+    """The caller's `interrupt` said stop while the child worked: the child was killed."""
 
 
 @dataclass
@@ -112,9 +117,11 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
 
 def _answer_one(request: str | tuple, settings: ExtractionSettings,
                 extra: tuple[ExtractorSpec, ...]) -> tuple[str, Any]:
-    """The child's answer to one request: a path to extract, or ("unpack", container, spool
-    folder, budget)."""
+    """The child's answer to one request: a path to extract, ("unpack", container, spool
+    folder, budget) or ("call", module-level function, arguments)."""
     try:
+        if isinstance(request, tuple) and request[0] == "call":
+            return "ok", request[1](*request[2])
         if isinstance(request, tuple):
             return "ok", unpack(request[1], settings, request[2], request[3])
         doc = extract(request, settings, extra)
@@ -163,6 +170,8 @@ class Extractor:
         self._proc: Any = None
         self._conn: Any = None
         self.children_started = 0
+        # asked every INTERRUPT_POLL s while waiting for the child: True kills it (Interrupted)
+        self.interrupt: Callable[[], bool] | None = None
         if self._ctx.get_start_method() == "fork":
             preload()
         remove_stale_spools(settings.spool_dir)
@@ -209,6 +218,12 @@ class Extractor:
                 yield from self._plain(group)
                 group = []
         yield from self._plain(group)
+
+    def call(self, function: Callable[..., Any], *args: Any, doc_type: str = "file",
+             path: str = "") -> FileResult:
+        """Run a module-level function in the child, with the type's timeout and memory cap;
+        its return value is the result's `doc` (FAILED with a message if it raised)."""
+        return self._ask_child(("call", function, args), doc_type, path)
 
     def _check(self, path: str) -> tuple[ExtractorSpec | None, FileResult | None]:
         """A file's extractor, and its result when it is known without the child (vanished,
@@ -345,7 +360,7 @@ class Extractor:
         """The child's next answer, within the type's timeout (the child is killed after it)."""
         timeout = self.settings.timeout_for(doc_type)
         try:
-            if not conn.poll(timeout):
+            if not self._wait(conn, timeout):
                 log.warning("Extraction of %s timed out after %s s; child killed", path, timeout)
                 self._kill()
                 result = self._failed(doc_type, f"{TIMEOUT_MESSAGE} {_format_seconds(timeout)} s")
@@ -366,6 +381,20 @@ class Extractor:
             result = self._failed(doc_type, payload)
         result.seconds = seconds
         return result
+
+    def _wait(self, conn: Any, timeout: float) -> bool:
+        """Whether an answer came within `timeout`; raises Interrupted (child killed) when
+        `interrupt` says stop meanwhile."""
+        if self.interrupt is None:
+            return conn.poll(timeout)
+        deadline = time.monotonic() + timeout
+        while not conn.poll(max(0.0, min(INTERRUPT_POLL, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return False
+            if self.interrupt():
+                self._kill()
+                raise Interrupted
+        return True
 
     def _failed(self, doc_type: str, message: str) -> FileResult:
         return FileResult(FileStatus.FAILED, Extracted(type=doc_type), message)
