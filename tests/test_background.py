@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.ocr_samples import page_image, page_words, scanned_pdf, tesseract_installed
+from tests.ocr_samples import long_scanned_pdf, page_image, page_words, tesseract_installed
 from tests.workers import Worker, finished, poll_status
 from webapp import keys
 from webapp.runtime import get_ocr_queue, get_redis
@@ -26,25 +26,10 @@ def _ocr_on(app_config):
     app_config["OCR_ENABLED"] = "auto"
 
 
-def long_scanned_pdf(pages: int = PAGES, distinct: int = 4) -> bytes:
-    """A scanned PDF of `pages` image-only text pages (minutes of Tesseract: a page takes about
-    a second), drawing `distinct` page images in turn so the file stays small."""
-    import pymupdf
-
-    doc = pymupdf.open(stream=scanned_pdf([page_image(page_words(s, lines=12))
-                                           for s in range(distinct)]), filetype="pdf")
-    xrefs = [page.get_images()[0][0] for page in doc]
-    rect = doc[0].rect
-    for n in range(distinct, pages):
-        doc.new_page(width=rect.width, height=rect.height).insert_image(
-            rect, xref=xrefs[n % distinct])
-    return doc.tobytes(garbage=0)
-
-
 @pytest.fixture(scope="module")
 def long_scan() -> bytes:
-    """The long scanned PDF of these tests."""
-    return long_scanned_pdf()
+    """A scan of PAGES text pages (minutes of Tesseract: a page takes about a second)."""
+    return long_scanned_pdf([page_image(page_words(seed, lines=12)) for seed in range(4)], PAGES)
 
 
 def _ocr_source(client, auth, make_tree, make_source, name: str, pdf: bytes) -> dict:

@@ -103,10 +103,12 @@ class TextCache:
     def _path(self, digest: str) -> Path:
         return self.root / digest[:2] / f"{digest}.{self.languages}.json.z"
 
-    def get(self, digest: str) -> dict | None:
-        """The cached {"content", "metadata"}, or None."""
+    def get(self, digest: str, partial: bool = False) -> dict | None:
+        """The cached {"content", "metadata"}, or the pages read so far of a document whose job
+        yielded in its middle (`partial`); None when there is none."""
+        path = self._partial(digest) if partial else self._path(digest)
         try:
-            return json.loads(zlib.decompress(self._path(digest).read_bytes()))
+            return json.loads(zlib.decompress(path.read_bytes()))
         except (OSError, ValueError, zlib.error):
             return None
 
@@ -123,13 +125,6 @@ class TextCache:
 
     def _partial(self, digest: str) -> Path:
         return self.root / digest[:2] / f"{digest}.{self.languages}.partial"
-
-    def get_partial(self, digest: str) -> dict | None:
-        """The pages read so far by a job that yielded in the middle of the document."""
-        try:
-            return json.loads(zlib.decompress(self._partial(digest).read_bytes()))
-        except (OSError, ValueError, zlib.error):
-            return None
 
 
 def file_digest(path: str) -> str:
@@ -218,7 +213,7 @@ class OcrRun:
             return cached
         engine, kind = get_engine(self.app), ocr_type(path)
         extraction = engine.settings
-        done = self.cache.get_partial(digest) or {"next": 0, "texts": [], "taken": 0,
+        done = self.cache.get(digest, partial=True) or {"next": 0, "texts": [], "taken": 0,
                                                   "timed_out": 0}
         if "count" not in done:
             result = engine.call(page_count, path, kind, self.settings, extraction,

@@ -12,17 +12,9 @@ from email.parser import BytesParser
 from email.utils import parsedate_to_datetime
 from typing import IO, Any
 
+from . import base
 from ._util import clean_str
-from .base import (
-    MAILBOX_EXTENSIONS,
-    Budget,
-    Extracted,
-    ExtractionError,
-    ExtractionSettings,
-    ExtractorSpec,
-    Member,
-    Sink,
-)
+from .base import Budget, Extracted, ExtractionError, ExtractionSettings, ExtractorSpec, Member, Sink
 from .epub import html_text
 
 HEADERS = {"from": "from", "to": "to", "cc": "cc", "date": "date", "message-id": "message_id"}
@@ -232,4 +224,4 @@ EMAIL = ExtractorSpec(type="email", extract=_only_document(unpack_eml), extensio
 OUTLOOK = ExtractorSpec(type="email", extract=_only_document(unpack_msg), extensions=("msg",),
                         heavy_modules=("extract_msg",), unpack=unpack_msg)
 MBOX = ExtractorSpec(type="archive", extract=_only_document(unpack_mbox),
-                     extensions=MAILBOX_EXTENSIONS, unpack=unpack_mbox)
+                     extensions=base.MAILBOX_EXTENSIONS, unpack=unpack_mbox)
