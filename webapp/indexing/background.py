@@ -68,12 +68,12 @@ def indexing_waits(app: Flask) -> bool:
 class Phase:
     """One background job's view of the policy: its slot, its yield and stop checks."""
 
-    def __init__(self, app: Flask, kind: str, source_id: str,
-                 seconds: float = JOB_SECONDS) -> None:
+    def __init__(self, app: Flask, kind: str, source_id: str) -> None:
         self.app = app
         self.source_id = source_id
         self.holder = f"{kind}:{source_id}:{uuid.uuid4().hex}"
-        self.deadline = time.monotonic() + seconds
+        self.deadline = time.monotonic() + JOB_SECONDS
+        self.pages = 0  # pages (or other units of work) this job has done
         self._conn: redis.Redis = get_redis(app)
         self._checked = 0.0
         self._gone = False
@@ -90,6 +90,7 @@ class Phase:
         waiting longer, when indexing needs the worker, the source is gone or time is up."""
         while not self._take():
             if indexing_waits(self.app) or self.stopped() or time.monotonic() > self.deadline:
+                # (waiting, a job yields to other sources' phases when its time is up)
                 yield False
                 return
             time.sleep(CHECK_SECONDS)
@@ -123,8 +124,13 @@ class Phase:
         return self._gone
 
     def check(self) -> None:
-        """Between two pages: raise Stopped or Yielded when the phase must end its job."""
+        """Between two pages: raise Stopped or Yielded when the phase must end its job (a job
+        whose time is up yields only once it has done a page: every job moves forward)."""
         if self.stopped():
             raise Stopped(self.source_id)
-        if indexing_waits(self.app) or time.monotonic() > self.deadline:
+        if indexing_waits(self.app) or (self.pages and time.monotonic() > self.deadline):
             raise Yielded(self.source_id)
+
+    def page_done(self) -> None:
+        """Count one page (or unit) of work done by this job."""
+        self.pages += 1

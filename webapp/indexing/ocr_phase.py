@@ -228,7 +228,7 @@ class OcrRun:
             try:
                 phase.check()
             except Yielded:
-                self.cache.put(digest, done, partial=True)
+                pass
                 raise
             result = engine.call(read_one, path, kind, index, self.settings, extraction,
                                  doc_type="ocr", path=path)
@@ -244,6 +244,7 @@ class OcrRun:
             self.read += state != SKIPPED
             done["texts"].append(text)
             done["next"] = index + 1
+            phase.page_done()
         doc = result_of(done["texts"], done["taken"], done["timed_out"], kind, self.settings)
         value = {"content": doc.content, "metadata": doc.metadata}
         self.cache.put(digest, value)
