@@ -228,7 +228,7 @@ class OcrRun:
             try:
                 phase.check()
             except Yielded:
-                pass
+                self.cache.put(digest, done, partial=True)
                 raise
             result = engine.call(read_one, path, kind, index, self.settings, extraction,
                                  doc_type="ocr", path=path)
