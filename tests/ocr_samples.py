@@ -73,6 +73,20 @@ def scanned_pdf(images, text_pages: tuple[str, ...] = ()) -> bytes:
     return doc.tobytes()
 
 
+def long_scanned_pdf(images, pages: int) -> bytes:
+    """A scanned PDF of `pages` image-only pages drawing the given page images in turn (each
+    image stored once, so a long scan stays a small file)."""
+    import pymupdf
+
+    doc = pymupdf.open(stream=scanned_pdf(images), filetype="pdf")
+    xrefs = [page.get_images()[0][0] for page in doc]
+    rect = doc[0].rect
+    for n in range(len(xrefs), pages):
+        doc.new_page(width=rect.width, height=rect.height).insert_image(
+            rect, xref=xrefs[n % len(xrefs)])
+    return doc.tobytes(garbage=0)
+
+
 def write_pages(folder: Path, count: int, seed: int = 0) -> list[tuple[Path, list[str]]]:
     """`count` PNG pages in `folder` and their words (for the bench)."""
     folder.mkdir(parents=True, exist_ok=True)

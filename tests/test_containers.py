@@ -744,3 +744,69 @@ def test_spool_folders_of_dead_workers_are_removed(tmp_path):
     with Extractor(ExtractionSettings(spool_dir=str(spool))):
         pass
     assert not stale.exists() and live.exists()
+
+
+def _zip_tree(per_level: int, levels: int, leaf: bytes = b"tiny tern") -> bytes:
+    """A zip of zips: `per_level` members at each of `levels` levels, text files at the last."""
+    if levels == 1:
+        return _zip({f"t{n}.txt": leaf for n in range(per_level)})
+    inner = _zip_tree(per_level, levels - 1, leaf)
+    return _zip({f"z{n}.zip": inner for n in range(per_level)})
+
+
+def _member_records(app, root) -> tuple[dict, list]:
+    """(the records of files on disk by name, the paths of member records)."""
+    with app.app_context():
+        from webapp.extensions import db
+        from webapp.models import IndexedFile
+
+        rows = db.session.query(IndexedFile).all()
+        outer = {r.path.removeprefix(f"{root}/"): r for r in rows if "!/" not in r.path}
+        return outer, [r.path for r in rows if "!/" in r.path]
+
+
+def test_one_member_budget_for_the_whole_tree_of_a_file(app, app_config, client, auth,
+                                                         make_tree, make_source, run_jobs):
+    """A zip of zips shares ARCHIVE_MAX_MEMBERS over all its levels (else it would be
+    6 + 36 + 216 documents here, n + n² + n³ in general) and its record says where it was cut;
+    a mailbox of many tiny messages stops at MAILBOX_MAX_MEMBERS the same way."""
+    app.config.update(ARCHIVE_MAX_MEMBERS=50, MAILBOX_MAX_MEMBERS=20)
+    root = _scan(client, auth, make_tree, make_source, run_jobs,
+                 {"nest.zip": _zip_tree(6, 4), "box.mbox": _mbox(100),
+                  "small.zip": _zip_tree(3, 2)}, name="budget")
+    outer, members = _member_records(app, root)
+    nest = [p for p in members if p.startswith(f"{root}/nest.zip!/")]
+    assert len(nest) == 50  # 6 + 6 + 36 + 2: the second inner zip is where the budget ran out
+    assert outer["nest.zip"].status == "success"
+    assert outer["nest.zip"].error_message == (
+        "Cut at 50 members (ARCHIVE_MAX_MEMBERS, for this file and everything inside it): "
+        "indexing stopped in z1.zip; what comes after it was not indexed")
+    doc = _hits(client, auth, "nest.zip")[0]
+    assert client.get(f"/api/documents/{doc['id']}", headers=auth).get_json()[
+        "metadata"]["cut"] == outer["nest.zip"].error_message
+    box = [p for p in members if p.startswith(f"{root}/box.mbox!/")]
+    assert len(box) == 20
+    assert outer["box.mbox"].error_message == (
+        "Cut at 20 members (MAILBOX_MAX_MEMBERS, for this file and everything inside it): "
+        "indexing stopped in the file itself; what comes after it was not indexed")
+    assert _hits(client, auth, '"kestrel20"') and not _hits(client, auth, '"kestrel21"')
+    # a tree within its budget is whole and says nothing
+    assert len([p for p in members if p.startswith(f"{root}/small.zip!/")]) == 3 + 9
+    assert outer["small.zip"].error_message is None
+
+
+def test_an_encrypted_zip_of_many_members_is_indexed_with_a_passwords_file(
+        app, tmp_path, client, auth, make_tree, make_source, run_jobs):
+    """The password that opened a member is tried first on the next and the archive is opened
+    once: before, each of 1,500 members read the file and tried 40 wrong passwords first,
+    pyzipper parsing the whole archive again for each try (the scan timed out)."""
+    passwords = tmp_path / "passwords.txt"
+    passwords.write_text("".join(f"wrong-{n}\n" for n in range(40)) + f"{SECRET}\n")
+    app.config["EXTRACT_PASSWORDS_FILE"] = str(passwords)
+    members = {f"notes/n{n}.txt": f"sealed sandpiper{n} note".encode() for n in range(1_500)}
+    root = _scan(client, auth, make_tree, make_source, run_jobs,
+                 {"many.zip": _aes_zip(members, SECRET)}, name="sealed")
+    outer, inside = _member_records(app, root)
+    assert outer["many.zip"].status == "success", outer["many.zip"].error_message
+    assert len(inside) == 1_500
+    assert _one(client, auth, '"sandpiper1499"')["path"] == f"{root}/many.zip!/notes/n1499.txt"

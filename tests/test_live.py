@@ -402,3 +402,42 @@ def test_the_source_form_has_the_watch_switch(app, client, auth, make_tree):
     form = {**form, "csrf_token": csrf(ui, "/sources/form/edit"), "watch": ["0", "1"]}
     assert ui.post("/sources/form/edit", data=form).status_code == 302
     assert client.get("/api/sources/form", headers=auth).get_json()["watch"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("swapped", ["root", "parent"])
+def test_a_root_swapped_for_a_link_outside_and_back_is_watched_again(
+        app, client, auth, make_tree, make_source, roots, tmp_path, watcher, worker, swapped):
+    """The root (or the folder above it: no event reaches the root's watch) replaced by a
+    symlink to a folder outside ALLOWED_ROOTS: the watcher says so and holds no watch there;
+    the real folder put back: live updates work again."""
+    root = make_tree("top/docs", {"a.txt": "osprey before the swap"})
+    outside = tmp_path / "outside"
+    (outside / "docs" / "deep").mkdir(parents=True)
+    (outside / "docs" / "secret.txt").write_text("secret gyrfalcon outside")
+    src = make_source(root, name="docs")
+    scan(client, auth, src["id"])
+    watcher.start()
+    watching(client, auth, src["id"])
+
+    moved = root if swapped == "root" else root.parent
+    real = moved.with_name(moved.name + ".real")
+    moved.rename(real)
+    moved.symlink_to(outside / "docs" if swapped == "root" else outside, target_is_directory=True)
+    st = eventually(lambda: (s := status(client, auth, src["id"]))["watch_state"].startswith(
+        "error") and s, "the swap told")
+    assert "outside the allowed roots" in st["watch_state"], st["watch_state"]
+    followed = watcher.watcher.sources[src["id"]]
+    assert followed.tree is None or not any(
+        not folder.startswith(str(roots)) for folder in followed.tree.wds.values())
+    (outside / "docs" / "deep" / "more.txt").write_text("another gyrfalcon outside")
+    time.sleep(2)
+    assert found(client, auth, "gyrfalcon") == []
+
+    moved.unlink()
+    real.rename(moved)
+    watching(client, auth, src["id"])
+    (root / "b.txt").write_text("kittiwake after the swap")
+    eventually(lambda: found(client, auth, "kittiwake") == [f"{root}/b.txt"],
+               "a change after the folder came back")
+    assert found(client, auth, "gyrfalcon") == []

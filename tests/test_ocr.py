@@ -4,11 +4,13 @@ that does not wait for them, each unchanged file is read once, and a missing Tes
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 from pathlib import Path
 
 import pytest
 from rq import SimpleWorker
+from rq.registry import FinishedJobRegistry
 
 from tests.ocr_samples import image_bytes, page_image, page_words, scanned_pdf, tesseract_installed
 from tests.ui_helpers import login
@@ -253,3 +255,32 @@ def test_a_lost_ocr_job_is_queued_again_when_the_scheduler_starts(app, client, a
     assert jobs.resume_ocr(app) == 1
     assert get_ocr_queue(app).count == 1
     assert _status(client, auth, src["id"])["ocr_pending"] == 1
+
+
+def test_a_job_out_of_time_yields_between_pages_and_the_next_goes_on_where_it_stopped(
+        app, client, auth, make_tree, make_source, run_jobs, monkeypatch, tmp_path):
+    """Every job ends after one page (its time is up); the document is read by several jobs,
+    each page by Tesseract once (a `tesseract` on PATH that logs each call, then runs the real
+    one), and the whole text is found."""
+    from webapp.indexing import background
+
+    log = tmp_path / "calls.log"
+    wrapper = tmp_path / "bin" / "tesseract"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\n[ "$1" = stdin ] && echo page >> {log}\n'
+                       f'exec {shutil.which("tesseract")} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
+    monkeypatch.setattr(background, "JOB_SECONDS", 0.0)
+    seeds = (11, 12, 13)
+    src = make_source(make_tree("office", {"long.pdf": scanned_pdf(
+        [page_image(page_words(seed)) for seed in seeds])}))
+    _scan(client, auth, run_jobs, src["id"])
+    with app.app_context():  # a bounded number of jobs: one starting over each time never ends
+        SimpleWorker([get_queue(app), get_ocr_queue(app)], connection=get_redis(app)).work(
+            burst=True, max_jobs=12, logging_level="WARNING")
+    assert _status(client, auth, src["id"])["ocr_pending"] == 0
+    assert log.read_text().count("page") == 3  # each page read once, by three jobs
+    assert len(FinishedJobRegistry(queue=get_ocr_queue(app)).get_job_ids()) >= 3
+    words = _words(*seeds)
+    assert sum("long.pdf" in _found(client, auth, w) for w in words) / len(words) >= MIN_FOUND

@@ -52,7 +52,8 @@ class Settings:
     OCR_TIMEOUT_PAGE = 60.0  # seconds Tesseract may spend on one page (the page is then left out)
     INDEX_GPS = False  # index GPS coordinates from photos
     EXTRACT_TIMEOUT_ARCHIVE = 120.0  # seconds to unpack one archive or mailbox (members: own)
-    ARCHIVE_MAX_MEMBERS = 10_000  # an archive with more members fails (a bomb)
+    ARCHIVE_MAX_MEMBERS = 10_000  # per archive (more: a bomb) and per file tree (more: cut)
+    MAILBOX_MAX_MEMBERS = 50_000  # messages and attachments one mailbox file becomes at most (then cut)
     ARCHIVE_MAX_TOTAL_MB = 2048  # an archive declaring more, nested ones included, fails
     EXTRACT_PASSWORDS_FILE = ""  # file of passwords (one a line) tried on encrypted files
     PREVIEW_MAX_PX = 2048  # long side of image previews

@@ -33,6 +33,8 @@ def cancel(run_id: str) -> str:
 
 # -- writes and the OCR phase (indexing/state.py, indexing/ocr_phase.py, jobs.py) -----------------
 OCR_QUEUED_TTL = DAY  # "an OCR job of this source is queued"; checked against its RQ job
+# the background phases' slots (indexing/background.py): holder -> expiry time, renewed while held
+BACKGROUND_SLOTS = "trawl:background:slots"
 
 
 def writer(source_id: str) -> str:

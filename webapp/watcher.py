@@ -31,7 +31,7 @@ from webapp import keys
 from webapp.extensions import db
 from webapp.indexing import inotify, live
 from webapp.indexing.globs import PatternSet
-from webapp.indexing.scanner import check_root
+from webapp.indexing.scanner import root_problem
 from webapp.indexing.state import ScanLock
 from webapp.memtune import release_freed
 from webapp.models import Source
@@ -65,7 +65,9 @@ class Followed:
     writing: set[str] = field(default_factory=set)  # files written to and not closed yet
     last_event: float = 0.0  # monotonic time of the latest change
     waiting_since: float = 0.0  # monotonic time since when changes wait for an update (0: none)
-    next_try: float = 0.0  # polling: next rescan; error: next attempt to watch
+    next_try: float = 0.0  # polling: next rescan; error: next attempt to watch; watching: next
+    # look at the root (still the folder that is watched, still inside the allowed roots?)
+    root_id: tuple[int, int] | None = None  # (device, inode) of the root folder being watched
 
     @property
     def signature(self) -> tuple:
@@ -107,6 +109,7 @@ class Watcher:
         self.poll_every = float(cfg["WATCH_POLL_SECONDS"])
         self.max_dirs = int(cfg["WATCH_MAX_DIRS"])
         self.max_paths = int(cfg["LIVE_MAX_PATHS"])
+        self.allowed_roots = list(cfg["ALLOWED_ROOTS"])
         self.sources: dict[str, Followed] = {}
         self.version: bytes | None = None
         self.next_reload = 0.0
@@ -216,17 +219,26 @@ class Watcher:
         release_freed()  # the walks' temporary lists: the watcher idles for days
 
     def _start(self, followed: Followed) -> None:
-        """Set up the watches of a source (or polling), and mark it for a catch-up update."""
+        """Set up the watches of a source (or polling), and mark it for a catch-up update.
+        A root that is missing, unreadable or now resolves outside the allowed roots (swapped
+        for a symlink) is an error, tried again every few seconds: nothing is watched there."""
         followed.close()
-        problem = check_root(followed.root)
+        followed.root_id = _folder_id(followed.root)
+        problem = root_problem(followed.root, self.allowed_roots)
         if problem:
             followed.state = f"error: {problem}"
             followed.next_try = time.monotonic() + min(RETRY_EVERY, self.poll_every)
             return
         followed.state = self._watch(followed)
-        if followed.state == "polling":
-            followed.next_try = time.monotonic() + self.poll_every
+        followed.next_try = time.monotonic() + (
+            self.poll_every if followed.state == "polling" else RETRY_EVERY)
         self._catch_up(followed)  # whatever changed while nobody watched
+
+    def _root_moved(self, followed: Followed) -> bool:
+        """Whether the root path no longer names the folder being watched (replaced, or a
+        folder above it moved), or resolves outside the allowed roots."""
+        return _folder_id(followed.root) != followed.root_id or \
+            root_problem(followed.root, self.allowed_roots) is not None
 
     def _catch_up(self, followed: Followed) -> None:
         """Mark the whole source changed, once it has been scanned: the first scan of a new
@@ -251,6 +263,8 @@ class Watcher:
         try:
             followed.tree = inotify.Tree(followed.root, patterns, self.max_dirs)
             followed.tree.watch_all()
+            if followed.tree.root not in followed.tree.wds.values():  # a symlink, or gone
+                raise OSError(f"the root {followed.root} itself takes no watch")
         except inotify.WatchLimit as exc:
             followed.close()
             log.warning("watcher: %s cannot be watched: %s; polling it every %d s. To watch it, "
@@ -310,7 +324,14 @@ class Watcher:
         followed.waiting_since = followed.waiting_since or now
 
     def _timers(self, followed: Followed, now: float) -> None:
-        if followed.state == "polling" and now >= followed.next_try:
+        if followed.state == "watching" and now >= followed.next_try:
+            followed.next_try = now + RETRY_EVERY
+            if self._root_moved(followed):
+                log.warning("watcher: the root of %s changed under its watches; watching it "
+                            "again", followed.id)
+                self._start(followed)
+                self._publish_states()
+        elif followed.state == "polling" and now >= followed.next_try:
             followed.next_try = now + self.poll_every
             self._catch_up(followed)
         elif followed.state.startswith("error") and now >= followed.next_try:
@@ -354,6 +375,15 @@ class Watcher:
                     ScanLock(self.conn, followed.id).read() is None:
                 followed.waiting_since = now
                 followed.last_event = min(followed.last_event, now - self.debounce)
+
+
+def _folder_id(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the folder a path names (symlinks followed), or None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def run(app: Flask) -> None:

@@ -25,6 +25,7 @@ from webapp.indexing.extractors import (
     TIMEOUT_MESSAGE,
     UNREADABLE_MESSAGE,
     VANISHED_MESSAGE,
+    Budget,
     ContainerBomb,
     Extracted,
     ExtractionError,
@@ -38,6 +39,7 @@ from webapp.indexing.extractors import (
     thumbnail,
     unpack,
 )
+from webapp.indexing.extractors.base import is_mailbox
 from webapp.indexing.runstats import FileStatus
 from webapp.procs import die_with_parent, limit_memory
 
@@ -48,6 +50,11 @@ START_MESSAGE = "Extraction child did not start"
 CHILD_START_TIMEOUT = 60.0  # seconds a new child may take to start (a spawn on a busy machine)
 MAX_DEPTH = 3  # containers are opened this deep (a.zip!/b.zip!/c.zip!/d.txt); deeper ones listed
 CHILD_GROUP = 64  # files sent to the child in one request (resent to a new child after a crash)
+INTERRUPT_POLL = 1.0  # seconds between two looks at `Extractor.interrupt` while the child works
+
+
+class Interrupted(Exception):
+    """The caller's `interrupt` said stop while the child worked: the child was killed."""
 
 
 @dataclass
@@ -72,6 +79,13 @@ class MemberResult:
     size: int
     mtime: int | None
     result: FileResult
+
+
+def cut_message(limit: int, path: str, where: str) -> str:
+    """What the record of a file whose tree passed its member budget says."""
+    setting = "MAILBOX_MAX_MEMBERS" if is_mailbox(path) else "ARCHIVE_MAX_MEMBERS"
+    return (f"Cut at {limit:,} members ({setting}, for this file and everything inside it): "
+            f"indexing stopped in {where or 'the file itself'}; what comes after it was not indexed")
 
 
 def _format_seconds(seconds: float) -> str:
@@ -112,9 +126,11 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
 
 def _answer_one(request: str | tuple, settings: ExtractionSettings,
                 extra: tuple[ExtractorSpec, ...]) -> tuple[str, Any]:
-    """The child's answer to one request: a path to extract, or ("unpack", container, spool
-    folder, budget)."""
+    """The child's answer to one request: a path to extract, ("unpack", container, spool
+    folder, budget) or ("call", module-level function, arguments)."""
     try:
+        if isinstance(request, tuple) and request[0] == "call":
+            return "ok", request[1](*request[2])
         if isinstance(request, tuple):
             return "ok", unpack(request[1], settings, request[2], request[3])
         doc = extract(request, settings, extra)
@@ -163,6 +179,8 @@ class Extractor:
         self._proc: Any = None
         self._conn: Any = None
         self.children_started = 0
+        # asked every INTERRUPT_POLL s while waiting for the child: True kills it (Interrupted)
+        self.interrupt: Callable[[], bool] | None = None
         if self._ctx.get_start_method() == "fork":
             preload()
         remove_stale_spools(settings.spool_dir)
@@ -210,6 +228,12 @@ class Extractor:
                 group = []
         yield from self._plain(group)
 
+    def call(self, function: Callable[..., Any], *args: Any, doc_type: str = "file",
+             path: str = "") -> FileResult:
+        """Run a module-level function in the child, with the type's timeout and memory cap;
+        its return value is the result's `doc` (FAILED with a message if it raised)."""
+        return self._ask_child(("call", function, args), doc_type, path)
+
     def _check(self, path: str) -> tuple[ExtractorSpec | None, FileResult | None]:
         """A file's extractor, and its result when it is known without the child (vanished,
         unreadable, too large, no extractor); the result is always known without an
@@ -241,31 +265,42 @@ class Extractor:
               emit: Callable[[MemberResult], None] | None) -> FileResult:
         """A container's result; its members go to `emit` (or into `members` without one)."""
         collected: list[MemberResult] = []
-        budget = [self.settings.archive_max_total_bytes]
+        budget, cuts = Budget.start(self.settings, path), []
         try:
-            result = self._container(path, doc_type, 1, budget, emit or collected.append)
+            result = self._container(path, doc_type, 1, (budget, cuts),
+                                     emit or collected.append)
         except ContainerBomb as exc:  # its members already handed out are dropped by the caller
             return self._failed(doc_type, str(exc))
         result.members = collected
+        if cuts and result.status == FileStatus.SUCCESS:
+            limit = Budget.start(self.settings, path).members
+            result.error_message = cut_message(limit, path, cuts[0])
+            result.doc.metadata["cut"] = result.error_message
         return result
 
     # -- containers ------------------------------------------------------------------------
-    def _container(self, path: str, doc_type: str, depth: int, budget: list[int],
-                   emit: Callable[[MemberResult], None], prefix: str = "") -> FileResult:
+    def _container(self, path: str, doc_type: str, depth: int,
+                   budget: tuple[Budget, list[str]], emit: Callable[[MemberResult], None],
+                   prefix: str = "") -> FileResult:
         """Unpack a container in the child (into a spool folder under DATA_DIR), then extract
         each member like a file and emit it; raises ContainerBomb when it, or one inside it,
-        is a bomb. `prefix` is the container's own path inside the outermost one + `!/`."""
+        is a bomb. `prefix` is the container's own path inside the outermost one + `!/`;
+        `budget` is the tree's, with the containers cut when it ran out."""
         if depth == 1:
             os.makedirs(self.settings.spool_dir, exist_ok=True)
             spool = tempfile.mkdtemp(prefix=f"unpack-{os.getpid()}-", dir=self.settings.spool_dir)
         else:  # inside the outer spool folder, made by the child only when a member needs it
             spool = path + ".members"
         try:
-            answer = self._ask_child(("unpack", path, spool, budget[0]), doc_type, path)
+            tree, cuts = budget
+            answer = self._ask_child(("unpack", path, spool, tree), doc_type, path)
             if answer.status != FileStatus.SUCCESS:
                 return answer
             doc, members = answer.doc
-            budget[0] -= sum(max(m.size, 0) for m in members)
+            tree.bytes -= sum(max(m.size, 0) for m in members)
+            tree.members -= len(members)
+            if doc.metadata.get("cut"):
+                cuts.append(prefix[:-2])
             for member in members:
                 self._member(member, depth, budget, emit, prefix)
                 if member.spooled:  # the spool holds one member's bytes at a time
@@ -276,7 +311,7 @@ class Extractor:
             if depth == 1 or os.path.isdir(spool):
                 shutil.rmtree(spool, ignore_errors=True)
 
-    def _member(self, member: Member, depth: int, budget: list[int],
+    def _member(self, member: Member, depth: int, budget: tuple[Budget, list[str]],
                 emit: Callable[[MemberResult], None], prefix: str) -> None:
         """Extract one member and emit it (after its own members, when it is a container)."""
         def done(result: FileResult) -> None:
@@ -292,7 +327,9 @@ class Extractor:
                 return done(FileResult(FileStatus.SKIPPED, Extracted(type=doc_type), message))
             return done(FileResult(FileStatus.SUCCESS, Extracted(type="file")))
         spec = find_extractor(member.spooled)
-        if spec is None or spec.unpack is None or depth >= MAX_DEPTH:
+        if spec is not None and spec.unpack is not None and budget[0].members <= 0:
+            budget[1].append(prefix + member.name)  # not opened: the tree's budget is spent
+        if spec is None or spec.unpack is None or depth >= MAX_DEPTH or budget[0].members <= 0:
             return done(self._ask_child(member.spooled, doc_type, member.spooled))
         try:
             result = self._container(member.spooled, doc_type, depth + 1, budget, emit,
@@ -345,7 +382,7 @@ class Extractor:
         """The child's next answer, within the type's timeout (the child is killed after it)."""
         timeout = self.settings.timeout_for(doc_type)
         try:
-            if not conn.poll(timeout):
+            if not self._wait(conn, timeout):
                 log.warning("Extraction of %s timed out after %s s; child killed", path, timeout)
                 self._kill()
                 result = self._failed(doc_type, f"{TIMEOUT_MESSAGE} {_format_seconds(timeout)} s")
@@ -366,6 +403,20 @@ class Extractor:
             result = self._failed(doc_type, payload)
         result.seconds = seconds
         return result
+
+    def _wait(self, conn: Any, timeout: float) -> bool:
+        """Whether an answer came within `timeout`; raises Interrupted (child killed) when
+        `interrupt` says stop meanwhile."""
+        if self.interrupt is None:
+            return conn.poll(timeout)
+        deadline = time.monotonic() + timeout
+        while not conn.poll(max(0.0, min(INTERRUPT_POLL, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return False
+            if self.interrupt():
+                self._kill()
+                raise Interrupted
+        return True
 
     def _failed(self, doc_type: str, message: str) -> FileResult:
         return FileResult(FileStatus.FAILED, Extracted(type=doc_type), message)

@@ -13,10 +13,13 @@ import functools
 import io
 import os
 import shutil
+import signal
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from webapp.procs import die_with_parent
 
 from .extractors import ExtractionSettings, ExtractorSpec
 from .extractors.base import Extracted, ExtractionError
@@ -28,6 +31,7 @@ RAW_EXTENSIONS = ("cr2", "cr3", "nef", "nrw", "arw", "dng", "orf", "rw2", "raf",
 MIN_SIDE_PX = 32  # a smaller image holds no line of text
 MAX_PAGE_PIXELS = 40_000_000  # pages above this are scaled down before OCR (memory, time)
 PDF_DPI = 300
+RENDER_SECONDS = 30  # to open a file and render one page, on top of Tesseract's time
 # OpenMP threads of one tesseract spin against each other on a busy machine: 4x slower here
 TESSERACT_ENV = {"OMP_THREAD_LIMIT": "1"}
 
@@ -58,6 +62,11 @@ class OcrSettings:
     def file_timeout(self) -> float:
         """Seconds one document may take: every page at its limit, and time to render them."""
         return self.max_pages * (self.timeout_page + 2) + 30
+
+    @property
+    def call_timeout(self) -> float:
+        """Seconds one page (opening the file, rendering the page, Tesseract) may take."""
+        return self.timeout_page + RENDER_SECONDS
 
 
 # -- is it there ---------------------------------------------------------------------------------
@@ -93,6 +102,12 @@ def availability(settings: OcrSettings) -> tuple[str, str]:
     return OK, "Tesseract is installed"
 
 
+def ocr_type(path: str) -> str:
+    """The document type OCR reads a file as (`pdf`, `raw_image` or `image`), by its name."""
+    ext = path.rsplit(".", 1)[-1].lower()
+    return "pdf" if ext == "pdf" else "raw_image" if ext in RAW_EXTENSIONS else "image"
+
+
 def needs_ocr(doc_type: str, ext: str, metadata: Mapping[str, Any]) -> bool:
     """Whether an extracted document has pages whose text only OCR can read."""
     if doc_type == "pdf":
@@ -112,7 +127,10 @@ def read_page(pnm: bytes, settings: OcrSettings) -> str:
     try:
         proc = subprocess.run([settings.command or TESSERACT, "stdin", "stdout", "-l", settings.languages],
                               input=pnm, capture_output=True, timeout=settings.timeout_page,
-                              env={**os.environ, **TESSERACT_ENV})
+                              env={**os.environ, **TESSERACT_ENV},
+                              # a killed child (a page stopped mid-way) takes its tesseract along
+                              preexec_fn=functools.partial(die_with_parent, signal.SIGKILL,
+                                                           os.getpid()))
     except subprocess.TimeoutExpired as exc:
         raise TimeoutError from exc
     except OSError as exc:
@@ -134,37 +152,69 @@ def _pnm(image: Any) -> bytes:
     return buf.getvalue()
 
 
-def _pdf_pages(path: str, settings: OcrSettings) -> Iterator[bytes]:
-    """PNMs of the pages without a text layer (blank ones left out), up to the page cap."""
+READ, SKIPPED, TIMED_OUT = "read", "skipped", "timed_out"  # what became of one page
+
+
+def page_count(path: str, doc_type: str, settings: OcrSettings,
+               extraction: ExtractionSettings) -> int:
+    """Pages (PDF pages, image frames) the file has for OCR to look at, in order."""
+    if doc_type == "pdf":
+        import pymupdf
+
+        with pymupdf.open(path, filetype="pdf") as doc:
+            if doc.needs_pass and not doc.authenticate(""):
+                raise ExtractionError("PDF is password protected")
+            return len(doc)
+    if doc_type == "raw_image":
+        _raw_preview(path, extraction)  # raises when there is none
+        return 1
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return getattr(image, "n_frames", 1)
+
+
+def _pdf_page(path: str, index: int) -> bytes | None:
+    """A PNM of one PDF page, or None when it has a text layer or is blank."""
     import pymupdf
 
     with pymupdf.open(path, filetype="pdf") as doc:
         if doc.needs_pass and not doc.authenticate(""):
             raise ExtractionError("PDF is password protected")
-        taken = 0
-        for page in doc:
-            if taken >= settings.max_pages:
-                return
-            if page.get_text("text").strip():
-                continue
-            area = max(1.0, page.rect.width * page.rect.height / 72 / 72)
-            dpi = min(PDF_DPI, int((MAX_PAGE_PIXELS / area) ** 0.5))
-            pix = page.get_pixmap(dpi=max(dpi, 36), colorspace=pymupdf.csGRAY)
-            if pix.is_unicolor:
-                continue
-            taken += 1
-            yield pix.tobytes("pnm")
+        page = doc[index]
+        if page.get_text("text").strip():
+            return None
+        area = max(1.0, page.rect.width * page.rect.height / 72 / 72)
+        dpi = min(PDF_DPI, int((MAX_PAGE_PIXELS / area) ** 0.5))
+        pix = page.get_pixmap(dpi=max(dpi, 36), colorspace=pymupdf.csGRAY)
+        return None if pix.is_unicolor else pix.tobytes("pnm")
 
 
-def _image_pages(data: str | bytes, settings: OcrSettings) -> Iterator[bytes]:
-    """PNMs of an image's frames (a multi-page TIFF has several), upright, up to the page cap."""
+def _image_page(data: str | bytes, index: int) -> bytes:
+    """A PNM of one frame of an image (a multi-page TIFF has several), upright."""
     from PIL import Image, ImageOps
 
     source = io.BytesIO(data) if isinstance(data, bytes) else data
     with Image.open(source) as image:
-        for n in range(min(getattr(image, "n_frames", 1), settings.max_pages)):
-            image.seek(n)
-            yield _pnm(ImageOps.exif_transpose(image))
+        image.seek(index)
+        return _pnm(ImageOps.exif_transpose(image))
+
+
+def read_one(path: str, doc_type: str, index: int, settings: OcrSettings,
+             extraction: ExtractionSettings) -> tuple[str, str]:
+    """(READ, text), (SKIPPED, "") for a page OCR has nothing to do on, or (TIMED_OUT, "")."""
+    if doc_type == "pdf":
+        pnm = _pdf_page(path, index)
+    elif doc_type == "raw_image":
+        pnm = _image_page(_raw_preview(path, extraction), index)
+    else:
+        pnm = _image_page(path, index)
+    if pnm is None:
+        return SKIPPED, ""
+    try:
+        return READ, read_page(pnm, settings).strip()
+    except TimeoutError:
+        return TIMED_OUT, ""
 
 
 def _raw_preview(path: str, settings: ExtractionSettings) -> bytes:
@@ -177,26 +227,29 @@ def _raw_preview(path: str, settings: ExtractionSettings) -> bytes:
         return handle.read(preview["length"])
 
 
-def read_file(path: str, doc_type: str, settings: OcrSettings,
-              extraction: ExtractionSettings) -> Extracted:
-    """OCR text of a file's image pages; metadata `{"pages", "languages", "timed_out"?}`."""
-    if doc_type == "pdf":
-        pages = _pdf_pages(path, settings)
-    elif doc_type == "raw_image":
-        pages = _image_pages(_raw_preview(path, extraction), settings)
-    else:
-        pages = _image_pages(path, settings)
-    texts, count, timed_out = [], 0, 0
-    for pnm in pages:
-        count += 1
-        try:
-            texts.append(read_page(pnm, settings).strip())
-        except TimeoutError:
-            timed_out += 1
-    meta: dict[str, Any] = {"pages": count, "languages": settings.languages}
+def result_of(texts: list[str], taken: int, timed_out: int, doc_type: str,
+              settings: OcrSettings) -> Extracted:
+    """The OCR result of a document from its pages' texts and counts."""
+    meta: dict[str, Any] = {"pages": taken, "languages": settings.languages}
     if timed_out:
         meta["timed_out"] = timed_out
     return Extracted(type=doc_type, content="\n\n".join(t for t in texts if t), metadata=meta)
+
+
+def read_file(path: str, doc_type: str, settings: OcrSettings,
+              extraction: ExtractionSettings) -> Extracted:
+    """OCR text of a file's image pages, up to the page cap, in one call (the bench's way;
+    the OCR phase reads page by page: ocr_phase.py); metadata `{"pages", "languages",
+    "timed_out"?}`."""
+    texts, taken, timed_out = [], 0, 0
+    for index in range(page_count(path, doc_type, settings, extraction)):
+        if taken >= settings.max_pages:
+            break
+        state, text = read_one(path, doc_type, index, settings, extraction)
+        taken += state != SKIPPED
+        timed_out += state == TIMED_OUT
+        texts.append(text)
+    return result_of(texts, taken, timed_out, doc_type, settings)
 
 
 def ocr_specs(settings: OcrSettings) -> tuple[ExtractorSpec, ...]:

@@ -1,8 +1,12 @@
 """The OCR phase of a source: after a scan has indexed every document (by name and metadata),
 read the text of those waiting for OCR and add it to them.
 
-It runs as jobs of the OCR queue, which workers serve after the main one: a job stops taking
-documents after JOB_SECONDS and the next one queues behind any scan. Text is cached by the
+It runs as jobs of the OCR queue, which workers serve after the main one, under the policy of
+background phases (indexing/background.py): a job holds a slot (one worker is always left to
+indexing), reads page by page, and between pages gives its worker back when a scan, live update
+or helper waits, or after JOB_SECONDS, keeping the pages read so far (DATA_DIR/ocr, `.partial`)
+for its successor, which queues behind the main queue. A deleted source ends the page being read
+within about a second (the OCR child and its tesseract are killed). Text is cached by the
 SHA-256 of the file's bytes (and the languages) under DATA_DIR/ocr, so unchanged bytes are never
 read twice: not after a rescan, a full rebuild, nor a renamed source. Results are written under
 the source's writer lock (indexing/state.py), the one the scan's coordinator holds for its
@@ -25,9 +29,23 @@ from sqlalchemy import func, select, update
 
 from webapp import keys
 from webapp.extensions import db
-from webapp.indexing.extractors import ExtractionSettings
-from webapp.indexing.isolation import Extractor
-from webapp.indexing.ocr import DONE, FAILED, OK, PENDING, OcrSettings, availability, ocr_specs
+from webapp.indexing.background import Phase, Stopped, Yielded
+from webapp.indexing.extractors import TIMEOUT_MESSAGE, ExtractionSettings
+from webapp.indexing.isolation import Extractor, Interrupted
+from webapp.indexing.ocr import (
+    DONE,
+    FAILED,
+    OK,
+    PENDING,
+    SKIPPED,
+    TIMED_OUT,
+    OcrSettings,
+    availability,
+    ocr_type,
+    page_count,
+    read_one,
+    result_of,
+)
 from webapp.indexing.runstats import FileStatus
 from webapp.indexing.scanner import doc_id
 from webapp.indexing.state import held_lock, renewed, writer_lock
@@ -35,7 +53,6 @@ from webapp.models import IndexedFile, Source
 from webapp.runtime import get_redis, get_search
 
 log = logging.getLogger(__name__)
-JOB_SECONDS = 60.0  # a job takes no new document after this: scans queued meanwhile go first
 WRITE_EVERY = 10  # documents per write (one index commit)
 WRITE_SECONDS = 10.0  # ... or sooner, so text appears while a long queue is read
 PAGE_SEPARATOR = "\n\n"
@@ -44,15 +61,16 @@ _engine: tuple | None = None  # (settings, Extractor): one OCR child per worker 
 
 
 def get_engine(app: Flask) -> Extractor:
-    """The process's OCR child (an extraction child whose extractors OCR), made on first use."""
+    """The process's OCR child (an extraction child that reads one page per call, each within
+    the page's timeout), made on first use."""
     global _engine
     ocr = OcrSettings.from_config(app.config)
-    base = ExtractionSettings.from_config(app.config)
-    settings = replace(base, timeout_pdf=ocr.file_timeout, timeout_default=ocr.file_timeout)
+    settings = replace(ExtractionSettings.from_config(app.config),
+                       timeout_default=ocr.call_timeout)
     if _engine is None or _engine[0] != (settings, ocr):
         if _engine is not None:
             _engine[1].close()
-        _engine = ((settings, ocr), Extractor(settings, ocr_specs(ocr)))
+        _engine = ((settings, ocr), Extractor(settings))
     return _engine[1]
 
 
@@ -85,20 +103,28 @@ class TextCache:
     def _path(self, digest: str) -> Path:
         return self.root / digest[:2] / f"{digest}.{self.languages}.json.z"
 
-    def get(self, digest: str) -> dict | None:
-        """The cached {"content", "metadata"}, or None."""
+    def get(self, digest: str, partial: bool = False) -> dict | None:
+        """The cached {"content", "metadata"}, or the pages read so far of a document whose job
+        yielded in its middle (`partial`); None when there is none."""
+        path = self._partial(digest) if partial else self._path(digest)
         try:
-            return json.loads(zlib.decompress(self._path(digest).read_bytes()))
+            return json.loads(zlib.decompress(path.read_bytes()))
         except (OSError, ValueError, zlib.error):
             return None
 
-    def put(self, digest: str, value: dict) -> None:
-        """Store a result (written whole, then renamed: readers never see half a file)."""
-        path = self._path(digest)
+    def put(self, digest: str, value: dict, partial: bool = False) -> None:
+        """Store a result, or the pages read so far of a document (`partial`); written whole,
+        then renamed: readers never see half a file. A whole result drops the partial one."""
+        path = self._partial(digest) if partial else self._path(digest)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
         tmp.write_bytes(zlib.compress(json.dumps(value).encode(), 6))
         os.replace(tmp, path)
+        if not partial:
+            self._partial(digest).unlink(missing_ok=True)
+
+    def _partial(self, digest: str) -> Path:
+        return self.root / digest[:2] / f"{digest}.{self.languages}.partial"
 
 
 def file_digest(path: str) -> str:
@@ -110,7 +136,7 @@ def file_digest(path: str) -> str:
 # -- one job -------------------------------------------------------------------------------------
 
 class OcrRun:
-    """Reads a source's pending documents for up to JOB_SECONDS and writes their text."""
+    """Reads a source's pending documents for one background job's time and writes their text."""
 
     def __init__(self, app: Flask, source_id: str) -> None:
         self.app = app
@@ -131,13 +157,29 @@ class OcrRun:
             if not taken:
                 return 0  # the source's other OCR job looks for new work when it ends
             self.ran = True
-            self._work()
+            phase = Phase(self.app, "ocr", self.source_id)
+            with phase.slot() as held:
+                if held:
+                    self._work(phase)
         return self.done
 
-    def _work(self) -> None:
-        deadline = time.monotonic() + JOB_SECONDS
+    def _work(self, phase: Phase) -> None:
+        engine = get_engine(self.app)
+        engine.interrupt = phase.stopped  # a deleted source stops the page being read
+        try:
+            self._documents(phase)
+        except (Stopped, Interrupted):
+            log.info("OCR of %s stopped: the source was deleted", self.source_id)
+        finally:
+            engine.interrupt = None
+
+    def _documents(self, phase: Phase) -> None:
         cursor, results, since = "", [], time.monotonic()
-        while time.monotonic() < deadline:
+        while True:
+            try:
+                phase.check()
+            except Yielded:
+                break
             row = db.session.execute(
                 select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
                 .where(IndexedFile.source_id == self.source_id, IndexedFile.ocr == PENDING,
@@ -147,14 +189,19 @@ class OcrRun:
             if row is None:
                 break
             cursor = row.path
-            results.append((row, self._text_of(row.path, row.size_bytes, row.mtime_ns)))
+            try:
+                results.append((row, self._text_of(row.path, row.size_bytes, row.mtime_ns,
+                                                   phase)))
+            except Yielded:
+                break  # its pages so far are kept for the next job
             if len(results) >= WRITE_EVERY or time.monotonic() - since >= WRITE_SECONDS:
                 self._write(results)
                 results, since = [], time.monotonic()
         self._write(results)
 
-    def _text_of(self, path: str, size: int, mtime_ns: int) -> dict | None:
-        """{"content", "metadata"} from the cache or Tesseract; None when it cannot be read."""
+    def _text_of(self, path: str, size: int, mtime_ns: int, phase: Phase) -> dict | None:
+        """{"content", "metadata"} from the cache or Tesseract, page by page with the phase's
+        checks between pages; None when it cannot be read."""
         try:
             stat = os.stat(path)
             if (stat.st_size, stat.st_mtime_ns) != (size, mtime_ns):
@@ -165,12 +212,42 @@ class OcrRun:
         cached = self.cache.get(digest)
         if cached is not None:
             return cached
-        result = get_engine(self.app).run(path)
-        if result.status != FileStatus.SUCCESS:
-            log.info("OCR of %s failed: %s", path, result.error_message)
-            return None
-        value = {"content": result.doc.content, "metadata": result.doc.metadata}
-        self.read += int(value["metadata"].get("pages") or 0)
+        engine, kind = get_engine(self.app), ocr_type(path)
+        extraction = engine.settings
+        done = self.cache.get(digest, partial=True) or {"next": 0, "texts": [], "taken": 0,
+                                                  "timed_out": 0}
+        if "count" not in done:
+            result = engine.call(page_count, path, kind, self.settings, extraction,
+                                 doc_type="ocr", path=path)
+            if result.status != FileStatus.SUCCESS:
+                log.info("OCR of %s failed: %s", path, result.error_message)
+                return None
+            done["count"] = result.doc
+        for index in range(done["next"], done["count"]):
+            if done["taken"] >= self.settings.max_pages:
+                break
+            try:
+                phase.check()
+            except Yielded:
+                self.cache.put(digest, done, partial=True)
+                raise
+            result = engine.call(read_one, path, kind, index, self.settings, extraction,
+                                 doc_type="ocr", path=path)
+            if result.status == FileStatus.SUCCESS:
+                state, text = result.doc
+            elif (result.error_message or "").startswith(TIMEOUT_MESSAGE):
+                state, text = TIMED_OUT, ""
+            else:
+                log.info("OCR of %s failed: %s", path, result.error_message)
+                return None
+            done["taken"] += state != SKIPPED
+            done["timed_out"] += state == TIMED_OUT
+            self.read += state != SKIPPED
+            done["texts"].append(text)
+            done["next"] = index + 1
+            phase.page_done()
+        doc = result_of(done["texts"], done["taken"], done["timed_out"], kind, self.settings)
+        value = {"content": doc.content, "metadata": doc.metadata}
         self.cache.put(digest, value)
         return value
 

@@ -28,6 +28,7 @@ from . import (
 )
 from ._util import cap_content, clean_str, json_safe
 from .base import (
+    Budget,
     ContainerBomb,
     Extracted,
     ExtractionError,
@@ -41,7 +42,7 @@ from .image import IMAGE
 __all__ = [
     "EXTRACTORS", "ExtractionError", "ExtractionSettings", "Extracted", "ExtractorSpec",
     "detect_type", "extension", "extract", "find_extractor", "preload", "thumbnail", "DOC_TYPES",
-    "ContainerBomb", "Member", "unpack", "copy_member",
+    "Budget", "ContainerBomb", "Member", "unpack", "copy_member",
 ]
 
 # Order matters only for extensions claimed twice (none today): first match wins.
@@ -125,7 +126,7 @@ def extract(
 
 
 def unpack(path: str, settings: ExtractionSettings, spool: str,
-           budget: int) -> tuple[Extracted, list[Member]]:
+           budget: Budget) -> tuple[Extracted, list[Member]]:
     """Extract a container in this process: its document, and its members, those an extractor
     handles (within MAX_FILE_SIZE_MB) written to files in `spool` (`Member.spooled`)."""
     spec = find_extractor(path)
@@ -164,8 +165,7 @@ def copy_member(path: str, name: str, out: IO[bytes], settings: ExtractionSettin
         found.append(member)
         return _KeepOpen(out)
 
-    _guarded(spec, lambda: spec.unpack(path, settings, sink, settings.archive_max_total_bytes),
-             path)
+    _guarded(spec, lambda: spec.unpack(path, settings, sink, Budget.start(settings, path)), path)
     if found and found[0].error:
         raise ExtractionError(found[0].error)
     return bool(found)

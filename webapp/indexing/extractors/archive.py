@@ -8,6 +8,7 @@ streams one member to a download). The archive itself is never written.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import shutil
@@ -24,6 +25,7 @@ from ._util import MAX_ZIP_RATIO, RATIO_CHECK_MIN_BYTES
 from .base import (
     BOMB_MESSAGE,
     PASSWORD_MESSAGE,
+    Budget,
     ContainerBomb,
     Extracted,
     ExtractionError,
@@ -69,17 +71,19 @@ def safe_name(name: str) -> str:
 
 
 class Guard:
-    """The bomb limits of one container, checked entry by entry as the archive is read."""
+    """The bomb limits of one container, checked entry by entry as the archive is read, and
+    the budget of members its file's whole tree shares."""
 
-    def __init__(self, settings: ExtractionSettings, container_size: int, budget: int) -> None:
+    def __init__(self, settings: ExtractionSettings, container_size: int, budget: Budget) -> None:
         self.settings = settings
         self.container_size = max(container_size, 1)
-        self.budget = budget  # bytes the whole tree of containers may still declare
+        self.budget = budget  # bytes and members the whole tree of containers may still hold
         self.count = 0
         self.total = 0
 
-    def check(self, entry: Entry) -> str:
-        """The entry's safe name; raises ContainerBomb when a limit is passed."""
+    def check(self, entry: Entry) -> str | None:
+        """The entry's safe name, or None when the tree's member budget is spent (the walk
+        stops there: the tree is cut); raises ContainerBomb when a limit is passed."""
         name = safe_name(entry.name)
         if entry.is_link:
             raise ContainerBomb(f"Archive has a link member: {name[:200]}")
@@ -87,8 +91,10 @@ class Guard:
         if self.count > self.settings.archive_max_members:
             raise ContainerBomb(
                 f"Archive has more than {self.settings.archive_max_members:,} members")
+        if not self.budget.take():
+            return None
         self.total += entry.size
-        if self.total > self.budget:
+        if self.total > self.budget.bytes:
             raise ContainerBomb(BOMB_MESSAGE + " (too large when unpacked)")
         big = entry.size > RATIO_CHECK_MIN_BYTES
         if big and entry.size > MAX_ZIP_RATIO * max(entry.packed, 1):
@@ -130,35 +136,68 @@ def _zip_time(info: zipfile.ZipInfo) -> int | None:
         return None
 
 
-def _zip_open(archive: zipfile.ZipFile, info: zipfile.ZipInfo, passwords: tuple[str, ...]):
-    """The member's stream, trying the passwords on an encrypted one."""
-    if info.compress_type == WINZIP_AES:  # the standard library cannot decrypt it: pyzipper
-        return _aes_zip_open(archive.filename or archive.fp, info.filename, passwords)
-    if not info.flag_bits & 1:
-        return archive.open(info)
-    for password in passwords:
-        try:
-            return archive.open(info, pwd=password.encode())
-        except RuntimeError:  # "Bad password"
-            continue
-    raise ExtractionError(PASSWORD_MESSAGE)
+class Passwords:
+    """The passwords file's lines for one archive: read once, the last one that opened a
+    member tried first on the next (members of one archive mostly share their password)."""
+
+    def __init__(self, settings: ExtractionSettings) -> None:
+        self.settings = settings
+        self._lines: list[str] | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        if self._lines is None:
+            self._lines = list(self.settings.passwords())
+        return iter(list(self._lines))
+
+    def worked(self, password: str) -> None:
+        """Put the password that opened a member first."""
+        if self._lines and self._lines[0] != password:
+            self._lines.remove(password)
+            self._lines.insert(0, password)
+
+
+class _ZipReader:
+    """One zip archive's members, encrypted or not, the archive opened once (a second time,
+    by pyzipper, only when it holds WinZip AES members)."""
+
+    def __init__(self, archive: zipfile.ZipFile, settings: ExtractionSettings) -> None:
+        self.archive = archive
+        self.passwords = Passwords(settings)
+        self._aes: Any = None
+
+    def open(self, info: zipfile.ZipInfo):
+        """The member's stream, trying the passwords on an encrypted one."""
+        if info.compress_type == WINZIP_AES:  # the standard library cannot decrypt it: pyzipper
+            return self._try(lambda pwd: self._aes_archive().open(info.filename, pwd=pwd))
+        if not info.flag_bits & 1:
+            return self.archive.open(info)
+        return self._try(lambda pwd: self.archive.open(info, pwd=pwd))
+
+    def _try(self, opener: Callable[[bytes], Any]):
+        for password in self.passwords:
+            try:
+                stream = opener(password.encode())
+            except RuntimeError:  # "Bad password"
+                continue
+            self.passwords.worked(password)
+            return stream
+        raise ExtractionError(PASSWORD_MESSAGE)
+
+    def _aes_archive(self) -> Any:
+        """WinZip AES members (AES-128/192/256, as WinZip and 7-Zip write them), read by
+        pyzipper over the same file."""
+        if self._aes is None:
+            import pyzipper
+
+            self._aes = pyzipper.AESZipFile(self.archive.filename or self.archive.fp)
+        return self._aes
+
+    def close(self) -> None:
+        if self._aes is not None:
+            self._aes.close()
 
 
 WINZIP_AES = 99  # the compression method a WinZip AES member records
-
-
-def _aes_zip_open(archive: Any, name: str, passwords: tuple[str, ...]):
-    """A WinZip AES member's stream (AES-128/192/256, as WinZip and 7-Zip write them), with the
-    first password its verifier accepts."""
-    import pyzipper
-
-    for password in passwords:
-        with pyzipper.AESZipFile(archive) as aes:  # the member stream keeps the file open
-            try:
-                return aes.open(name, pwd=password.encode())
-            except RuntimeError:  # "Bad password"
-                continue
-    raise ExtractionError(PASSWORD_MESSAGE)
 
 
 def _walk_zip(path: str, guard: Guard, sink: Sink) -> list[Member]:
@@ -166,10 +205,22 @@ def _walk_zip(path: str, guard: Guard, sink: Sink) -> list[Member]:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise ExtractionError("Not a valid zip archive") from exc
-    with archive:
-        entries = [(guard.check(e), e, info) for e, info in _zip_entries(archive) if not e.is_dir]
-        return [_emit(name, e, sink, lambda info=info: _zip_open(
-            archive, info, guard.settings.passwords())) for name, e, info in entries]
+    reader = _ZipReader(archive, guard.settings)
+    with archive, contextlib.closing(reader):
+        entries = _checked(guard, ((e, info) for e, info in _zip_entries(archive) if not e.is_dir))
+        return [_emit(name, e, sink, lambda info=info: reader.open(info))
+                for name, e, info in entries]
+
+
+def _checked(guard: Guard, entries: Iterator[tuple[Entry, Any]]) -> list[tuple[str, Entry, Any]]:
+    """(name, entry, info) of the entries the guard lets through, up to the budget's cut."""
+    out = []
+    for entry, info in entries:
+        name = guard.check(entry)
+        if name is None:
+            break
+        out.append((name, entry, info))
+    return out
 
 
 def _walk_tar(path: str, guard: Guard, sink: Sink) -> list[Member]:
@@ -184,6 +235,8 @@ def _walk_tar(path: str, guard: Guard, sink: Sink) -> list[Member]:
                 if not info.isfile():
                     entry.is_link = entry.is_link or info.isdev() or info.isfifo()
                 name = guard.check(entry)
+                if name is None:
+                    break
                 members.append(_emit(name, entry, sink,
                                      lambda info=info: archive.extractfile(info)))
                 archive.members = []  # a stream keeps no list of what it passed
@@ -245,7 +298,10 @@ def _walk_7z(path: str, guard: Guard, sink: Sink) -> list[Member]:
                           packed=info.compressed or info.uncompressed or 0,
                           mtime=int(info.creationtime.timestamp()) if info.creationtime else None,
                           is_link=info.is_symlink)
-            member = Member(guard.check(entry), entry.size, entry.mtime)
+            name = guard.check(entry)
+            if name is None:
+                break
+            member = Member(name, entry.size, entry.mtime)
             if locked:  # no password of the list opens it: every member is recorded so
                 member.error = PASSWORD_MESSAGE
             else:
@@ -305,14 +361,10 @@ def _walk_rar(path: str, guard: Guard, sink: Sink) -> list[Member]:
     except (rarfile.Error, OSError, EOFError) as exc:
         raise ExtractionError("Not a valid rar archive") from exc
     with archive:
-        entries = []
-        for info in archive.infolist():
-            if info.is_dir():
-                continue
-            entry = Entry(name=info.filename, size=info.file_size, packed=info.compress_size,
-                          mtime=_rar_time(info), encrypted=info.needs_password(),
-                          is_link=info.is_symlink())
-            entries.append((guard.check(entry), entry, info))
+        entries = _checked(guard, ((Entry(
+            name=info.filename, size=info.file_size, packed=info.compress_size,
+            mtime=_rar_time(info), encrypted=info.needs_password(), is_link=info.is_symlink()),
+            info) for info in archive.infolist() if not info.is_dir()))
         return [_emit(name, e, sink, lambda info=info: _rar_open(
             archive, info, guard.settings)) for name, e, info in entries]
 
@@ -464,7 +516,7 @@ def _emit(name: str, entry: Entry, sink: Sink, opener: Callable[[], Any]) -> Mem
     return member
 
 
-def walk_archive(path: str, settings: ExtractionSettings, sink: Sink, budget: int,
+def walk_archive(path: str, settings: ExtractionSettings, sink: Sink, budget: Budget,
                  container_size: int) -> list[Member]:
     """Every file member of the archive, its wanted bytes handed to `sink`."""
     walker = _WALKERS[archive_kind(path)]
@@ -477,7 +529,7 @@ def member_list(members: list[Member]) -> str:
 
 
 def unpack_archive(path: str, settings: ExtractionSettings, sink: Sink,
-                   budget: int) -> tuple[Extracted, list[Member]]:
+                   budget: Budget) -> tuple[Extracted, list[Member]]:
     """The archive document (its member list) and its members."""
     import os
 
@@ -488,13 +540,14 @@ def unpack_archive(path: str, settings: ExtractionSettings, sink: Sink,
     encrypted = sum(1 for m in members if m.error == PASSWORD_MESSAGE)
     if encrypted:
         meta["encrypted_members"] = encrypted
+    if budget.cut:
+        meta["cut"] = True  # members past the tree's budget were left out
     return Extracted(type="archive", content=member_list(members), metadata=meta), members
 
 
 def extract_archive(path: str, settings: ExtractionSettings) -> Extracted:
     """The archive document alone (nothing unpacked)."""
-    return unpack_archive(path, settings, lambda member: None,
-                          settings.archive_max_total_bytes)[0]
+    return unpack_archive(path, settings, lambda member: None, Budget.start(settings, path))[0]
 
 
 ARCHIVE = ExtractorSpec(

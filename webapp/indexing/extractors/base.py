@@ -52,6 +52,38 @@ class Member:
 
 # Offered every member of a container: returns a file to write its bytes to, or None.
 Sink = Callable[[Member], "IO[bytes] | None"]
+MAILBOX_EXTENSIONS = ("mbox", "mbx")  # their tree's member budget is MAILBOX_MAX_MEMBERS
+
+
+def is_mailbox(path: str) -> bool:
+    """Whether the file is a mailbox (by its name, as the registry matches it)."""
+    return path.lower().rsplit(".", 1)[-1] in MAILBOX_EXTENSIONS
+
+
+@dataclass
+class Budget:
+    """What the whole tree of one file (a container, the containers inside it, theirs) may
+    still hold: unpacked bytes (past them it is a bomb) and members (past them the tree is
+    cut: `cut` is set and the rest is left out)."""
+
+    bytes: int
+    members: int
+    cut: bool = False
+
+    @classmethod
+    def start(cls, settings: ExtractionSettings, path: str) -> Budget:
+        """The budget of the file at `path`: a mailbox's is MAILBOX_MAX_MEMBERS."""
+        return cls(settings.archive_max_total_bytes,
+                   settings.mailbox_max_members if is_mailbox(path)
+                   else settings.archive_max_members)
+
+    def take(self) -> bool:
+        """Spend one member; False (and `cut`) when none is left."""
+        if self.members <= 0:
+            self.cut = True
+            return False
+        self.members -= 1
+        return True
 
 
 @dataclass(frozen=True)
@@ -67,6 +99,7 @@ class ExtractionSettings:
     index_gps: bool = False
     timeout_archive: float = 120
     archive_max_members: int = 10_000
+    mailbox_max_members: int = 50_000
     archive_max_total_mb: int = 2048
     passwords_file: str = ""  # never the passwords themselves: they stay out of reprs and logs
     spool_dir: str = field(default_factory=lambda: os.path.join(tempfile.gettempdir(), "trawl"))
@@ -86,6 +119,7 @@ class ExtractionSettings:
             "index_gps": ("INDEX_GPS", _as_bool),
             "timeout_archive": ("EXTRACT_TIMEOUT_ARCHIVE", float),
             "archive_max_members": ("ARCHIVE_MAX_MEMBERS", int),
+            "mailbox_max_members": ("MAILBOX_MAX_MEMBERS", int),
             "archive_max_total_mb": ("ARCHIVE_MAX_TOTAL_MB", int),
             "passwords_file": ("EXTRACT_PASSWORDS_FILE", str),
             "spool_dir": ("DATA_DIR", spool_dir),  # members are unpacked under DATA_DIR only

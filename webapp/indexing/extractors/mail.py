@@ -12,8 +12,9 @@ from email.parser import BytesParser
 from email.utils import parsedate_to_datetime
 from typing import IO, Any
 
+from . import base
 from ._util import clean_str
-from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec, Member, Sink
+from .base import Budget, Extracted, ExtractionError, ExtractionSettings, ExtractorSpec, Member, Sink
 from .epub import html_text
 
 HEADERS = {"from": "from", "to": "to", "cc": "cc", "date": "date", "message-id": "message_id"}
@@ -92,9 +93,12 @@ def _attachments(message: EmailMessage) -> list[tuple[str | None, bytes]]:
     return out
 
 
-def _emit_all(files: list[tuple[str | None, bytes]], sink: Sink) -> list[Member]:
+def _emit_all(files: list[tuple[str | None, bytes]], sink: Sink,
+              budget: Budget) -> list[Member]:
     members, taken = [], set()
     for n, (name, data) in enumerate(files, 1):
+        if not budget.take():
+            break  # the tree's member budget is spent: the rest is cut
         member = Member(safe_attachment_name(name, n, taken), len(data))
         out = sink(member)
         if out is not None:
@@ -105,9 +109,11 @@ def _emit_all(files: list[tuple[str | None, bytes]], sink: Sink) -> list[Member]
 
 
 def _email_doc(subject: str | None, body: str, meta: dict[str, Any],
-               members: list[Member]) -> Extracted:
+               members: list[Member], budget: Budget) -> Extracted:
     if members:
         meta["attachments"] = [m.name for m in members]
+    if budget.cut:
+        meta["cut"] = True
     header_lines = [f"{k.replace('_', ' ').title()}: {v}" for k, v in meta.items()
                     if k in ("from", "to", "cc")]
     content = "\n".join([*header_lines, "", body]) if header_lines else body
@@ -116,21 +122,21 @@ def _email_doc(subject: str | None, body: str, meta: dict[str, Any],
 
 
 def unpack_eml(path: str, settings: ExtractionSettings, sink: Sink,
-               budget: int) -> tuple[Extracted, list[Member]]:
+               budget: Budget) -> tuple[Extracted, list[Member]]:
     """An RFC 822 message: headers as metadata, body as content, attachments as members."""
-    if os.path.getsize(path) > budget:
+    if os.path.getsize(path) > budget.bytes:
         raise ExtractionError("Message is too large")
     with open(path, "rb") as f:
         message = BytesParser(policy=policy.default).parse(f)
     if not message.keys():
         raise ExtractionError("Not a valid e-mail message")
-    members = _emit_all(_attachments(message), sink)
+    members = _emit_all(_attachments(message), sink, budget)
     subject = _address_text(message.get("subject")) or None
-    return _email_doc(subject, _body(message), _metadata(message), members), members
+    return _email_doc(subject, _body(message), _metadata(message), members, budget), members
 
 
 def unpack_msg(path: str, settings: ExtractionSettings, sink: Sink,
-               budget: int) -> tuple[Extracted, list[Member]]:
+               budget: Budget) -> tuple[Extracted, list[Member]]:
     """An Outlook .msg message, read with extract-msg."""
     import extract_msg
 
@@ -153,8 +159,8 @@ def unpack_msg(path: str, settings: ExtractionSettings, sink: Sink,
         files = [(getattr(a, "longFilename", None) or getattr(a, "shortFilename", None),
                   a.data if isinstance(a.data, bytes) else b"")
                  for a in message.attachments]
-        members = _emit_all(files, sink)
-        return _email_doc(message.subject, body, meta, members), members
+        members = _emit_all(files, sink, budget)
+        return _email_doc(message.subject, body, meta, members, budget), members
     finally:
         message.close()
 
@@ -176,12 +182,15 @@ def _mbox_messages(f: IO[bytes]):
 
 
 def unpack_mbox(path: str, settings: ExtractionSettings, sink: Sink,
-                budget: int) -> tuple[Extracted, list[Member]]:
-    """Each message of the mailbox is a member `message-N.eml`; the content lists subjects."""
+                budget: Budget) -> tuple[Extracted, list[Member]]:
+    """Each message of the mailbox is a member `message-N.eml`; the content lists subjects.
+    Messages past the tree's member budget (MAILBOX_MAX_MEMBERS for a mailbox file) are cut."""
     members, listing = [], []
     parse_headers = BytesParser(policy=policy.default).parsebytes
     with open(path, "rb") as f:
         for n, lines in enumerate(_mbox_messages(f), 1):
+            if not budget.take():
+                break
             data = b"".join(lines)
             member = Member(f"message-{n}.eml", len(data))
             head = data.split(b"\n\n", 1)[0]
@@ -197,14 +206,16 @@ def unpack_mbox(path: str, settings: ExtractionSettings, sink: Sink,
             members.append(member)
     if not members:
         raise ExtractionError("Not a valid mailbox (no messages)")
-    doc = Extracted(type="archive", content="\n".join(listing),
-                    metadata={"format": "mbox", "message_count": len(members)})
+    meta: dict[str, Any] = {"format": "mbox", "message_count": len(members)}
+    if budget.cut:
+        meta["cut"] = True
+    doc = Extracted(type="archive", content="\n".join(listing), metadata=meta)
     return doc, members
 
 
 def _only_document(unpack):
     def extract(path: str, settings: ExtractionSettings) -> Extracted:
-        return unpack(path, settings, lambda member: None, settings.archive_max_total_bytes)[0]
+        return unpack(path, settings, lambda member: None, Budget.start(settings, path))[0]
     return extract
 
 
@@ -213,4 +224,4 @@ EMAIL = ExtractorSpec(type="email", extract=_only_document(unpack_eml), extensio
 OUTLOOK = ExtractorSpec(type="email", extract=_only_document(unpack_msg), extensions=("msg",),
                         heavy_modules=("extract_msg",), unpack=unpack_msg)
 MBOX = ExtractorSpec(type="archive", extract=_only_document(unpack_mbox),
-                     extensions=("mbox", "mbx"), unpack=unpack_mbox)
+                     extensions=base.MAILBOX_EXTENSIONS, unpack=unpack_mbox)

@@ -1,0 +1,136 @@
+"""Background phases (OCR, and any later phase of the same kind): the policy that keeps them
+behind indexing.
+
+Scans and live updates must never wait behind a background phase, so every phase job:
+
+- runs only in a **slot** (a Redis sorted set of holders whose entries expire unless renewed):
+  at most `workers - 1` jobs hold one at a time (1 with a single worker), so with two workers
+  or more one is always left to the main queue;
+- without a slot, waits on its worker only while the main queue is empty, and hands the worker
+  back the moment a scan, live update or helper is queued there;
+- calls `check()` between pages: it **yields** (ends its job, keeping its progress, and queues
+  its successor behind the main queue) when a job waits on the main queue or the job has run
+  its share of time, and **stops** when its source was deleted;
+- passes `stopped` to the extraction child's wait (`isolation.Extractor.interrupt`), so a
+  deleted source ends the page being read within about a second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import redis
+from flask import Flask
+from rq import Worker
+from sqlalchemy import select
+
+from webapp import keys
+from webapp.extensions import db
+from webapp.models import Source
+from webapp.runtime import get_queue, get_redis
+
+JOB_SECONDS = 60.0  # a job yields after this: other sources' phases and new scans get a turn
+CHECK_SECONDS = 1.0  # how often a waiting or running phase looks at the queue and its source
+SLOT_TTL = 30  # a slot whose holder stopped renewing it (a killed worker) is free after this
+# Take a slot if fewer than ARGV[3] unexpired holders have one (ARGV: now, expiry, limit, holder).
+_TAKE_SLOT = """
+redis.call('zremrangebyscore', KEYS[1], '-inf', ARGV[1])
+if redis.call('zcard', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('zadd', KEYS[1], ARGV[2], ARGV[4])
+  return 1
+end
+return 0
+"""
+
+
+class Yielded(Exception):
+    """The phase gave its worker back (a job waits on the main queue, or its time is up)."""
+
+
+class Stopped(Exception):
+    """The phase's source was deleted: its work is dropped."""
+
+
+def slot_limit(app: Flask) -> int:
+    """Background jobs that may run at once: one worker is always left to indexing."""
+    return max(1, Worker.count(queue=get_queue(app)) - 1)
+
+
+def indexing_waits(app: Flask) -> bool:
+    """Whether a job (scan, live update, helper, rename) waits on the main queue."""
+    return get_queue(app).count > 0
+
+
+class Phase:
+    """One background job's view of the policy: its slot, its yield and stop checks."""
+
+    def __init__(self, app: Flask, kind: str, source_id: str) -> None:
+        self.app = app
+        self.source_id = source_id
+        self.holder = f"{kind}:{source_id}:{uuid.uuid4().hex}"
+        self.deadline = time.monotonic() + JOB_SECONDS
+        self.pages = 0  # pages (or other units of work) this job has done
+        self._conn: redis.Redis = get_redis(app)
+        self._checked = 0.0
+        self._gone = False
+
+    # -- the slot ------------------------------------------------------------------------------
+    def _take(self) -> bool:
+        now = time.time()
+        return bool(self._conn.eval(_TAKE_SLOT, 1, keys.BACKGROUND_SLOTS, now, now + SLOT_TTL,
+                                    slot_limit(self.app), self.holder))
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[bool]:
+        """Hold a slot while the block runs (renewed from a thread); yields False, without
+        waiting longer, when indexing needs the worker, the source is gone or time is up."""
+        while not self._take():
+            if indexing_waits(self.app) or self.stopped() or time.monotonic() > self.deadline:
+                # (waiting, a job yields to other sources' phases when its time is up)
+                yield False
+                return
+            time.sleep(CHECK_SECONDS)
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(SLOT_TTL / 3):
+                with contextlib.suppress(redis.RedisError):
+                    self._conn.zadd(keys.BACKGROUND_SLOTS, {self.holder: time.time() + SLOT_TTL},
+                                    xx=True)
+
+        thread = threading.Thread(target=renew, daemon=True, name="background-slot")
+        thread.start()
+        try:
+            yield True
+        finally:
+            stop.set()
+            thread.join(timeout=5)
+            with contextlib.suppress(redis.RedisError):
+                self._conn.zrem(keys.BACKGROUND_SLOTS, self.holder)
+
+    # -- the checks ----------------------------------------------------------------------------
+    def stopped(self) -> bool:
+        """Whether the source was deleted (asked of the database at most once a second)."""
+        now = time.monotonic()
+        if not self._gone and now - self._checked >= CHECK_SECONDS:
+            self._checked = now
+            self._gone = db.session.scalar(
+                select(Source.id).where(Source.id == self.source_id)) is None
+            db.session.rollback()  # no transaction stays open while pages are read
+        return self._gone
+
+    def check(self) -> None:
+        """Between two pages: raise Stopped or Yielded when the phase must end its job (a job
+        whose time is up yields only once it has done a page: every job moves forward)."""
+        if self.stopped():
+            raise Stopped(self.source_id)
+        if indexing_waits(self.app) or (self.pages and time.monotonic() > self.deadline):
+            raise Yielded(self.source_id)
+
+    def page_done(self) -> None:
+        """Count one page (or unit) of work done by this job."""
+        self.pages += 1
