@@ -125,10 +125,9 @@ def _scan(client, auth, source_id: str) -> tuple[dict, float]:
 
 def _extracting_workers(app, scan_job_id: str) -> dict[str, int]:
     """Worker name -> batches it extracted, from RQ's finished jobs of this run."""
-    from webapp.runtime import get_queue, get_redis
+    from webapp.runtime import get_extract_queue, get_redis
 
-    queue = get_queue(app)
-    registry = FinishedJobRegistry(queue=queue)
+    registry = FinishedJobRegistry(queue=get_extract_queue(app))  # helpers have their queue
     jobs = [j for j in Job.fetch_many(registry.get_job_ids(), connection=get_redis(app)) if j]
     helpers = [j for j in jobs if j.func_name.endswith("extract_batches")]
     done: dict[str, int] = {}
@@ -144,11 +143,12 @@ def _extracting_workers(app, scan_job_id: str) -> dict[str, int]:
 
 
 def _clear_finished(app) -> None:
-    from webapp.runtime import get_queue
+    from webapp.runtime import get_extract_queue, get_queue
 
-    registry = FinishedJobRegistry(queue=get_queue(app))
-    for job_id in registry.get_job_ids():
-        registry.remove(job_id, delete_job=True)
+    for queue in (get_queue(app), get_extract_queue(app)):
+        registry = FinishedJobRegistry(queue=queue)
+        for job_id in registry.get_job_ids():
+            registry.remove(job_id, delete_job=True)
 
 
 def _assert_indexed_once(client, auth, app, source_id: str) -> None:

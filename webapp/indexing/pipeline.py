@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 
+import redis
 from flask import Flask
 from sqlalchemy import or_, select
 
@@ -50,6 +51,7 @@ log = logging.getLogger(__name__)
 RESULT_WAIT = 1.0  # seconds the coordinator blocks on helpers' results before looking around
 INFLIGHT_TTL = 120  # a helper batch not refreshed for this long is handed out again
 ALIVE_EVERY = 1.0  # seconds between a helper's "still working on batch n" marks
+REDIS_RETRY_MAX = 5.0  # longest pause of a helper between two tries to reach a lost Redis
 # Results of several batches are written together: a commit has a cost of its own (a segment,
 # merges to wait for), so one commit per WRITE_BATCHES batches (5000 files by default): on small
 # files 3,300 documents a commit took 16% less CPU per document than 1,000 (performance.md).
@@ -455,7 +457,12 @@ class ScanRun:
 
 
 def help_extract(app: Flask, run_id: str, source_id: str) -> int:
-    """A helper job: take a run's batches until none are left; results go to the coordinator."""
+    """A helper job: take a run's batches until none are left; results go to the coordinator.
+
+    A helper on another host may lose Redis for a while (a network cut): it keeps extracting,
+    and takes and sends batches again once Redis answers. It gives up after INFLIGHT_TTL, when
+    the coordinator has handed its batch to another worker anyway.
+    """
     r = get_redis(app)
     lists = keys.run_lists(run_id)
     source = db.session.get(Source, source_id)
@@ -464,24 +471,56 @@ def help_extract(app: Flask, run_id: str, source_id: str) -> int:
     info = {"id": source.id, "name": source.name}
     done = 0
     while True:
-        raw = r.lpop(lists["todo"])
+        raw = _patiently(r.lpop, lists["todo"])
         if raw is None:
             return done
         task = json.loads(raw)
-        r.expire(lists["inflight"], keys.RUN_LISTS_TTL)
+        _patiently(r.expire, lists["inflight"], keys.RUN_LISTS_TTL)
 
         beat = {"at": 0.0}
 
         def alive(n: int = task["n"], beat: dict = beat) -> None:
             now = time.time()
             if now - beat["at"] >= ALIVE_EVERY:  # one Redis round trip a second, not per file
-                r.hset(lists["inflight"], n, now)
                 beat["at"] = now
+                try:
+                    r.hset(lists["inflight"], n, now)
+                except (redis.ConnectionError, redis.TimeoutError):
+                    pass  # a mark missed: the extraction goes on, the result will be sent
 
         def send(result: dict, n: int = task["n"]) -> None:
             result["n"] = n
-            r.rpush(lists["results"], json.dumps(result))
-            r.expire(lists["results"], keys.RUN_LISTS_TTL)
+            _patiently(r.rpush, lists["results"], json.dumps(result))
+            _patiently(r.expire, lists["results"], keys.RUN_LISTS_TTL)
 
         send(extract_batch(app, info, task["files"], on_file=alive, on_partial=send))
         done += 1
+
+
+def _patiently(command: Callable, *args):
+    """A helper's Redis command, tried again while Redis cannot be reached (for INFLIGHT_TTL).
+
+    Each try that fails drops its connection, so the next one opens a new connection at once
+    when the network is back (a connection caught in the cut would wait for TCP's backoff).
+    A command whose reply was lost may have run: a batch popped without its reply is handed out
+    again by the coordinator; a batch's result pushed twice is taken once (the first wins), a
+    container's partial result twice is written again under the same document ids.
+    """
+    deadline = time.monotonic() + INFLIGHT_TTL
+    delay, told = 0.25, False
+    while True:
+        try:
+            result = command(*args)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            if not told:
+                log.warning("Redis unreachable (%s); trying again until %d s have passed",
+                            exc, INFLIGHT_TTL)
+                told = True
+            time.sleep(delay)
+            delay = min(delay * 2, REDIS_RETRY_MAX)
+            continue
+        if told:
+            log.info("Redis answers again")
+        return result

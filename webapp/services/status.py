@@ -13,7 +13,7 @@ from webapp.indexing.ocr import OcrSettings, availability
 from webapp.indexing.ocr_phase import pending_count
 from webapp.indexing.runstats import FileStatus, RunStats, SourceState
 from webapp.models import IndexedFile, RunRecord, Source, User, iso
-from webapp.runtime import get_queue, get_redis, get_search
+from webapp.runtime import get_extract_queue, get_queue, get_redis, get_search
 from webapp.services import auth, scans
 from webapp.services.access import Visible, can_see, source_for, visible_sources
 from webapp.services.sources import counts
@@ -104,7 +104,8 @@ def overall(user: User | None) -> dict:
         "queue": {"queued": queue.count,
                   "started": StartedJobRegistry(queue=queue).count,
                   "failed": FailedJobRegistry(queue=queue).count,
-                  "workers": Worker.count(connection=conn, queue=queue)},
+                  # every worker serves the helpers' queue (extraction-only ones too)
+                  "workers": Worker.count(connection=conn, queue=get_extract_queue())},
     }
 
 
