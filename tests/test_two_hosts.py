@@ -28,6 +28,7 @@ import pytest
 
 from tests.conftest import ADMIN, REPO
 from tests.hosts import Network, Postgres, Processes, Redis, unavailable
+from webapp.indexing.scanner import doc_id
 
 pytestmark = pytest.mark.slow
 
@@ -190,12 +191,18 @@ def _assert_password_required(dep: Deployment) -> None:
 
 
 def _tree(roots: Path) -> Path:
+    """FILES files, every fourth a picture (its thumbnail is made where it is extracted)."""
+    from tests.samples import picture
+
     books = [_workbook(seed) for seed in range(4)]
     top = roots / "ledgers"
     for i in range(FILES):
         path = top / f"part{i % 5}" / f"ledger-{i:03d}.xlsx"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(books[i % len(books)])
+        if i % 4 == 3:
+            path.with_suffix(".png").write_bytes(picture((64, 48), (i, 90, 200), "PNG"))
+        else:
+            path.write_bytes(books[i % len(books)])
     return top
 
 
@@ -311,7 +318,7 @@ def _helper_batches_after(dep: Deployment, restored: datetime) -> dict[str, int]
 
 
 def _assert_index_matches_folder(dep: Deployment, sid: str, top: Path) -> None:
-    on_disk = {str(p) for p in top.rglob("*.xlsx")}
+    on_disk = {str(p) for p in top.rglob("*") if p.is_file()}
     assert len(on_disk) == FILES
 
     def rows():
@@ -334,7 +341,14 @@ def _assert_index_matches_folder(dep: Deployment, sid: str, top: Path) -> None:
     assert verified["records"] == verified["documents"] == verified["files_on_disk"] == FILES
     code, hits = dep.api.call("POST", "/api/search", json={"q": "walrus partition",
                                                             "source_id": sid, "limit": 1})
-    assert code == 200 and hits["total"] == FILES, hits  # a document twice would count twice
+    books = FILES - FILES // 4
+    assert code == 200 and hits["total"] == books, hits  # a document twice would count twice
+    # thumbnails, wherever the picture was extracted, are on host a, where the web server is
+    pictures = sorted(p for p in on_disk if p.endswith(".png"))
+    served = [dep.api.call("GET", f"/api/documents/{doc_id(sid, p)}/thumbnail")[0]
+              for p in pictures]
+    assert served == [200] * len(pictures), dict(zip(pictures, served, strict=True))
+    assert not (dep.folder / "b" / "thumbs").exists(), "host b kept thumbnails of its own"
 
 
 def _assert_no_secret_shown(dep: Deployment, sid: str) -> None:

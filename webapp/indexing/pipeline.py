@@ -9,6 +9,7 @@ and their results come back through another list.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -90,7 +91,6 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
     written; it comes with the first rows of each file.
     """
     extractor = get_extractor(app)
-    data_dir = app.config["DATA_DIR"]
     out = {"docs": [], "records": [], "reset": []}
     now = int(time.time())
     ocr = ocr_enabled(app)  # documents that need it wait for the OCR phase (ocr_phase.py)
@@ -116,7 +116,7 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
         member_ns = member.mtime * 1_000_000_000 if member.mtime is not None else mtime_ns
         size = max(member.size, 0)
         out["docs"].append(_document(source, member_path, size, member_ns, member.result, now,
-                                     doc_id(source["id"], parent), data_dir))
+                                     doc_id(source["id"], parent)))
         # members are not read by OCR (the OCR phase reads files by their path on disk)
         out["records"].append(_record(member_path, size, member_ns, member.result, path, False))
         if on_partial and len(out["records"]) >= MEMBER_CHUNK:
@@ -129,19 +129,20 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
             on_file()
         start(path)
         extraction_seconds.labels(result.doc.type).observe(result.seconds)
-        out["docs"].append(_document(source, path, size, mtime_ns, result, now, None, data_dir))
+        out["docs"].append(_document(source, path, size, mtime_ns, result, now, None))
         out["records"].append(_record(path, size, mtime_ns, result, None, ocr))
     return out
 
 
 def _document(source: dict, path: str, size: int, mtime_ns: int, result: FileResult, now: int,
-              container_id: str | None, data_dir: str) -> dict:
-    """The document of an extraction result; its thumbnail is stored first (a search that
-    finds the document finds the thumbnail on disk)."""
+              container_id: str | None) -> dict:
+    """The document of an extraction result, with its thumbnail (base64, or None) for the
+    coordinator to store on its host before it writes the document (`_store_thumbnails`)."""
     doc = result.doc
     ident = doc_id(source["id"], path)
-    thumbstore.save(data_dir, ident, doc.thumbnail)
+    thumb = base64.b64encode(doc.thumbnail).decode() if doc.thumbnail else None
     return {
+        "thumbnail": thumb,
         "id": ident, "source_id": source["id"],
         "source_name": source["name"], "path": path, "basename": os.path.basename(path),
         "extension": extension(path), "type": doc.type, "size_bytes": size,
@@ -389,7 +390,8 @@ class ScanRun:
         if not result.get("partial"):  # a partial result: more of this batch is coming
             pending.discard(n)
         self._buffer.append(result)
-        self._buffer_chars += sum(len(d["content"]) for d in result["docs"])
+        self._buffer_chars += sum(len(d["content"]) + len(d["thumbnail"] or "")
+                                  for d in result["docs"])
         if not self._buffer_since:
             self._buffer_since = time.monotonic()
         self._count_batch(result)
@@ -407,7 +409,9 @@ class ScanRun:
         with writer_lock(self.source_id, self.app):  # the OCR phase writes between flushes
             self._drop_members([p for result in buffer for p in result.get("reset", ())])
             records = [r for result in buffer for r in result["records"]]
-            get_search(self.app).upsert([d for result in buffer for d in result["docs"]])
+            docs = [d for result in buffer for d in result["docs"]]
+            _store_thumbnails(self.app.config["DATA_DIR"], docs)
+            get_search(self.app).upsert(docs)
             upsert_records(self.source_id, records)
             # a container that failed (a bomb found late) keeps none of the members sent before
             self._drop_members([r["path"] for r in records if r["container"] is None
@@ -454,6 +458,15 @@ class ScanRun:
                 source.last_scan_at = utcnow()
             record_run(self.source_id, self.stats)
             db.session.commit()
+
+
+def _store_thumbnails(data_dir: str, docs: list[dict]) -> None:
+    """Store (or remove) the documents' thumbnails on the coordinator's host, where the web
+    server reads them, before the documents are written (a search that finds a document finds
+    its thumbnail); the documents go to the index without them."""
+    for doc in docs:
+        thumb = doc.pop("thumbnail", None)
+        thumbstore.save(data_dir, doc["id"], base64.b64decode(thumb) if thumb else None)
 
 
 def help_extract(app: Flask, run_id: str, source_id: str) -> int:
