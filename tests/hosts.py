@@ -92,11 +92,26 @@ class Network:
         """The prefix that runs a command on host `side`."""
         return ["ip", "netns", "exec", self.ns[side]]
 
-    def cut(self) -> None:
-        _ip("-n", self.ns["b"], "link", "set", self.dev["b"], "down")
+    def cut(self, how: str = "down") -> None:
+        """Cut the link: `down` takes b's end down (connections fail at once, new ones are
+        refused by the kernel), `drop` loses every packet both ways (connections hang, as in
+        a partition somewhere between the hosts)."""
+        self.how = how
+        if how == "down":
+            _ip("-n", self.ns["b"], "link", "set", self.dev["b"], "down")
+            return
+        for side in "ab":  # a queue of length 0 on each end: every packet is dropped (netem
+            # may not be in the kernel; pfifo is)
+            subprocess.run(["tc", "-n", self.ns[side], "qdisc", "add", "dev", self.dev[side],
+                            "root", "pfifo", "limit", "0"], check=True, capture_output=True)
 
     def restore(self) -> None:
-        _ip("-n", self.ns["b"], "link", "set", self.dev["b"], "up")
+        if self.how == "down":
+            _ip("-n", self.ns["b"], "link", "set", self.dev["b"], "up")
+            return
+        for side in "ab":
+            subprocess.run(["tc", "-n", self.ns[side], "qdisc", "del", "dev", self.dev[side],
+                            "root"], check=True, capture_output=True)
 
     def on_a(self, fn, *args, **kwargs):
         """Run fn in a thread of this process that lives in namespace a (its sockets are a's):

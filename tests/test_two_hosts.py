@@ -4,10 +4,12 @@ Host a (a network namespace) runs PostgreSQL and Redis (TCP, passwords), the web
 scheduler, the watcher and one worker, which coordinates scans and writes the Tantivy index;
 host b (another namespace, one veth pair away) runs extraction-only workers
 (`worker.py --extract-only`). Both hosts read the same folder at the same path (here: the same
-file system; in production a read-only mount). Mid-scan, host b's link goes down for 30 s, then
-comes back: the scan must finish with every file indexed once, the status must tell the truth
-all along, and host b's workers must take part again without being restarted. No password may
-show in a log or in what the API answers.
+file system; in production a read-only mount). Mid-scan, every packet between the hosts is
+dropped for 30 s (TRAWL_TEST_CUT=down takes host b's end of the link down instead), then the
+link comes back: the scan must finish with every file indexed once, the status must tell the
+truth all along, and host b's workers must take part again without being restarted. No
+password may show in a log or in what the API answers. TRAWL_TEST_KEEP_LOGS=<folder> keeps the
+processes' logs.
 """
 
 from __future__ import annotations
@@ -153,14 +155,16 @@ def deployment():
         _wait("redis answers", lambda: dep.on_redis(lambda r: r.ping()), 20, procs)
         _assert_password_required(dep)
         py = sys.executable
+        # all at once: the first to start migrates the database while the others wait
         procs.start("web", "a", py, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf",
                     "wsgi:app", cwd=REPO)
-        _wait("web answers", lambda: dep.api.call("GET", "/api/health")[0] == 200, 60, procs)
         procs.start("scheduler", "a", py, "worker.py", "scheduler", cwd=REPO)
         procs.start("watcher", "a", py, "worker.py", "watcher", cwd=REPO)
         procs.start("worker-a", "a", py, "worker.py", cwd=REPO)
         procs.start("workers-b", "b", py, "worker.py", "--workers", str(B_WORKERS),
                     "--extract-only", cwd=REPO)
+        dep.trees = _trees(roots)  # while they start
+        _wait("web answers", lambda: dep.api.call("GET", "/api/health")[0] == 200, 60, procs)
         code, body = dep.api.call("POST", "/api/auth/setup", json=ADMIN)
         assert code == 201, body
         dep.api.headers = {"Authorization": f"Bearer {body['access_token']}"}
@@ -190,8 +194,9 @@ def _assert_password_required(dep: Deployment) -> None:
     dep.net.on_a(pg_without)
 
 
-def _tree(roots: Path) -> Path:
-    """FILES files, every fourth a picture (its thumbnail is made where it is extracted)."""
+def _trees(roots: Path) -> tuple[Path, Path]:
+    """The folder scanned during the cut: FILES files, every fourth a picture (its thumbnail is
+    made where it is extracted); and a folder of 10 batches scanned after it."""
     from tests.samples import picture
 
     books = [_workbook(seed) for seed in range(4)]
@@ -203,7 +208,11 @@ def _tree(roots: Path) -> Path:
             path.with_suffix(".png").write_bytes(picture((64, 48), (i, 90, 200), "PNG"))
         else:
             path.write_bytes(books[i % len(books)])
-    return top
+    later = roots / "later"
+    later.mkdir()
+    for i in range(10 * BATCH):
+        (later / f"book-{i:02d}.xlsx").write_bytes(books[i % len(books)])
+    return top, later
 
 
 def _b_workers(dep: Deployment) -> dict[str, int]:
@@ -220,7 +229,7 @@ def _b_workers(dep: Deployment) -> dict[str, int]:
 def test_workers_cut_off_mid_scan_come_back_and_nothing_is_lost(deployment):
     dep = deployment
     api = dep.api
-    top = _tree(dep.roots)
+    top = dep.trees[0]
     code, source = api.call("POST", "/api/sources", json={"name": "Ledgers",
                                                            "root_path": str(top)})
     assert code == 201, source
@@ -257,7 +266,7 @@ def test_workers_cut_off_mid_scan_come_back_and_nothing_is_lost(deployment):
     _wait("host b extracting", lambda: poll("before")["done"] and dep.on_redis(inflight_on_b),
           60, dep.procs)
     cut_at = time.monotonic()
-    dep.net.cut()
+    dep.net.cut(os.environ.get("TRAWL_TEST_CUT", "drop"))
     try:
         while time.monotonic() - cut_at < CUT_SECONDS:
             poll("cut")
@@ -288,33 +297,51 @@ def test_workers_cut_off_mid_scan_come_back_and_nothing_is_lost(deployment):
     assert _b_workers(dep) == b_before, "host b's workers were replaced"
 
     # host b took part again after the link came back (its helpers delivered batches)
-    after = _helper_batches_after(dep, restored_wall)
+    after = _b_batches(dep, sid, restored_wall)
+    print(f"host b's helpers delivered after the restore: {after}")
     assert after, f"no batch came from host b after the restore\n{dep.procs.all_logs()}"
 
     # nothing lost, nothing twice: records, index and disk agree
     _assert_index_matches_folder(dep, sid, top)
+    _scan_again_with_host_b(dep)
     _assert_no_secret_shown(dep, sid)
 
 
-def _helper_batches_after(dep: Deployment, restored: datetime) -> dict[str, int]:
-    """Host b's workers -> batches their helper jobs delivered, for jobs that ended after the
-    link was restored."""
+def _b_batches(dep: Deployment, source_id: str, since: datetime) -> dict[str, int]:
+    """Host b's workers -> batches of the source that their helper jobs delivered, for jobs
+    that ended after `since`."""
     from rq.job import Job
     from rq.registry import FinishedJobRegistry
 
     def read(r):
         registry = FinishedJobRegistry("trawl-extract", connection=r)
         jobs = [j for j in Job.fetch_many(registry.get_job_ids(), connection=r) if j]
-        return {j.id: (j.worker_name, j.return_value(), j.ended_at) for j in jobs}
+        return [(j.args[1], j.worker_name, j.return_value(), j.ended_at) for j in jobs]
 
-    jobs = dep.on_redis(read)
     names = set(_b_workers(dep))
     out: dict[str, int] = {}
-    for worker, batches, ended in jobs.values():
+    for source, worker, batches, ended in dep.on_redis(read):
         ended = ended.replace(tzinfo=UTC) if ended.tzinfo is None else ended
-        if worker in names and batches and ended > restored:
+        if source == source_id and worker in names and batches and ended > since:
             out[worker] = out.get(worker, 0) + batches
     return out
+
+
+def _scan_again_with_host_b(dep: Deployment) -> None:
+    """A new source scanned after the cut: host b's workers take its helper jobs by themselves
+    (the index host's worker coordinates, so batches done by b came through b's own
+    connections to Redis and PostgreSQL)."""
+    top = dep.trees[1]
+    code, source = dep.api.call("POST", "/api/sources", json={"name": "Later",
+                                                               "root_path": str(top)})
+    assert code == 201, source
+    since = datetime.now(UTC)
+    code, body = dep.api.call("POST", f"/api/sources/{source['id']}/reindex?wait=60")
+    assert code == 200 and body["stats"]["state"] == "finished", body
+    assert body["stats"]["successful"] == 10 * BATCH, body
+    by_b = _b_batches(dep, source["id"], since)
+    print(f"after the cut, a new scan: host b delivered {by_b} of 10 batches")
+    assert by_b, f"host b took no part in a scan after the cut\n{dep.procs.all_logs()}"
 
 
 def _assert_index_matches_folder(dep: Deployment, sid: str, top: Path) -> None:
