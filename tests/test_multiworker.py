@@ -7,9 +7,7 @@ the benchmarks measure speed; this test checks that the work is spread and done 
 
 from __future__ import annotations
 
-import io
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -21,6 +19,8 @@ from rq import Worker
 from rq.job import Job
 from rq.registry import FinishedJobRegistry
 
+from tests.samples import workbook
+
 REPO = Path(__file__).resolve().parent.parent
 FILES = 80  # spreadsheets per tree; each takes tens of milliseconds to extract
 BATCH = 8  # files per batch: enough batches for every worker to take several
@@ -29,18 +29,7 @@ pytestmark = pytest.mark.slow
 
 
 def _workbook(seed: int) -> bytes:
-    """An .xlsx whose extraction (openpyxl reading every cell) takes measurable time."""
-    import openpyxl
-
-    rng = random.Random(seed)
-    book = openpyxl.Workbook()
-    sheet = book.active
-    sheet.append(["walrus", "ledger", f"variant{seed}"])
-    for row in range(1000):
-        sheet.append([row, rng.randint(0, 9999), rng.randint(0, 99), rng.choice("abcdefgh")])
-    out = io.BytesIO()
-    book.save(out)
-    return out.getvalue()
+    return workbook(seed, ["walrus", "ledger"])
 
 
 @pytest.fixture(scope="module")

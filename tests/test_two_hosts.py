@@ -14,10 +14,8 @@ processes' logs.
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import random
 import shutil
 import sys
 import tempfile
@@ -30,6 +28,7 @@ import pytest
 
 from tests.conftest import ADMIN, REPO
 from tests.hosts import Network, Postgres, Processes, Redis, unavailable
+from tests.samples import workbook
 from webapp.indexing.scanner import doc_id
 
 pytestmark = pytest.mark.slow
@@ -42,18 +41,7 @@ WEB_PORT = 8000
 
 
 def _workbook(seed: int) -> bytes:
-    """An .xlsx whose extraction (openpyxl reading every cell) takes measurable time."""
-    import openpyxl
-
-    rng = random.Random(seed)
-    book = openpyxl.Workbook()
-    sheet = book.active
-    sheet.append(["walrus", "partition", f"variant{seed}"])
-    for row in range(1500):
-        sheet.append([row, rng.randint(0, 9999), rng.randint(0, 99), rng.choice("abcdefgh")])
-    out = io.BytesIO()
-    book.save(out)
-    return out.getvalue()
+    return workbook(seed, ["walrus", "partition"], rows=1500)
 
 
 class Api:
