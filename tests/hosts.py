@@ -23,6 +23,9 @@ from pathlib import Path
 
 CLONE_NEWNET = 0x40000000
 SUBNET = "10.77.0"  # exists only inside the test's namespaces
+# seconds a process gets to stop before it is killed (they take 1-5 s; an RQ pool worker idle
+# in its blocking dequeue sometimes misses the signal, which lands on RQ's pubsub thread)
+STOP_GRACE = 8
 
 
 def unavailable() -> str | None:
@@ -195,7 +198,7 @@ class Processes:
         for proc in procs:
             if proc.poll() is None:
                 _signal_group(proc, signal.SIGTERM)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + STOP_GRACE
         for proc in procs:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))

@@ -124,9 +124,9 @@ def deployment():
                              "QUEUE_NAME", "SECRET_KEY", "ALLOWED_ROOTS")}
         env = {"a": dict(base), "b": dict(base)}
         procs = Processes(net, folder / "logs", env)
-        stack.callback(procs.stop)
         pg = Postgres(procs, "a", net.addr["a"])
         stack.callback(pg.stop)
+        stack.callback(procs.stop)  # first (last in, first out): Trawl, then its servers
         pg.start()
         redis = Redis(procs, "a", net.addr["a"], folder / "redis")
         redis.start()
