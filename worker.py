@@ -1,8 +1,10 @@
 """RQ worker entry.
 
-`python worker.py [--workers N] [--burst]` runs N workers forked from one process that has
-already loaded the app and every extractor library, so the workers (and the work horse RQ forks
-for each job, and its extraction child) share those pages instead of holding a copy each.
+`python worker.py [--workers N] [--burst] [--extract-only]` runs N workers forked from one
+process that has already loaded the app and every extractor library, so the workers (and the
+work horse RQ forks for each job, and its extraction child) share those pages instead of holding
+a copy each. `--extract-only` workers only help running scans with extraction (a host without
+the index: they never coordinate a scan, run OCR or write).
 `python worker.py scheduler` runs the scheduler of scheduled scans; `python worker.py watcher`
 the watcher of the sources with `watch` on (live index, webapp/watcher.py).
 """
@@ -29,7 +31,7 @@ from webapp.indexing.ocr import UNAVAILABLE, OcrSettings, availability
 from webapp.indexing.state import settle_dead_runs
 from webapp.memtune import release_freed, tune_malloc
 from webapp.procs import die_with_parent
-from webapp.runtime import get_ocr_queue, get_queue, get_redis, require_initialised
+from webapp.runtime import get_extract_queue, get_ocr_queue, get_queue, get_redis, require_initialised
 
 SCHEDULER_INTERVAL = 5  # seconds between checks for due scheduled scans
 REDIS_RETRY_MAX = 5.0  # longest pause between two tries to reach a lost Redis, in seconds
@@ -47,6 +49,14 @@ class _Worker(Worker):
         die_with_parent(signal.SIGKILL, self._own_pid)
         metrics.work_horse_of(self._own_pid)
         super().main_work_horse(job, queue)
+
+    def maintain_heartbeats(self, job, execution) -> None:
+        """RQ's heartbeats while a job runs; Redis out of reach (a network cut) skips one
+        instead of ending the worker, and with it the job that may still deliver its work."""
+        try:
+            super().maintain_heartbeats(job, execution)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.warning("worker %s: heartbeat missed, Redis unreachable (%s)", self.name, exc)
 
 
 class _PoolWorker(_Worker):
@@ -88,8 +98,9 @@ def wait_for_redis(connection: redis.Redis, who: str) -> None:
             delay = min(delay * 2, REDIS_RETRY_MAX)
 
 
-def run_workers(count: int = 1, burst: bool = False) -> None:
-    """Serve the scan queue with `count` worker processes until stopped."""
+def run_workers(count: int = 1, burst: bool = False, extract_only: bool = False) -> None:
+    """Serve the scan queue with `count` worker processes until stopped (with `extract_only`,
+    only the queue of helpers of running scans)."""
     tune_malloc()  # before any thread exists; the forked workers, horses and children inherit it
     app = create_app()
     require_initialised(app)  # a clear message on a data folder `trawl init` has not made
@@ -97,7 +108,9 @@ def run_workers(count: int = 1, burst: bool = False) -> None:
     with app.app_context():
         db.engine.dispose()  # no database connection may cross the fork
     gc.freeze()  # keep the collector from touching (and so copying) the pages forks share
-    queues, level = [get_queue(app), get_ocr_queue(app)], app.config["LOG_LEVEL"]  # in order
+    queues = [get_extract_queue(app)] if extract_only else \
+        [get_queue(app), get_extract_queue(app), get_ocr_queue(app)]  # in order
+    level = app.config["LOG_LEVEL"]
     ocr, why = availability(OcrSettings.from_config(app.config))  # asked once, before forks
     if ocr == UNAVAILABLE:
         log.warning("OCR unavailable: %s", why)  # said once, by the process of the workers
@@ -172,13 +185,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("mode", nargs="?", choices=["worker", "scheduler", "watcher"], default="worker")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--burst", action="store_true", help="stop when the queue is empty")
+    parser.add_argument("--extract-only", action="store_true",
+                        help="only help running scans with extraction (a host without the index)")
     args = parser.parse_args(argv)
     if args.mode == "scheduler":
         run_scheduler()
     elif args.mode == "watcher":
         run_watcher()
     else:
-        run_workers(args.workers, args.burst)
+        run_workers(args.workers, args.burst, args.extract_only)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,24 @@ def picture(size: tuple[int, int], color: tuple[int, int, int], fmt: str = "JPEG
     return buf.getvalue()
 
 
+def workbook(seed: int, words: list[str], rows: int = 1000) -> bytes:
+    """An .xlsx of `rows` rows of numbers under a row of `words` (openpyxl reading every cell
+    makes its extraction take tens of milliseconds: scans of these last long enough to watch)."""
+    import random
+
+    import openpyxl
+
+    rng = random.Random(seed)
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append([*words, f"variant{seed}"])
+    for row in range(rows):
+        sheet.append([row, rng.randint(0, 9999), rng.randint(0, 99), rng.choice("abcdefgh")])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
 def pdf(pages: list[str]) -> bytes:
     """A PDF with one line of 20 pt text per page at (72, 100)."""
     import pymupdf

@@ -7,9 +7,7 @@ the benchmarks measure speed; this test checks that the work is spread and done 
 
 from __future__ import annotations
 
-import io
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -21,6 +19,8 @@ from rq import Worker
 from rq.job import Job
 from rq.registry import FinishedJobRegistry
 
+from tests.samples import workbook
+
 REPO = Path(__file__).resolve().parent.parent
 FILES = 80  # spreadsheets per tree; each takes tens of milliseconds to extract
 BATCH = 8  # files per batch: enough batches for every worker to take several
@@ -29,18 +29,7 @@ pytestmark = pytest.mark.slow
 
 
 def _workbook(seed: int) -> bytes:
-    """An .xlsx whose extraction (openpyxl reading every cell) takes measurable time."""
-    import openpyxl
-
-    rng = random.Random(seed)
-    book = openpyxl.Workbook()
-    sheet = book.active
-    sheet.append(["walrus", "ledger", f"variant{seed}"])
-    for row in range(1000):
-        sheet.append([row, rng.randint(0, 9999), rng.randint(0, 99), rng.choice("abcdefgh")])
-    out = io.BytesIO()
-    book.save(out)
-    return out.getvalue()
+    return workbook(seed, ["walrus", "ledger"])
 
 
 @pytest.fixture(scope="module")
@@ -125,10 +114,9 @@ def _scan(client, auth, source_id: str) -> tuple[dict, float]:
 
 def _extracting_workers(app, scan_job_id: str) -> dict[str, int]:
     """Worker name -> batches it extracted, from RQ's finished jobs of this run."""
-    from webapp.runtime import get_queue, get_redis
+    from webapp.runtime import get_extract_queue, get_redis
 
-    queue = get_queue(app)
-    registry = FinishedJobRegistry(queue=queue)
+    registry = FinishedJobRegistry(queue=get_extract_queue(app))  # helpers have their queue
     jobs = [j for j in Job.fetch_many(registry.get_job_ids(), connection=get_redis(app)) if j]
     helpers = [j for j in jobs if j.func_name.endswith("extract_batches")]
     done: dict[str, int] = {}
@@ -144,11 +132,12 @@ def _extracting_workers(app, scan_job_id: str) -> dict[str, int]:
 
 
 def _clear_finished(app) -> None:
-    from webapp.runtime import get_queue
+    from webapp.runtime import get_extract_queue, get_queue
 
-    registry = FinishedJobRegistry(queue=get_queue(app))
-    for job_id in registry.get_job_ids():
-        registry.remove(job_id, delete_job=True)
+    for queue in (get_queue(app), get_extract_queue(app)):
+        registry = FinishedJobRegistry(queue=queue)
+        for job_id in registry.get_job_ids():
+            registry.remove(job_id, delete_job=True)
 
 
 def _assert_indexed_once(client, auth, app, source_id: str) -> None:

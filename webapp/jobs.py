@@ -25,7 +25,7 @@ from webapp.indexing.pipeline import ScanRun, help_extract
 from webapp.indexing.runstats import RunState
 from webapp.indexing.state import scan_lock
 from webapp.models import Source, utcnow
-from webapp.runtime import get_ocr_queue, get_queue, get_redis, get_search, worker_count
+from webapp.runtime import get_extract_queue, get_ocr_queue, get_queue, get_redis, get_search, worker_count
 
 log = logging.getLogger(__name__)
 
@@ -138,8 +138,9 @@ def enqueue_live(source_id: str, run_id: str, job_id: str) -> None:
 
 
 def enqueue_helpers(run_id: str, source_id: str, n_batches: int) -> None:
-    """Ask the other idle workers to help a run with its batches (the coordinator is one)."""
-    queue = get_queue()
+    """Ask the other idle workers to help a run with its batches (the coordinator is one);
+    every worker serves the helpers' queue, extraction-only ones too."""
+    queue = get_extract_queue()
     others = max(0, worker_count(queue) - 1)
     for _ in range(min(others, n_batches - 1)):
         queue.enqueue(extract_batches, run_id, source_id,

@@ -38,6 +38,11 @@ def init_app(app: Flask) -> None:
     app.extensions["trawl.ocr_queue"] = Queue(f"{app.config['QUEUE_NAME']}-ocr",
                                               connection=client,
                                               default_timeout=keys.DEFAULT_JOB_TIMEOUT)
+    # helpers of running scans: served by every worker, and alone by extraction-only workers
+    # (`worker.py --extract-only`: hosts that neither coordinate scans nor write the index)
+    app.extensions["trawl.extract_queue"] = Queue(f"{app.config['QUEUE_NAME']}-extract",
+                                                  connection=client,
+                                                  default_timeout=keys.DEFAULT_JOB_TIMEOUT)
     app.extensions["trawl.search"] = None
     app.extensions["trawl.previews"] = IsolatedRenderer(app.config["PREVIEW_CONCURRENCY"])
     with app.app_context():
@@ -218,6 +223,11 @@ def worker_count(queue: Queue) -> int:
 def get_ocr_queue(app: Flask | None = None) -> Queue:
     """The RQ queue of the OCR phase, served after the main one."""
     return (app or current_app).extensions["trawl.ocr_queue"]
+
+
+def get_extract_queue(app: Flask | None = None) -> Queue:
+    """The RQ queue of extraction helpers, which every worker serves."""
+    return (app or current_app).extensions["trawl.extract_queue"]
 
 
 def get_previews(app: Flask | None = None) -> IsolatedRenderer:

@@ -25,13 +25,12 @@ from collections.abc import Iterator
 
 import redis
 from flask import Flask
-from rq import Worker
 from sqlalchemy import select
 
 from webapp import keys
 from webapp.extensions import db
 from webapp.models import Source
-from webapp.runtime import get_queue, get_redis
+from webapp.runtime import get_queue, get_redis, worker_count
 
 JOB_SECONDS = 60.0  # a job yields after this: other sources' phases and new scans get a turn
 CHECK_SECONDS = 1.0  # how often a waiting or running phase looks at the queue and its source
@@ -57,7 +56,7 @@ class Stopped(Exception):
 
 def slot_limit(app: Flask) -> int:
     """Background jobs that may run at once: one worker is always left to indexing."""
-    return max(1, Worker.count(queue=get_queue(app)) - 1)
+    return max(1, worker_count(get_queue(app)) - 1)
 
 
 def indexing_waits(app: Flask) -> bool:

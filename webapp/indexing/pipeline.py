@@ -9,12 +9,14 @@ and their results come back through another list.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
 import time
 from collections.abc import Callable, Iterable
 
+import redis
 from flask import Flask
 from sqlalchemy import or_, select
 
@@ -50,6 +52,7 @@ log = logging.getLogger(__name__)
 RESULT_WAIT = 1.0  # seconds the coordinator blocks on helpers' results before looking around
 INFLIGHT_TTL = 120  # a helper batch not refreshed for this long is handed out again
 ALIVE_EVERY = 1.0  # seconds between a helper's "still working on batch n" marks
+REDIS_RETRY_MAX = 5.0  # longest pause of a helper between two tries to reach a lost Redis
 # Results of several batches are written together: a commit has a cost of its own (a segment,
 # merges to wait for), so one commit per WRITE_BATCHES batches (5000 files by default): on small
 # files 3,300 documents a commit took 16% less CPU per document than 1,000 (performance.md).
@@ -88,7 +91,6 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
     written; it comes with the first rows of each file.
     """
     extractor = get_extractor(app)
-    data_dir = app.config["DATA_DIR"]
     out = {"docs": [], "records": [], "reset": []}
     now = int(time.time())
     ocr = ocr_enabled(app)  # documents that need it wait for the OCR phase (ocr_phase.py)
@@ -114,7 +116,7 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
         member_ns = member.mtime * 1_000_000_000 if member.mtime is not None else mtime_ns
         size = max(member.size, 0)
         out["docs"].append(_document(source, member_path, size, member_ns, member.result, now,
-                                     doc_id(source["id"], parent), data_dir))
+                                     doc_id(source["id"], parent)))
         # members are not read by OCR (the OCR phase reads files by their path on disk)
         out["records"].append(_record(member_path, size, member_ns, member.result, path, False))
         if on_partial and len(out["records"]) >= MEMBER_CHUNK:
@@ -127,19 +129,20 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
             on_file()
         start(path)
         extraction_seconds.labels(result.doc.type).observe(result.seconds)
-        out["docs"].append(_document(source, path, size, mtime_ns, result, now, None, data_dir))
+        out["docs"].append(_document(source, path, size, mtime_ns, result, now, None))
         out["records"].append(_record(path, size, mtime_ns, result, None, ocr))
     return out
 
 
 def _document(source: dict, path: str, size: int, mtime_ns: int, result: FileResult, now: int,
-              container_id: str | None, data_dir: str) -> dict:
-    """The document of an extraction result; its thumbnail is stored first (a search that
-    finds the document finds the thumbnail on disk)."""
+              container_id: str | None) -> dict:
+    """The document of an extraction result, with its thumbnail (base64, or None) for the
+    coordinator to store on its host before it writes the document (`_store_thumbnails`)."""
     doc = result.doc
     ident = doc_id(source["id"], path)
-    thumbstore.save(data_dir, ident, doc.thumbnail)
+    thumb = base64.b64encode(doc.thumbnail).decode() if doc.thumbnail else None
     return {
+        "thumbnail": thumb,
         "id": ident, "source_id": source["id"],
         "source_name": source["name"], "path": path, "basename": os.path.basename(path),
         "extension": extension(path), "type": doc.type, "size_bytes": size,
@@ -387,7 +390,8 @@ class ScanRun:
         if not result.get("partial"):  # a partial result: more of this batch is coming
             pending.discard(n)
         self._buffer.append(result)
-        self._buffer_chars += sum(len(d["content"]) for d in result["docs"])
+        self._buffer_chars += sum(len(d["content"]) + len(d["thumbnail"] or "")
+                                  for d in result["docs"])
         if not self._buffer_since:
             self._buffer_since = time.monotonic()
         self._count_batch(result)
@@ -405,7 +409,9 @@ class ScanRun:
         with writer_lock(self.source_id, self.app):  # the OCR phase writes between flushes
             self._drop_members([p for result in buffer for p in result.get("reset", ())])
             records = [r for result in buffer for r in result["records"]]
-            get_search(self.app).upsert([d for result in buffer for d in result["docs"]])
+            docs = [d for result in buffer for d in result["docs"]]
+            _store_thumbnails(self.app.config["DATA_DIR"], docs)
+            get_search(self.app).upsert(docs)
             upsert_records(self.source_id, records)
             # a container that failed (a bomb found late) keeps none of the members sent before
             self._drop_members([r["path"] for r in records if r["container"] is None
@@ -454,8 +460,22 @@ class ScanRun:
             db.session.commit()
 
 
+def _store_thumbnails(data_dir: str, docs: list[dict]) -> None:
+    """Store (or remove) the documents' thumbnails on the coordinator's host, where the web
+    server reads them, before the documents are written (a search that finds a document finds
+    its thumbnail); the documents go to the index without them."""
+    for doc in docs:
+        thumb = doc.pop("thumbnail", None)
+        thumbstore.save(data_dir, doc["id"], base64.b64decode(thumb) if thumb else None)
+
+
 def help_extract(app: Flask, run_id: str, source_id: str) -> int:
-    """A helper job: take a run's batches until none are left; results go to the coordinator."""
+    """A helper job: take a run's batches until none are left; results go to the coordinator.
+
+    A helper on another host may lose Redis for a while (a network cut): it keeps extracting,
+    and takes and sends batches again once Redis answers. It gives up after INFLIGHT_TTL, when
+    the coordinator has handed its batch to another worker anyway.
+    """
     r = get_redis(app)
     lists = keys.run_lists(run_id)
     source = db.session.get(Source, source_id)
@@ -464,24 +484,56 @@ def help_extract(app: Flask, run_id: str, source_id: str) -> int:
     info = {"id": source.id, "name": source.name}
     done = 0
     while True:
-        raw = r.lpop(lists["todo"])
+        raw = _patiently(r.lpop, lists["todo"])
         if raw is None:
             return done
         task = json.loads(raw)
-        r.expire(lists["inflight"], keys.RUN_LISTS_TTL)
+        _patiently(r.expire, lists["inflight"], keys.RUN_LISTS_TTL)
 
         beat = {"at": 0.0}
 
         def alive(n: int = task["n"], beat: dict = beat) -> None:
             now = time.time()
             if now - beat["at"] >= ALIVE_EVERY:  # one Redis round trip a second, not per file
-                r.hset(lists["inflight"], n, now)
                 beat["at"] = now
+                try:
+                    r.hset(lists["inflight"], n, now)
+                except (redis.ConnectionError, redis.TimeoutError):
+                    pass  # a mark missed: the extraction goes on, the result will be sent
 
         def send(result: dict, n: int = task["n"]) -> None:
             result["n"] = n
-            r.rpush(lists["results"], json.dumps(result))
-            r.expire(lists["results"], keys.RUN_LISTS_TTL)
+            _patiently(r.rpush, lists["results"], json.dumps(result))
+            _patiently(r.expire, lists["results"], keys.RUN_LISTS_TTL)
 
         send(extract_batch(app, info, task["files"], on_file=alive, on_partial=send))
         done += 1
+
+
+def _patiently(command: Callable, *args):
+    """A helper's Redis command, tried again while Redis cannot be reached (for INFLIGHT_TTL).
+
+    Each try that fails drops its connection, so the next one opens a new connection at once
+    when the network is back (a connection caught in the cut would wait for TCP's backoff).
+    A command whose reply was lost may have run: a batch popped without its reply is handed out
+    again by the coordinator; a batch's result pushed twice is taken once (the first wins), a
+    container's partial result twice is written again under the same document ids.
+    """
+    deadline = time.monotonic() + INFLIGHT_TTL
+    delay, told = 0.25, False
+    while True:
+        try:
+            result = command(*args)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            if not told:
+                log.warning("Redis unreachable (%s); trying again until %d s have passed",
+                            exc, INFLIGHT_TTL)
+                told = True
+            time.sleep(delay)
+            delay = min(delay * 2, REDIS_RETRY_MAX)
+            continue
+        if told:
+            log.info("Redis answers again")
+        return result

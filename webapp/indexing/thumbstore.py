@@ -1,7 +1,8 @@
 """Thumbnails on disk: DATA_DIR/thumbs/<source id>/<2 hex>/<document id>.jpg.
 
-Written by the worker that extracted the file, read by the web process, removed with their
-documents (deleted files, cleared stale records, orphans, a deleted source: its whole folder).
+Written by the scan's coordinator (helpers on other hosts send them with the documents), read
+by the web process, removed with their documents (deleted files, cleared stale records,
+orphans, a deleted source: its whole folder).
 The files are written whole under a temporary name and renamed, so a reader never sees half
 a thumbnail. A deleted source leaves a mark (DATA_DIR/thumbs/.deleted/<source id>) until a
 source of that id is made again: a worker still extracting its last batch (a scan is

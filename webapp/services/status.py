@@ -16,7 +16,7 @@ from webapp.indexing.ocr import OcrSettings, availability
 from webapp.indexing.ocr_phase import pending_count
 from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
 from webapp.models import IndexedFile, RunRecord, Source, User, iso
-from webapp.runtime import get_queue, get_redis, get_search, worker_count
+from webapp.runtime import get_extract_queue, get_queue, get_redis, get_search, worker_count
 from webapp.services import auth, scans
 from webapp.services.access import Visible, can_see, source_for, visible_sources
 from webapp.services.sources import counts
@@ -121,7 +121,8 @@ def queue_counts(queue: Queue, visible: Visible = None) -> dict:
         counts = {state: sum(1 for job in Job.fetch_many(job_ids, connection=queue.connection)
                              if job is not None and _job_source(job) in visible)
                   for state, job_ids in ids.items()}
-    return {**counts, "workers": worker_count(queue)}
+    # every worker serves the helpers' queue (extraction-only ones too)
+    return {**counts, "workers": worker_count(get_extract_queue())}
 
 
 def _job_source(job: Job) -> str | None:
