@@ -277,6 +277,41 @@ def test_keyboard_and_history(page, site):
     shot(page, "08-search-page-2")
 
 
+def test_typing_does_not_fill_the_history(page, site):
+    """A burst of typing adds one history step and replaces it key by key; a submitted search,
+    a changed filter and a page change each add one; Back walks them in order."""
+    _ensure_ready(page, site)
+    login(page)
+    page.goto("/")
+    steps = lambda: page.evaluate("history.length")  # noqa: E731
+    start = steps()
+    box = page.get_by_label("Search your files")
+    box.press_sequentially("calm sea", delay=120)  # slower than the debounce: one answer a key
+    expect(page).to_have_url(re.compile(r"/\?q=calm\+sea$"))
+    expect(page.locator(".result-meta")).to_contain_text("150")
+    assert steps() == start + 1, f"{steps() - start} history steps for one burst of typing"
+    box.press("End")
+    box.press_sequentially(" wind", delay=120)
+    expect(page).to_have_url(re.compile(r"/\?q=calm\+sea\+wind$"))
+    assert steps() == start + 1
+    box.press("Enter")  # a submitted search is a step of its own
+    expect(page.locator("#results .result").first).to_be_visible()
+    page.wait_for_function(f"history.length === {start + 2}")
+    page.get_by_label("Sort").select_option("basename:asc")
+    expect(page).to_have_url(re.compile(r"sort=basename"))
+    page.wait_for_function(f"history.length === {start + 3}")
+    page.get_by_role("link", name="Next →").click()
+    expect(page).to_have_url(re.compile(r"page=2"))
+    page.wait_for_function(f"history.length === {start + 4}")
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/\?q=calm\+sea\+wind&sort=basename:asc$"))
+    page.go_back()
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/\?q=calm\+sea\+wind$"))
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/$"))
+
+
 def test_query_language_and_facets(page, site):
     """A bad term shows inline while typing; facet links filter, stay in the URL, Back undoes."""
     _ensure_ready(page, site)
@@ -416,24 +451,83 @@ def test_results_show_thumbnails_and_pdf_pages_are_drawn(page, site):
     shot(page, "13-markdown")
 
 
-def test_phone_and_dark(browser, site):
-    """The search page at phone width and in dark mode (screenshots only, plus no overflow)."""
+PAGES = ("/", "/?q=lighthouse", "/sources", "/sources/new", "/sources/logbooks/edit", "/status",
+         "/account", "/account/tokens", "/users", "/sources/logbooks/failed")
+
+
+def _no_sideways_scroll(tab, width: int, label: str) -> None:
+    """Every page of PAGES (and the document page) is no wider than the screen."""
+    doc = tab.request.get("/?q=keeper").text()
+    doc_url = re.search(r'href="(/documents/[^"?]+)', doc).group(1)
+    for path in (*PAGES, doc_url):
+        tab.goto(path)
+        tab.wait_for_load_state("networkidle")
+        scroll = tab.evaluate("document.documentElement.scrollWidth")
+        assert scroll <= width, f"{path} is {scroll}px wide on a {width}px screen ({label})"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_phone_search_fits_and_filters_fold(browser, site, scheme):
+    """At 390 px the first result is on the first screen, the filters, hints, saved searches and
+    facets fold behind "Filters", the account is reachable, and no page scrolls sideways (the
+    Jobs table scrolls inside its box)."""
     context = browser.new_context(base_url=site["url"], viewport={"width": 390, "height": 844},
-                                  color_scheme="dark", device_scale_factor=2)
+                                  color_scheme=scheme, device_scale_factor=2)
     tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
     _ensure_ready(tab, site)
     login(tab)
     tab.goto("/?q=lighthouse")
-    expect(tab.locator("#results .result").first).to_be_visible()
+    first = tab.locator("#results .result").first
+    expect(first).to_be_visible()
+    box = first.bounding_box()
+    assert box["y"] + box["height"] <= 844, f"the first result ends at {box['y'] + box['height']}px"
+    for hidden in ("#search-help", ".filters", ".saved-searches", ".facets"):
+        expect(tab.locator(hidden)).to_be_hidden()
     # a file's <script> shows as text and never becomes an element
     danger = tab.locator("#results .snippet", has_text="alert(")
     expect(danger).to_contain_text("<script>alert('x')</script>")
     expect(tab.locator("#results script")).to_have_count(0)
-    width = tab.evaluate("document.documentElement.scrollWidth")
-    assert width <= 390, f"the page scrolls sideways on a phone ({width}px)"
-    shot(tab, "12-phone-dark-search")
+    shot(tab, f"18-phone-{scheme}-search", full_page=False)
+    toggle = tab.get_by_role("link", name="Filters")
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    for shown in (".filters", ".saved-searches", ".facets"):
+        expect(tab.locator(shown)).to_be_visible()
+    tab.locator('.facet[data-facet="type"] a[data-value="markdown"]').click()
+    expect(tab).to_have_url(re.compile(r"type=markdown"))
+    expect(tab.get_by_role("link", name="Filters")).to_contain_text("(1)")
+    shot(tab, f"19-phone-{scheme}-filters-open")
+    tab.get_by_role("link", name=ADMIN["username"]).click()
+    expect(tab).to_have_url(re.compile(r"/account$"))
+    tab.get_by_role("link", name="API tokens").click()
+    expect(tab.get_by_role("heading", level=1)).to_have_text("API tokens")
+    tab.goto("/status")
+    jobs = tab.locator("#jobs .table-scroll")
+    expect(jobs).to_be_visible()
+    assert jobs.evaluate("el => el.scrollWidth > el.clientWidth"), "the Jobs table fits: no test"
+    shot(tab, f"20-phone-{scheme}-status")
+    _no_sideways_scroll(tab, 390, scheme)
     tab.goto("/sources")
-    shot(tab, "13-phone-dark-sources")
+    shot(tab, f"21-phone-{scheme}-sources")
+    context.close()
+
+
+def test_desktop_shows_filters_and_fits(browser, site):
+    """At 1366 px the filters and facets are open beside the results (no "Filters" control)."""
+    context = browser.new_context(base_url=site["url"], viewport={"width": 1366, "height": 800})
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    _ensure_ready(tab, site)
+    login(tab)
+    tab.goto("/?q=lighthouse")
+    expect(tab.locator(".facets")).to_be_visible()
+    expect(tab.locator(".filters")).to_be_visible()
+    expect(tab.get_by_role("link", name="Filters")).to_be_hidden()
+    expect(tab.get_by_role("link", name=ADMIN["username"])).to_be_visible()
+    shot(tab, "22-desktop-search", full_page=False)
+    _no_sideways_scroll(tab, 1366, "desktop")
     context.close()
 
 

@@ -55,6 +55,26 @@
     }
   });
 
+  // Typing does not fill the history: the first answer of a burst of typing adds one step
+  // (Back returns to what was there before), the next keys replace it (the server answers
+  // them with HX-Replace-Url). A submitted search, a changed filter, a facet or a page adds
+  // a step of its own.
+  function isTypingEvent(trigger) {
+    return !!(trigger && trigger.type === "input" && trigger.target && trigger.target.id === "q");
+  }
+  var typingStep = false;  // the address now shown was added by typing
+  document.addEventListener("htmx:configRequest", function (evt) {
+    if (isTypingEvent(evt.detail.triggeringEvent) && typingStep) {
+      evt.detail.headers["X-Trawl-Typing"] = "1";
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function (evt) {
+    var config = evt.detail.requestConfig;
+    if (evt.detail.target && evt.detail.target.id === "results" && config) {
+      typingStep = isTypingEvent(config.triggeringEvent);
+    }
+  });
+
   document.addEventListener("htmx:responseError", function (evt) {
     toast(errorText(evt.detail.xhr), "error");
   });
@@ -65,11 +85,27 @@
     toast(evt.detail && evt.detail.message, evt.detail && evt.detail.level);
   });
 
-  // The error's "Search syntax" link opens the help beside the box.
+  // -- phone: "Filters" folds the filters, hints, saved searches and facets away ---------------
+  function setFilters(open) {
+    var area = document.getElementById("search-area");
+    if (!area) return;
+    area.classList.toggle("filters-open", open);
+    area.querySelectorAll("[data-filters-toggle]").forEach(function (button) {
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+    });
+  }
+  document.addEventListener("click", function (evt) {
+    var toggle = evt.target.closest && evt.target.closest("[data-filters-toggle]");
+    if (!toggle) return;
+    evt.preventDefault();  // no #search-area in the address: the class says it is open
+    setFilters(!document.getElementById("search-area").classList.contains("filters-open"));
+  });
+
+  // The error's "Search syntax" link opens the help beside the box (unfolded on a phone).
   document.addEventListener("click", function (evt) {
     var link = evt.target.closest && evt.target.closest('a[href="#syntax-help"]');
     var help = document.getElementById("syntax-help");
-    if (link && help) help.open = true;
+    if (link && help) { setFilters(true); help.open = true; }
   });
 
   // -- search page: focus keys and arrow navigation --------------------------------------------

@@ -181,6 +181,7 @@ def index():
         "page_url": lambda n, **changes: _page_url(form, n, **changes),
         "facets": _facet_groups(result, form, dict(sources)) if result else [],
         "sources": sources, "types": ui_support.document_types(g.user),
+        "filter_count": sum(1 for name in FILTER_PARAMS if form[name]),
         "sort_labels": SORT_LABELS, "page_sizes": PAGE_SIZES, "syntax_rows": SYNTAX_ROWS,
         "saved": [{**s, "url": saved.search_url(s)} for s in saved_searches.list_json(g.user)],
     }
@@ -188,7 +189,10 @@ def index():
         context["file_total"] = ui_support.document_total(g.user)
     resp = render("index.html", "_results.html", 400 if error else 200, **context)
     if is_htmx():  # the address bar shows the short form of the search (shared links, history)
-        resp.headers["HX-Push-Url"] = request.full_path if error else _page_url(form, page)
+        typing = request.headers.get("X-Trawl-Typing") == "1"  # replaced, not a history step
+        resp.headers["HX-Replace-Url" if typing else "HX-Push-Url"] = (
+            request.full_path if error else _page_url(form, page))
+        resp.vary.add("X-Trawl-Typing")
     return resp
 
 
