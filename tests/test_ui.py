@@ -59,9 +59,9 @@ def test_setup_shows_inline_errors(client):
         ({"username": "admin", "password": "long enough 1", "password_confirm": "different 12"},
          "do not match"),
         ({"username": "a", "password": "long enough 1", "password_confirm": "long enough 1"},
-         "username: must be 3-50 characters"),
+         "User name must be 3-50 characters"),  # the form's words, not the field's name
         ({"username": "admin", "password": "short", "password_confirm": "short"},
-         "password: must be at least 8 characters"),
+         "Password must be at least 8 characters"),
     ]
     for data, message in cases:
         resp = client.post("/setup", data={"csrf_token": token, **data})
@@ -81,9 +81,22 @@ def test_pages_redirect_to_login_with_next(ui):
 
 
 def test_htmx_requests_get_hx_redirect_instead(ui):
+    """A session that ended while typing (or while a card polls) comes back to that page after
+    login; a page of another site is never the way back."""
     post(ui, "/logout")
-    resp = ui.get("/?q=x", headers=HX)
-    assert resp.status_code == 401 and resp.headers["HX-Redirect"] == "/login"
+    resp = ui.get("/?q=lighthouse+kee", headers=HX)
+    assert resp.status_code == 401
+    assert resp.headers["HX-Redirect"] == "/login?next=/?q%3Dlighthouse%2Bkee"
+    polled = ui.get("/sources/docs/status",
+                    headers={**HX, "HX-Current-URL": "http://localhost/sources"})
+    assert polled.headers["HX-Redirect"] == "/login?next=/sources"
+    other = ui.get("/sources/docs/status",
+                   headers={**HX, "HX-Current-URL": "http://evil.example/sources"})
+    assert other.headers["HX-Redirect"] == "/login"
+    assert ui.get("/", headers=HX).headers["HX-Redirect"] == "/login"
+    back = post(ui, "/login", {"username": "admin", "password": "correct horse battery",
+                               "next": "/?q=lighthouse+kee"}, page="/login")
+    assert back.headers["Location"].endswith("/?q=lighthouse+kee")
 
 
 def test_login_logout_and_next(ui):
@@ -210,7 +223,7 @@ def test_a_scan_button_under_htmx_answers_with_the_status_cell_and_a_message(ui,
     resp = post(ui, f"/sources/{indexed}/reindex", page="/sources", headers=HX)
     assert resp.status_code == 200 and f'id="status-{indexed}"' in _text(resp)
     note = json.loads(resp.headers["HX-Trigger"])["trawl:notify"]
-    assert note == {"message": f"Scan of '{indexed}' queued", "level": "success"}
+    assert note == {"message": "Scan of “Notes” queued", "level": "success"}  # its name, not id
     again = post(ui, f"/sources/{indexed}/reindex", page="/sources", headers=HX)
     assert json.loads(again.headers["HX-Trigger"])["trawl:notify"]["level"] == "error"
 
@@ -392,16 +405,19 @@ def test_schedule_preview_fragment(ui):
 
 
 def test_reindex_progress_polls_until_done_and_conflict_is_a_message(ui, make_tree, run_jobs):
+    import json
+
     root = make_tree("docs", {"a.txt": "alpha", "b.txt": "beta"})
     post(ui, "/sources/new", {"name": "Docs", "root_path": str(root)})
     token = csrf(ui, "/sources")
     queued = ui.post("/sources/docs/reindex", data={"csrf_token": token}, headers=HX)
     html = _text(queued)
     assert html.startswith('<div id="status-docs"') and 'hx-trigger="every 1s"' in html
-    assert "Scan of 'docs' queued" in queued.headers["HX-Trigger"]
+    assert json.loads(queued.headers["HX-Trigger"])["trawl:notify"]["message"] == \
+        "Scan of “Docs” queued"
     again = ui.post("/sources/docs/reindex", data={"csrf_token": token}, headers=HX)
-    assert "already queued" in again.headers["HX-Trigger"] and '"level": "error"' in again.headers[
-        "HX-Trigger"]
+    note = json.loads(again.headers["HX-Trigger"])["trawl:notify"]
+    assert note == {"message": "“Docs” is already queued", "level": "error"}
     run_jobs()
     done = _text(ui.get("/sources/docs/status", headers=HX))
     assert "every 1s" not in done and "Last scan finished" in done
@@ -429,7 +445,7 @@ def test_status_page_shows_health_counts_failures_and_links(ui, make_tree, run_j
     for text in ("Database", "Redis", "Search engine", "Workers", "Docs"):
         assert text in html, text
     assert '<a class="text-error" href="/sources/docs/failed">1 failed</a>' in html
-    for link in ('href="/docs"', 'href="/redoc"', 'href="/admin/rq"'):
+    for link in ('href="/docs"', 'href="/redoc"', 'href="/admin/rq/0/view/jobs/trawl/queued/8/asc/1"'):
         assert link in html
     failed = _text(ui.get("/sources/docs/failed"))
     assert "broken.pdf" in failed and "1 failed file" in failed
@@ -453,16 +469,16 @@ def test_search_page_has_syntax_help_and_shows_a_bad_term_inline(ui, indexed):
 
 def test_search_facets_are_links_with_counts_kept_in_the_url(ui, indexed):
     html = _text(ui.get("/?q=wonderful"))
-    facets = html[html.index('<aside class="facets"'):html.index("</aside>")]
-    assert re.search(r'data-value="markdown">markdown</a>\s*<span class="count">1</span>', facets)
-    assert re.search(r'data-value="text">text</a>\s*<span class="count">1</span>', facets)
+    facets = html[html.index('<aside class="facets'):html.index("</aside>")]
+    assert re.search(r'data-value="markdown">Markdown</a>\s*<span class="count">1</span>', facets)
+    assert re.search(r'data-value="text">Text</a>\s*<span class="count">1</span>', facets)
     assert re.search(r'data-value="md">md</a>\s*<span class="count">1</span>', facets)
     assert re.search(r'data-value="notes">Notes</a>\s*<span class="count">2</span>', facets)
     assert 'href="/?q=wonderful&amp;ext=md"' in facets
     filtered = _text(ui.get("/?q=wonderful&ext=md"))
     assert "xss.md" in filtered and "hello.txt" not in filtered
     assert '<input type="hidden" name="ext" value="md">' in filtered  # typing keeps the filter
-    chosen = filtered[filtered.index('<aside class="facets"'):filtered.index("</aside>")]
+    chosen = filtered[filtered.index('<aside class="facets'):filtered.index("</aside>")]
     assert 'href="/?q=wonderful" aria-current="true"' in chosen  # a second click removes it
     # facets alone (no words) list the matching files, newest first
     listed = _text(ui.get("/?type=text"))
@@ -483,3 +499,15 @@ def test_search_date_range_is_kept_in_the_url(ui, indexed):
     assert 'name="from" value="2001-02-03"' in page
     bad = ui.get("/?q=wonderful&from=yesterday")
     assert bad.status_code == 400 and "from: is not a date (use 2024-03-15)" in _text(bad)
+
+
+def test_messages_name_fields_as_the_form_does(ui):
+    """A wrong current password reads "Current password is wrong", not the field's name."""
+    resp = post(ui, "/account", {"current_password": "not it", "new_password": "a new one 123",
+                                 "new_password_confirm": "a new one 123"}, page="/account")
+    text = _text(resp)
+    assert resp.status_code == 400 and "Current password is wrong" in text
+    assert "current_password" not in text.replace('name="current_password"', "").replace(
+        'id="current_password"', "").replace('for="current_password"', "")
+    bad = post(ui, "/account/tokens", {"name": "", "scope": "read"}, page="/account/tokens")
+    assert bad.status_code == 400 and "Name must be" in _text(bad)

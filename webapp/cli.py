@@ -139,13 +139,16 @@ def set_password(username: str, password: str | None) -> None:
 @click.option("--schedule", default=None, help="cron expression or @hourly/@daily/@weekly")
 @click.option("--scan-now", is_flag=True, help="Queue the first scan at once.")
 @click.option("--watch/--no-watch", default=True, help="Index changes as they happen (default).")
+@click.option("--allow-overlap", is_flag=True, help="Accept a folder that is, lies inside or "
+              "holds another source's (refused otherwise; search shows each file once).")
 @needs_trawl
 def add_source(name: str, root_path: str, source_id: str | None, schedule: str | None,
-               scan_now: bool, watch: bool) -> None:
+               scan_now: bool, watch: bool, allow_overlap: bool) -> None:
     """Add a source folder (prints it as JSON)."""
     try:
         source = sources.create({"name": name, "root_path": root_path, "id": source_id,
-                                 "scan_schedule": schedule, "watch": watch}, scan_now=scan_now)
+                                 "scan_schedule": schedule, "watch": watch,
+                                 "allow_overlap": allow_overlap}, scan_now=scan_now)
     except TrawlError as exc:
         _fail(exc)
     _print_json(sources.to_json(source))

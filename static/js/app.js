@@ -206,11 +206,19 @@
     copyText(source.textContent).then(function () {
       var label = button.textContent;
       button.textContent = "Copied";
-      toast("Path copied to the clipboard", "success");
+      toast(button.getAttribute("data-copied") || "Path copied to the clipboard", "success");
       setTimeout(function () { button.textContent = label; }, 1500);
     }, function () {
-      toast("Copying is not allowed here; select the path and copy it by hand.", "error");
+      toast("Copying is not allowed here; select the text and copy it by hand.", "error");
     });
+  });
+
+  // A button whose work is done ("Clear failed" at 0 failed files) goes away.
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    var elt = evt.detail.elt;
+    if (evt.detail.successful && elt && elt.hasAttribute && elt.hasAttribute("data-hide-after")) {
+      elt.hidden = true;
+    }
   });
 
   // -- saved searches: save what the search form holds now (it changes as you type) ------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from webapp.extensions import db
+from webapp.indexing.scanner import root_problem
 from webapp.models import IndexedFile, Source, User
 from webapp.services import documents, sources, status
 from webapp.services.access import can_see, visible_sources
@@ -63,3 +64,18 @@ def source_rows(user: User) -> list[dict]:
         rows.append({"source": sources.to_json(source, counts),
                      "info": status.source_status(source, counts)})
     return rows
+
+
+def folder_problems(user: User) -> list[dict]:
+    """The visible sources whose folder cannot be read now (missing, unreadable, moved outside
+    the allowed roots): name, folder and why, for the status badge."""
+    visible = visible_sources(user)
+    roots = sources.allowed_roots()
+    out = []
+    for source in db.session.query(Source).order_by(Source.name, Source.id):
+        if can_see(visible, source.id):
+            problem = root_problem(source.root_path, roots)
+            if problem:
+                out.append({"id": source.id, "name": source.name, "root_path": source.root_path,
+                            "problem": problem})
+    return out

@@ -13,6 +13,7 @@ from webapp.search import FACETS, IndexRebuilding, SearchBackendError
 from webapp.services import documents, saved_searches, search_args, ui_support
 from webapp.ui import saved, session
 from webapp.ui.blueprint import bp
+from webapp.ui.filters import type_label
 from webapp.ui.htmx import is_htmx, render
 
 PAGE_SIZES = (10, 20, 50, 100)
@@ -124,7 +125,8 @@ def _facet_groups(result: dict, form: dict, source_names: dict[str, str]) -> lis
         items = sorted(counts.items(), key=lambda kv: (-int(kv[0]), 0) if facet == "year"
                        else (-kv[1], kv[0]))[:MAX_FACET_LINKS]
         values = [{"value": value, "count": count, "selected": form[param] == value,
-                   "label": source_names.get(value, value) if facet == "source_id" else value,
+                   "label": source_names.get(value, value) if facet == "source_id"
+                   else type_label(value) if facet == "type" else value,
                    "url": _page_url(form, 1, **{param: None if form[param] == value else value})}
                   for value, count in items]
         if values:
