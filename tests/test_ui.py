@@ -511,3 +511,60 @@ def test_messages_name_fields_as_the_form_does(ui):
         'id="current_password"', "").replace('for="current_password"', "")
     bad = post(ui, "/account/tokens", {"name": "", "scope": "read"}, page="/account/tokens")
     assert bad.status_code == 400 and "Name must be" in _text(bad)
+
+
+def test_a_vanished_file_says_so_in_words(ui, indexed, make_tree):
+    """Download of a file deleted since it was indexed: a page that says what happened."""
+    doc_id = _doc_id(ui, "quarterly")
+    (make_tree("notes", {}) / "deep" / "plan.txt").unlink()
+    resp = post(ui, f"/documents/{doc_id}/download", page=f"/documents/{doc_id}")
+    text = _text(resp)
+    assert resp.status_code == 404 and "<h1>Not found</h1>" in text
+    assert "File no longer exists" in text and "moved, renamed or" in text
+
+
+def test_the_status_badge_names_a_missing_source_folder(ui, indexed, make_tree):
+    assert "All systems ok" in _text(ui.get("/status"))
+    folder = make_tree("notes", {})
+    folder.rename(folder.with_name("notes-moved"))
+    text = _text(ui.get("/status"))
+    assert "All systems ok" not in text and "1 source folder missing" in text
+    assert 'class="alert alert-error folder-problem"' in text and "Notes" in text
+
+
+def test_a_path_test_shows_the_checks_it_did_not_run(ui):
+    text = _text(post(ui, "/sources/test-path", {"root_path": "/etc"}, page="/sources/new",
+                      headers=HX))
+    assert 'class="bad" data-check="inside_allowed_roots"' in text
+    assert text.count("not checked") == 4 and "Exists: not checked" in text
+
+
+def test_a_watched_source_says_starting_and_its_card_follows_live_updates(app, ui, indexed):
+    """Until the watcher has set up a source it says "starting" (not an error); a watched
+    source's card asks for its counts now and then, as live updates change them."""
+    from webapp import keys
+    from webapp.runtime import get_redis
+
+    conn = get_redis(app)
+    conn.set(keys.watcher_alive(), "1", ex=60)
+    try:
+        card = _text(ui.get("/sources/notes/status", headers=HX))
+        assert 'data-watch-state="starting"' in card and "starting…" in card
+        assert "error" not in card.split('class="live-line')[1]
+        assert 'hx-trigger="every 5s"' in card
+        conn.hset(keys.watch_states(), "notes", "watching")
+        assert 'hx-trigger="every 5s"' in _text(ui.get("/sources/notes/status", headers=HX))
+    finally:
+        conn.delete(keys.watcher_alive(), keys.watch_states())
+    assert "hx-trigger" not in _text(ui.get("/sources/notes/status", headers=HX))
+
+
+def test_titles_people_can_read():
+    """A placeholder or over-long metadata title gives way to the file name."""
+    from webapp.ui.filters import doc_title, type_label
+
+    for title in ("Slide 1", "  untitled ", "Microsoft Word - draft.doc", "PowerPoint Presentation",
+                  "x" * 170, "", None, "---"):
+        assert doc_title({"title": title, "basename": "deck.pptx"}) == "deck.pptx", title
+    assert doc_title({"title": "Harbour plan 2024", "basename": "p.pdf"}) == "Harbour plan 2024"
+    assert type_label("raw_image") == "RAW photo" and type_label("pdf") == "PDF"

@@ -144,7 +144,7 @@ class SourceSchema(ma.Schema):
     next_scan_at = fields.String(allow_none=True)
     state = fields.String(metadata={"description": ", ".join(SourceState)})
     watch_state = fields.String(metadata={
-        "description": "watching, polling, off, or error: <message>"})
+        "description": "watching, polling, off, starting, or error: <message>"})
     document_count = fields.Integer()
     failed_count = fields.Integer()
 
@@ -234,7 +234,7 @@ class SourceStatusSchema(ma.Schema):
     next_scan_at = fields.String(allow_none=True)
     last_run = fields.Nested(RunStatsSchema, allow_none=True)
     watch_state = fields.String(metadata={
-        "description": "watching, polling, off, or error: <message>"})
+        "description": "watching, polling, off, starting, or error: <message>"})
     last_live_update = fields.Nested(RunStatsSchema, allow_none=True, metadata={
         "description": "the latest live update (changed paths indexed without a scan)"})
     failed_files = fields.List(fields.Nested(ErrorEntrySchema))

@@ -42,13 +42,14 @@ def diagnose_path(raw: str) -> dict:
     roots = allowed_roots()
     report = {"path": raw, "ok": False, "visible": False, "inside_allowed_roots": False,
               "exists": False, "is_directory": False, "readable": False,
-              "allowed_roots": roots, "message": "", "hint": ""}
+              "allowed_roots": roots, "message": "", "hint": "", "checked": []}
     if not raw or not os.path.isabs(raw) or "\x00" in raw:
         report["message"] = "The path must be absolute"
         report["hint"] = f"Use a full path such as {os.path.join(roots[0], 'documents')}"
         return report
     resolved = os.path.realpath(raw)
-    if not inside_allowed_roots(resolved):
+    report["checked"] = ["inside_allowed_roots"]  # the checks that ran (the page shows the rest
+    if not inside_allowed_roots(resolved):        # as not run, not as failed)
         report["message"] = "The path is outside the allowed roots"
         report["hint"] = "Set ALLOWED_ROOTS to include it, or pick a folder under " + ", ".join(roots)
         return report
@@ -59,6 +60,9 @@ def diagnose_path(raw: str) -> dict:
     report["is_directory"] = os.path.isdir(resolved)
     report["readable"] = report["is_directory"] and os.access(resolved, os.R_OK | os.X_OK)
     report["ok"] = report["readable"]
+    report["checked"] += ["visible", "exists"] + (
+        ["is_directory"] if report["exists"] else []) + (
+        ["readable"] if report["is_directory"] else [])
     report["message"], report["hint"] = _path_message(report)
     return report
 
