@@ -271,7 +271,10 @@ def main() -> int:
     from webapp import create_app
 
     try:
-        create_app({"REDIS_URL": env["REDIS_URL"]})  # creates tables and the secret once
+        app = create_app({"REDIS_URL": env["REDIS_URL"]})  # creates tables and the secret once
+        from webapp.cli import publish_service_settings
+
+        publish_service_settings(app)  # the CLI beside it learns them (allowed roots included)
     except BaseException:
         supervisor.stop()
         raise
