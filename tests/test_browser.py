@@ -597,3 +597,58 @@ def test_api_pages_link_back_and_follow_dark(browser, site):
     tab.get_by_role("link", name="Back to Trawl").click()
     expect(tab).to_have_url(re.compile(r"/(login|setup)?$|/login"))
     context.close()
+
+
+def test_newcomer_edges(browser, site):
+    """Markdown links go to the sibling document; a new token has a copy button; "Clear failed"
+    shows only with failed files, asks first and goes away once done; type labels are words."""
+    context = browser.new_context(base_url=site["url"], viewport={"width": 1200, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    _ensure_ready(tab, site)
+    guide = site["folder"].parent / "guide"
+    (guide / "docs").mkdir(parents=True, exist_ok=True)
+    (guide / "README.md").write_text("# Guide\n\nRead [the setup](docs/setup.md#install) first, "
+                                     "then [the missing page](docs/gone.md).\n")
+    (guide / "docs" / "setup.md").write_text("# Setup\n\n## Install\n\nRun the installer.\n")
+    (guide / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+    api = tab.request
+    token = api.post("/api/auth/login", data=ADMIN).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    api.post("/api/sources", headers=headers, data={"name": "Guide", "root_path": str(guide)})
+    api.post("/api/sources/guide/reindex?wait=30", headers=headers)
+    login(tab)
+    tab.goto("/?q=guide+read+setup")
+    tab.locator(".result-link", has_text="README.md").click()
+    expect(tab.locator(".markdown-body a[data-missing-link]")).to_have_text("the missing page")
+    tab.locator(".markdown-body a", has_text="the setup").click()
+    expect(tab.get_by_role("heading", level=1)).to_have_text("setup.md")
+    expect(tab).to_have_url(re.compile(r"/documents/guide--[0-9a-f]{12}(\?.*)?#install$"))
+    expect(tab.locator(".badge").first).to_have_text("Markdown")
+
+    tab.goto("/sources")
+    expect(tab.locator("#source-logbooks .clear-failed")).to_have_count(0)  # nothing failed
+    clear = tab.locator("#source-guide .clear-failed")
+    expect(clear).to_have_text("Clear failed (1)")
+    asked = []
+    tab.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+    clear.click()
+    expect(tab.locator("#status-guide")).to_contain_text("1 failed")  # declined: kept
+    assert asked and "1 failed file of “Guide”" in asked[0], asked
+    tab.once("dialog", lambda d: d.accept())
+    clear.click()
+    expect(tab.locator(".toast")).to_contain_text("Removed 1 failed file record.")
+    expect(clear).to_be_hidden()
+    shot(tab, "23-sources-after-clear-failed")
+
+    tab.goto("/account/tokens")
+    tab.get_by_label("Name (what it is for)").fill("backup script")
+    tab.get_by_role("button", name="Create token").click()
+    secret = tab.locator("#new-token-secret").inner_text()
+    tab.get_by_role("button", name="Copy token").click()
+    expect(tab.locator(".toast")).to_contain_text("Token copied to the clipboard")
+    assert tab.evaluate("navigator.clipboard.readText()") == secret
+    expect(tab.locator("#tokens time").first).to_have_attribute("data-zoned", "")
+    shot(tab, "24-new-token")
+    context.close()

@@ -393,7 +393,7 @@ def test_test_path_fragment(ui, make_tree):
 def test_schedule_preview_fragment(ui):
     daily = _text(ui.get("/sources/schedule-preview?schedule_choice=daily", headers=HX))
     assert daily.startswith('<div id="schedule-preview"')
-    assert "Every day at 02:00 (UTC)" in daily and daily.count("02:00 UTC") == 3
+    assert "Every day at 02:00 (UTC)" in daily and daily.count("02:00 UTC\" data-local>") == 3
     custom = _text(ui.get("/sources/schedule-preview?schedule_choice=custom&cron=*/15+*+*+*+*",
                           headers=HX))
     assert custom.count("<li>") == 3

@@ -233,16 +233,23 @@
   }, true);
 
   // -- times in the browser's time zone (the server writes UTC; the title keeps it) ------------
+  // One style for every date: "25 Nov 2026, 21:07 GMT+1" in the browser's language and zone;
+  // a relative one ("5 minutes ago") keeps its words and shows that in its tooltip.
   var localFormat = new Intl.DateTimeFormat(undefined, {
-    year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
+    year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
     hour12: false, timeZoneName: "short"
   });
   function localTimes(root) {
-    (root || document).querySelectorAll("time[data-local][datetime]").forEach(function (el) {
+    (root || document).querySelectorAll("time[datetime]:not([data-zoned])").forEach(function (el) {
       var when = new Date(el.getAttribute("datetime"));
       if (isNaN(when.getTime())) return;
-      el.textContent = localFormat.format(when);
-      el.removeAttribute("data-local");
+      if (el.hasAttribute("data-local")) {
+        el.textContent = localFormat.format(when);
+        el.removeAttribute("data-local");
+      } else {
+        el.title = localFormat.format(when);
+      }
+      el.setAttribute("data-zoned", "");
     });
   }
   document.addEventListener("htmx:afterSettle", function (evt) { localTimes(evt.detail.elt); });

@@ -65,6 +65,13 @@ def reltime(value, now: datetime | None = None) -> str:
     return _ago(abs(delta), delta < 0) or when.strftime("%d %b %Y")
 
 
+def recent(value, now: datetime | None = None) -> bool:
+    """Within 30 days of now: said relatively ('5 days ago'); older dates are shown as dates."""
+    when = to_datetime(value)
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    return when is not None and abs((now - when).total_seconds()) < 86400 * 30
+
+
 def fulltime(value) -> str:
     """'2026-11-21 10:30 UTC' (the exact time, shown as a tooltip and in tables)."""
     when = to_datetime(value)
@@ -147,5 +154,5 @@ def readable(detail: str | None) -> str:
 def init_app(app: Flask) -> None:
     """Register the filters on the app's Jinja environment."""
     for func in (filesize, reltime, fulltime, isotime, describe_schedule, highlighted,
-                 container_parts, type_label, readable, doc_title):
+                 container_parts, type_label, readable, doc_title, recent):
         app.add_template_filter(func)

@@ -216,6 +216,10 @@ def document(doc_id: str):
     elif kind == "markdown":
         context["markdown"] = documents.markdown_html(doc, q)
         kind = context["kind"] = "markdown" if context["markdown"] is not None else "text"
+        if context["markdown"] is not None:  # relative links go to the documents beside it
+            context["markdown"]["html"] = ui_support.link_siblings(
+                context["markdown"]["html"], doc,
+                lambda sibling: url_for("ui.document", doc_id=sibling, q=q or None))
     elif kind in ("audio", "video"):
         context["mimetype"] = documents.media_mimetype(doc)
     if kind == "text":
