@@ -182,11 +182,13 @@ def index():
         "searched": parsed["args"] is not None or bool(error),
         "page_url": lambda n, **changes: _page_url(form, n, **changes),
         "facets": _facet_groups(result, form, dict(sources)) if result else [],
-        "sources": sources, "types": ui_support.document_types(g.user),
-        "filter_count": sum(1 for name in FILTER_PARAMS if form[name]),
+        "sources": sources, "filter_count": sum(1 for name in FILTER_PARAMS if form[name]),
         "sort_labels": SORT_LABELS, "page_sizes": PAGE_SIZES, "syntax_rows": SYNTAX_ROWS,
-        "saved": [{**s, "url": saved.search_url(s)} for s in saved_searches.list_json(g.user)],
     }
+    if not is_htmx():  # the form's choices and the saved searches: the whole page only (an
+        context["types"] = ui_support.document_types(g.user)  # answer while typing is the
+        context["saved"] = [{**s, "url": saved.search_url(s)}  # results alone)
+                            for s in saved_searches.list_json(g.user)]
     if not context["searched"]:
         context["file_total"] = ui_support.document_total(g.user)
     resp = render("index.html", "_results.html", 400 if error else 200, **context)
