@@ -131,6 +131,15 @@ def _ensure_ready(page, site) -> None:
         api.post("/api/sources/logbooks/reindex?wait=30", headers=headers)
 
 
+def _add_scanned_source(page, name: str, folder: Path) -> None:
+    """Add a source over `folder` through the API and scan it to the end."""
+    api = page.request
+    token = api.post("/api/auth/login", data=ADMIN).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    api.post("/api/sources", headers=headers, data={"name": name, "root_path": str(folder)})
+    api.post(f"/api/sources/{name.lower()}/reindex?wait=30", headers=headers)
+
+
 def login(page) -> None:
     """Log in through the form."""
     page.goto("/login")
@@ -392,6 +401,12 @@ def test_rq_dashboard_loads_its_queues(page, site):
     expect(table).not_to_contain_text("Loading...")
     expect(table).to_contain_text("trawl")
     shot(page, "09-rq-dashboard")
+    page.goto("/status")  # the Status page opens it on Trawl's queue, and it leads back
+    page.get_by_role("link", name="Job queue dashboard").click()
+    expect(page).to_have_url(re.compile(r"/admin/rq/0/view/jobs/trawl/queued/8/asc/1$"))
+    expect(page.locator("#jobs")).not_to_contain_text("Loading...")
+    page.get_by_role("link", name="← Back to Trawl").click()
+    expect(page).to_have_url(re.compile(r"/status$"))
 
 
 def test_an_image_without_preview_shows_a_note(page, site):
@@ -422,11 +437,7 @@ def test_results_show_thumbnails_and_pdf_pages_are_drawn(page, site):
     papers.mkdir(exist_ok=True)
     (papers / "harbour photo.jpg").write_bytes(samples.picture((640, 480), samples.BLUE))
     (papers / "harbour plan.pdf").write_bytes(samples.pdf(["The harbour plan", "Page two"]))
-    api = page.request
-    token = api.post("/api/auth/login", data=ADMIN).json()["access_token"]
-    headers = {"Authorization": f"Bearer {token}"}
-    api.post("/api/sources", headers=headers, data={"name": "Papers", "root_path": str(papers)})
-    api.post("/api/sources/papers/reindex?wait=30", headers=headers)
+    _add_scanned_source(page, "Papers", papers)
     login(page)
     page.goto("/?q=harbour")
     photo = page.locator(".result", has_text="harbour photo.jpg").locator("img[data-thumbnail]")
@@ -613,11 +624,7 @@ def test_newcomer_edges(browser, site):
                                      "then [the missing page](docs/gone.md).\n")
     (guide / "docs" / "setup.md").write_text("# Setup\n\n## Install\n\nRun the installer.\n")
     (guide / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
-    api = tab.request
-    token = api.post("/api/auth/login", data=ADMIN).json()["access_token"]
-    headers = {"Authorization": f"Bearer {token}"}
-    api.post("/api/sources", headers=headers, data={"name": "Guide", "root_path": str(guide)})
-    api.post("/api/sources/guide/reindex?wait=30", headers=headers)
+    _add_scanned_source(tab, "Guide", guide)
     login(tab)
     tab.goto("/?q=guide+read+setup")
     tab.locator(".result-link", has_text="README.md").click()

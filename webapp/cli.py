@@ -440,16 +440,11 @@ def register(app: Flask) -> None:
     app.cli.add_command(trawl)
 
 
-def _load_app() -> Flask:
-    from webapp import create_app
-
-    return create_app()
-
-
 def main() -> None:
-    """`python -m webapp.cli ...`: the trawl commands, loading the app only for the command that
-    runs (`--help` and a mistyped option answer without it)."""
-    trawl.main(prog_name="python -m webapp.cli", obj=ScriptInfo(create_app=_load_app))
+    """`python -m webapp.cli ...`: the trawl commands, loading the app (Flask finds the package's
+    create_app, as `flask --app webapp` would) only for the command that runs: `--help` and a
+    mistyped option answer without it."""
+    trawl.main(prog_name="python -m webapp.cli", obj=ScriptInfo(app_import_path="webapp"))
 
 
 if __name__ == "__main__":
