@@ -305,13 +305,13 @@ def test_typing_does_not_fill_the_history(page, site):
     assert steps() == start + 1
     box.press("Enter")  # a submitted search is a step of its own
     expect(page.locator("#results .result").first).to_be_visible()
-    page.wait_for_function(f"history.length === {start + 2}")
+    page.wait_for_function("n => history.length === n", arg=start + 2)
     page.get_by_label("Sort").select_option("basename:asc")
     expect(page).to_have_url(re.compile(r"sort=basename"))
-    page.wait_for_function(f"history.length === {start + 3}")
+    page.wait_for_function("n => history.length === n", arg=start + 3)
     page.get_by_role("link", name="Next →").click()
     expect(page).to_have_url(re.compile(r"page=2"))
-    page.wait_for_function(f"history.length === {start + 4}")
+    page.wait_for_function("n => history.length === n", arg=start + 4)
     page.go_back()
     expect(page).to_have_url(re.compile(r"/\?q=calm\+sea\+wind&sort=basename:asc$"))
     page.go_back()
