@@ -568,3 +568,35 @@ def test_titles_people_can_read():
         assert doc_title({"title": title, "basename": "deck.pptx"}) == "deck.pptx", title
     assert doc_title({"title": "Harbour plan 2024", "basename": "p.pdf"}) == "Harbour plan 2024"
     assert type_label("raw_image") == "RAW photo" and type_label("pdf") == "PDF"
+
+
+def test_office_previews_show_tables_as_tables(ui, make_tree, run_jobs):
+    """A spreadsheet's and a Word table's rows are table rows on the page, matches marked."""
+    import io
+
+    import docx
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for row in (("Item", "Cost"), ("lighthouse lamp", 120), ("rope", 15)):
+        sheet.append(row)
+    xlsx = io.BytesIO()
+    book.save(xlsx)
+    word = docx.Document()
+    word.add_paragraph("The supply list")
+    table = word.add_table(rows=2, cols=2)
+    for r, cells in enumerate((("Boat", "Monday"), ("Lamp oil", "Friday"))):
+        for c, text in enumerate(cells):
+            table.cell(r, c).text = text
+    doc_bytes = io.BytesIO()
+    word.save(doc_bytes)
+    root = make_tree("office", {"costs.xlsx": xlsx.getvalue(), "supply.docx": doc_bytes.getvalue()})
+    post(ui, "/sources/new", {"name": "Office", "root_path": str(root)})
+    post(ui, "/sources/office/reindex")
+    run_jobs()
+    sheet_page = _text(ui.get(f"/documents/{_doc_id(ui, 'lighthouse')}?q=lighthouse"))
+    assert '<table class="text-table">' in sheet_page
+    assert re.search(r"<tr><td><em>lighthouse</em> lamp</td><td>120</td></tr>", sheet_page)
+    word_page = _text(ui.get(f"/documents/{_doc_id(ui, 'monday')}"))
+    assert "<tr><td>Boat</td><td>Monday</td></tr>" in word_page and "The supply list" in word_page

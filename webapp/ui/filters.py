@@ -94,6 +94,31 @@ def highlighted(html: str | None) -> Markup:
     return Markup(_NOT_EM.sub("&lt;", html or ""))
 
 
+
+
+
+def text_tables(marked: Markup) -> Markup:
+    """The text preview of an Office file with its tables as tables: runs of lines holding a
+    tab become <table> rows (the text is already escaped; its only markup is <em>)."""
+    out: list[str] = []
+    rows: list[str] = []
+
+    def close() -> None:
+        if rows:
+            out.append('<table class="text-table"><tbody>' + "".join(rows) + "</tbody></table>")
+            rows.clear()
+
+    for line in str(marked).split("\n"):
+        if "\t" in line:
+            rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in line.split("\t"))
+                        + "</tr>")
+        else:
+            close()
+            out.append(line + "\n")
+    close()
+    return Markup("".join(out))
+
+
 def container_parts(path: str) -> tuple[str, str]:
     """A member's path split into its container's path and its path inside (`!/`)."""
     container, _, inner = path.rpartition("!/")
@@ -154,5 +179,5 @@ def readable(detail: str | None) -> str:
 def init_app(app: Flask) -> None:
     """Register the filters on the app's Jinja environment."""
     for func in (filesize, reltime, fulltime, isotime, describe_schedule, highlighted,
-                 container_parts, type_label, readable, doc_title, recent):
+                 container_parts, type_label, readable, doc_title, recent, text_tables):
         app.add_template_filter(func)
