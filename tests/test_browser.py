@@ -659,3 +659,23 @@ def test_newcomer_edges(browser, site):
     expect(tab.locator("#tokens time").first).to_have_attribute("data-zoned", "")
     shot(tab, "24-new-token")
     context.close()
+
+
+def test_a_session_that_ends_while_typing_comes_back_to_the_search(browser, site):
+    """The session ends (cookie gone) while typing: the page goes to the login form, and logging
+    in brings back the search as typed."""
+    context = browser.new_context(base_url=site["url"])
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    _ensure_ready(tab, site)
+    login(tab)
+    tab.goto("/")
+    context.clear_cookies()
+    tab.get_by_label("Search your files").fill("calm sea")  # one input event: one request
+    expect(tab).to_have_url(re.compile(r"/login\?next="))
+    tab.get_by_label("Username").fill(ADMIN["username"])
+    tab.get_by_label("Password").fill(ADMIN["password"])
+    tab.get_by_role("button", name="Log in").click()
+    expect(tab).to_have_url(re.compile(r"/\?q=calm\+sea(&|$)"))
+    expect(tab.locator("#results .result").first).to_be_visible()
+    context.close()

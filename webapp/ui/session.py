@@ -126,7 +126,8 @@ def _next_value() -> str | None:
     typing) the page the browser shows, when it is on this site."""
     if request.headers.get("HX-Request"):
         if request.method == "GET" and request.endpoint == "ui.index":  # the search as typed
-            return request.full_path.rstrip("?") if request.args else None
+            shown = {k: v for k, v in request.args.items() if v}  # the fields typed or set
+            return url_for("ui.index", **shown) if shown else None
         shown = urlsplit(request.headers.get("HX-Current-URL", ""))
         if shown.netloc != request.host:
             return None
