@@ -132,6 +132,15 @@ def _ensure_ready(page, site) -> None:
         api.post("/api/sources/logbooks/reindex?wait=30", headers=headers)
 
 
+def _add_scanned_source(page, name: str, folder: Path) -> None:
+    """Add a source over `folder` through the API and scan it to the end."""
+    api = page.request
+    token = api.post("/api/auth/login", data=ADMIN).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    api.post("/api/sources", headers=headers, data={"name": name, "root_path": str(folder)})
+    api.post(f"/api/sources/{name.lower()}/reindex?wait=30", headers=headers)
+
+
 def login(page) -> None:
     """Log in through the form."""
     page.goto("/login")
@@ -201,7 +210,7 @@ def _scan_until_done(page) -> None:
     }""")
     card = page.locator("#source-logbooks")
     card.get_by_role("button", name="Scan now").click()
-    expect(page.locator(".toast")).to_contain_text("Scan of 'logbooks' queued")
+    expect(page.locator(".toast")).to_contain_text("Scan of “Logbooks” queued")
     expect(card.locator("progress")).to_be_visible()
     shot(page, "04-scan-progress")
     status = page.locator("#status-logbooks")
@@ -278,6 +287,41 @@ def test_keyboard_and_history(page, site):
     shot(page, "08-search-page-2")
 
 
+def test_typing_does_not_fill_the_history(page, site):
+    """A burst of typing adds one history step and replaces it key by key; a submitted search,
+    a changed filter and a page change each add one; Back walks them in order."""
+    _ensure_ready(page, site)
+    login(page)
+    page.goto("/")
+    steps = lambda: page.evaluate("history.length")  # noqa: E731
+    start = steps()
+    box = page.get_by_label("Search your files")
+    box.press_sequentially("calm sea", delay=120)  # slower than the debounce: one answer a key
+    expect(page).to_have_url(re.compile(r"/\?q=calm\+sea$"))
+    expect(page.locator(".result-meta")).to_contain_text("150")
+    assert steps() == start + 1, f"{steps() - start} history steps for one burst of typing"
+    box.press("End")
+    box.press_sequentially(" wind", delay=120)
+    expect(page).to_have_url(re.compile(r"/\?q=calm\+sea\+wind$"))
+    assert steps() == start + 1
+    box.press("Enter")  # a submitted search is a step of its own
+    expect(page.locator("#results .result").first).to_be_visible()
+    page.wait_for_function("n => history.length === n", arg=start + 2)
+    page.get_by_label("Sort").select_option("basename:asc")
+    expect(page).to_have_url(re.compile(r"sort=basename"))
+    page.wait_for_function("n => history.length === n", arg=start + 3)
+    page.get_by_role("link", name="Next →").click()
+    expect(page).to_have_url(re.compile(r"page=2"))
+    page.wait_for_function("n => history.length === n", arg=start + 4)
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/\?q=calm\+sea\+wind&sort=basename:asc$"))
+    page.go_back()
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/\?q=calm\+sea\+wind$"))
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/$"))
+
+
 def test_query_language_and_facets(page, site):
     """A bad term shows inline while typing; facet links filter, stay in the URL, Back undoes."""
     _ensure_ready(page, site)
@@ -296,7 +340,7 @@ def test_query_language_and_facets(page, site):
     results = page.locator("#results .result")
     expect(results).to_have_count(2)
     type_facet = page.locator('.facet[data-facet="type"]')
-    expect(type_facet).to_contain_text("markdown")
+    expect(type_facet).to_contain_text("Markdown")
     expect(type_facet.locator('a[data-value="markdown"] + .count')).to_have_text("1")
     shot(page, "13-facets")
     type_facet.locator('a[data-value="markdown"]').click()
@@ -358,6 +402,12 @@ def test_rq_dashboard_loads_its_queues(page, site):
     expect(table).not_to_contain_text("Loading...")
     expect(table).to_contain_text("trawl")
     shot(page, "09-rq-dashboard")
+    page.goto("/status")  # the Status page opens it on Trawl's queue, and it leads back
+    page.get_by_role("link", name="Job queue dashboard").click()
+    expect(page).to_have_url(re.compile(r"/admin/rq/0/view/jobs/trawl/queued/8/asc/1$"))
+    expect(page.locator("#jobs")).not_to_contain_text("Loading...")
+    page.get_by_role("link", name="← Back to Trawl").click()
+    expect(page).to_have_url(re.compile(r"/status$"))
 
 
 def test_an_image_without_preview_shows_a_note(page, site):
@@ -388,11 +438,7 @@ def test_results_show_thumbnails_and_pdf_pages_are_drawn(page, site):
     papers.mkdir(exist_ok=True)
     (papers / "harbour photo.jpg").write_bytes(samples.picture((640, 480), samples.BLUE))
     (papers / "harbour plan.pdf").write_bytes(samples.pdf(["The harbour plan", "Page two"]))
-    api = page.request
-    token = api.post("/api/auth/login", data=ADMIN).json()["access_token"]
-    headers = {"Authorization": f"Bearer {token}"}
-    api.post("/api/sources", headers=headers, data={"name": "Papers", "root_path": str(papers)})
-    api.post("/api/sources/papers/reindex?wait=30", headers=headers)
+    _add_scanned_source(page, "Papers", papers)
     login(page)
     page.goto("/?q=harbour")
     photo = page.locator(".result", has_text="harbour photo.jpg").locator("img[data-thumbnail]")
@@ -417,24 +463,83 @@ def test_results_show_thumbnails_and_pdf_pages_are_drawn(page, site):
     shot(page, "13-markdown")
 
 
-def test_phone_and_dark(browser, site):
-    """The search page at phone width and in dark mode (screenshots only, plus no overflow)."""
+PAGES = ("/", "/?q=lighthouse", "/sources", "/sources/new", "/sources/logbooks/edit", "/status",
+         "/account", "/account/tokens", "/users", "/sources/logbooks/failed")
+
+
+def _no_sideways_scroll(tab, width: int, label: str) -> None:
+    """Every page of PAGES (and the document page) is no wider than the screen."""
+    doc = tab.request.get("/?q=keeper").text()
+    doc_url = re.search(r'href="(/documents/[^"?]+)', doc).group(1)
+    for path in (*PAGES, doc_url):
+        tab.goto(path)
+        tab.wait_for_load_state("networkidle")
+        scroll = tab.evaluate("document.documentElement.scrollWidth")
+        assert scroll <= width, f"{path} is {scroll}px wide on a {width}px screen ({label})"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_phone_search_fits_and_filters_fold(browser, site, scheme):
+    """At 390 px the first result is on the first screen, the filters, hints, saved searches and
+    facets fold behind "Filters", the account is reachable, and no page scrolls sideways (the
+    Jobs table scrolls inside its box)."""
     context = browser.new_context(base_url=site["url"], viewport={"width": 390, "height": 844},
-                                  color_scheme="dark", device_scale_factor=2)
+                                  color_scheme=scheme, device_scale_factor=2)
     tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
     _ensure_ready(tab, site)
     login(tab)
     tab.goto("/?q=lighthouse")
-    expect(tab.locator("#results .result").first).to_be_visible()
+    first = tab.locator("#results .result").first
+    expect(first).to_be_visible()
+    box = first.bounding_box()
+    assert box["y"] + box["height"] <= 844, f"the first result ends at {box['y'] + box['height']}px"
+    for hidden in ("#search-help", ".filters", ".saved-searches", ".facets"):
+        expect(tab.locator(hidden)).to_be_hidden()
     # a file's <script> shows as text and never becomes an element
     danger = tab.locator("#results .snippet", has_text="alert(")
     expect(danger).to_contain_text("<script>alert('x')</script>")
     expect(tab.locator("#results script")).to_have_count(0)
-    width = tab.evaluate("document.documentElement.scrollWidth")
-    assert width <= 390, f"the page scrolls sideways on a phone ({width}px)"
-    shot(tab, "12-phone-dark-search")
+    shot(tab, f"18-phone-{scheme}-search", full_page=False)
+    toggle = tab.get_by_role("link", name="Filters")
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    for shown in (".filters", ".saved-searches", ".facets"):
+        expect(tab.locator(shown)).to_be_visible()
+    tab.locator('.facet[data-facet="type"] a[data-value="markdown"]').click()
+    expect(tab).to_have_url(re.compile(r"type=markdown"))
+    expect(tab.get_by_role("link", name="Filters")).to_contain_text("(1)")
+    shot(tab, f"19-phone-{scheme}-filters-open")
+    tab.get_by_role("link", name=ADMIN["username"]).click()
+    expect(tab).to_have_url(re.compile(r"/account$"))
+    tab.get_by_role("link", name="API tokens").click()
+    expect(tab.get_by_role("heading", level=1)).to_have_text("API tokens")
+    tab.goto("/status")
+    jobs = tab.locator("#jobs .table-scroll")
+    expect(jobs).to_be_visible()
+    assert jobs.evaluate("el => el.scrollWidth > el.clientWidth"), "the Jobs table fits: no test"
+    shot(tab, f"20-phone-{scheme}-status")
+    _no_sideways_scroll(tab, 390, scheme)
     tab.goto("/sources")
-    shot(tab, "13-phone-dark-sources")
+    shot(tab, f"21-phone-{scheme}-sources")
+    context.close()
+
+
+def test_desktop_shows_filters_and_fits(browser, site):
+    """At 1366 px the filters and facets are open beside the results (no "Filters" control)."""
+    context = browser.new_context(base_url=site["url"], viewport={"width": 1366, "height": 800})
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    _ensure_ready(tab, site)
+    login(tab)
+    tab.goto("/?q=lighthouse")
+    expect(tab.locator(".facets")).to_be_visible()
+    expect(tab.locator(".filters")).to_be_visible()
+    expect(tab.get_by_role("link", name="Filters")).to_be_hidden()
+    expect(tab.get_by_role("link", name=ADMIN["username"])).to_be_visible()
+    shot(tab, "22-desktop-search", full_page=False)
+    _no_sideways_scroll(tab, 1366, "desktop")
     context.close()
 
 
@@ -503,4 +608,75 @@ def test_api_pages_link_back_and_follow_dark(browser, site):
     shot(tab, "17-redoc-dark", full_page=False)
     tab.get_by_role("link", name="Back to Trawl").click()
     expect(tab).to_have_url(re.compile(r"/(login|setup)?$|/login"))
+    context.close()
+
+
+def test_newcomer_edges(browser, site):
+    """Markdown links go to the sibling document; a new token has a copy button; "Clear failed"
+    shows only with failed files, asks first and goes away once done; type labels are words."""
+    context = browser.new_context(base_url=site["url"], viewport={"width": 1200, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    _ensure_ready(tab, site)
+    guide = site["folder"].parent / "guide"
+    (guide / "docs").mkdir(parents=True, exist_ok=True)
+    (guide / "README.md").write_text("# Guide\n\nRead [the setup](docs/setup.md#install) first, "
+                                     "then [the missing page](docs/gone.md).\n")
+    (guide / "docs" / "setup.md").write_text("# Setup\n\n## Install\n\nRun the installer.\n")
+    (guide / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+    _add_scanned_source(tab, "Guide", guide)
+    login(tab)
+    tab.goto("/?q=guide+read+setup")
+    tab.locator(".result-link", has_text="README.md").click()
+    expect(tab.locator(".markdown-body a[data-missing-link]")).to_have_text("the missing page")
+    tab.locator(".markdown-body a", has_text="the setup").click()
+    expect(tab.locator("#doc-path")).to_have_text(re.compile(r"/guide/docs/setup\.md$"))
+    expect(tab).to_have_url(re.compile(r"/documents/guide--[0-9a-f]{12}(\?.*)?#install$"))
+    expect(tab.locator(".badge").first).to_have_text("Markdown")
+
+    tab.goto("/sources")
+    expect(tab.locator("#source-logbooks .clear-failed")).to_have_count(0)  # nothing failed
+    clear = tab.locator("#source-guide .clear-failed")
+    expect(clear).to_have_text("Clear failed (1)")
+    asked = []
+    tab.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+    clear.click()
+    expect(tab.locator("#status-guide")).to_contain_text("1 failed")  # declined: kept
+    assert asked and "1 failed file of “Guide”" in asked[0], asked
+    tab.once("dialog", lambda d: d.accept())
+    clear.click()
+    expect(tab.locator(".toast")).to_contain_text("Removed 1 failed file record.")
+    expect(clear).to_be_hidden()
+    shot(tab, "23-sources-after-clear-failed")
+
+    tab.goto("/account/tokens")
+    tab.get_by_label("Name (what it is for)").fill("backup script")
+    tab.get_by_role("button", name="Create token").click()
+    secret = tab.locator("#new-token-secret").inner_text()
+    tab.get_by_role("button", name="Copy token").click()
+    expect(tab.locator(".toast")).to_contain_text("Token copied to the clipboard")
+    assert tab.evaluate("navigator.clipboard.readText()") == secret
+    expect(tab.locator("#tokens time").first).to_have_attribute("data-zoned", "")
+    shot(tab, "24-new-token")
+    context.close()
+
+
+def test_a_session_that_ends_while_typing_comes_back_to_the_search(browser, site):
+    """The session ends (cookie gone) while typing: the page goes to the login form, and logging
+    in brings back the search as typed."""
+    context = browser.new_context(base_url=site["url"])
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    _ensure_ready(tab, site)
+    login(tab)
+    tab.goto("/")
+    context.clear_cookies()
+    tab.get_by_label("Search your files").fill("calm sea")  # one input event: one request
+    expect(tab).to_have_url(re.compile(r"/login\?next="))
+    tab.get_by_label("Username").fill(ADMIN["username"])
+    tab.get_by_label("Password").fill(ADMIN["password"])
+    tab.get_by_role("button", name="Log in").click()
+    expect(tab).to_have_url(re.compile(r"/\?q=calm\+sea(&|$)"))
+    expect(tab.locator("#results .result").first).to_be_visible()
     context.close()

@@ -179,3 +179,45 @@ def test_the_cli_finds_the_redis_of_make_run(tmp_path, roots, database_url):
     assert stopped.exit_code == 1
     assert f"does not answer at unix://{data / 'redis.sock'}" in stopped.output
     assert "`make run` starts it" in stopped.output
+
+
+def test_the_cli_learns_the_allowed_roots_of_the_running_service(app, app_config, tmp_path,
+                                                                 roots):
+    """`ALLOWED_ROOTS=... make run` in another shell: the command takes the service's roots
+    (written into its Redis at start), names the roots it used when it refuses, and refuses
+    to act on another database than the service's."""
+    from webapp import cli, create_app
+
+    elsewhere = tmp_path / "mnt" / "nas"
+    (elsewhere / "team").mkdir(parents=True)
+    service = create_app({**app_config, "ALLOWED_ROOTS": f"{roots},{tmp_path / 'mnt'}"})
+    runner = app.test_cli_runner()  # this shell's settings: only `roots` allowed
+    refused = runner.invoke(args=["trawl", "add-source", "Team", str(elsewhere / "team")])
+    assert refused.exit_code == 1
+    assert f"(allowed roots: {os.path.realpath(roots)};" in refused.output
+    cli.publish_service_settings(service)
+    added = runner.invoke(args=["trawl", "add-source", "Team", str(elsewhere / "team")])
+    assert added.exit_code == 0, added.output
+    outside = runner.invoke(args=["trawl", "add-source", "Etc", "/etc"])
+    assert outside.exit_code == 1
+    assert "learnt from the running service" in outside.output
+    assert os.path.realpath(tmp_path / "mnt") in outside.output
+    other = create_app({**app_config, "DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"})
+    cli.publish_service_settings(other)
+    mismatch = runner.invoke(args=["trawl", "sources"])
+    assert mismatch.exit_code == 1 and "the running service (started" in mismatch.output
+    assert "other.db" in mismatch.output and "Set DATA_DIR or DATABASE_URL" in mismatch.output
+
+
+def test_help_answers_without_loading_the_app(tmp_path):
+    """`python -m webapp.cli --help` lists the commands without importing the app, the
+    database layer or the search engine (what made `--help` take seconds)."""
+    probe = ("import sys, runpy; sys.argv = ['webapp.cli', '--help']\n"
+             "try:\n    runpy.run_module('webapp.cli', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print('LOADED', sorted(m for m in ('sqlalchemy', 'tantivy', 'flask_smorest', "
+             "'alembic', 'webapp.models') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "DATA_DIR": str(tmp_path)})
+    assert "search" in done.stdout and "add-source" in done.stdout, done.stderr
+    assert "LOADED []" in done.stdout, done.stdout

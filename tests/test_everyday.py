@@ -148,7 +148,8 @@ def test_api_scan_now_is_off_by_default_and_queues_when_asked(client, auth, make
     assert plain.status_code == 201 and plain.get_json()["state"] == "idle"
     assert client.post("/api/sources/plain/reindex", headers=auth).status_code == 200
     now = client.post("/api/sources", headers=auth,
-                      json={"name": "Now", "root_path": str(root), "scan_now": True})
+                      json={"name": "Now", "root_path": str(root), "scan_now": True,
+                            "allow_overlap": True})
     assert now.status_code == 201
     assert client.get("/api/sources/now", headers=auth).get_json()["state"] == "queued"
     assert client.post("/api/sources/now/reindex", headers=auth).status_code == 409
@@ -168,7 +169,8 @@ def test_form_starts_the_first_scan_unless_unticked(ui, make_tree, run_jobs):
     assert "its first scan has started" in page and 'data-state="queued"' in page
     run_jobs()
     assert "Last scan finished" in _text(ui.get("/sources"))
-    post(ui, "/sources/new", {"name": "Later", "root_path": str(root)}, page="/sources/new")
+    post(ui, "/sources/new", {"name": "Later", "root_path": str(root), "allow_overlap": "1"},
+         page="/sources/new")
     later = _text(ui.get("/sources"))
     assert "Start its first scan with “Scan now”" in later
     bad = post(ui, "/sources/new", {"name": "", "root_path": str(root)}, page="/sources/new")

@@ -96,3 +96,33 @@ def test_dashboard_pages_get_their_own_policy_and_the_site_keeps_its_strict_one(
     assert "'unsafe-eval'" in dash and "frame-ancestors 'none'" in dash
     site = client.get("/").headers["Content-Security-Policy"]
     assert "unsafe-eval" not in site and "unsafe-inline" not in site.split("script-src")[1]
+
+
+def test_the_dashboard_opens_on_trawls_queue_counts_what_it_lists_and_links_back(app, client,
+                                                                                 token):
+    """Its Jobs tab shows Trawl's queue (not RQ's "default"), a failed job that expired is
+    neither counted nor listed, and every page has a way back to Trawl."""
+    import time
+
+    from rq.registry import FailedJobRegistry
+
+    from webapp.runtime import get_queue, get_redis
+
+    _log_in(client)
+    status = client.get("/status").get_data(as_text=True)
+    assert 'href="/admin/rq/0/view/jobs/trawl/queued/8/asc/1"' in status
+    jobs_tab = client.get("/admin/rq/0/view/jobs")
+    assert jobs_tab.status_code == 302
+    assert jobs_tab.headers["Location"].endswith("/admin/rq/0/view/jobs/trawl/queued/8/asc/1")
+    page = client.get("/admin/rq/0/view/jobs/trawl/queued/8/asc/1").get_data(as_text=True)
+    assert 'href="/status"' in page and "Back to Trawl" in page
+    registry = FailedJobRegistry("trawl", connection=get_redis(app))
+    kept = get_queue(app).enqueue("os.getcwd")
+    registry.add(kept, ttl=600, exc_string="boom")
+    gone = get_queue(app).enqueue("os.getpid")
+    registry.add(gone, ttl=1, exc_string="boom")
+    time.sleep(1.5)
+    queues = client.get("/admin/rq/0/data/queues.json").get_json()["queues"]
+    trawl = next(q for q in queues if q["name"] == "trawl")
+    listed = client.get("/admin/rq/0/data/jobs/trawl/failed/8/asc/1.json").get_json()["jobs"]
+    assert trawl["failed_job_registry_count"] == len(listed) == 1

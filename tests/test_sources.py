@@ -26,7 +26,7 @@ def test_create_with_defaults_and_slug_id(client, auth, make_tree):
     assert body["root_path"] == os.path.realpath(root)
     assert "T" in body["created_at"] and not body["created_at"].endswith("Z")
     again = client.post("/api/sources", headers=auth,
-                        json={"name": "Cafe photos", "root_path": str(root)})
+                        json={"name": "Cafe photos", "root_path": str(root), "allow_overlap": True})
     assert again.get_json()["id"] == "cafe-photos-2"
 
 
@@ -182,3 +182,70 @@ def test_source_fields_get_the_same_answer_from_the_api_the_form_and_the_cli(app
     assert renamed.get_json() == {"detail": "name: must not contain control characters"}
     assert client.put("/api/sources/spaced", headers=auth,
                       json={"name": "x" * 200}).status_code == 200
+
+
+def test_one_folder_one_source(app, client, auth, make_tree, make_source):
+    """The same folder, one inside it or one around it is refused naming the source that has it
+    (API 409, the form beside the Folder field, the CLI); allow_overlap accepts it explicitly."""
+    from tests.ui_helpers import post
+
+    top = make_tree("team", {"reports/a.txt": "x", "other/b.txt": "y"})
+    make_source(top / "reports", name="Reports")
+    real = os.path.realpath(top / "reports")
+    for path, relation in ((top / "reports", "is the folder of"),
+                           (top / "reports" / ".", "is the folder of"),
+                           (top, "holds the folder of")):
+        resp = client.post("/api/sources", headers=auth, json={"name": "X", "root_path": str(path)})
+        assert resp.status_code == 409, resp.get_json()
+        detail = resp.get_json()["detail"]
+        assert detail.startswith("root_path: ") and relation in detail, detail
+        assert "the source “Reports”" in detail and real in detail
+    (top / "reports" / "q2").mkdir()
+    inside = client.post("/api/sources", headers=auth,
+                         json={"name": "Q2", "root_path": str(top / "reports" / "q2")})
+    assert inside.status_code == 409 and "is inside the folder of" in inside.get_json()["detail"]
+    assert [s["name"] for s in client.get("/api/sources", headers=auth).get_json()] == ["Reports"]
+    sibling = make_source(top / "other", name="Other")  # a folder beside it is fine
+    moved = client.put(f"/api/sources/{sibling['id']}", headers=auth,
+                       json={"root_path": str(top / "reports")})
+    assert moved.status_code == 409 and "the source “Reports”" in moved.get_json()["detail"]
+    renamed = client.put(f"/api/sources/{sibling['id']}", headers=auth,
+                         json={"name": "Others", "root_path": str(top / "other")})
+    assert renamed.status_code == 200  # its own folder, kept: no overlap with itself
+
+    ui = app.test_client()
+    assert post(ui, "/login", {"username": "admin", "password": "correct horse battery"},
+                page="/login").status_code == 302
+    form = post(ui, "/sources/new", {"name": "Team", "root_path": str(top),
+                                     "schedule_choice": "manual"}, page="/sources/new")
+    html = form.get_data(as_text=True)
+    assert form.status_code == 400 and 'id="root_path-error"' in html
+    assert "Folder: " in html and "holds the folder of the source “Others”" in html  # first by name
+    assert 'name="allow_overlap"' in html  # the explicit override is offered there
+    cli = app.test_cli_runner().invoke(args=["trawl", "add-source", "Team", str(top)])
+    assert cli.exit_code == 1 and "holds the folder of the source “Others”" in cli.output, cli.output
+
+    allowed = post(ui, "/sources/new", {"name": "Team", "root_path": str(top), "allow_overlap": "1",
+                                        "schedule_choice": "manual"}, page="/sources/new")
+    assert allowed.status_code == 302
+    bad = client.post("/api/sources", headers=auth,
+                      json={"name": "Y", "root_path": str(top), "allow_overlap": "perhaps"})
+    assert bad.status_code == 400 and bad.get_json()["detail"].startswith("allow_overlap")
+
+
+def test_overlapping_sources_show_a_file_once(client, auth, make_tree, make_source, run_jobs):
+    """A file indexed by two overlapping sources (allowed) is one hit in search."""
+    top = make_tree("shared", {"notes/plan.txt": "the zeppelin plan", "memo.txt": "zeppelin memo"})
+    outer = make_source(top, name="Everything")
+    inner = make_source(top / "notes", name="Notes", allow_overlap=True)
+    for sid in (outer["id"], inner["id"]):
+        assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    per_source = [client.post("/api/search", headers=auth,
+                              json={"q": "zeppelin", "source_id": sid}).get_json()["total"]
+                  for sid in (outer["id"], inner["id"])]
+    assert per_source == [2, 1]  # each source holds its copy
+    hits = client.post("/api/search", headers=auth, json={"q": "zeppelin"}).get_json()["results"]
+    paths = [h["path"] for h in hits]
+    assert sorted(paths) == sorted({os.path.realpath(top / "notes/plan.txt"),
+                                    os.path.realpath(top / "memo.txt")}), paths

@@ -59,9 +59,9 @@ def test_setup_shows_inline_errors(client):
         ({"username": "admin", "password": "long enough 1", "password_confirm": "different 12"},
          "do not match"),
         ({"username": "a", "password": "long enough 1", "password_confirm": "long enough 1"},
-         "username: must be 3-50 characters"),
+         "User name must be 3-50 characters"),  # the form's words, not the field's name
         ({"username": "admin", "password": "short", "password_confirm": "short"},
-         "password: must be at least 8 characters"),
+         "Password must be at least 8 characters"),
     ]
     for data, message in cases:
         resp = client.post("/setup", data={"csrf_token": token, **data})
@@ -81,9 +81,22 @@ def test_pages_redirect_to_login_with_next(ui):
 
 
 def test_htmx_requests_get_hx_redirect_instead(ui):
+    """A session that ended while typing (or while a card polls) comes back to that page after
+    login; a page of another site is never the way back."""
     post(ui, "/logout")
-    resp = ui.get("/?q=x", headers=HX)
-    assert resp.status_code == 401 and resp.headers["HX-Redirect"] == "/login"
+    resp = ui.get("/?q=lighthouse+kee", headers=HX)
+    assert resp.status_code == 401
+    assert resp.headers["HX-Redirect"] == "/login?next=/?q%3Dlighthouse%2Bkee"
+    polled = ui.get("/sources/docs/status",
+                    headers={**HX, "HX-Current-URL": "http://localhost/sources"})
+    assert polled.headers["HX-Redirect"] == "/login?next=/sources"
+    other = ui.get("/sources/docs/status",
+                   headers={**HX, "HX-Current-URL": "http://evil.example/sources"})
+    assert other.headers["HX-Redirect"] == "/login"
+    assert ui.get("/", headers=HX).headers["HX-Redirect"] == "/login"
+    back = post(ui, "/login", {"username": "admin", "password": "correct horse battery",
+                               "next": "/?q=lighthouse+kee"}, page="/login")
+    assert back.headers["Location"].endswith("/?q=lighthouse+kee")
 
 
 def test_login_logout_and_next(ui):
@@ -211,7 +224,7 @@ def test_a_scan_button_under_htmx_answers_with_the_status_cell_and_a_message(ui,
     resp = post(ui, f"/sources/{indexed}/reindex", page="/sources", headers=HX)
     assert resp.status_code == 200 and f'id="status-{indexed}"' in _text(resp)
     note = json.loads(resp.headers["HX-Trigger"])["trawl:notify"]
-    assert note == {"message": f"Scan of '{indexed}' queued", "level": "success"}
+    assert note == {"message": "Scan of “Notes” queued", "level": "success"}  # its name, not id
     again = post(ui, f"/sources/{indexed}/reindex", page="/sources", headers=HX)
     assert json.loads(again.headers["HX-Trigger"])["trawl:notify"]["level"] == "error"
 
@@ -381,7 +394,7 @@ def test_test_path_fragment(ui, make_tree):
 def test_schedule_preview_fragment(ui):
     daily = _text(ui.get("/sources/schedule-preview?schedule_choice=daily", headers=HX))
     assert daily.startswith('<div id="schedule-preview"')
-    assert "Every day at 02:00 (UTC)" in daily and daily.count("02:00 UTC") == 3
+    assert "Every day at 02:00 (UTC)" in daily and daily.count("02:00 UTC\" data-local>") == 3
     custom = _text(ui.get("/sources/schedule-preview?schedule_choice=custom&cron=*/15+*+*+*+*",
                           headers=HX))
     assert custom.count("<li>") == 3
@@ -393,16 +406,19 @@ def test_schedule_preview_fragment(ui):
 
 
 def test_reindex_progress_polls_until_done_and_conflict_is_a_message(ui, make_tree, run_jobs):
+    import json
+
     root = make_tree("docs", {"a.txt": "alpha", "b.txt": "beta"})
     post(ui, "/sources/new", {"name": "Docs", "root_path": str(root)})
     token = csrf(ui, "/sources")
     queued = ui.post("/sources/docs/reindex", data={"csrf_token": token}, headers=HX)
     html = _text(queued)
     assert html.startswith('<div id="status-docs"') and 'hx-trigger="every 1s"' in html
-    assert "Scan of 'docs' queued" in queued.headers["HX-Trigger"]
+    assert json.loads(queued.headers["HX-Trigger"])["trawl:notify"]["message"] == \
+        "Scan of “Docs” queued"
     again = ui.post("/sources/docs/reindex", data={"csrf_token": token}, headers=HX)
-    assert "already queued" in again.headers["HX-Trigger"] and '"level": "error"' in again.headers[
-        "HX-Trigger"]
+    note = json.loads(again.headers["HX-Trigger"])["trawl:notify"]
+    assert note == {"message": "“Docs” is already queued", "level": "error"}
     run_jobs()
     done = _text(ui.get("/sources/docs/status", headers=HX))
     assert "every 1s" not in done and "Last scan finished" in done
@@ -430,7 +446,7 @@ def test_status_page_shows_health_counts_failures_and_links(ui, make_tree, run_j
     for text in ("Database", "Redis", "Search engine", "Workers", "Docs"):
         assert text in html, text
     assert '<a class="text-error" href="/sources/docs/failed">1 failed</a>' in html
-    for link in ('href="/docs"', 'href="/redoc"', 'href="/admin/rq"'):
+    for link in ('href="/docs"', 'href="/redoc"', 'href="/admin/rq/0/view/jobs/trawl/queued/8/asc/1"'):
         assert link in html
     failed = _text(ui.get("/sources/docs/failed"))
     assert "broken.pdf" in failed and "1 failed file" in failed
@@ -454,16 +470,16 @@ def test_search_page_has_syntax_help_and_shows_a_bad_term_inline(ui, indexed):
 
 def test_search_facets_are_links_with_counts_kept_in_the_url(ui, indexed):
     html = _text(ui.get("/?q=wonderful"))
-    facets = html[html.index('<aside class="facets"'):html.index("</aside>")]
-    assert re.search(r'data-value="markdown">markdown</a>\s*<span class="count">1</span>', facets)
-    assert re.search(r'data-value="text">text</a>\s*<span class="count">1</span>', facets)
+    facets = html[html.index('<aside class="facets'):html.index("</aside>")]
+    assert re.search(r'data-value="markdown">Markdown</a>\s*<span class="count">1</span>', facets)
+    assert re.search(r'data-value="text">Text</a>\s*<span class="count">1</span>', facets)
     assert re.search(r'data-value="md">md</a>\s*<span class="count">1</span>', facets)
     assert re.search(r'data-value="notes">Notes</a>\s*<span class="count">2</span>', facets)
     assert 'href="/?q=wonderful&amp;ext=md"' in facets
     filtered = _text(ui.get("/?q=wonderful&ext=md"))
     assert "xss.md" in filtered and "hello.txt" not in filtered
     assert '<input type="hidden" name="ext" value="md">' in filtered  # typing keeps the filter
-    chosen = filtered[filtered.index('<aside class="facets"'):filtered.index("</aside>")]
+    chosen = filtered[filtered.index('<aside class="facets'):filtered.index("</aside>")]
     assert 'href="/?q=wonderful" aria-current="true"' in chosen  # a second click removes it
     # facets alone (no words) list the matching files, newest first
     listed = _text(ui.get("/?type=text"))
@@ -484,3 +500,104 @@ def test_search_date_range_is_kept_in_the_url(ui, indexed):
     assert 'name="from" value="2001-02-03"' in page
     bad = ui.get("/?q=wonderful&from=yesterday")
     assert bad.status_code == 400 and "from: is not a date (use 2024-03-15)" in _text(bad)
+
+
+def test_messages_name_fields_as_the_form_does(ui):
+    """A wrong current password reads "Current password is wrong", not the field's name."""
+    resp = post(ui, "/account", {"current_password": "not it", "new_password": "a new one 123",
+                                 "new_password_confirm": "a new one 123"}, page="/account")
+    text = _text(resp)
+    assert resp.status_code == 400 and "Current password is wrong" in text
+    assert "current_password" not in text.replace('name="current_password"', "").replace(
+        'id="current_password"', "").replace('for="current_password"', "")
+    bad = post(ui, "/account/tokens", {"name": "", "scope": "read"}, page="/account/tokens")
+    assert bad.status_code == 400 and "Name must be" in _text(bad)
+
+
+def test_a_vanished_file_says_so_in_words(ui, indexed, make_tree):
+    """Download of a file deleted since it was indexed: a page that says what happened."""
+    doc_id = _doc_id(ui, "quarterly")
+    (make_tree("notes", {}) / "deep" / "plan.txt").unlink()
+    resp = post(ui, f"/documents/{doc_id}/download", page=f"/documents/{doc_id}")
+    text = _text(resp)
+    assert resp.status_code == 404 and "<h1>Not found</h1>" in text
+    assert "File no longer exists" in text and "moved, renamed or" in text
+
+
+def test_the_status_badge_names_a_missing_source_folder(ui, indexed, make_tree):
+    assert "All systems ok" in _text(ui.get("/status"))
+    folder = make_tree("notes", {})
+    folder.rename(folder.with_name("notes-moved"))
+    text = _text(ui.get("/status"))
+    assert "All systems ok" not in text and "1 source folder missing" in text
+    assert 'class="alert alert-error folder-problem"' in text and "Notes" in text
+
+
+def test_a_path_test_shows_the_checks_it_did_not_run(ui):
+    text = _text(post(ui, "/sources/test-path", {"root_path": "/etc"}, page="/sources/new",
+                      headers=HX))
+    assert 'class="bad" data-check="inside_allowed_roots"' in text
+    assert text.count("not checked") == 4 and "Exists: not checked" in text
+
+
+def test_a_watched_source_says_starting_and_its_card_follows_live_updates(app, ui, indexed):
+    """Until the watcher has set up a source it says "starting" (not an error); a watched
+    source's card asks for its counts now and then, as live updates change them."""
+    from webapp import keys
+    from webapp.runtime import get_redis
+
+    conn = get_redis(app)
+    conn.set(keys.watcher_alive(), "1", ex=60)
+    try:
+        card = _text(ui.get("/sources/notes/status", headers=HX))
+        assert 'data-watch-state="starting"' in card and "starting…" in card
+        assert "error" not in card.split('class="live-line')[1]
+        assert 'hx-trigger="every 5s"' in card
+        conn.hset(keys.watch_states(), "notes", "watching")
+        assert 'hx-trigger="every 5s"' in _text(ui.get("/sources/notes/status", headers=HX))
+    finally:
+        conn.delete(keys.watcher_alive(), keys.watch_states())
+    assert "hx-trigger" not in _text(ui.get("/sources/notes/status", headers=HX))
+
+
+def test_titles_people_can_read():
+    """A placeholder or over-long metadata title gives way to the file name."""
+    from webapp.ui.filters import doc_title, type_label
+
+    for title in ("Slide 1", "  untitled ", "Microsoft Word - draft.doc", "PowerPoint Presentation",
+                  "x" * 170, "", None, "---"):
+        assert doc_title({"title": title, "basename": "deck.pptx"}) == "deck.pptx", title
+    assert doc_title({"title": "Harbour plan 2024", "basename": "p.pdf"}) == "Harbour plan 2024"
+    assert type_label("raw_image") == "RAW photo" and type_label("pdf") == "PDF"
+
+
+def test_office_previews_show_tables_as_tables(ui, make_tree, run_jobs):
+    """A spreadsheet's and a Word table's rows are table rows on the page, matches marked."""
+    import io
+
+    import docx
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for row in (("Item", "Cost"), ("lighthouse lamp", 120), ("rope", 15)):
+        sheet.append(row)
+    xlsx = io.BytesIO()
+    book.save(xlsx)
+    word = docx.Document()
+    word.add_paragraph("The supply list")
+    table = word.add_table(rows=2, cols=2)
+    for r, cells in enumerate((("Boat", "Monday"), ("Lamp oil", "Friday"))):
+        for c, text in enumerate(cells):
+            table.cell(r, c).text = text
+    doc_bytes = io.BytesIO()
+    word.save(doc_bytes)
+    root = make_tree("office", {"costs.xlsx": xlsx.getvalue(), "supply.docx": doc_bytes.getvalue()})
+    post(ui, "/sources/new", {"name": "Office", "root_path": str(root)})
+    post(ui, "/sources/office/reindex")
+    run_jobs()
+    sheet_page = _text(ui.get(f"/documents/{_doc_id(ui, 'lighthouse')}?q=lighthouse"))
+    assert '<table class="text-table">' in sheet_page
+    assert re.search(r"<tr><td><em>lighthouse</em> lamp</td><td>120</td></tr>", sheet_page)
+    word_page = _text(ui.get(f"/documents/{_doc_id(ui, 'monday')}"))
+    assert "<tr><td>Boat</td><td>Monday</td></tr>" in word_page and "The supply list" in word_page

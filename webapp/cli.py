@@ -14,21 +14,22 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import redis
 from flask import Flask, current_app
-from flask.cli import AppGroup, with_appcontext
+from flask.cli import AppGroup, ScriptInfo, with_appcontext
 
 from webapp import config
 from webapp.exceptions import TrawlError
-from webapp.extensions import db
-from webapp.indexing.runstats import RunStats
-from webapp.indexing.verify import verify_source
-from webapp.models import Source, User
-from webapp.runtime import get_queue, get_redis, init_data, not_initialised, worker_count
-from webapp.services import auth, documents, scans, search_args, sources, status, tokens
 
+if TYPE_CHECKING:
+    from webapp.indexing.runstats import RunStats
+
+# The services, models and the app are imported inside the commands: `--help` and the refusals
+# need none of them (see docs/performance.md, "The CLI").
+
+SERVICE_SETTINGS_KEY = "trawl:service:settings"  # written by `make run`, read by the commands
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
 
 
@@ -47,6 +48,10 @@ def _data_folder_check() -> None:
 
     Without DATA_DIR the commands use `./data` of the working folder, as `make run` does; run
     from elsewhere that folder is new and empty, and a command would act on nothing."""
+    from webapp.extensions import db
+    from webapp.models import Source, User
+    from webapp.runtime import not_initialised
+
     folder = current_app.config["DATA_DIR"]
     if sys.stderr.isatty():
         click.echo(f"Data folder: {folder}", err=True)
@@ -64,6 +69,8 @@ def _data_folder_check() -> None:
 
 def _initialised_check() -> None:
     """Refuse, saying to run `trawl init`, a data folder or database it has not prepared."""
+    from webapp.runtime import not_initialised
+
     problem = not_initialised(current_app)
     if problem:
         _fail(problem)
@@ -71,6 +78,10 @@ def _initialised_check() -> None:
 
 def _redis_check() -> None:
     """Refuse at once when Trawl's Redis does not answer (instead of queueing into nothing)."""
+    import redis
+
+    from webapp.runtime import get_redis
+
     url = current_app.config["REDIS_URL"]
     try:
         get_redis().ping()
@@ -80,6 +91,63 @@ def _redis_check() -> None:
                 "Start that Redis, or set REDIS_URL to the one your Trawl uses.")
         _fail(f"Trawl's Redis does not answer at {url} ({exc}). {hint} "
               f"(data folder: {current_app.config['DATA_DIR']})")
+    _learn_service_settings()
+
+
+def _database_name(url: str) -> str:
+    """The database URL without its password (it is shown in messages)."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def publish_service_settings(app: Flask) -> None:
+    """Write the settings the running service uses into its Redis (`make run` calls this once
+    it started), so the CLI beside it acts on the same ones."""
+    from webapp.runtime import get_redis
+
+    settings = {"ALLOWED_ROOTS": app.config["ALLOWED_ROOTS"], "DATA_DIR": app.config["DATA_DIR"],
+                "DATABASE_URL": _database_name(app.config["DATABASE_URL"]),
+                "SEARCH_BACKEND": app.config["SEARCH_BACKEND"],
+                "started_at": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    get_redis(app).set(SERVICE_SETTINGS_KEY, json.dumps(settings))
+
+
+def _setting_origin(name: str) -> str:
+    """Where this command's value of a setting came from."""
+    return f"{name} from the environment or .env" if config.env_value(name) else \
+        f"{name} unset: the default"
+
+
+def _learn_service_settings() -> None:
+    """Take the allowed roots from the running service (they may come from its own environment,
+    `ALLOWED_ROOTS=... make run`); refuse when it works on another database than this command."""
+    from webapp.runtime import get_redis
+
+    raw = get_redis().get(SERVICE_SETTINGS_KEY)
+    if not raw:
+        return  # a service started before this was written, or without `make run`
+    service = json.loads(raw)
+    mine = _database_name(current_app.config["DATABASE_URL"])
+    if service["DATABASE_URL"] != mine:
+        _fail(f"the running service (started {service['started_at']}) uses the database "
+              f"{service['DATABASE_URL']} (data folder {service['DATA_DIR']}); this command "
+              f"uses {mine} ({_setting_origin('DATABASE_URL')}, data folder "
+              f"{current_app.config['DATA_DIR']}). Set DATA_DIR or DATABASE_URL as the service "
+              "has them.")
+    if service["ALLOWED_ROOTS"] != current_app.config["ALLOWED_ROOTS"]:
+        current_app.config["ALLOWED_ROOTS"] = service["ALLOWED_ROOTS"]
+        current_app.config["ALLOWED_ROOTS_ORIGIN"] = "learnt from the running service"
+        if sys.stderr.isatty():
+            click.echo("Allowed roots of the running service: "
+                       + ", ".join(service["ALLOWED_ROOTS"]), err=True)
+
+
+def _roots_note() -> str:
+    """Which allowed roots this command used, and where they came from (for its refusals)."""
+    origin = current_app.config.get("ALLOWED_ROOTS_ORIGIN") or _setting_origin("ALLOWED_ROOTS")
+    return (f" (allowed roots: {', '.join(current_app.config['ALLOWED_ROOTS'])}; "
+            f"{origin})")
 
 
 def needs_trawl(func: Callable) -> Callable:
@@ -117,6 +185,8 @@ trawl = AppGroup("trawl", help="Manage sources, scans and searches from the shel
 def create_admin(username: str, password: str | None) -> None:
     """Create an admin account (for headless installs)."""
     _initialised_check()
+    from webapp.services import auth
+
     if password is None:
         password = getpass.getpass("Password: ")
     try:
@@ -134,6 +204,10 @@ def create_admin(username: str, password: str | None) -> None:
 def set_password(username: str, password: str | None) -> None:
     """Give an account a new password; its tokens, sessions and download links end."""
     _initialised_check()
+    from webapp.extensions import db
+    from webapp.models import User
+    from webapp.services import auth
+
     user = db.session.query(User).filter_by(username=username).first()
     if user is None:
         _fail(f"no user '{username}' (data folder {current_app.config['DATA_DIR']})")
@@ -150,6 +224,8 @@ def init() -> None:
 
     Safe to repeat (each start of `make run` and of docker compose runs it): what exists is
     kept, the schema is migrated when the code brought a new migration."""
+    from webapp.runtime import init_data
+
     for line in init_data(current_app):
         click.echo(line)
     click.echo(f"Trawl's data folder {current_app.config['DATA_DIR']} is ready")
@@ -162,15 +238,21 @@ def init() -> None:
 @click.option("--schedule", default=None, help="cron expression or @hourly/@daily/@weekly")
 @click.option("--scan-now", is_flag=True, help="Queue the first scan at once.")
 @click.option("--watch/--no-watch", default=True, help="Index changes as they happen (default).")
+@click.option("--allow-overlap", is_flag=True, help="Accept a folder that is, lies inside or "
+              "holds another source's (refused otherwise; search shows each file once).")
 @needs_trawl
 def add_source(name: str, root_path: str, source_id: str | None, schedule: str | None,
-               scan_now: bool, watch: bool) -> None:
+               scan_now: bool, watch: bool, allow_overlap: bool) -> None:
     """Add a source folder (prints it as JSON)."""
+    from webapp.services import sources
+
     try:
         source = sources.create({"name": name, "root_path": root_path, "id": source_id,
-                                 "scan_schedule": schedule, "watch": watch}, scan_now=scan_now)
+                                 "scan_schedule": schedule, "watch": watch,
+                                 "allow_overlap": allow_overlap}, scan_now=scan_now)
     except TrawlError as exc:
-        _fail(exc)
+        outside = exc.detail.startswith("root_path: the path is outside the allowed roots")
+        _fail(exc.detail + (_roots_note() if outside else ""))
     _print_json(sources.to_json(source))
 
 
@@ -179,6 +261,8 @@ def add_source(name: str, root_path: str, source_id: str | None, schedule: str |
 @needs_trawl
 def list_sources(as_json: bool) -> None:
     """List the sources with their state and counts."""
+    from webapp.services import sources
+
     rows = sources.list_json(None)  # the shell runs as the server's operator: all
     if as_json:
         _print_json(rows)
@@ -196,6 +280,8 @@ def list_sources(as_json: bool) -> None:
 @needs_data
 def jobs(as_json: bool, limit: int) -> None:
     """The latest scans that ended: outcome, duration and counts (the status page's Jobs)."""
+    from webapp.services import status
+
     runs = status.recent_runs(None, limit)
     if as_json:
         _print_json(runs)
@@ -208,12 +294,17 @@ def jobs(as_json: bool, limit: int) -> None:
 
 
 def _no_worker() -> bool:
+    from webapp.runtime import get_queue, worker_count
+
     return worker_count(get_queue()) == 0
 
 
 def _follow(source_id: str, show_bar: bool) -> RunStats:
     """Poll the run's stats until it ends; a progress bar only on a terminal."""
     from tqdm import tqdm
+
+    from webapp.indexing.runstats import RunStats
+    from webapp.services import scans
 
     with tqdm(total=0, unit="file", desc=source_id, disable=not show_bar) as bar:
         while True:
@@ -235,6 +326,8 @@ def _follow(source_id: str, show_bar: bool) -> RunStats:
 def scan(source_id: str, full: bool, no_wait: bool, as_json: bool) -> None:
     """Queue a scan and follow it to its end; exit status 1 when files failed, 2 when the scan
     did not finish."""
+    from webapp.services import scans
+
     if not no_wait and _no_worker():
         _fail("no worker is running, so the scan would never start. Start Trawl with "
               "`make run` (or `python worker.py`), or pass --no-wait to only queue it.")
@@ -274,6 +367,8 @@ def scan(source_id: str, full: bool, no_wait: bool, as_json: bool) -> None:
 @needs_data
 def failed(source_id: str, page: int, as_json: bool) -> None:
     """The source's failed files, grouped by error message."""
+    from webapp.services import status
+
     try:
         info = status.failed_files(source_id, page, None)
     except TrawlError as exc:
@@ -302,6 +397,8 @@ def failed(source_id: str, page: int, as_json: bool) -> None:
 def search(query: str, limit: str, offset: str, source_id: str | None, doc_type: str | None,
            sort: str, facets: tuple[str, ...], as_json: bool) -> None:
     """Search from the shell, with the query language and checks of the API."""
+    from webapp.services import documents, search_args
+
     raw = {"q": query, "limit": limit, "offset": offset, "source_id": source_id,
            "type": doc_type, "sort": sort, "snippet_length": 160, "facets": list(facets)}
     try:
@@ -321,12 +418,16 @@ def search(query: str, limit: str, offset: str, source_id: str | None, doc_type:
 @trawl.command("create-token")
 @click.argument("username")
 @click.option("--name", required=True, help="What the token is for (shown in its list).")
-@click.option("--scope", type=click.Choice(tokens.SCOPES), default="read", show_default=True,
+@click.option("--scope", default="read", show_default=True,
               help="read: GET endpoints and search; full: everything the user may do.")
 @click.option("--expires-days", type=int, default=None, help="Days until it stops working "
               "(default: never).")
 def create_token(username: str, name: str, scope: str, expires_days: int | None) -> None:
     """Create an API token for USERNAME and print it (shown only this once)."""
+    from webapp.extensions import db
+    from webapp.models import User
+    from webapp.services import tokens
+
     user = db.session.query(User).filter_by(username=username).first()
     if user is None:
         click.echo(f"Error: no user '{username}'", err=True)
@@ -348,6 +449,8 @@ def create_token(username: str, name: str, scope: str, expires_days: int | None)
 def verify(source_id: str, repair: bool) -> None:
     """Compare records, index and disk for a source and report (JSON); exit status 2 when they
     disagree and nothing was repaired."""
+    from webapp.indexing.verify import verify_source
+
     try:
         report = verify_source(source_id, repair=repair)
     except TrawlError as exc:
@@ -362,3 +465,14 @@ def register(app: Flask) -> None:
     app.cli.add_command(create_admin)
     app.cli.add_command(set_password)
     app.cli.add_command(trawl)
+
+
+def main() -> None:
+    """`python -m webapp.cli ...`: the trawl commands, loading the app (Flask finds the package's
+    create_app, as `flask --app webapp` would) only for the command that runs: `--help` and a
+    mistyped option answer without it."""
+    trawl.main(prog_name="python -m webapp.cli", obj=ScriptInfo(app_import_path="webapp"))
+
+
+if __name__ == "__main__":
+    main()

@@ -308,8 +308,12 @@ def main() -> int:
     from webapp.runtime import init_data
 
     try:  # `flask trawl init`: folders, secret key, newest schema (a first start makes them)
-        for line in init_data(create_app({"REDIS_URL": env["REDIS_URL"]})):
+        app = create_app({"REDIS_URL": env["REDIS_URL"]})
+        for line in init_data(app):
             say(line)
+        from webapp.cli import publish_service_settings
+
+        publish_service_settings(app)  # the CLI beside it learns them (allowed roots included)
     except BaseException:
         supervisor.stop()
         raise

@@ -55,6 +55,26 @@
     }
   });
 
+  // Typing does not fill the history: the first answer of a burst of typing adds one step
+  // (Back returns to what was there before), the next keys replace it (the server answers
+  // them with HX-Replace-Url). A submitted search, a changed filter, a facet or a page adds
+  // a step of its own.
+  function isTypingEvent(trigger) {
+    return !!(trigger && trigger.type === "input" && trigger.target && trigger.target.id === "q");
+  }
+  var typingStep = false;  // the address now shown was added by typing
+  document.addEventListener("htmx:configRequest", function (evt) {
+    if (isTypingEvent(evt.detail.triggeringEvent) && typingStep) {
+      evt.detail.headers["X-Trawl-Typing"] = "1";
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function (evt) {
+    var config = evt.detail.requestConfig;
+    if (evt.detail.target && evt.detail.target.id === "results" && config) {
+      typingStep = isTypingEvent(config.triggeringEvent);
+    }
+  });
+
   document.addEventListener("htmx:responseError", function (evt) {
     toast(errorText(evt.detail.xhr), "error");
   });
@@ -65,11 +85,27 @@
     toast(evt.detail && evt.detail.message, evt.detail && evt.detail.level);
   });
 
-  // The error's "Search syntax" link opens the help beside the box.
+  // -- phone: "Filters" folds the filters, hints, saved searches and facets away ---------------
+  function setFilters(open) {
+    var area = document.getElementById("search-area");
+    if (!area) return;
+    area.classList.toggle("filters-open", open);
+    area.querySelectorAll("[data-filters-toggle]").forEach(function (button) {
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+    });
+  }
+  document.addEventListener("click", function (evt) {
+    var toggle = evt.target.closest && evt.target.closest("[data-filters-toggle]");
+    if (!toggle) return;
+    evt.preventDefault();  // no #search-area in the address: the class says it is open
+    setFilters(!document.getElementById("search-area").classList.contains("filters-open"));
+  });
+
+  // The error's "Search syntax" link opens the help beside the box (unfolded on a phone).
   document.addEventListener("click", function (evt) {
     var link = evt.target.closest && evt.target.closest('a[href="#syntax-help"]');
     var help = document.getElementById("syntax-help");
-    if (link && help) help.open = true;
+    if (link && help) { setFilters(true); help.open = true; }
   });
 
   // -- search page: focus keys and arrow navigation --------------------------------------------
@@ -170,11 +206,19 @@
     copyText(source.textContent).then(function () {
       var label = button.textContent;
       button.textContent = "Copied";
-      toast("Path copied to the clipboard", "success");
+      toast(button.getAttribute("data-copied") || "Path copied to the clipboard", "success");
       setTimeout(function () { button.textContent = label; }, 1500);
     }, function () {
-      toast("Copying is not allowed here; select the path and copy it by hand.", "error");
+      toast("Copying is not allowed here; select the text and copy it by hand.", "error");
     });
+  });
+
+  // A button whose work is done ("Clear failed" at 0 failed files) goes away.
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    var elt = evt.detail.elt;
+    if (evt.detail.successful && elt && elt.hasAttribute && elt.hasAttribute("data-hide-after")) {
+      elt.hidden = true;
+    }
   });
 
   // -- saved searches: save what the search form holds now (it changes as you type) ------------
@@ -189,16 +233,23 @@
   }, true);
 
   // -- times in the browser's time zone (the server writes UTC; the title keeps it) ------------
+  // One style for every date: "25 Nov 2026, 21:07 GMT+1" in the browser's language and zone;
+  // a relative one ("5 minutes ago") keeps its words and shows that in its tooltip.
   var localFormat = new Intl.DateTimeFormat(undefined, {
-    year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
+    year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
     hour12: false, timeZoneName: "short"
   });
   function localTimes(root) {
-    (root || document).querySelectorAll("time[data-local][datetime]").forEach(function (el) {
+    (root || document).querySelectorAll("time[datetime]:not([data-zoned])").forEach(function (el) {
       var when = new Date(el.getAttribute("datetime"));
       if (isNaN(when.getTime())) return;
-      el.textContent = localFormat.format(when);
-      el.removeAttribute("data-local");
+      if (el.hasAttribute("data-local")) {
+        el.textContent = localFormat.format(when);
+        el.removeAttribute("data-local");
+      } else {
+        el.title = localFormat.format(when);
+      }
+      el.setAttribute("data-zoned", "");
     });
   }
   document.addEventListener("htmx:afterSettle", function (evt) { localTimes(evt.detail.elt); });

@@ -114,6 +114,9 @@ class SourceCreateSchema(StrictSchema):
         "description": "Queue the first scan at once (off by default)"})
     watch = fields.Boolean(load_default=True, metadata={
         "description": "follow changes under the root and index them within seconds"})
+    allow_overlap = fields.Boolean(load_default=False, metadata={
+        "description": "Accept a root_path that is, lies inside or holds another source's "
+                       "folder (refused with 409 otherwise); search shows a file once"})
 
 
 class SourceUpdateSchema(StrictSchema):
@@ -123,6 +126,7 @@ class SourceUpdateSchema(StrictSchema):
     exclude_patterns = fields.List(fields.String(), allow_none=True)
     scan_schedule = fields.String(allow_none=True)
     watch = fields.Boolean()
+    allow_overlap = fields.Boolean(metadata={"description": "as when creating"})
 
 
 class SourceSchema(ma.Schema):
@@ -133,13 +137,14 @@ class SourceSchema(ma.Schema):
     exclude_patterns = fields.List(fields.String())
     scan_schedule = fields.String(allow_none=True)
     watch = fields.Boolean()
+    allow_overlap = fields.Boolean(metadata={"description": "as when creating"})
     created_at = fields.String()
     updated_at = fields.String()
     last_scan_at = fields.String(allow_none=True)
     next_scan_at = fields.String(allow_none=True)
     state = fields.String(metadata={"description": ", ".join(SourceState)})
     watch_state = fields.String(metadata={
-        "description": "watching, polling, off, or error: <message>"})
+        "description": "watching, polling, off, starting, or error: <message>"})
     document_count = fields.Integer()
     failed_count = fields.Integer()
 
@@ -229,7 +234,7 @@ class SourceStatusSchema(ma.Schema):
     next_scan_at = fields.String(allow_none=True)
     last_run = fields.Nested(RunStatsSchema, allow_none=True)
     watch_state = fields.String(metadata={
-        "description": "watching, polling, off, or error: <message>"})
+        "description": "watching, polling, off, starting, or error: <message>"})
     last_live_update = fields.Nested(RunStatsSchema, allow_none=True, metadata={
         "description": "the latest live update (changed paths indexed without a scan)"})
     failed_files = fields.List(fields.Nested(ErrorEntrySchema))

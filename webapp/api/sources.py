@@ -62,7 +62,7 @@ class SourceItem(MethodView):
     @authenticated(blp, admin=True)
     @blp.arguments(SourceUpdateSchema)
     @blp.response(200, SourceSchema)
-    @errors(blp, 400, 404)
+    @errors(blp, 400, 404, 409)
     def put(self, body, source_id):
         """Partial update; null patterns reset to the defaults, a null schedule means manual."""
         return sources.to_json(sources.update(source_id, body))

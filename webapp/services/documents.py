@@ -64,13 +64,26 @@ def search(args: dict, user: User | None) -> dict:
     with search_duration.labels(current_app.config["SEARCH_BACKEND"]).time():
         query: SearchQuery = search_args.to_query(args, visible_sources(user))
         page: SearchPage = get_search().search(query)
-    for result in page.results:
+    results = once_per_file(page.results)
+    for result in results:
         result["thumbnail_url"] = thumbnail_url(result["id"])
-    out = {"results": page.results, "total": page.total, "limit": query.limit,
+    out = {"results": results, "total": page.total, "limit": query.limit,
            "offset": query.offset, "processing_time_ms": page.processing_time_ms}
     if query.facets:
         out["facet_distribution"] = page.facet_distribution or {}
     return out
+
+
+def once_per_file(results: list[dict]) -> list[dict]:
+    """Each file once: sources allowed to overlap index the same file (the same real path:
+    roots are stored resolved) under each of them; the first, best-placed hit stays."""
+    seen: set[str] = set()
+    kept = []
+    for result in results:
+        if result["path"] not in seen:
+            seen.add(result["path"])
+            kept.append(result)
+    return kept
 
 
 def get(doc_id: str, user: User | None) -> dict:

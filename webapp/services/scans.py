@@ -71,14 +71,15 @@ def last_live_update(source_id: str) -> RunStats | None:
 
 
 def watch_state(source: Source) -> str:
-    """watching, polling, off, or `error: <message>` (what the running watcher reports)."""
+    """watching, polling, off, starting, or `error: <message>` (what the running watcher
+    reports; `starting` until it has set up the source's watches)."""
     if not source.watch:
         return "off"
     conn = get_redis()
     if not conn.exists(keys.watcher_alive()):
         return "error: the watcher is not running"
     state = conn.hget(keys.watch_states(), source.id)
-    return state.decode() if state else "error: not watched yet (the watcher is starting)"
+    return state.decode() if state else "starting"  # the watcher has not reached it yet
 
 
 def sources_changed() -> None:

@@ -16,7 +16,7 @@ from webapp.extensions import db
 from webapp.indexing import thumbstore
 from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, validate_pattern
 from webapp.indexing.runstats import FileStatus
-from webapp.indexing.scanner import inside_any
+from webapp.indexing.scanner import inside_any, within
 from webapp.models import IndexedFile, Source, UserSource, get_source, iso, utcnow
 from webapp.runtime import get_search
 from webapp.services import scans
@@ -42,13 +42,14 @@ def diagnose_path(raw: str) -> dict:
     roots = allowed_roots()
     report = {"path": raw, "ok": False, "visible": False, "inside_allowed_roots": False,
               "exists": False, "is_directory": False, "readable": False,
-              "allowed_roots": roots, "message": "", "hint": ""}
+              "allowed_roots": roots, "message": "", "hint": "", "checked": []}
     if not raw or not os.path.isabs(raw) or "\x00" in raw:
         report["message"] = "The path must be absolute"
         report["hint"] = f"Use a full path such as {os.path.join(roots[0], 'documents')}"
         return report
     resolved = os.path.realpath(raw)
-    if not inside_allowed_roots(resolved):
+    report["checked"] = ["inside_allowed_roots"]  # the checks that ran (the page shows the rest
+    if not inside_allowed_roots(resolved):        # as not run, not as failed)
         report["message"] = "The path is outside the allowed roots"
         report["hint"] = "Set ALLOWED_ROOTS to include it, or pick a folder under " + ", ".join(roots)
         return report
@@ -59,6 +60,9 @@ def diagnose_path(raw: str) -> dict:
     report["is_directory"] = os.path.isdir(resolved)
     report["readable"] = report["is_directory"] and os.access(resolved, os.R_OK | os.X_OK)
     report["ok"] = report["readable"]
+    report["checked"] += ["visible", "exists"] + (
+        ["is_directory"] if report["exists"] else []) + (
+        ["readable"] if report["is_directory"] else [])
     report["message"], report["hint"] = _path_message(report)
     return report
 
@@ -81,6 +85,36 @@ def resolve_root(raw: Any) -> str:
     if not report["ok"]:
         raise InvalidInput(f"root_path: {report['message'][0].lower()}{report['message'][1:]}")
     return report["path"]
+
+
+def overlap_problem(root: str, own_id: str | None = None) -> str | None:
+    """Why `root` (resolved) may not be a source's folder: it is the folder of another source,
+    inside it or around it (the same files would be indexed twice). None when it is free."""
+    for other in db.session.query(Source).order_by(Source.name, Source.id):
+        if other.id == own_id:
+            continue
+        if root == other.root_path:
+            relation = "is the folder of"
+        elif within(root, other.root_path):
+            relation = "is inside the folder of"
+        elif within(other.root_path, root):
+            relation = "holds the folder of"
+        else:
+            continue
+        return (f"root_path: {root} {relation} the source “{other.name}” ({other.root_path}); "
+                "one folder is indexed by one source. Edit that source instead, or allow the "
+                "overlap to index these files twice")
+    return None
+
+
+def _check_overlap(root: str, data: Mapping, own_id: str | None = None) -> None:
+    """409 when `root` overlaps another source's folder and the overlap is not allowed."""
+    allow = data.get("allow_overlap", False)
+    if not isinstance(allow, bool):
+        raise InvalidInput("allow_overlap: must be true or false")
+    problem = None if allow else overlap_problem(root, own_id)
+    if problem:
+        raise Conflict(problem)
 
 
 def valid_name(value: Any) -> str:
@@ -142,8 +176,10 @@ def create(data: Mapping, scan_now: bool = False) -> Source:
     `scan_now` (the web form's default; the API's is off, so create-then-reindex keeps working)."""
     name = valid_name(data.get("name"))
     root = resolve_root(data.get("root_path"))
+    source_id = _new_id(data, name)
+    _check_overlap(root, data)
     source = Source(
-        id=_new_id(data, name), name=name, root_path=root,
+        id=source_id, name=name, root_path=root,
         include_patterns=_patterns("include_patterns", data.get("include_patterns")),
         exclude_patterns=_patterns("exclude_patterns", data.get("exclude_patterns")),
         scan_schedule=_schedule(data.get("scan_schedule")),
@@ -169,7 +205,10 @@ def update(source_id: str, data: Mapping) -> Source:
     if "name" in data:
         source.name = valid_name(data["name"])
     if "root_path" in data:
-        source.root_path = resolve_root(data["root_path"])
+        root = resolve_root(data["root_path"])
+        if root != source.root_path:  # a folder kept as it is was allowed when it was set
+            _check_overlap(root, data, source.id)
+        source.root_path = root
     for field in PATTERN_FIELDS:
         if field in data:
             setattr(source, field, _patterns(field, data[field]))

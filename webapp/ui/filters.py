@@ -65,6 +65,13 @@ def reltime(value, now: datetime | None = None) -> str:
     return _ago(abs(delta), delta < 0) or when.strftime("%d %b %Y")
 
 
+def recent(value, now: datetime | None = None) -> bool:
+    """Within 30 days of now: said relatively ('5 days ago'); older dates are shown as dates."""
+    when = to_datetime(value)
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    return when is not None and abs((now - when).total_seconds()) < 86400 * 30
+
+
 def fulltime(value) -> str:
     """'2026-11-21 10:30 UTC' (the exact time, shown as a tooltip and in tables)."""
     when = to_datetime(value)
@@ -87,14 +94,90 @@ def highlighted(html: str | None) -> Markup:
     return Markup(_NOT_EM.sub("&lt;", html or ""))
 
 
+
+
+
+def text_tables(marked: Markup) -> Markup:
+    """The text preview of an Office file with its tables as tables: runs of lines holding a
+    tab become <table> rows (the text is already escaped; its only markup is <em>)."""
+    out: list[str] = []
+    rows: list[str] = []
+
+    def close() -> None:
+        if rows:
+            out.append('<table class="text-table"><tbody>' + "".join(rows) + "</tbody></table>")
+            rows.clear()
+
+    for line in str(marked).split("\n"):
+        if "\t" in line:
+            rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in line.split("\t"))
+                        + "</tr>")
+        else:
+            close()
+            out.append(line + "\n")
+    close()
+    return Markup("".join(out))
+
+
 def container_parts(path: str) -> tuple[str, str]:
     """A member's path split into its container's path and its path inside (`!/`)."""
     container, _, inner = path.rpartition("!/")
     return container, inner
 
 
+# document types in words for people (the API and the query language keep the ids: type:raw_image)
+TYPE_LABELS = {
+    "text": "Text", "markdown": "Markdown", "code": "Source code", "config": "Configuration",
+    "pdf": "PDF", "docx": "Word document", "xlsx": "Spreadsheet", "pptx": "Presentation",
+    "rtf": "RTF document", "epub": "E-book", "subtitle": "Subtitles", "comic": "Comic book",
+    "image": "Image", "raw_image": "RAW photo", "media": "Audio or video", "archive": "Archive",
+    "email": "E-mail", "file": "Other file",
+}
+
+
+def type_label(doc_type: str | None) -> str:
+    """'raw_image' -> 'RAW photo'; an unknown type as it is."""
+    return TYPE_LABELS.get(doc_type or "", doc_type or "–")
+
+
+TITLE_MAX = 120  # a longer metadata title is a sentence or a dump, not a title
+# titles that programs write for people who never set one: "Slide 1", "Untitled", "Document1",
+# "Microsoft Word - report.doc", "PowerPoint Presentation"
+_PLACEHOLDER_TITLE = re.compile(
+    r"(slide|page|untitled|document|presentation|powerpoint presentation|title|sheet|workbook|"
+    r"new document|no title|unknown|book)\s*\d*|microsoft (word|powerpoint|excel) - .*|"
+    r"\d+|[\W_]*", re.I)
+
+
+def doc_title(doc: dict) -> str:
+    """The title to show: the document's own when it reads as one, else the file name."""
+    title = " ".join((doc.get("title") or "").split())
+    if not title or len(title) > TITLE_MAX or _PLACEHOLDER_TITLE.fullmatch(title):
+        return doc.get("basename") or title
+    return title
+
+
+# the form fields messages name ("current_password: is wrong"), as their labels say them
+FIELD_LABELS = {"current_password": "Current password", "new_password": "New password",
+                "password": "Password", "username": "User name", "name": "Name",
+                "scope": "Scope", "expires_in_days": "Expiry", "source_ids": "Sources"}
+_FIELD_MESSAGE = re.compile(r"([a-z][a-z_]*): (.+)", re.S)
+_VERBS = ("is ", "are ", "must ", "was ", "has ", "cannot ", "does ")
+
+
+def readable(detail: str | None) -> str:
+    """A service message in a form's words: 'current_password: is wrong' -> 'Current password
+    is wrong', 'new_password: the two passwords do not match' -> 'New password: the two ...'."""
+    match = _FIELD_MESSAGE.fullmatch(detail or "")
+    if not match:
+        return detail or ""
+    field, rest = match.groups()
+    label = FIELD_LABELS.get(field, field.replace("_", " ").capitalize())
+    return f"{label} {rest}" if rest.startswith(_VERBS) else f"{label}: {rest}"
+
+
 def init_app(app: Flask) -> None:
     """Register the filters on the app's Jinja environment."""
     for func in (filesize, reltime, fulltime, isotime, describe_schedule, highlighted,
-                 container_parts):
+                 container_parts, type_label, readable, doc_title, recent, text_tables):
         app.add_template_filter(func)

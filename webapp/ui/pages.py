@@ -13,6 +13,7 @@ from webapp.search import FACETS, IndexRebuilding, SearchBackendError
 from webapp.services import documents, saved_searches, search_args, ui_support
 from webapp.ui import saved, session
 from webapp.ui.blueprint import bp
+from webapp.ui.filters import type_label
 from webapp.ui.htmx import is_htmx, render
 
 PAGE_SIZES = (10, 20, 50, 100)
@@ -124,7 +125,8 @@ def _facet_groups(result: dict, form: dict, source_names: dict[str, str]) -> lis
         items = sorted(counts.items(), key=lambda kv: (-int(kv[0]), 0) if facet == "year"
                        else (-kv[1], kv[0]))[:MAX_FACET_LINKS]
         values = [{"value": value, "count": count, "selected": form[param] == value,
-                   "label": source_names.get(value, value) if facet == "source_id" else value,
+                   "label": source_names.get(value, value) if facet == "source_id"
+                   else type_label(value) if facet == "type" else value,
                    "url": _page_url(form, 1, **{param: None if form[param] == value else value})}
                   for value, count in items]
         if values:
@@ -180,15 +182,21 @@ def index():
         "searched": parsed["args"] is not None or bool(error),
         "page_url": lambda n, **changes: _page_url(form, n, **changes),
         "facets": _facet_groups(result, form, dict(sources)) if result else [],
-        "sources": sources, "types": ui_support.document_types(g.user),
+        "sources": sources, "filter_count": sum(1 for name in FILTER_PARAMS if form[name]),
         "sort_labels": SORT_LABELS, "page_sizes": PAGE_SIZES, "syntax_rows": SYNTAX_ROWS,
-        "saved": [{**s, "url": saved.search_url(s)} for s in saved_searches.list_json(g.user)],
     }
+    if not is_htmx():  # the form's choices and the saved searches: the whole page only (an
+        context["types"] = ui_support.document_types(g.user)  # answer while typing is the
+        context["saved"] = [{**s, "url": saved.search_url(s)}  # results alone)
+                            for s in saved_searches.list_json(g.user)]
     if not context["searched"]:
         context["file_total"] = ui_support.document_total(g.user)
     resp = render("index.html", "_results.html", 400 if error else 200, **context)
     if is_htmx():  # the address bar shows the short form of the search (shared links, history)
-        resp.headers["HX-Push-Url"] = request.full_path if error else _page_url(form, page)
+        typing = request.headers.get("X-Trawl-Typing") == "1"  # replaced, not a history step
+        resp.headers["HX-Replace-Url" if typing else "HX-Push-Url"] = (
+            request.full_path if error else _page_url(form, page))
+        resp.vary.add("X-Trawl-Typing")
     return resp
 
 
@@ -210,6 +218,10 @@ def document(doc_id: str):
     elif kind == "markdown":
         context["markdown"] = documents.markdown_html(doc, q)
         kind = context["kind"] = "markdown" if context["markdown"] is not None else "text"
+        if context["markdown"] is not None:  # relative links go to the documents beside it
+            context["markdown"]["html"] = ui_support.link_siblings(
+                context["markdown"]["html"], doc,
+                lambda sibling: url_for("ui.document", doc_id=sibling, q=q or None))
     elif kind in ("audio", "video"):
         context["mimetype"] = documents.media_mimetype(doc)
     if kind == "text":

@@ -122,7 +122,18 @@ def _to(endpoint: str, **values) -> Response:
 
 
 def _next_value() -> str | None:
-    if request.method != "GET" or request.headers.get("HX-Request"):
+    """Where to come back after login: this page, or for htmx (a session that expired while
+    typing) the page the browser shows, when it is on this site."""
+    if request.headers.get("HX-Request"):
+        if request.method == "GET" and request.endpoint == "ui.index":  # the search as typed
+            shown = {k: v for k, v in request.args.items() if v}  # the fields typed or set
+            return url_for("ui.index", **shown) if shown else None
+        shown = urlsplit(request.headers.get("HX-Current-URL", ""))
+        if shown.netloc != request.host:
+            return None
+        path = shown.path + (f"?{shown.query}" if shown.query else "")
+        return safe_next(path) if path != "/" else None
+    if request.method != "GET":
         return None
     path = request.full_path.rstrip("?")
     return path if path != "/" else None

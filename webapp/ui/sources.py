@@ -6,7 +6,7 @@ import htmx_flask
 from flask import current_app, flash, g, redirect, render_template, request, url_for
 
 from webapp import schedule
-from webapp.exceptions import TrawlError
+from webapp.exceptions import Conflict, TrawlError
 from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from webapp.models import utcnow
 from webapp.services import access, scans, sources, status, ui_support
@@ -40,7 +40,8 @@ def form_to_data(form, creating: bool) -> dict:
     data = {"name": form.get("name", ""), "root_path": form.get("root_path", "").strip(),
             "include_patterns": _lines(form.get("include_patterns", "")),
             "exclude_patterns": _lines(form.get("exclude_patterns", "")),
-            "scan_schedule": schedule_from_form(form)}
+            "scan_schedule": schedule_from_form(form),
+            "allow_overlap": form.get("allow_overlap") == "1"}
     if creating and form.get("id", "").strip():
         data["id"] = form["id"].strip()
     if "watch" in form:  # a hidden "0" before the checkbox's "1": absent means unchanged
@@ -57,7 +58,8 @@ def _form_state(source=None, form=None) -> dict:
                 "exclude_patterns": form.get("exclude_patterns", ""),
                 "schedule_choice": form.get("schedule_choice", "manual"),
                 "cron": form.get("cron", ""), "scan_now": form.get("scan_now") == "1",
-                "watch": "1" in form.getlist("watch") if "watch" in form else True}
+                "watch": "1" in form.getlist("watch") if "watch" in form else True,
+                "allow_overlap": form.get("allow_overlap") == "1"}
     value = source.scan_schedule if source else None
     choice = next((k for k, v in SCHEDULE_PRESETS.items() if v == value), "custom")
     return {"name": source.name if source else "", "id": source.id if source else "",
@@ -65,7 +67,7 @@ def _form_state(source=None, form=None) -> dict:
             "include_patterns": "\n".join(source.include_patterns if source else DEFAULT_INCLUDE),
             "exclude_patterns": "\n".join(source.exclude_patterns if source else DEFAULT_EXCLUDE),
             "schedule_choice": choice, "cron": value if choice == "custom" else "",
-            "scan_now": True, "watch": source.watch if source else True}
+            "scan_now": True, "watch": source.watch if source else True, "allow_overlap": False}
 
 
 LABELS = {"name": "Name", "id": "ID", "root_path": "Folder", "include_patterns": "Include patterns",
@@ -84,8 +86,11 @@ def form_error(detail: str) -> tuple[str | None, str]:
     return field, f"{LABELS[field]}: {rule.strip()}"
 
 
-def _render_form(source, values: dict, error: str | None = None, status_code: int = 200):
-    error_field, message = form_error(error) if error else (None, None)
+def _render_form(source, values: dict, error: TrawlError | None = None, status_code: int = 200):
+    detail = error.detail if error else None
+    error_field, message = form_error(detail) if detail else (None, None)
+    # a folder overlapping another source's: offer the explicit override beside the field
+    overlap = isinstance(error, Conflict) and error_field == "root_path"
     preview = _schedule_preview(values)
     if error_field == "cron":
         preview["error"] = None  # the cron box says it already: once is enough
@@ -93,7 +98,7 @@ def _render_form(source, values: dict, error: str | None = None, status_code: in
         "source_form.html", source=source, values=values, error=message,
         error_field=error_field, schedule_labels=SCHEDULE_LABELS,
         default_include=DEFAULT_INCLUDE, default_exclude=DEFAULT_EXCLUDE,
-        allowed_roots=sources.allowed_roots(), preview=preview), status_code
+        allowed_roots=sources.allowed_roots(), preview=preview, overlap=overlap), status_code
 
 
 # -- pages ----------------------------------------------------------------------------------------
@@ -114,7 +119,7 @@ def source_new():
         created = sources.create(form_to_data(request.form, creating=True),
                                  scan_now=request.form.get("scan_now") == "1")
     except TrawlError as exc:
-        return _render_form(None, _form_state(form=request.form), exc.detail, 400)
+        return _render_form(None, _form_state(form=request.form), exc, 400)
     if request.form.get("scan_now") == "1":
         flash(f"Source “{created.name}” added; its first scan has started.", "success")
     else:
@@ -132,7 +137,7 @@ def source_edit(source_id: str):
     try:
         sources.update(source_id, form_to_data(request.form, creating=False))
     except TrawlError as exc:
-        return _render_form(source, _form_state(form=request.form), exc.detail, 400)
+        return _render_form(source, _form_state(form=request.form), exc, 400)
     flash(f"Source “{source.name}” saved.", "success")
     return redirect(url_for("ui.sources_page") + f"#source-{source_id}")
 
@@ -194,11 +199,13 @@ def _status_fragment(source_id: str):
 
 def _action(source_id: str, run):
     """Run a scan action; htmx gets the status cell and a message event, others a redirect."""
-    sources.get(source_id)  # an unknown source is a 404 page, not a message
+    name = sources.get(source_id).name  # an unknown source is a 404 page, not a message
     try:
         message, level = run(), "success"
     except TrawlError as exc:
         message, level = exc.detail, "error"
+    message = message.replace(f"Source '{source_id}'", f"“{name}”").replace(
+        f"'{source_id}'", f"“{name}”")  # people know the source by its name, not its id
     if is_htmx():
         return htmx_flask.make_response(
             _status_fragment(source_id),

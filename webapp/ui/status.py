@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from flask import g, render_template, request
 
-from webapp.services import status
+from webapp import rqdash
+from webapp.services import status, ui_support
 from webapp.ui.blueprint import bp
 
 
@@ -22,7 +23,8 @@ def status_page():
     health, code = status.health()
     overall, error = _overall()
     return render_template("status.html", health=health, overall=overall, error=error,
-                           rq_dashboard="/admin/rq"), 200 if code == 200 else 503
+                           folders=ui_support.folder_problems(g.user),
+                           rq_dashboard=rqdash.queue_url()), 200 if code == 200 else 503
 
 
 @bp.get("/sources/<source_id>/failed")
