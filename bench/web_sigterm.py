@@ -78,32 +78,36 @@ def _round(service: TrawlService, clients: int) -> tuple[float, dict]:
     return (took if took is not None else float("inf")), after
 
 
+def _files(root: Path) -> Path:
+    """200 small text files to search."""
+    root.mkdir()
+    for i in range(200):
+        (root / f"r{i:03d}.txt").write_text(f"report number {i} " + "words " * 200)
+    return root
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", type=int, default=8)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="trawl-sigterm-") as tmp:
-        root = Path(tmp) / "files"
-        root.mkdir()
-        for i in range(200):
-            (root / f"r{i:03d}.txt").write_text(f"report number {i} " + "words " * 200)
-        with TrawlService(Path(tmp) / "data", root, workers=1) as service:
-            service.http.post(f"{service.base}/api/sources/bench/reindex", timeout=60)
-            times = []
-            for n in range(args.rounds):
-                took, outcomes = _round(service, args.clients)
-                times.append(took)
-                print(f"round {n + 1}: answering again {took:.2f} s after SIGTERM; requests "
-                      f"from the signal on: {outcomes}")
-                time.sleep(2)
-            print(f"median {statistics.median(times):.2f} s over {len(times)} rounds "
-                  f"({args.clients} searching clients, WEB_CONCURRENCY from the environment)")
-            service.log.flush()
-            for line in Path(service.log.name).read_text().splitlines():
-                if "[launcher]" in line or "Booting worker" in line or "Shutting down" in line \
-                        or "Listening at" in line or "Worker exiting" in line:
-                    print("  log:", line[:160])
+    with tempfile.TemporaryDirectory(prefix="trawl-sigterm-") as tmp, \
+            TrawlService(Path(tmp) / "data", _files(Path(tmp) / "files"), workers=1) as service:
+        service.http.post(f"{service.base}/api/sources/bench/reindex", timeout=60)
+        times = []
+        for n in range(args.rounds):
+            took, outcomes = _round(service, args.clients)
+            times.append(took)
+            print(f"round {n + 1}: answering again {took:.2f} s after SIGTERM; requests "
+                  f"from the signal on: {outcomes}")
+            time.sleep(2)
+        print(f"median {statistics.median(times):.2f} s over {len(times)} rounds "
+              f"({args.clients} searching clients, WEB_CONCURRENCY from the environment)")
+        service.log.flush()
+        for line in Path(service.log.name).read_text().splitlines():
+            if "[launcher]" in line or "Booting worker" in line or "Shutting down" in line \
+                    or "Listening at" in line or "Worker exiting" in line:
+                print("  log:", line[:160])
 
 
 if __name__ == "__main__":

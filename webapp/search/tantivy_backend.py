@@ -8,7 +8,7 @@ import os
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import combinations
@@ -409,7 +409,7 @@ class TantivyBackend:
         spec = query.syntax()
         parsed = parse_query(spec.text)
         searcher = self._searcher()
-        parsed = self._as_written(parsed, searcher)
+        parsed = self._as_written(parsed, searcher, query.source_ids)
         common = self._common_slots(parsed, query.matching_strategy, searcher)
         cap = self._stem_cap(parsed, query.matching_strategy, searcher, common)
         limit, offset = max(0, query.limit), max(0, query.offset)
@@ -620,13 +620,28 @@ class TantivyBackend:
             parts += terms
         return _Slot(Query.all_query(), where, tuple(parts))
 
-    def _as_written(self, parsed: ParsedQuery, searcher: tantivy.Searcher) -> ParsedQuery:
+    def _as_written(self, parsed: ParsedQuery, searcher: tantivy.Searcher,
+                    source_ids: Iterable[str] | None = None) -> ParsedQuery:
         """The query without typo and prefix forms for words found as written in
-        AS_WRITTEN_DOCS documents or more (in any searchable field)."""
+        AS_WRITTEN_DOCS documents or more (in any searchable field) of the sources the asker
+        may see (`source_ids`; None: all). Counted over the whole index, a word's documents in
+        sources a user may not see changed what that user found: a visible `quillwortzyv`
+        was no longer found for `quillwortzyx` once 50 hidden documents held it."""
+        granted = (None if source_ids is None else
+                   Query.term_set_query(self.schema, "source_id", list(source_ids)))
+
+        def frequent(field: str, text: str) -> bool:
+            if searcher.doc_freq(field, text) < AS_WRITTEN_DOCS:
+                return False  # (the index-wide count bounds the visible one)
+            if granted is None:
+                return True
+            seen = Query.boolean_query([(Occur.Must, self._term(field, text)),
+                                        (Occur.Must, granted)])
+            return searcher.search(seen, 1, count=True).count >= AS_WRITTEN_DOCS
+
         def settled(alt: Alternative) -> Alternative:
             if isinstance(alt, QueryTerm) and (alt.typos or alt.prefix) and any(
-                    searcher.doc_freq(field, alt.text) >= AS_WRITTEN_DOCS
-                    for field in FIELD_WEIGHTS):
+                    frequent(field, alt.text) for field in FIELD_WEIGHTS):
                 return QueryTerm(alt.text, 0, False)
             return alt
 
