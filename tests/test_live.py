@@ -176,7 +176,8 @@ def test_overlapping_sources_are_kept_apart_and_can_stop_watching(
         app, client, auth, make_tree, make_source, watcher, worker):
     root = make_tree("team", {"docs/readme.txt": "start"})
     outer = make_source(root, name="Team")["id"]
-    inner = make_source(root / "docs", name="Team docs", exclude_patterns=["**/*.md"])["id"]
+    inner = make_source(root / "docs", name="Team docs", exclude_patterns=["**/*.md"],
+                        allow_overlap=True)["id"]
     scan(client, auth, inner)
     watcher.start()
     watching(client, auth, outer, caught_up=False)
@@ -384,7 +385,8 @@ def test_the_cli_adds_a_source_with_or_without_watching(app, make_tree):
     root = str(make_tree("cli", {"a.txt": "a"}))
     runner = app.test_cli_runner()
     on = runner.invoke(args=["trawl", "add-source", "Watched", root])
-    off = runner.invoke(args=["trawl", "add-source", "Quiet", root, "--no-watch"])
+    off = runner.invoke(args=["trawl", "add-source", "Quiet", root, "--no-watch",
+                              "--allow-overlap"])
     assert on.exit_code == 0 and off.exit_code == 0, (on.output, off.output)
     assert '"watch": true' in on.output and '"watch": false' in off.output
 
