@@ -19,7 +19,7 @@ from webapp.search.query import (
     tokens,
     typo_match,
 )
-from webapp.search.tantivy_backend import build_analyzer
+from webapp.search.tantivy_text import folding
 
 # Letter blocks whose words the folding must agree on: Latin with every extension, Greek,
 # Cyrillic, Latin Extended Additional and the Latin ligatures (upper and lower case letters).
@@ -115,7 +115,7 @@ def test_python_folding_matches_the_index_tokenizer():
     words = (_corpus_words() + _generated_words()
              + ["Ŝtraße", "Œuvre", "Ærøskøbing", "ﬁnance", "Łódź", "Ðóttir"])
     assert len(words) > 3000
-    analyzer = build_analyzer()
+    analyzer = folding()
     mismatches = [w for w in words if index_terms(w) != analyzer.analyze(w)]
     assert mismatches == []
 

@@ -15,10 +15,12 @@ import tantivy
 from tests.test_search_backend import CORPUS
 from webapp.search import IndexRebuilding, SearchQuery
 from webapp.search.content_store import ContentStore
-from webapp.search.tantivy_backend import FIELD_WEIGHTS, TOKENIZER, TantivyBackend, build_analyzer
+from webapp.search.ranking import FIELD_WEIGHTS
+from webapp.search.tantivy_backend import TantivyBackend
 from webapp.search.tantivy_rebuild import LOCK_NAME
+from webapp.search.tantivy_text import TOKENIZER, folding
 
-NEW_FIELDS = ("year", "folders")
+NEW_FIELDS = ("year", "folders", "title_stem", "content_stem", "lang")
 
 
 def old_schema() -> tantivy.Schema:
@@ -39,7 +41,7 @@ def write_old_index(directory: Path) -> None:
     """CORPUS indexed with the old schema, texts in the content store, as an older Trawl did."""
     shaper = TantivyBackend(None)  # only to shape documents the way the backend does
     index = tantivy.Index(old_schema(), str(directory))
-    index.register_tokenizer(TOKENIZER, build_analyzer())
+    index.register_tokenizer(TOKENIZER, folding())
     writer = index.writer(32_000_000, 1)
     for doc in CORPUS:
         fields = shaper._to_document(dict(doc, title=doc.get("title"))).to_dict()

@@ -1,0 +1,261 @@
+"""The free-text part of a Tantivy search: which documents match and the declared ranking.
+
+Every query word (slot) is searched in the exact fields (the form typed, and as a prefix or
+with typos where its rules allow) and in the stemmed fields (every form of its stem, written
+at index time). A query of up to ranking.RULED_MAX_WORDS words scores each document as a
+mixed-radix number of the rule counts of ranking.RULES (words, typo, proximity, attribute,
+exactness) over its BM25F score; a longer one (a pasted question) by BM25F alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import tantivy
+from tantivy import Occur, Query
+
+from webapp.search import ranking
+from webapp.search.language import DEFAULT, FUNCTION_WORDS
+from webapp.search.query import INDEX_TOKEN_PATTERN, ParsedQuery, Phrase, QueryTerm, is_cjk
+from webapp.search.ranking import FIELD_WEIGHTS, NAME_FIELDS, STEMMED
+
+TOKENIZER = "trawl_fold"
+STEM_TOKENIZER = "trawl_stem"  # TOKENIZER's terms, English Snowball stems
+MAX_TERM_BYTES = 255  # longer tokens (base64, hashes glued together) are not indexed
+LANGUAGE_FIELD = "lang"
+LANGUAGES = tuple(FUNCTION_WORDS)
+
+
+def folding(stemmer: str | None = None) -> tantivy.TextAnalyzer:
+    """Letter-run / digit-run tokens, lower-cased and ASCII-folded (`Résumé` -> `resume`),
+    then stemmed by one Snowball language when named."""
+    builder = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(INDEX_TOKEN_PATTERN))
+               .filter(tantivy.Filter.remove_long(MAX_TERM_BYTES))
+               .filter(tantivy.Filter.lowercase())
+               .filter(tantivy.Filter.ascii_fold()))
+    if stemmer:
+        builder = builder.filter(tantivy.Filter.stemmer(stemmer))
+    return builder.build()
+
+
+@lru_cache(maxsize=len(LANGUAGES))
+def analyzer(language: str) -> tantivy.TextAnalyzer:
+    """The stemming analyzer of one language (cached: building one costs)."""
+    return folding(language)
+
+
+def stemmed_text(text: str, language: str) -> str:
+    """What a document of `language` writes to a stemmed field: English text as it is (the
+    field's analyzer stems it); another language's words stemmed by its own stemmer first.
+    The field's English stemmer then runs over those too, and query_stem() does the same."""
+    if language == DEFAULT:
+        return text
+    return " ".join(analyzer(language).analyze(text))
+
+
+@lru_cache(maxsize=4096)
+def query_stem(word: str, language: str = DEFAULT) -> str:
+    """The stemmed-field term of a folded query word for documents of `language`."""
+    if language != DEFAULT:
+        word = (analyzer(language).analyze(word) or [word])[0]
+    return (analyzer(DEFAULT).analyze(word) or [word])[0]
+
+
+@dataclass(frozen=True)
+class Text:
+    """The free-text part of a search."""
+
+    scored: Query  # the documents it matches, scored by the declared ranking
+    match: Query  # the same documents, unscored (facets)
+
+
+@dataclass
+class _Slot:
+    """One query word's clauses, by kind of match."""
+
+    exact: list[Query]  # the form typed, in any field
+    named: list[Query]  # the form typed or its stem, in a name field
+    stem: list[Query]  # any form of its stem
+    prefix: list[Query]
+    typo1: list[Query]  # within one typo (or fewer)
+    typo2: list[Query]  # within two typos (or fewer)
+    score: list[Query]  # BM25F parts
+
+    def where(self) -> Query:
+        return _any(self.exact + self.stem + self.prefix + self.typo1 + self.typo2)
+
+    def without_typo(self) -> Query:
+        return _any(self.exact + self.stem + self.prefix)
+
+
+class TextQuery:
+    """Builds the text query of one search over one searcher."""
+
+    def __init__(self, schema: tantivy.Schema, searcher: tantivy.Searcher) -> None:
+        self.schema = schema
+        self.searcher = searcher
+
+    def term(self, field: str, value: str) -> Query:
+        return Query.term_query(self.schema, field, value)
+
+    def build(self, parsed: ParsedQuery, strategy: str) -> Text:
+        """The text query of `parsed` with matching strategy `all`, `last` or `frequency`."""
+        if parsed.is_empty:  # placeholder search: everything, like Meilisearch
+            return Text(Query.all_query(), Query.all_query())
+        slots = [self._slot(s.alternatives) for s in parsed.slots]
+        where = [s.where() for s in slots]
+        every = strategy == "all"
+        clauses: list[tuple[Occur, Query]] = []
+        if ranking.ruled(len(slots)):
+            clauses += self._rules(parsed, slots, where, strategy)
+        elif every:
+            clauses += [(Occur.Must, _unscored(w)) for w in where]
+        else:  # a match by prefix or typo only counts too (below every scored match)
+            others = [q for s in slots for q in s.prefix + s.typo1 + s.typo2]
+            clauses += [(Occur.Should, _unscored(_any(others)))] if others else []
+        clauses += [(Occur.Should, q) for s in slots for q in s.score]
+        match = where[0] if len(where) == 1 else Query.boolean_query(
+            [(Occur.Must if every else Occur.Should, w) for w in where])
+        return Text(Query.boolean_query(clauses), _unscored(match))
+
+    def _rules(self, parsed: ParsedQuery, slots: list[_Slot], where: list[Query],
+               strategy: str) -> list[tuple[Occur, Query]]:
+        """Constant-score clauses adding each rule's count times its unit (ranking.units);
+        with strategy `all` every word's clause is required, else any one makes a match."""
+        unit = ranking.units(len(slots))
+        occur = Occur.Must if strategy == "all" else Occur.Should
+        out = []
+        for i in range(len(slots)):
+            if strategy == "last" and i:  # the leading words held: `a b c` drops `c` first
+                lead = Query.boolean_query([(Occur.Must, w) for w in where[:i + 1]])
+                out.append((Occur.Should, Query.const_score_query(lead, unit.words)))
+                out.append((Occur.Should, _unscored(where[i])))
+            else:
+                out.append((occur, Query.const_score_query(where[i], unit.words)))
+        for slot in slots:
+            typo = [Query.const_score_query(slot.without_typo(), 2 * unit.typo)]
+            if slot.typo1:
+                typo.append(Query.const_score_query(_any(slot.typo1), unit.typo))
+            out.append((Occur.Should, typo[0] if len(typo) == 1
+                        else Query.disjunction_max_query(typo)))
+            if slot.named:
+                out.append((Occur.Should, Query.const_score_query(_any(slot.named),
+                                                                  unit.attribute)))
+            if slot.exact:
+                out.append((Occur.Should, Query.const_score_query(_any(slot.exact),
+                                                                  unit.exactness)))
+        out += [(Occur.Should, Query.const_score_query(q, unit.proximity))
+                for q in self._proximity(parsed)]
+        return out
+
+    def _slot(self, alternatives: tuple) -> _Slot:
+        """The clauses of one slot (any of its alternatives fills it)."""
+        slot = _Slot([], [], [], [], [], [], [])
+        for alternative in alternatives:
+            if isinstance(alternative, QueryTerm):
+                self._word(alternative, slot)
+            else:
+                self._phrase(alternative, slot)
+        return slot
+
+    def _word(self, word: QueryTerm, slot: _Slot) -> None:
+        """One word: BM25F of every form of its stem (of the form typed in a file name or
+        path); the form typed, its prefix and typo forms count for the rules."""
+        text = word.text
+        if is_cjk(text):  # a run of CJK letters: a phrase of its letters
+            self._phrase(Phrase((text,)), slot)
+            return
+        for field, weight in FIELD_WEIGHTS.items():
+            exact = self.term(field, text)
+            slot.exact.append(exact)
+            if field not in STEMMED:
+                slot.score.append(Query.boost_query(exact, weight))
+            if field in NAME_FIELDS:
+                slot.named.append(exact)
+            if word.prefix:
+                slot.prefix.append(Query.fuzzy_term_query(self.schema, field, text, 0, True, True))
+            if word.typos >= 1:
+                slot.typo1.append(
+                    Query.fuzzy_term_query(self.schema, field, text, 1, True, word.prefix))
+            if word.typos >= 2:
+                slot.typo2.append(
+                    Query.fuzzy_term_query(self.schema, field, text, 2, True, word.prefix))
+        for field, stemmed in STEMMED.items():
+            for stem in self._stems(stemmed, text):
+                slot.stem.append(stem)
+                slot.score.append(Query.boost_query(stem, FIELD_WEIGHTS[field]))
+                if field in NAME_FIELDS:
+                    slot.named.append(stem)
+
+    def _stems(self, field: str, word: str) -> list[Query]:
+        """The stemmed-field terms of `word`: its English stem in every document, and the stem
+        of each other language found in the index, in that language's documents only."""
+        english = query_stem(word)
+        out = [self.term(field, english)]
+        for language in LANGUAGES[1:]:
+            stem = query_stem(word, language)
+            if stem == english or not self.searcher.doc_freq(field, stem):
+                continue
+            only = Query.const_score_query(self.term(LANGUAGE_FIELD, language), 0.0)
+            out.append(Query.boolean_query(
+                [(Occur.Must, self.term(field, stem)), (Occur.Must, only)]))
+        return out
+
+    def _phrase(self, words: Phrase, slot: _Slot) -> None:
+        """A phrase (quoted, or one typed word's parts) in the exact fields, side by side."""
+        indexed = index_words(words)
+        for field, weight in FIELD_WEIGHTS.items():
+            if len(indexed) == 1:
+                query = self.term(field, indexed[0])
+            elif words.prefix:
+                query = Query.phrase_prefix_query(self.schema, field, indexed)
+            else:
+                query = Query.phrase_query(self.schema, field, indexed)
+            (slot.prefix if words.prefix else slot.exact).append(query)
+            slot.score.append(Query.boost_query(query, weight))
+            if field in NAME_FIELDS:
+                slot.named.append(query)
+
+    def _proximity(self, parsed: ParsedQuery) -> list[Query]:
+        """Neighbouring single-word slots found within PROXIMITY_SLOP words of each other."""
+        words = [s.alternatives[0].text if len(s.alternatives) == 1
+                 and isinstance(s.alternatives[0], QueryTerm)
+                 and not is_cjk(s.alternatives[0].text) else None for s in parsed.slots]
+        out = []
+        for a, b in zip(words, words[1:], strict=False):
+            if a and b and a != b:
+                out.append(_any([Query.phrase_query(self.schema, field, [a, b],
+                                                    ranking.PROXIMITY_SLOP)
+                                 for field in ranking.PROXIMITY_FIELDS]))
+        return out
+
+    def words_in(self, words: tuple[str, ...], fields: tuple[str, ...]) -> Query:
+        """A word (or the words as a phrase) in any of `fields`, weighted like the text (the
+        query language's `title:` and `-exclusions`)."""
+        indexed = index_words(words)
+        clauses = []
+        for field in fields:
+            inner = (self.term(field, indexed[0]) if len(indexed) == 1
+                     else Query.phrase_query(self.schema, field, indexed))
+            clauses.append((Occur.Should, Query.boost_query(inner, FIELD_WEIGHTS[field])))
+        return Query.boolean_query(clauses)
+
+
+def _any(queries: list[Query]) -> Query:
+    """A query matching what any of `queries` matches."""
+    if len(queries) == 1:
+        return queries[0]
+    return Query.boolean_query([(Occur.Should, q) for q in queries])
+
+
+def _unscored(query: Query) -> Query:
+    return Query.const_score_query(query, 0.0)
+
+
+def index_words(words: tuple[str, ...] | list[str]) -> list[str]:
+    """Query words as the index holds them: CJK runs split into single letters."""
+    out: list[str] = []
+    for word in words:
+        out.extend(list(word) if is_cjk(word) else [word])
+    return out
