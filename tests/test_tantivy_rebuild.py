@@ -17,7 +17,7 @@ from webapp.search import IndexRebuilding, SearchQuery
 from webapp.search.content_store import ContentStore
 from webapp.search.ranking import FIELD_WEIGHTS
 from webapp.search.tantivy_backend import TantivyBackend
-from webapp.search.tantivy_rebuild import LOCK_NAME
+from webapp.search.tantivy_rebuild import INDEX_VERSION, LOCK_NAME, VERSION_FILE, index_version
 from webapp.search.tantivy_text import TOKENIZER, folding
 
 NEW_FIELDS = ("year", "folders", "title_stem", "content_stem", "lang")
@@ -118,3 +118,21 @@ def test_search_answers_503_while_the_index_is_rebuilt(app, client, auth):
         assert _count_when_ready(get_search(app)) == len(CORPUS)
     found = client.post("/api/search", headers=auth, json={"q": "invoice"}).get_json()
     assert found["total"] == 1
+
+
+def test_an_index_of_an_older_version_is_rebuilt_once_with_stems(tmp_path, caplog):
+    """The same schema with an older INDEX_VERSION (an analyzer changed) is rebuilt in the
+    background too, once: the stemmed fields are written, the version moves on."""
+    directory = tmp_path / "ix"
+    TantivyBackend(directory).upsert(CORPUS)
+    assert index_version(directory) == INDEX_VERSION
+    (directory / VERSION_FILE).write_text('{"version": 2}\n')
+    with pytest.raises(IndexRebuilding):
+        TantivyBackend(directory).count()
+    with caplog.at_level("WARNING", logger="webapp.search.tantivy_rebuild"):
+        assert _count_when_ready(TantivyBackend(directory)) == len(CORPUS)
+    assert index_version(directory) == INDEX_VERSION
+    backend = TantivyBackend(directory)  # opens at once: nothing more to rebuild
+    assert sorted(r["id"] for r in backend.search(SearchQuery(q="notes ")).results) == [
+        "docs--garden"]  # `notes` by its stem in the text, `garden_notes.md` by name
+    assert backend.search(SearchQuery(q="shopped ")).total == 1  # `shopping`, by its stem
