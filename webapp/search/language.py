@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 DEFAULT = "english"
-SAMPLE_CHARS = 2_000
+SAMPLE_CHARS = 1_000
 MIN_SHARE = 0.08  # of a sample's words: natural prose is 20-45% function words
 _WORD_RE = re.compile(r"[^\W\d_]+")
 

@@ -27,7 +27,7 @@ from webapp.search import (
     validate_doc,
 )
 from webapp.search.content_store import ContentStore
-from webapp.search.language import DEFAULT, detect
+from webapp.search.language import detect
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.ranking import FIELD_WEIGHTS, NAME_FIELDS, STEMMED
 from webapp.search.snippets import build_snippet
@@ -40,6 +40,7 @@ from webapp.search.tantivy_text import (
     TextQuery,
     folding,
     stemmed_text,
+    stemming,
 )
 
 log = logging.getLogger(__name__)
@@ -396,7 +397,7 @@ def _facet_key(key: object) -> str:
 def register(index: tantivy.Index) -> None:
     """Our tokenizers on an index (they are not stored with it: again after every open)."""
     index.register_tokenizer(TOKENIZER, folding())
-    index.register_tokenizer(STEM_TOKENIZER, folding(DEFAULT))
+    index.register_tokenizer(STEM_TOKENIZER, stemming())
 
 
 def _nfc(text: str) -> str:
