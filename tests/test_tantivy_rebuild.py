@@ -102,7 +102,9 @@ def test_an_older_index_is_rebuilt_in_the_background_with_the_new_fields(tmp_pat
     assert not (tmp_path / "ix.rebuild").exists()
 
 
-def test_search_answers_503_while_the_index_is_rebuilt(app, client, auth):
+def test_search_answers_from_the_older_index_while_it_is_rebuilt(app, client, auth):
+    """Words are found in the older index meanwhile (without stems); what it cannot answer
+    (a `path:` filter: it has no folders field) is a 503 saying why."""
     directory = Path(app.config["SEARCH_INDEX_DIR"])
     app.extensions.pop("trawl.search", None)  # as if the app started on an older index
     shutil.rmtree(directory, ignore_errors=True)
@@ -110,6 +112,10 @@ def test_search_answers_503_while_the_index_is_rebuilt(app, client, auth):
     write_old_index(directory)
     with rebuild_lock_held(directory):
         resp = client.post("/api/search", headers=auth, json={"q": "invoice"})
+        assert resp.status_code == 200, resp.get_json()
+        assert [r["basename"] for r in resp.get_json()["results"]] == ["2024-invoice_acme.pdf"]
+        assert "<em>invoice</em>" in resp.get_json()["results"][0]["snippet"]
+        resp = client.post("/api/search", headers=auth, json={"q": "invoice path:/data/docs"})
         assert resp.status_code == 503 and resp.headers["Retry-After"] == "60"
         assert "being rebuilt" in resp.get_json()["detail"]
     with app.app_context():
@@ -131,6 +137,7 @@ def test_an_index_of_an_older_version_is_rebuilt_once_with_stems(tmp_path, caplo
         TantivyBackend(directory).count()
     with caplog.at_level("WARNING", logger="webapp.search.tantivy_rebuild"):
         assert _count_when_ready(TantivyBackend(directory)) == len(CORPUS)
+    assert f"rebuild: {len(CORPUS)} of {len(CORPUS)} documents (100%" in caplog.text
     assert index_version(directory) == INDEX_VERSION
     backend = TantivyBackend(directory)  # opens at once: nothing more to rebuild
     assert sorted(r["id"] for r in backend.search(SearchQuery(q="notes ")).results) == [

@@ -32,7 +32,7 @@ from webapp.search.query import TermMatcher, parse_query
 from webapp.search.ranking import FIELD_WEIGHTS, NAME_FIELDS, STEMMED
 from webapp.search.snippets import build_snippet
 from webapp.search.syntax import QuerySpec, Range
-from webapp.search.tantivy_rebuild import open_or_rebuild, reindex
+from webapp.search.tantivy_rebuild import REBUILDING, open_or_rebuild, reindex
 from webapp.search.tantivy_text import (
     LANGUAGE_FIELD,
     STEM_TOKENIZER,
@@ -87,6 +87,7 @@ class TantivyBackend:
         self._lock = threading.Lock()
         self._opened: tantivy.Index | None = None
         self._seen_meta: tuple | None = None  # the meta.json the searcher was reloaded at
+        self._older: tantivy.Index | None = None  # the index being rebuilt, searched meanwhile
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
         self.content = ContentStore(self.directory)  # the text: see content_store.py
@@ -294,12 +295,37 @@ class TantivyBackend:
         return "ok"
 
     def search(self, query: SearchQuery) -> SearchPage:
-        """Run a query with filters, sort and pagination; exact total; snippets in <em>."""
+        """Run a query with filters, sort and pagination; exact total; snippets in <em>.
+        While the index is rebuilt for a new version, the older index answers."""
+        try:
+            builder = TextQuery(self.schema, self._searcher())
+        except IndexRebuilding:
+            builder = self._previous()
+            try:
+                return self._search(query, builder)
+            except ValueError as exc:  # a field the older index lacks (a `path:` filter)
+                raise IndexRebuilding(REBUILDING) from exc
+        self._older = None
+        return self._search(query, builder)
+
+    def _previous(self) -> TextQuery:
+        """A query builder over the index being rebuilt, as it was (it has no stemmed fields:
+        words score in the exact ones), or IndexRebuilding when it cannot be read."""
+        if self.directory is None:
+            raise IndexRebuilding(REBUILDING)
+        try:
+            if self._older is None:
+                self._older = tantivy.Index.open(str(self.directory))
+                register(self._older)
+            return TextQuery(self._older.schema, self._older.searcher(), stemmed=False)
+        except ValueError as exc:
+            raise IndexRebuilding(REBUILDING) from exc
+
+    def _search(self, query: SearchQuery, builder: TextQuery) -> SearchPage:
         started = time.perf_counter()
         spec = query.syntax()
         parsed = parse_query(spec.text)
-        searcher = self._searcher()
-        builder = TextQuery(self.schema, searcher)
+        searcher = builder.searcher
         text = builder.build(parsed, query.matching_strategy)
         limit, offset = max(0, query.limit), max(0, query.offset)
         sort = SORT_FIELDS.get(query.effective_sort())
@@ -312,7 +338,7 @@ class TantivyBackend:
         if sort is None:
             scores = [float(key) for key, _ in hits]
         else:
-            scores = self._scores(searcher, tquery, docs, [a for _, a in hits])
+            scores = self._scores(builder, tquery, docs, [a for _, a in hits])
         matcher = TermMatcher.from_query(parsed)
         results = [
             _result(doc, score, matcher, query.snippet_length)
@@ -336,13 +362,14 @@ class TantivyBackend:
         return {name: {_facet_key(b["key"]): int(b["doc_count"])
                        for b in answer[name]["buckets"]} for name in names}
 
-    def _scores(
-        self, searcher: tantivy.Searcher, tquery: Query, docs: list[dict], addresses: list
-    ) -> list[float]:
+    @staticmethod
+    def _scores(builder: TextQuery, tquery: Query, docs: list[dict], addresses: list
+                ) -> list[float]:
         """Relevance scores of a field-sorted page: one scored search limited to its ids."""
         if not docs:
             return []
-        ids = Query.term_set_query(self.schema, "id", [d["id"] for d in docs])
+        searcher = builder.searcher
+        ids = Query.term_set_query(builder.schema, "id", [d["id"] for d in docs])
         only_page = Query.const_score_query(ids, 0.0)  # a filter: adds nothing to scores
         scored = Query.boolean_query([(Occur.Must, tquery), (Occur.Must, only_page)])
         hits = searcher.search(scored, len(docs), count=False).hits
@@ -356,22 +383,22 @@ class TantivyBackend:
         """The one place filters are composed: the text part AND the access filter, the
         request's filters and the query language's filters (scored 0), its `title:` terms
         (scored) and -exclusions."""
+        schema = builder.schema
         filters = []
         if query.source_ids is not None:  # the sources the asker may see
-            filters.append(Query.term_set_query(self.schema, "source_id",
-                                                list(query.source_ids)))
+            filters.append(Query.term_set_query(schema, "source_id", list(query.source_ids)))
         if query.source_id is not None:
-            filters.append(self._term("source_id", query.source_id))
+            filters.append(builder.term("source_id", query.source_id))
         if query.type is not None:
-            filters.append(self._term("type", query.type))
+            filters.append(builder.term("type", query.type))
         filters += [
-            Query.term_set_query(self.schema, field, list(values))
+            Query.term_set_query(schema, field, list(values))
             for field, values in (("type", spec.types), ("extension", spec.extensions),
                                   ("source_id", spec.sources), ("folders", spec.paths))
             if values
         ]
-        filters += [self._range("modified_at", r) for r in spec.modified]
-        filters += [self._range("size_bytes", r) for r in spec.size]
+        filters += [_range(schema, "modified_at", r) for r in spec.modified]
+        filters += [_range(schema, "size_bytes", r) for r in spec.size]
         clauses = [(Occur.Must, text_query)]
         clauses += [(Occur.Must, Query.const_score_query(f, 0.0)) for f in filters]
         clauses += [(Occur.Must, builder.words_in(words, NAME_FIELDS)) for words in spec.title]
@@ -379,12 +406,14 @@ class TantivyBackend:
                     for words in spec.excluded]
         return Query.boolean_query(clauses) if len(clauses) > 1 else text_query
 
-    def _range(self, field: str, bounds: Range) -> Query:
-        """Integers of `field` within [low, high)."""
-        return Query.range_query(
-            self.schema, field, tantivy.FieldType.Integer, bounds.low, bounds.high,
-            include_lower=True, include_upper=bounds.high is None,
-        )
+
+
+def _range(schema: tantivy.Schema, field: str, bounds: Range) -> Query:
+    """Integers of `field` within [low, high)."""
+    return Query.range_query(
+        schema, field, tantivy.FieldType.Integer, bounds.low, bounds.high,
+        include_lower=True, include_upper=bounds.high is None,
+    )
 
 
 def _facet_key(key: object) -> str:

@@ -33,6 +33,7 @@ INDEX_VERSION = 3
 VERSION_FILE = "trawl-index.json"
 MISMATCH = "schema does not match"
 CHUNK = 500  # documents read and written at a time
+PROGRESS_SECONDS = 10.0  # how often a rebuild logs how far it is
 LOCK_NAME = ".trawl-rebuild.lock"
 KEEP = (FILE_NAME, ".tantivy-meta.lock", ".tantivy-writer.lock", LOCK_NAME)
 REBUILDING = ("The search index is being rebuilt for this version of Trawl "
@@ -72,10 +73,10 @@ def _open(schema: tantivy.Schema, directory: Path) -> tantivy.Index | None:
 
 def reindex(searcher: tantivy.Searcher, addresses: list, store: ContentStore,
             writer: tantivy.IndexWriter, to_document: Callable[[dict], tantivy.Document],
-            replace: bool) -> None:
+            replace: bool, progress: Callable[[int], None] | None = None) -> None:
     """Write the stored documents at `addresses` again, CHUNK at a time, their text read from
     the content store: one loop for a source rename (`replace` the old copies) and a rebuild
-    (into a new, empty index)."""
+    (into a new, empty index). `progress` hears the number of documents written so far."""
     for first in range(0, len(addresses), CHUNK):
         docs = [json.loads(searcher.doc(a).get_first("doc"))
                 for a in addresses[first:first + CHUNK]]
@@ -85,6 +86,8 @@ def reindex(searcher: tantivy.Searcher, addresses: list, store: ContentStore,
             if replace:
                 writer.delete_documents_by_term("id", doc["id"])
             writer.add_document(to_document(validate_doc(doc)))
+        if progress is not None:
+            progress(first + len(docs))
 
 
 def open_or_rebuild(
@@ -159,7 +162,16 @@ def _rebuild(directory: Path, schema: tantivy.Schema, to_document, register) -> 
     writer = new.writer(64_000_000, 1)
     hits = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs), count=False).hits
     addresses = [address for _, address in hits]
-    reindex(searcher, addresses, store, writer, to_document, replace=False)
+    total, started, shown = len(addresses), time.monotonic(), [0.0]
+
+    def progress(done: int) -> None:  # a line every PROGRESS_SECONDS, and the last one
+        now = time.monotonic()
+        if now - shown[0] >= PROGRESS_SECONDS or done == total:
+            shown[0] = now
+            log.warning("Search index rebuild: %d of %d documents (%.0f%%, %.0f s)",
+                        done, total, 100 * done / max(1, total), now - started)
+
+    reindex(searcher, addresses, store, writer, to_document, replace=False, progress=progress)
     writer.commit()
     writer.wait_merging_threads()
     del writer, new, searcher, old

@@ -103,9 +103,11 @@ class _Slot:
 class TextQuery:
     """Builds the text query of one search over one searcher."""
 
-    def __init__(self, schema: tantivy.Schema, searcher: tantivy.Searcher) -> None:
+    def __init__(self, schema: tantivy.Schema, searcher: tantivy.Searcher,
+                 stemmed: bool = True) -> None:
         self.schema = schema
         self.searcher = searcher
+        self.stemmed = stemmed  # False: an index of an older version, without stemmed fields
 
     def term(self, field: str, value: str) -> Query:
         return Query.term_query(self.schema, field, value)
@@ -180,7 +182,7 @@ class TextQuery:
         for field, weight in FIELD_WEIGHTS.items():
             exact = self.term(field, text)
             slot.exact.append(exact)
-            if field not in STEMMED:
+            if field not in STEMMED or not self.stemmed:
                 slot.score.append(Query.boost_query(exact, weight))
             if field in NAME_FIELDS:
                 slot.named.append(exact)
@@ -192,7 +194,7 @@ class TextQuery:
             if word.typos >= 2:
                 slot.typo2.append(
                     Query.fuzzy_term_query(self.schema, field, text, 2, True, word.prefix))
-        for field, stemmed in STEMMED.items():
+        for field, stemmed in STEMMED.items() if self.stemmed else ():
             for stem in self._stems(stemmed, text):
                 slot.stem.append(stem)
                 slot.score.append(Query.boost_query(stem, FIELD_WEIGHTS[field]))
