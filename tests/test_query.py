@@ -145,3 +145,17 @@ def test_bulk_matcher_takes_any_strings():
     matcher = TermMatcher.from_query(parse_query("invoice "))  # not a prefix
     assert matcher.match_many(["x\ny", "INVOICE", "", "Invoices\n"]) == {"INVOICE": 0}
     assert matcher.match("invoice") == 0 and matcher.match("a\nb") is None
+
+
+def test_a_typed_word_the_index_splits_is_one_phrase_slot():
+    from webapp.search.query import Phrase
+
+    parsed = parse_query("Canon EOS 40D invoice INV-2024-001 ")
+    assert len(parsed.slots) == 5
+    unit = parsed.slots[4].alternatives[0]
+    assert isinstance(unit, Phrase) and tuple(unit) == ("inv", "2024", "001")
+    assert unit.raw == "INV-2024-001" and not unit.prefix
+    assert tuple(parsed.slots[2].alternatives[0]) == ("40", "d")
+    typing = parse_query("ann.lee@exam").slots[0].alternatives[0]
+    assert tuple(typing) == ("ann", "lee", "exam") and typing.prefix
+    assert not parse_query('"ann lee"').slots[0].alternatives[0].prefix  # quoted: whole
