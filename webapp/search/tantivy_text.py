@@ -17,7 +17,7 @@ from tantivy import Occur, Query
 
 from webapp.search import ranking
 from webapp.search.language import DEFAULT, FUNCTION_WORDS
-from webapp.search.query import INDEX_TOKEN_PATTERN, ParsedQuery, Phrase, QueryTerm, is_cjk
+from webapp.search.query import INDEX_TOKEN_PATTERN, ParsedQuery, Phrase, QueryTerm, Slot, is_cjk
 from webapp.search.ranking import FIELD_WEIGHTS, NAME_FIELDS, STEMMED
 
 TOKENIZER = "trawl_fold"
@@ -116,6 +116,8 @@ class TextQuery:
         """The text query of `parsed` with matching strategy `all`, `last` or `frequency`."""
         if parsed.is_empty:  # placeholder search: everything, like Meilisearch
             return Text(Query.all_query(), Query.all_query())
+        if not ranking.ruled(len(parsed.slots)):
+            parsed = self._as_held(parsed)
         slots = [self._slot(s.alternatives) for s in parsed.slots]
         where = [s.where() for s in slots]
         every = strategy == "all"
@@ -161,6 +163,21 @@ class TextQuery:
         out += [(Occur.Should, Query.const_score_query(q, unit.proximity))
                 for q in self._proximity(parsed)]
         return out
+
+    def _as_held(self, parsed: ParsedQuery) -> ParsedQuery:
+        """A longer query's words without typo and prefix forms where the index holds the
+        word (as typed or by its stem): ranked by BM25F, a typo or prefix match would only
+        come after every match of the word itself, and their automata over four fields were
+        most of a question's time. A word the index lacks keeps them (no empty results)."""
+        def held(alt):
+            if not isinstance(alt, QueryTerm) or not (alt.typos or alt.prefix):
+                return alt
+            found = any(self.searcher.doc_freq(f, alt.text) for f in FIELD_WEIGHTS) or (
+                self.stemmed and self.searcher.doc_freq("content_stem", query_stem(alt.text)))
+            return QueryTerm(alt.text, 0, False) if found else alt
+
+        return ParsedQuery(tuple(Slot(tuple(held(a) for a in s.alternatives))
+                                 for s in parsed.slots))
 
     def _slot(self, alternatives: tuple) -> _Slot:
         """The clauses of one slot (any of its alternatives fills it)."""
