@@ -10,12 +10,11 @@ stemmer for are named. Accuracy and cost are measured in docs/relevance.md.
 
 from __future__ import annotations
 
-import re
+from collections import Counter
 
 DEFAULT = "english"
 SAMPLE_CHARS = 1_000
 MIN_SHARE = 0.08  # of a sample's words: natural prose is 20-45% function words
-_WORD_RE = re.compile(r"[^\W\d_]+")
 
 # Frequent function words of each language, lower case (ambiguous ones across languages,
 # such as `de` or `a`, are left out where they would blur two neighbours).
@@ -41,13 +40,14 @@ def detect(text: str | None) -> str:
     """The Snowball language name of `text` (DEFAULT when unsure)."""
     if not text:
         return DEFAULT
-    words = _WORD_RE.findall(text[:SAMPLE_CHARS].lower())
+    words = text[:SAMPLE_CHARS].lower().split()  # a word beside punctuation is not counted
     if len(words) < 20:
         return DEFAULT
     counts = dict.fromkeys(FUNCTION_WORDS, 0)
-    for word in words:
-        for lang in _LANGS_OF.get(word, ()):
-            counts[lang] += 1
+    seen = Counter(words)  # counted in C; only the function words among them are looked at
+    for word in seen.keys() & _LANGS_OF.keys():
+        for lang in _LANGS_OF[word]:
+            counts[lang] += seen[word]
     best = max(counts, key=lambda lang: counts[lang])
     if counts[best] < MIN_SHARE * len(words) or counts[best] <= counts[DEFAULT]:
         return DEFAULT
