@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 DEFAULT = "english"
-SAMPLE_CHARS = 1_000
+SAMPLE_CHARS = 2_000
 MIN_SHARE = 0.08  # of a sample's words: natural prose is 20-45% function words
 
 # Frequent function words of each language, lower case (ambiguous ones across languages,
@@ -40,7 +40,9 @@ def detect(text: str | None) -> str:
     """The Snowball language name of `text` (DEFAULT when unsure)."""
     if not text:
         return DEFAULT
-    words = text[:SAMPLE_CHARS].lower().split()  # a word beside punctuation is not counted
+    # words of letters only (timestamps and numbers are not language); a word beside
+    # punctuation is not counted
+    words = [w for w in text[:SAMPLE_CHARS].lower().split() if w.isalpha()]
     if len(words) < 20:
         return DEFAULT
     counts = dict.fromkeys(FUNCTION_WORDS, 0)
