@@ -94,10 +94,8 @@ class _Slot:
     score: list[Query]  # BM25F parts
 
     def where(self) -> Query:
-        return _any(self.exact + self.stem + self.prefix + self.typo1 + self.typo2)
-
-    def without_typo(self) -> Query:
-        return _any(self.exact + self.stem + self.prefix)
+        """Every document the word matches (two typos' forms hold one typo's)."""
+        return _any(self.exact + self.stem + self.prefix + (self.typo2 or self.typo1))
 
 
 class TextQuery:
@@ -108,6 +106,7 @@ class TextQuery:
         self.schema = schema
         self.searcher = searcher
         self.stemmed = stemmed  # False: an index of an older version, without stemmed fields
+        self._languages: list[str] | None = None
 
     def term(self, field: str, value: str) -> Query:
         return Query.term_query(self.schema, field, value)
@@ -127,7 +126,7 @@ class TextQuery:
         elif every:
             clauses += [(Occur.Must, _unscored(w)) for w in where]
         else:  # a match by prefix or typo only counts too (below every scored match)
-            others = [q for s in slots for q in s.prefix + s.typo1 + s.typo2]
+            others = [q for s in slots for q in s.prefix + (s.typo2 or s.typo1)]
             clauses += [(Occur.Should, _unscored(_any(others)))] if others else []
         clauses += [(Occur.Should, q) for s in slots for q in s.score]
         match = where[0] if len(where) == 1 else Query.boolean_query(
@@ -137,29 +136,28 @@ class TextQuery:
     def _rules(self, parsed: ParsedQuery, slots: list[_Slot], where: list[Query],
                strategy: str) -> list[tuple[Occur, Query]]:
         """Constant-score clauses adding each rule's count times its unit (ranking.units);
-        with strategy `all` every word's clause is required, else any one makes a match."""
+        with strategy `all` every word's clause is required, else any one makes a match.
+
+        A word's `words`, `typo` and `exactness` counts come from one dis_max over its kinds
+        of match (each posting list read once): as typed, by stem or prefix, within one typo,
+        within two."""
         unit = ranking.units(len(slots))
         occur = Occur.Must if strategy == "all" else Occur.Should
         out = []
-        for i in range(len(slots)):
+        for i, slot in enumerate(slots):
+            words = unit.words
             if strategy == "last" and i:  # the leading words held: `a b c` drops `c` first
                 lead = Query.boolean_query([(Occur.Must, w) for w in where[:i + 1]])
                 out.append((Occur.Should, Query.const_score_query(lead, unit.words)))
-                out.append((Occur.Should, _unscored(where[i])))
-            else:
-                out.append((occur, Query.const_score_query(where[i], unit.words)))
-        for slot in slots:
-            typo = [Query.const_score_query(slot.without_typo(), 2 * unit.typo)]
-            if slot.typo1:
-                typo.append(Query.const_score_query(_any(slot.typo1), unit.typo))
-            out.append((Occur.Should, typo[0] if len(typo) == 1
-                        else Query.disjunction_max_query(typo)))
+                words = 0.0
+            kinds = [(slot.exact, words + 2 * unit.typo + unit.exactness),
+                     (slot.stem + slot.prefix, words + 2 * unit.typo),
+                     (slot.typo1, words + unit.typo), (slot.typo2, words)]
+            best = [Query.const_score_query(_any(q), value) for q, value in kinds if q]
+            out.append((occur, best[0] if len(best) == 1 else Query.disjunction_max_query(best)))
             if slot.named:
                 out.append((Occur.Should, Query.const_score_query(_any(slot.named),
                                                                   unit.attribute)))
-            if slot.exact:
-                out.append((Occur.Should, Query.const_score_query(_any(slot.exact),
-                                                                  unit.exactness)))
         out += [(Occur.Should, Query.const_score_query(q, unit.proximity))
                 for q in self._proximity(parsed)]
         return out
@@ -223,7 +221,10 @@ class TextQuery:
         of each other language found in the index, in that language's documents only."""
         english = query_stem(word)
         out = [self.term(field, english)]
-        for language in LANGUAGES[1:]:
+        if self._languages is None:  # the other languages the index holds documents of
+            self._languages = [language for language in LANGUAGES[1:]
+                               if self.searcher.doc_freq(LANGUAGE_FIELD, language)]
+        for language in self._languages:
             stem = query_stem(word, language)
             if stem == english or not self.searcher.doc_freq(field, stem):
                 continue
