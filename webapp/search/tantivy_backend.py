@@ -24,11 +24,12 @@ from webapp.search import (
     SearchQuery,
     doc_folders,
     doc_year,
+    ranking,
     validate_doc,
 )
 from webapp.search.content_store import ContentStore
 from webapp.search.language import detect
-from webapp.search.query import TermMatcher, parse_query
+from webapp.search.query import ParsedQuery, QueryTerm, TermMatcher, parse_query
 from webapp.search.ranking import FIELD_WEIGHTS, NAME_FIELDS, STEMMED
 from webapp.search.snippets import build_snippet
 from webapp.search.syntax import QuerySpec, Range
@@ -51,6 +52,10 @@ SORT_FIELDS = {
     "size_bytes:desc": ("size_bytes", Order.Desc),
     "basename:asc": ("basename_sort", Order.Asc),
 }
+# A question's word in more than this share of the documents is not marked in snippets: its
+# BM25 weight is next to nothing there (idf below log 2 past a half; a tenth was measured
+# as the share of a question's function words in the bench corpus, docs/relevance.md).
+SNIPPET_COMMON_SHARE = 0.1
 # API facet name -> fast field counted by Searcher.aggregate.
 FACET_FIELDS = {"type": "type", "extension": "extension", "source_id": "source_id", "year": "year"}
 
@@ -308,6 +313,19 @@ class TantivyBackend:
         self._older = None
         return self._search(query, builder)
 
+    @staticmethod
+    def _shown(parsed: ParsedQuery, searcher: tantivy.Searcher) -> ParsedQuery:
+        """The slots snippets mark: not the words of a question in more than
+        SNIPPET_COMMON_SHARE of the documents (`the` marked everywhere helps nobody, and
+        finding its every place was most of a question's time), unless nothing else is left."""
+        if ranking.ruled(len(parsed.slots)):
+            return parsed
+        limit = SNIPPET_COMMON_SHARE * searcher.num_docs
+        kept = tuple(s for s in parsed.slots if any(
+            not isinstance(a, QueryTerm) or searcher.doc_freq("content", a.text) <= limit
+            for a in s.alternatives))
+        return ParsedQuery(kept) if kept else parsed
+
     def _previous(self) -> TextQuery:
         """A query builder over the index being rebuilt, as it was (it has no stemmed fields:
         words score in the exact ones), or IndexRebuilding when it cannot be read."""
@@ -339,7 +357,7 @@ class TantivyBackend:
             scores = [float(key) for key, _ in hits]
         else:
             scores = self._scores(builder, tquery, docs, [a for _, a in hits])
-        matcher = TermMatcher.from_query(parsed)
+        matcher = TermMatcher.from_query(self._shown(builder.parsed, searcher))
         results = [
             _result(doc, score, matcher, query.snippet_length)
             for doc, score in zip(docs, scores, strict=True)

@@ -107,6 +107,7 @@ class TextQuery:
         self.searcher = searcher
         self.stemmed = stemmed  # False: an index of an older version, without stemmed fields
         self._languages: list[str] | None = None
+        self.parsed = ParsedQuery()
 
     def term(self, field: str, value: str) -> Query:
         return Query.term_query(self.schema, field, value)
@@ -117,6 +118,7 @@ class TextQuery:
             return Text(Query.all_query(), Query.all_query())
         if not ranking.ruled(len(parsed.slots)):
             parsed = self._as_held(parsed)
+        self.parsed = parsed  # as searched: what snippets mark
         slots = [self._slot(s.alternatives) for s in parsed.slots]
         where = [s.where() for s in slots]
         every = strategy == "all"
