@@ -52,9 +52,10 @@ SORT_FIELDS = {
     "size_bytes:desc": ("size_bytes", Order.Desc),
     "basename:asc": ("basename_sort", Order.Asc),
 }
-# A question's word in more than this share of the documents is not marked in snippets: its
-# BM25 weight is next to nothing there (idf below log 2 past a half; a tenth was measured
-# as the share of a question's function words in the bench corpus, docs/relevance.md).
+# A question's word in more than this share of the documents is not marked in its snippets
+# (ranking is not affected): it adds little to BM25F and finding its every place in the page's
+# texts was most of a question's time (the share questions used for common words before
+# issue 32; docs/relevance.md).
 SNIPPET_COMMON_SHARE = 0.1
 # API facet name -> fast field counted by Searcher.aggregate.
 FACET_FIELDS = {"type": "type", "extension": "extension", "source_id": "source_id", "year": "year"}

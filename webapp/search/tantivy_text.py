@@ -25,6 +25,9 @@ STEM_TOKENIZER = "trawl_stem"  # TOKENIZER's terms, English Snowball stems
 MAX_TERM_BYTES = 255  # longer tokens (base64, hashes glued together) are not indexed
 LANGUAGE_FIELD = "lang"
 LANGUAGES = tuple(FUNCTION_WORDS)
+# Fields a word's prefix and typo forms are searched in: not the path, whose words are its
+# folders' names and the file name again (an automaton per field and kind of form).
+FORMS_FIELDS = ("title", "basename", "content")
 
 
 def folding(stemmer: str | None = None) -> tantivy.TextAnalyzer:
@@ -203,6 +206,8 @@ class TextQuery:
                 slot.score.append(Query.boost_query(exact, weight))
             if field in NAME_FIELDS:
                 slot.named.append(exact)
+            if field not in FORMS_FIELDS:
+                continue
             if word.prefix:
                 slot.prefix.append(Query.fuzzy_term_query(self.schema, field, text, 0, True, True))
             if word.typos >= 1:
