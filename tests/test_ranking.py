@@ -68,8 +68,8 @@ def test_title_above_body(backend):
 def test_a_signed_contract_titled_ranks_above_novels_that_mention_signing(backend):
     if _meili(backend):
         pytest.skip("Meilisearch does not stem English words: `sign` does not find `Signed`")
-    novels = [make_doc(f"novel{i}", "He was signing letters; she signs a contract, signing "
-                       f"again and again, the contract signed at last. {LONG} {i}",
+    novels = [make_doc(f"novel{i}", "He had to sign the contract; she signs a contract too, "
+                       f"signing again and again, the contract signed at last. {LONG} {i}",
                        title=f"A novel {i}") for i in range(3)]
     email = make_doc("email", "Hello, attached as agreed. Best regards, Ann",
                      "signed.eml", title="Signed contract for the house")

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 #   words      query words matched at all (exactly, by stem, as a prefix or with typos);
 #              with matching_strategy `last`, the number of leading words matched
 #   typo       2 for a word matched without a typo, 1 with one typo, 0 with two
-#   proximity  neighbouring query words found within PROXIMITY_SLOP words of each other
+#   proximity  neighbouring query words found within PROXIMITY_SLOP words of each other (in
+#              the title also by their stems: `Signed contract` for `sign contract`)
 #   attribute  words matched in a name: the title (an e-mail's subject), the file name
 #   exactness  words matched in the form typed (not only by stem or prefix)
 #   score      BM25F: per-field BM25 of the word's stem (its form typed in a file name or a

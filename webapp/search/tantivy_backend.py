@@ -70,8 +70,10 @@ def build_schema() -> tantivy.Schema:
         sb.add_text_field(name, tokenizer_name="raw", fast=True)
     for name in FIELD_WEIGHTS:
         sb.add_text_field(name, tokenizer_name=TOKENIZER)
-    for name in STEMMED.values():  # positions are not needed: stems only score (no phrases)
-        sb.add_text_field(name, tokenizer_name=STEM_TOKENIZER, index_option="freq")
+    for name in STEMMED.values():  # the text's stems only score: no positions; a title's are
+        # few, and its stems are near for proximity (`Signed contract` for `sign contract`)
+        sb.add_text_field(name, tokenizer_name=STEM_TOKENIZER,
+                          index_option="position" if name == "title_stem" else "freq")
     sb.add_integer_field("modified_at", indexed=True, fast=True)
     sb.add_integer_field("size_bytes", indexed=True, fast=True)
     sb.add_integer_field("year", indexed=True, fast=True)  # of modified_at, UTC: the facet

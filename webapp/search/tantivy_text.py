@@ -263,9 +263,13 @@ class TextQuery:
         out = []
         for a, b in zip(words, words[1:], strict=False):
             if a and b and a != b:
-                out.append(_any([Query.phrase_query(self.schema, field, [a, b],
-                                                    ranking.PROXIMITY_SLOP)
-                                 for field in ranking.PROXIMITY_FIELDS]))
+                near = [Query.phrase_query(self.schema, field, [a, b], ranking.PROXIMITY_SLOP)
+                        for field in ranking.PROXIMITY_FIELDS]
+                if self.stemmed:  # a title's other forms too (its stems have positions)
+                    near.append(Query.phrase_query(self.schema, "title_stem",
+                                                   [query_stem(a), query_stem(b)],
+                                                   ranking.PROXIMITY_SLOP))
+                out.append(_any(near))
         return out
 
     def words_in(self, words: tuple[str, ...], fields: tuple[str, ...]) -> Query:
