@@ -19,7 +19,7 @@ from webapp.search.query import (
     tokens,
     typo_match,
 )
-from webapp.search.tantivy_backend import build_analyzer
+from webapp.search.tantivy_text import folding
 
 # Letter blocks whose words the folding must agree on: Latin with every extension, Greek,
 # Cyrillic, Latin Extended Additional and the Latin ligatures (upper and lower case letters).
@@ -115,7 +115,7 @@ def test_python_folding_matches_the_index_tokenizer():
     words = (_corpus_words() + _generated_words()
              + ["Ŝtraße", "Œuvre", "Ærøskøbing", "ﬁnance", "Łódź", "Ðóttir"])
     assert len(words) > 3000
-    analyzer = build_analyzer()
+    analyzer = folding()
     mismatches = [w for w in words if index_terms(w) != analyzer.analyze(w)]
     assert mismatches == []
 
@@ -145,3 +145,17 @@ def test_bulk_matcher_takes_any_strings():
     matcher = TermMatcher.from_query(parse_query("invoice "))  # not a prefix
     assert matcher.match_many(["x\ny", "INVOICE", "", "Invoices\n"]) == {"INVOICE": 0}
     assert matcher.match("invoice") == 0 and matcher.match("a\nb") is None
+
+
+def test_a_typed_word_the_index_splits_is_one_phrase_slot():
+    from webapp.search.query import Phrase
+
+    parsed = parse_query("Canon EOS 40D invoice INV-2024-001 ")
+    assert len(parsed.slots) == 5
+    unit = parsed.slots[4].alternatives[0]
+    assert isinstance(unit, Phrase) and tuple(unit) == ("inv", "2024", "001")
+    assert unit.raw == "INV-2024-001" and not unit.prefix
+    assert tuple(parsed.slots[2].alternatives[0]) == ("40", "d")
+    typing = parse_query("ann.lee@exam").slots[0].alternatives[0]
+    assert tuple(typing) == ("ann", "lee", "exam") and typing.prefix
+    assert not parse_query('"ann lee"').slots[0].alternatives[0].prefix  # quoted: whole

@@ -15,10 +15,12 @@ import tantivy
 from tests.test_search_backend import CORPUS
 from webapp.search import IndexRebuilding, SearchQuery
 from webapp.search.content_store import ContentStore
-from webapp.search.tantivy_backend import FIELD_WEIGHTS, TOKENIZER, TantivyBackend, build_analyzer
-from webapp.search.tantivy_rebuild import LOCK_NAME
+from webapp.search.ranking import FIELD_WEIGHTS
+from webapp.search.tantivy_backend import TantivyBackend
+from webapp.search.tantivy_rebuild import INDEX_VERSION, LOCK_NAME, VERSION_FILE, index_version
+from webapp.search.tantivy_text import TOKENIZER, folding
 
-NEW_FIELDS = ("year", "folders")
+NEW_FIELDS = ("year", "folders", "title_stem", "content_stem", "lang")
 
 
 def old_schema() -> tantivy.Schema:
@@ -39,7 +41,7 @@ def write_old_index(directory: Path) -> None:
     """CORPUS indexed with the old schema, texts in the content store, as an older Trawl did."""
     shaper = TantivyBackend(None)  # only to shape documents the way the backend does
     index = tantivy.Index(old_schema(), str(directory))
-    index.register_tokenizer(TOKENIZER, build_analyzer())
+    index.register_tokenizer(TOKENIZER, folding())
     writer = index.writer(32_000_000, 1)
     for doc in CORPUS:
         fields = shaper._to_document(dict(doc, title=doc.get("title"))).to_dict()
@@ -100,7 +102,9 @@ def test_an_older_index_is_rebuilt_in_the_background_with_the_new_fields(tmp_pat
     assert not (tmp_path / "ix.rebuild").exists()
 
 
-def test_search_answers_503_while_the_index_is_rebuilt(app, client, auth):
+def test_search_answers_from_the_older_index_while_it_is_rebuilt(app, client, auth):
+    """Words are found in the older index meanwhile (without stems); what it cannot answer
+    (a `path:` filter: it has no folders field) is a 503 saying why."""
     directory = Path(app.config["SEARCH_INDEX_DIR"])
     app.extensions.pop("trawl.search", None)  # as if the app started on an older index
     shutil.rmtree(directory, ignore_errors=True)
@@ -108,6 +112,10 @@ def test_search_answers_503_while_the_index_is_rebuilt(app, client, auth):
     write_old_index(directory)
     with rebuild_lock_held(directory):
         resp = client.post("/api/search", headers=auth, json={"q": "invoice"})
+        assert resp.status_code == 200, resp.get_json()
+        assert [r["basename"] for r in resp.get_json()["results"]] == ["2024-invoice_acme.pdf"]
+        assert "<em>invoice</em>" in resp.get_json()["results"][0]["snippet"]
+        resp = client.post("/api/search", headers=auth, json={"q": "invoice path:/data/docs"})
         assert resp.status_code == 503 and resp.headers["Retry-After"] == "60"
         assert "being rebuilt" in resp.get_json()["detail"]
     with app.app_context():
@@ -116,3 +124,22 @@ def test_search_answers_503_while_the_index_is_rebuilt(app, client, auth):
         assert _count_when_ready(get_search(app)) == len(CORPUS)
     found = client.post("/api/search", headers=auth, json={"q": "invoice"}).get_json()
     assert found["total"] == 1
+
+
+def test_an_index_of_an_older_version_is_rebuilt_once_with_stems(tmp_path, caplog):
+    """The same schema with an older INDEX_VERSION (an analyzer changed) is rebuilt in the
+    background too, once: the stemmed fields are written, the version moves on."""
+    directory = tmp_path / "ix"
+    TantivyBackend(directory).upsert(CORPUS)
+    assert index_version(directory) == INDEX_VERSION
+    (directory / VERSION_FILE).write_text('{"version": 2}\n')
+    with pytest.raises(IndexRebuilding):
+        TantivyBackend(directory).count()
+    with caplog.at_level("WARNING", logger="webapp.search.tantivy_rebuild"):
+        assert _count_when_ready(TantivyBackend(directory)) == len(CORPUS)
+    assert f"rebuild: {len(CORPUS)} of {len(CORPUS)} documents (100%" in caplog.text
+    assert index_version(directory) == INDEX_VERSION
+    backend = TantivyBackend(directory)  # opens at once: nothing more to rebuild
+    assert sorted(r["id"] for r in backend.search(SearchQuery(q="notes ")).results) == [
+        "docs--garden"]  # `notes` by its stem in the text, `garden_notes.md` by name
+    assert backend.search(SearchQuery(q="shopped ")).total == 1  # `shopping`, by its stem

@@ -23,6 +23,7 @@ from webapp.search import (
     SearchQuery,
     doc_folders,
     doc_year,
+    ranking,
     validate_doc,
 )
 from webapp.search.query import TOKEN_RE, ParsedQuery, QueryTerm, TermMatcher, parse_query
@@ -52,8 +53,10 @@ INDEX_SETTINGS = {
     ],
     "sortableAttributes": ["modified_at", "size_bytes", "basename_sort"],
     "distinctAttribute": "id",
-    # `sort` first: an explicit sort orders the whole result set, not only ties.
-    "rankingRules": ["sort", "words", "typo", "proximity", "attribute", "exactness"],
+    # `sort` first: an explicit sort orders the whole result set, not only ties; then the
+    # declared rules (search/ranking.py) by their Meilisearch names.
+    "rankingRules": ["sort"] + [ranking.MEILI_RULES[r] for r in ranking.RULES
+                                if r in ranking.MEILI_RULES],
     "typoTolerance": {"enabled": True, "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 9}},
     # No localizedAttributes: the engine detects the language of each text (its Chinese and
     # Japanese segmenters then find `说明书` in `募集说明书`); naming locales would turn
@@ -233,15 +236,7 @@ class MeiliBackend:
         """Run a query; a second (page-mode) query gives the exact total."""
         started = time.perf_counter()
         spec = query.syntax()
-        filters = []
-        if query.source_ids is not None:  # the sources the asker may see (none: no chunk < 0)
-            granted = ", ".join(_quote(s) for s in query.source_ids)
-            filters.append(f"source_id IN [{granted}]" if granted else "chunk < 0")
-        if query.source_id is not None:
-            filters.append(f"source_id = {_quote(query.source_id)}")
-        if query.type is not None:
-            filters.append(f"type = {_quote(query.type)}")
-        filters += _meili_filters(spec)
+        filters = _meili_filters(query, spec)
         parsed = parse_query(spec.text)
         common: dict = {"indexUid": self.uid, "q": _meili_q(spec, parsed),
                         "matchingStrategy": query.matching_strategy}
@@ -285,9 +280,17 @@ def _phrase(words: tuple[str, ...]) -> str:
     return words[0] if len(words) == 1 else '"' + " ".join(words) + '"'
 
 
-def _meili_filters(spec: QuerySpec) -> list[str]:
-    """Filter expressions of the query language (field values any-of, ranges all-of)."""
+def _meili_filters(query: SearchQuery, spec: QuerySpec) -> list[str]:
+    """The one place filters are composed: the access filter, the request's filters and the
+    query language's (field values any-of, ranges all-of)."""
     out = []
+    if query.source_ids is not None:  # the sources the asker may see (none: no chunk < 0)
+        granted = ", ".join(_quote(s) for s in query.source_ids)
+        out.append(f"source_id IN [{granted}]" if granted else "chunk < 0")
+    if query.source_id is not None:
+        out.append(f"source_id = {_quote(query.source_id)}")
+    if query.type is not None:
+        out.append(f"type = {_quote(query.type)}")
     for attribute, values in (("type", spec.types), ("extension", spec.extensions),
                               ("source_id", spec.sources), ("folders", spec.paths)):
         if values:
@@ -309,14 +312,17 @@ def _meili_range(attribute: str, bounds: Range) -> str:
 def meili_text(parsed: ParsedQuery) -> str:
     """The query as Meilisearch reads it. It has no `OR`: the alternatives of a slot are
     sent as words of their own (with `last` or `frequency` any of them may match); phrases
-    stay quoted; a trailing space unless the last word is a prefix being typed."""
+    stay quoted, and a typed word our tokenizer splits (`file7`, `INV-2024-001`) is sent
+    quoted as typed, so that its parts match together (Meilisearch's phrases are exact: no
+    prefix while such a word is typed); a trailing space unless the last word is a prefix
+    being typed."""
     parts = []
     for slot in parsed.slots:
         for alternative in slot.alternatives:
             if isinstance(alternative, QueryTerm):
                 parts.append(alternative.text)
             else:
-                parts.append('"' + " ".join(alternative) + '"')
+                parts.append('"' + alternative.raw.replace('"', " ") + '"')
     last = parsed.terms[-1] if parsed.terms else None
     prefix = bool(parsed.slots) and last is parsed.slots[-1].alternatives[-1] and last.prefix
     return " ".join(parts) + ("" if prefix else " ")

@@ -150,7 +150,23 @@ class QueryTerm:
     prefix: bool = False
 
 
-Alternative = QueryTerm | tuple[str, ...]  # a word, or a quoted phrase's folded words
+class Phrase(tuple):
+    """Folded words matched side by side, in order: a quoted phrase, or the parts of ONE typed
+    word that the index splits (`file7` is `file` `7`; `INV-2024-001`, `v1.2.3`, an e-mail
+    address). `raw` is the text as typed (an engine with its own tokenizer gets that);
+    `prefix` is set when the last part is still being typed (it matches as a prefix)."""
+
+    raw: str
+    prefix: bool
+
+    def __new__(cls, words, raw: str = "", prefix: bool = False) -> Phrase:
+        self = super().__new__(cls, words)
+        self.raw = raw or " ".join(self)
+        self.prefix = prefix
+        return self
+
+
+Alternative = QueryTerm | Phrase  # a word, or a phrase (quoted, or one typed word's parts)
 
 
 @dataclass(frozen=True)
@@ -177,9 +193,9 @@ class ParsedQuery:
         return tuple(a for s in self.slots for a in s.alternatives if isinstance(a, QueryTerm))
 
     @property
-    def phrases(self) -> tuple[tuple[str, ...], ...]:
-        """Every quoted phrase of the query, in order."""
-        return tuple(a for s in self.slots for a in s.alternatives if isinstance(a, tuple))
+    def phrases(self) -> tuple[Phrase, ...]:
+        """Every phrase of the query (quoted, or a typed word's parts), in order."""
+        return tuple(a for s in self.slots for a in s.alternatives if isinstance(a, Phrase))
 
     @property
     def is_empty(self) -> bool:
@@ -192,11 +208,15 @@ def _items(q: str) -> Iterable[tuple[str, list[Alternative]]]:
     for m in _ITEM_RE.finditer(q):
         if m.group(1) is not None:
             phrase = tuple(tokens(m.group(1)))
-            yield "text", [phrase] if phrase else []
+            yield "text", [Phrase(phrase)] if phrase else []
         elif m.group(0) == OR_WORD:
             yield "or", []
         else:
-            yield "text", [QueryTerm(w, allowed_typos(w)) for w in tokens(m.group(0))]
+            parts = tokens(m.group(0))
+            if len(parts) == 1:
+                yield "text", [QueryTerm(parts[0], allowed_typos(parts[0]))]
+            else:  # one typed word the index splits: its parts side by side (no typos)
+                yield "text", [Phrase(parts, m.group(0))] if parts else []
 
 
 def parse_query(q: str, max_words: int = MAX_QUERY_WORDS) -> ParsedQuery:
@@ -226,14 +246,19 @@ def parse_query(q: str, max_words: int = MAX_QUERY_WORDS) -> ParsedQuery:
         used += slot.size
     ends_in_word = bool(q) and TOKEN_RE.fullmatch(q[-1]) is not None
     if kept and len(kept) == len(slots) and ends_in_word:
-        kept[-1] = _with_prefix_last(kept[-1])
+        kept[-1] = _with_prefix_last(kept[-1], q)
     return ParsedQuery(tuple(kept))
 
 
-def _with_prefix_last(slot: Slot) -> Slot:
-    """The slot with its last alternative matching as a prefix (when it is a Latin word)."""
+def _with_prefix_last(slot: Slot, q: str) -> Slot:
+    """The slot with its last alternative matching as a prefix (a Latin word, or the last
+    part of a typed word: `INV-2024-00` finds `INV-2024-001`; not a quoted phrase)."""
     last = slot.alternatives[-1]
-    if not isinstance(last, QueryTerm) or is_cjk(last.text):
+    if isinstance(last, Phrase):
+        if q.rstrip().endswith('"') or is_cjk(last[-1]):
+            return slot
+        return Slot(slot.alternatives[:-1] + (Phrase(last, last.raw, prefix=True),))
+    if is_cjk(last.text):
         return slot
     return Slot(slot.alternatives[:-1] + (QueryTerm(last.text, last.typos, prefix=True),))
 

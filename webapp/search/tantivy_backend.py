@@ -8,10 +8,8 @@ import os
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from itertools import combinations
 from pathlib import Path
 
 import tantivy
@@ -26,125 +24,62 @@ from webapp.search import (
     SearchQuery,
     doc_folders,
     doc_year,
+    ranking,
     validate_doc,
 )
 from webapp.search.content_store import ContentStore
-from webapp.search.query import (
-    CJK_CHARS,
-    INDEX_TOKEN_PATTERN,
-    Alternative,
-    ParsedQuery,
-    QueryTerm,
-    Slot,
-    TermMatcher,
-    is_cjk,
-    parse_query,
-    stem_head,
-    stem_variant,
-    stemmable,
-    stems,
-)
+from webapp.search.language import detect
+from webapp.search.query import ParsedQuery, QueryTerm, TermMatcher, parse_query
+from webapp.search.ranking import FIELD_WEIGHTS, NAME_FIELDS, STEMMED
 from webapp.search.snippets import build_snippet
 from webapp.search.syntax import QuerySpec, Range
-from webapp.search.tantivy_rebuild import open_or_rebuild
+from webapp.search.tantivy_rebuild import REBUILDING, open_or_rebuild, reindex
+from webapp.search.tantivy_text import (
+    LANGUAGE_FIELD,
+    STEM_TOKENIZER,
+    TOKENIZER,
+    TextQuery,
+    folding,
+    stemmed_text,
+    stemming,
+)
 
 log = logging.getLogger(__name__)
 
-TOKENIZER = "trawl_fold"
-# Searchable fields and their weight: a match in the title or file name counts more. (Titles
-# often stand in the text too, so a title word already counts twice: a larger weight lowered
-# nDCG@10 on the relevance benchmark, docs/relevance.md.)
-FIELD_WEIGHTS = {"title": 1.5, "basename": 1.5, "path": 1.2, "content": 1.0}
-# Ranking (see _text_query and docs/relevance.md). In a query of up to STRICT_MAX_SLOTS
-# words every matched slot scores BUCKET, so a document matching more query words ranks
-# above one matching fewer: BUCKET exceeds what all the rest can add. Below it: `last`'s
-# preference for earlier words (steps of PREFERENCE_STEP, at most 45 of them), then the kind
-# of match (TIER_SCORES), then BM25 and proximity. A longer query (a question pasted whole)
-# scores BM25 plus LONG_BUCKET per matched word: strict word counting there ranked worse
-# than plain BM25 on the benchmark, and kinds of match, proximity and common words
-# (_common_slots) added nothing to it but time.
-STRICT_MAX_SLOTS = 10
-BUCKET = 100_000.0
-PREFERENCE_STEP = 1_000.0
-# `named`: the exact word in the title or file name (Meilisearch's `attribute` rule).
-TIER_SCORES = {"named": 350.0, "exact": 300.0, "stem": 200.0, "prefix": 100.0, "typo": 0.0}
-LONG_BUCKET = 1.0
-NAME_FIELDS = ("title", "basename")
-STEM_FIELDS = ("title", "content")  # file names and paths match exact forms only
-STEM_WEIGHT = 0.7  # BM25 of another form of the word's stem, relative to the exact form
-PROXIMITY_FIELDS = ("title", "content")
-PROXIMITY_SLOP = 2  # neighbouring query words at most this many words apart earn the bonus
-PROXIMITY_WEIGHT = 0.3
-# In an index of COMMON_MIN_DOCS documents or more, a word found in more than COMMON_SHARE
-# of them does not by itself make a document a match (see _common_slots).
-COMMON_MIN_DOCS = 1_000
-COMMON_SHARE = 0.2
-# In a query of MANY_SLOTS slots or more (a question), a word in more than MANY_COMMON_SHARE
-# is common: the more words a query has, the less a frequent one tells documents apart.
-MANY_SLOTS = 5
-MANY_COMMON_SHARE = 0.1
-# A common word in more than MATCH_ONLY_SHARE of the documents only counts as a matched word:
-# its BM25 (next to no weight there) was a posting list to seek through for every match.
-MATCH_ONLY_SHARE = 0.5
-# A word whose exact form is in at least AS_WRITTEN_DOCS documents is spelled, and typed in
-# full, as the files have it: it gets no typo forms (like Typesense's typo_tokens_threshold)
-# and, as the last word, no prefix forms. Their posting lists were most of the time of a
-# search, and they only ranked below its own matches (which fill the first page).
-AS_WRITTEN_DOCS = 50
-# A relevance-ranked query of PRUNE_MIN_SLOTS to STRICT_MAX_SLOTS slots is counted unscored;
-# when more than PRUNE_MIN_MATCHES documents match, its page is found scoring only some of
-# them (see _top). (Two words rarely fill a page together: trying first made them slower.)
-PRUNE_MIN_SLOTS = 3
-PRUNE_MIN_MATCHES = 10_000
-PRUNE_MAX_MISSING = 2
-# In a query of two or more words that are not common, a stem form in more than STEM_SHARE
-# of a large index's documents is left out (see _stem_cap): at a million files the union of
-# such forms was most of a two-word query's matches, and time (docs/relevance.md).
-STEM_SHARE = 0.05
-MIN_STEM_HEAD = 3  # shorter stems are not expanded (too many unrelated words share them)
-MAX_STEM_SCAN = 400  # dictionary words read per field for a stem (the most frequent first)
-MAX_STEM_FORMS = 8
 SORT_FIELDS = {
     "modified_at:desc": ("modified_at", Order.Desc),
     "modified_at:asc": ("modified_at", Order.Asc),
     "size_bytes:desc": ("size_bytes", Order.Desc),
     "basename:asc": ("basename_sort", Order.Asc),
 }
-# The tokenizer's version, kept in ANALYZER_FILE in the index folder (see _upgrade_analyzer).
-ANALYZER_VERSION = 2
-ANALYZER_FILE = "trawl-analyzer.json"
-OLD_CJK_TERM = f"(.*[{CJK_CHARS}].+)|(.+[{CJK_CHARS}].*)"  # a term an older tokenizer made
+# A question's word in more than this share of the documents is not marked in its snippets
+# (ranking is not affected): it adds little to BM25F and finding its every place in the page's
+# texts was most of a question's time (the share questions used for common words before
+# issue 32; docs/relevance.md).
+SNIPPET_COMMON_SHARE = 0.1
 # API facet name -> fast field counted by Searcher.aggregate.
 FACET_FIELDS = {"type": "type", "extension": "extension", "source_id": "source_id", "year": "year"}
-RENAME_CHUNK = 500  # documents whose texts a rename reads at once
-MAX_TERM_BYTES = 255  # longer tokens (base64, hashes glued together) are not indexed
 
 
 def build_schema() -> tantivy.Schema:
-    """The index schema: folded searchable text, raw filter/sort fields, the stored document."""
+    """The index schema: folded searchable text, its stemmed copies, raw filter/sort fields,
+    the stored document."""
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("id", tokenizer_name="raw")
-    for name in ("source_id", "type", "extension", "basename_sort"):
+    for name in ("source_id", "type", "extension", "basename_sort", LANGUAGE_FIELD):
         sb.add_text_field(name, tokenizer_name="raw", fast=True)
     for name in FIELD_WEIGHTS:
         sb.add_text_field(name, tokenizer_name=TOKENIZER)
+    for name in STEMMED.values():  # the text's stems only score: no positions; a title's are
+        # few, and its stems are near for proximity (`Signed contract` for `sign contract`)
+        sb.add_text_field(name, tokenizer_name=STEM_TOKENIZER,
+                          index_option="position" if name == "title_stem" else "freq")
     sb.add_integer_field("modified_at", indexed=True, fast=True)
     sb.add_integer_field("size_bytes", indexed=True, fast=True)
     sb.add_integer_field("year", indexed=True, fast=True)  # of modified_at, UTC: the facet
     sb.add_text_field("folders", tokenizer_name="raw")  # every folder above the path: `path:`
     sb.add_bytes_field("doc", stored=True)  # the document as upserted minus its content, JSON
     return sb.build()
-
-
-def build_analyzer() -> tantivy.TextAnalyzer:
-    """Letter-run / digit-run tokens, lower-cased and ASCII-folded (`Résumé` -> `resume`)."""
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(INDEX_TOKEN_PATTERN))
-        .filter(tantivy.Filter.remove_long(MAX_TERM_BYTES))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
-        .build()
-    )
 
 
 class TantivyBackend:
@@ -160,6 +95,7 @@ class TantivyBackend:
         self._lock = threading.Lock()
         self._opened: tantivy.Index | None = None
         self._seen_meta: tuple | None = None  # the meta.json the searcher was reloaded at
+        self._older: tantivy.Index | None = None  # the index being rebuilt, searched meanwhile
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
         self.content = ContentStore(self.directory)  # the text: see content_store.py
@@ -167,8 +103,6 @@ class TantivyBackend:
             self._opened = self._open()
         except IndexRebuilding:  # an older index: rebuilt in the background, opened when done
             pass
-        if self._opened is not None and self.directory is not None:
-            self._upgrade_analyzer()
 
     @property
     def _index(self) -> tantivy.Index:
@@ -183,45 +117,9 @@ class TantivyBackend:
             index = tantivy.Index(self.schema)
         else:
             # An index of an older schema is re-indexed from its stored documents first.
-            index = open_or_rebuild(self.directory, self.schema, self._to_document, _register)
-        _register(index)
+            index = open_or_rebuild(self.directory, self.schema, self._to_document, register)
+        register(index)
         return index
-
-    def _upgrade_analyzer(self) -> None:
-        """Re-index, once per index, the documents an older tokenizer wrote differently.
-
-        Tokenizers are not stored with the index. Up to analyzer version 1 a run of CJK
-        letters was one term; now each letter is one (so any run is found as a phrase).
-        Latin text is tokenized as before, so only documents holding a term with a CJK
-        letter and more than one character are rewritten, from their stored copy.
-        """
-        marker = self.directory / ANALYZER_FILE
-        if _analyzer_version(marker) == ANALYZER_VERSION:
-            return
-        searcher = self._searcher()
-        stale = Query.boolean_query([
-            (Occur.Should, Query.regex_query(self.schema, field, OLD_CJK_TERM))
-            for field in FIELD_WEIGHTS])
-        total = searcher.search(stale, 1, count=True).count if searcher.num_docs else 0
-        if total:
-            log.warning("search index: re-indexing %d documents with CJK text written by an "
-                        "older tokenizer (once)", total)
-            try:
-                self._reindex_stored(searcher, stale, total)
-            except SearchBackendError as exc:  # writer busy: the next start tries again
-                log.warning("search index: re-indexing postponed: %s", exc)
-                return
-        marker.write_text(json.dumps({"analyzer": ANALYZER_VERSION}) + "\n")
-
-    def _reindex_stored(self, searcher: tantivy.Searcher, query: Query, total: int) -> None:
-        """Write the documents matching `query` again from their stored copies (one commit)."""
-        addresses = [address for _, address in searcher.search(query, total, count=False).hits]
-        with self._writer() as writer:
-            for first in range(0, len(addresses), RENAME_CHUNK):
-                docs = [_stored(searcher, a) for a in addresses[first:first + RENAME_CHUNK]]
-                for doc in self._with_content(docs):
-                    writer.delete_documents_by_term("id", doc["id"])
-                    writer.add_document(self._to_document(doc))
 
     # --- writing -------------------------------------------------------------------------
 
@@ -274,10 +172,14 @@ class TantivyBackend:
             "doc": [json.dumps({k: v for k, v in doc.items() if k != "content"},
                                ensure_ascii=False).encode()],
         }
+        language = detect(doc["content"] or doc["title"])
+        fields[LANGUAGE_FIELD] = [language]
         if doc["content"]:
             fields["content"] = [_nfc(doc["content"])]
+            fields["content_stem"] = [stemmed_text(fields["content"][0], language)]
         if doc["title"]:
             fields["title"] = [_nfc(doc["title"])]
+            fields["title_stem"] = [stemmed_text(fields["title"][0], language)]
         return tantivy.Document(**fields)
 
     def upsert(self, docs: list[dict]) -> None:
@@ -314,15 +216,13 @@ class TantivyBackend:
         if not total:
             return
         addresses = [address for _, address in searcher.search(query, total, count=False).hits]
+
+        def renamed(doc: dict) -> dict:
+            return {**doc, "source_name": name}
+
         with self._writer() as writer:
-            for first in range(0, len(addresses), RENAME_CHUNK):  # texts read a chunk at a time
-                docs = [_stored(searcher, a) for a in addresses[first:first + RENAME_CHUNK]]
-                moved = [d for d in docs if "content" in d]  # older layout: text in the JSON
-                for doc in self._with_content(docs):  # re-indexed whole
-                    doc["source_name"] = name
-                    writer.delete_documents_by_term("id", doc["id"])
-                    writer.add_document(self._to_document(doc))
-                self.content.put(moved)  # their text moves to the content store
+            reindex(searcher, addresses, self.content, writer,
+                    lambda doc: self._to_document(renamed(doc)), replace=True)
 
     def clear(self) -> None:
         """Remove every document."""
@@ -362,11 +262,10 @@ class TantivyBackend:
         return self._with_content([_stored(searcher, hits[0][1])])[0] if hits else None
 
     def _with_content(self, docs: list[dict]) -> list[dict]:
-        """The documents with their text (indexes written before the content store have it
-        in the stored JSON already)."""
-        texts = self.content.get_many([d["id"] for d in docs if "content" not in d])
+        """The documents with their text, from the content store."""
+        texts = self.content.get_many([d["id"] for d in docs])
         for doc in docs:
-            doc.setdefault("content", texts.get(doc["id"], ""))
+            doc["content"] = texts.get(doc["id"], "")
         return docs
 
     def count(self, source_id: str | None = None) -> int:
@@ -404,93 +303,76 @@ class TantivyBackend:
         return "ok"
 
     def search(self, query: SearchQuery) -> SearchPage:
-        """Run a query with filters, sort and pagination; exact total; snippets in <em>."""
+        """Run a query with filters, sort and pagination; exact total; snippets in <em>.
+        While the index is rebuilt for a new version, the older index answers."""
+        try:
+            builder = TextQuery(self.schema, self._searcher(), visible=query.source_ids)
+        except IndexRebuilding:
+            builder = self._previous(query.source_ids)
+            try:
+                return self._search(query, builder)
+            except ValueError as exc:  # a field the older index lacks (a `path:` filter)
+                raise IndexRebuilding(REBUILDING) from exc
+        self._older = None
+        return self._search(query, builder)
+
+    @staticmethod
+    def _shown(parsed: ParsedQuery, searcher: tantivy.Searcher) -> ParsedQuery:
+        """The slots snippets mark: not the words of a question in more than
+        SNIPPET_COMMON_SHARE of the documents (`the` marked everywhere helps nobody, and
+        finding its every place was most of a question's time), unless nothing else is left."""
+        if ranking.ruled(len(parsed.slots)):
+            return parsed
+        limit = SNIPPET_COMMON_SHARE * searcher.num_docs
+        kept = tuple(s for s in parsed.slots if any(
+            not isinstance(a, QueryTerm) or searcher.doc_freq("content", a.text) <= limit
+            for a in s.alternatives))
+        return ParsedQuery(kept) if kept else parsed
+
+    def _previous(self, visible: tuple[str, ...] | None) -> TextQuery:
+        """A query builder over the index being rebuilt, as it was (it has no stemmed fields:
+        words score in the exact ones), or IndexRebuilding when it cannot be read."""
+        if self.directory is None:
+            raise IndexRebuilding(REBUILDING)
+        try:
+            if self._older is None:
+                self._older = tantivy.Index.open(str(self.directory))
+                register(self._older)
+            return TextQuery(self._older.schema, self._older.searcher(), stemmed=False,
+                             visible=visible)
+        except ValueError as exc:
+            raise IndexRebuilding(REBUILDING) from exc
+
+    def _search(self, query: SearchQuery, builder: TextQuery) -> SearchPage:
         started = time.perf_counter()
         spec = query.syntax()
         parsed = parse_query(spec.text)
-        searcher = self._searcher()
-        parsed = self._as_written(parsed, searcher, query.source_ids)
-        common = self._common_slots(parsed, query.matching_strategy, searcher)
-        cap = self._stem_cap(parsed, query.matching_strategy, searcher, common)
+        searcher = builder.searcher
+        text = builder.build(parsed, query.matching_strategy)
         limit, offset = max(0, query.limit), max(0, query.offset)
         sort = SORT_FIELDS.get(query.effective_sort())
-
-        def narrowed(text_query: Query) -> Query:
-            return self._with_syntax(self._build_query(text_query, query), spec)
-
-        while True:
-            text = self._text_query(parsed, query.matching_strategy, searcher, common, cap)
-            tquery, hits, total = self._find(searcher, text, narrowed, limit, offset, sort)
-            if total or not (common or cap):
-                break
-            common, cap = {}, None  # only common words or forms occur: search them all
+        tquery = self._build_query(text.scored, query, spec, builder)
+        kwargs = {"order_by_field": sort[0], "order": sort[1]} if sort else {}
+        # limit=0 panics inside tantivy: fetch one and drop it.
+        found = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
+        hits, total = found.hits[:limit], found.count
         docs = self._with_content([_stored(searcher, address) for _, address in hits])
         if sort is None:
             scores = [float(key) for key, _ in hits]
         else:
-            scores = self._scores(searcher, tquery, docs, [a for _, a in hits])
-        # Snippets show the other words (`the` marked everywhere helps nobody, and costs).
-        shown = ParsedQuery(tuple(s for i, s in enumerate(parsed.slots) if i not in common))
-        matcher = TermMatcher.from_query(shown)
+            scores = self._scores(builder, tquery, docs, [a for _, a in hits])
+        matcher = TermMatcher.from_query(self._shown(builder.parsed, searcher))
         results = [
             _result(doc, score, matcher, query.snippet_length)
             for doc, score in zip(docs, scores, strict=True)
         ]
-        facets = (self._facets(searcher, narrowed(text.match), query.facets)
-                  if query.facets else None)
+        facets = None
+        if query.facets:
+            facets = self._facets(searcher, self._build_query(text.match, query, spec, builder),
+                                  query.facets)
         elapsed = int((time.perf_counter() - started) * 1000)
         return SearchPage(results=results, total=total, processing_time_ms=elapsed,
                           facet_distribution=facets)
-
-    def _find(self, searcher: tantivy.Searcher, text: _Text, narrowed: Callable[[Query], Query],
-              limit: int, offset: int, sort: tuple[str, Order] | None
-              ) -> tuple[Query, list, int]:
-        """The whole query, the page's (key, address) hits and the exact total.
-
-        Ranked by relevance, a query of PRUNE_MIN_SLOTS to STRICT_MAX_SLOTS slots is counted
-        apart (unscored), and when many documents match, its page is found without scoring
-        every match (see _top): that was most of a question's time.
-        """
-        tquery = narrowed(text.scored)
-        if sort is None and text.strict and len(text.slots) >= PRUNE_MIN_SLOTS:
-            total = searcher.search(narrowed(text.match), 1, count=True,
-                                    order_by_field="modified_at").count
-            if not limit or not total:
-                return tquery, [], total
-            hits = (self._top(searcher, text, tquery, limit, offset)
-                    if total > PRUNE_MIN_MATCHES else None)
-            if hits is None:
-                hits = searcher.search(tquery, limit, count=False, offset=offset).hits
-            return tquery, hits, total
-        kwargs = {"order_by_field": sort[0], "order": sort[1]} if sort else {}
-        # limit=0 panics inside tantivy: fetch one and drop it.
-        result = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
-        return tquery, result.hits[:limit], result.count
-
-    @staticmethod
-    def _top(searcher: tantivy.Searcher, text: _Text, tquery: Query, limit: int,
-             offset: int) -> list | None:
-        """The page of `tquery` among the documents matching all the query's slots, else all
-        but one, ... (up to PRUNE_MAX_MISSING missing); None when none of those fills it.
-
-        Exact: every matched slot scores BUCKET, more than all else can add (see
-        _text_query), so once the documents matching at least k slots fill the page, no
-        document matching fewer can rank on it. Each set is a union of intersections, each
-        led by its rarest word, and the few documents in it are scored.
-        """
-        slots = text.slots
-        for missing in range(PRUNE_MAX_MISSING + 1):
-            size = len(slots) - missing
-            if size < 2:
-                break
-            groups = [Query.boolean_query([(Occur.Must, s) for s in group])
-                      for group in combinations(slots, size)]
-            within = Query.boolean_query(
-                [(Occur.Must, tquery), (Occur.Must, Query.const_score_query(_any(groups), 0.0))])
-            hits = searcher.search(within, limit, count=False, offset=offset).hits
-            if len(hits) == limit:
-                return hits
-        return None
 
     def _facets(
         self, searcher: tantivy.Searcher, tquery: Query, names: tuple[str, ...]
@@ -502,13 +384,14 @@ class TantivyBackend:
         return {name: {_facet_key(b["key"]): int(b["doc_count"])
                        for b in answer[name]["buckets"]} for name in names}
 
-    def _scores(
-        self, searcher: tantivy.Searcher, tquery: Query, docs: list[dict], addresses: list
-    ) -> list[float]:
+    @staticmethod
+    def _scores(builder: TextQuery, tquery: Query, docs: list[dict], addresses: list
+                ) -> list[float]:
         """Relevance scores of a field-sorted page: one scored search limited to its ids."""
         if not docs:
             return []
-        ids = Query.term_set_query(self.schema, "id", [d["id"] for d in docs])
+        searcher = builder.searcher
+        ids = Query.term_set_query(builder.schema, "id", [d["id"] for d in docs])
         only_page = Query.const_score_query(ids, 0.0)  # a filter: adds nothing to scores
         scored = Query.boolean_query([(Occur.Must, tquery), (Occur.Must, only_page)])
         hits = searcher.search(scored, len(docs), count=False).hits
@@ -517,321 +400,42 @@ class TantivyBackend:
 
     # --- query building ------------------------------------------------------------------
 
-    def _build_query(self, text_query: Query, query: SearchQuery) -> Query:
-        """The text part (see _text_query) AND the request's filters, the access filter first."""
-        must = [text_query]
-        if query.source_ids is not None:  # the sources the asker may see: scored 0
-            granted = Query.term_set_query(self.schema, "source_id", list(query.source_ids))
-            must.append(Query.const_score_query(granted, 0.0))
+    def _build_query(self, text_query: Query, query: SearchQuery, spec: QuerySpec,
+                     builder: TextQuery) -> Query:
+        """The one place filters are composed: the text part AND the access filter, the
+        request's filters and the query language's filters (scored 0), its `title:` terms
+        (scored) and -exclusions."""
+        schema = builder.schema
+        filters = []
+        if query.source_ids is not None:  # the sources the asker may see
+            filters.append(Query.term_set_query(schema, "source_id", list(query.source_ids)))
         if query.source_id is not None:
-            must.append(Query.const_score_query(self._term("source_id", query.source_id), 0.0))
+            filters.append(builder.term("source_id", query.source_id))
         if query.type is not None:
-            must.append(Query.const_score_query(self._term("type", query.type), 0.0))
-        return Query.boolean_query([(Occur.Must, q) for q in must])
-
-    def _with_syntax(self, text_query: Query, spec: QuerySpec) -> Query:
-        """The text query narrowed by the query language's filters and exclusions."""
-        clauses = self._syntax_clauses(spec)
-        if not clauses:
-            return text_query
-        return Query.boolean_query([(Occur.Must, text_query), *clauses])
-
-    def _syntax_clauses(self, spec: QuerySpec) -> list[tuple[Occur, Query]]:
-        """Filters (scored 0), title: terms (scored) and -exclusions of a parsed query."""
-        filters = [
-            Query.term_set_query(self.schema, field, list(values))
+            filters.append(builder.term("type", query.type))
+        filters += [
+            Query.term_set_query(schema, field, list(values))
             for field, values in (("type", spec.types), ("extension", spec.extensions),
                                   ("source_id", spec.sources), ("folders", spec.paths))
             if values
         ]
-        filters += [self._range("modified_at", r) for r in spec.modified]
-        filters += [self._range("size_bytes", r) for r in spec.size]
-        clauses = [(Occur.Must, Query.const_score_query(f, 0.0)) for f in filters]
-        clauses += [(Occur.Must, self._words_in(words, ("title", "basename")))
-                    for words in spec.title]
-        clauses += [(Occur.MustNot, self._words_in(words, tuple(FIELD_WEIGHTS)))
+        filters += [_range(schema, "modified_at", r) for r in spec.modified]
+        filters += [_range(schema, "size_bytes", r) for r in spec.size]
+        clauses = [(Occur.Must, text_query)]
+        clauses += [(Occur.Must, Query.const_score_query(f, 0.0)) for f in filters]
+        clauses += [(Occur.Must, builder.words_in(words, NAME_FIELDS)) for words in spec.title]
+        clauses += [(Occur.MustNot, builder.words_in(words, tuple(FIELD_WEIGHTS)))
                     for words in spec.excluded]
-        return clauses
-
-    def _range(self, field: str, bounds: Range) -> Query:
-        """Integers of `field` within [low, high)."""
-        return Query.range_query(
-            self.schema, field, tantivy.FieldType.Integer, bounds.low, bounds.high,
-            include_lower=True, include_upper=bounds.high is None,
-        )
-
-    def _words_in(self, words: tuple[str, ...], fields: tuple[str, ...]) -> Query:
-        """A word (or the words as a phrase) in any of `fields`, weighted like the text."""
-        clauses = []
-        for field in fields:
-            inner = self._words_query(field, list(words))
-            clauses.append((Occur.Should, Query.boost_query(inner, FIELD_WEIGHTS[field])))
-        return Query.boolean_query(clauses)
-
-    def _text_query(self, parsed: ParsedQuery, strategy: str, searcher: tantivy.Searcher,
-                    common: dict[int, int], stem_cap: float | None = None) -> _Text:
-        """The free-text part of a search: which documents match and how they score.
-
-        Each slot (a word, a phrase, or `a OR b`) scores BUCKET when it matches, so more
-        matched slots always rank first; then the strategy's preference among slots (earlier
-        words for `last`, rarer for `frequency`); then the best kind of match (exact > stem >
-        prefix > typo); then BM25 of the exact and stem forms per field, and a bonus for
-        neighbouring query words found close together. In a longer query a matched slot
-        scores LONG_BUCKET plus its BM25, and common words score nothing.
-        """
-        if parsed.is_empty:  # placeholder search: everything, like Meilisearch
-            return _Text(Query.all_query(), Query.all_query(), (), False)
-        strict = len(parsed.slots) <= STRICT_MAX_SLOTS
-        order = _slot_order(parsed, strategy if strict else "all")
-        bucket = BUCKET if strict else LONG_BUCKET
-        unranked = MATCH_ONLY_SHARE * searcher.num_docs
-        built = [self._common_slot(s, bucket + order[i], common[i] <= unranked)
-                 if i in common else
-                 self._slot_query(s, searcher, bucket + order[i], strict, stem_cap)
-                 for i, s in enumerate(parsed.slots)]
-        bonus = [(Occur.Should, q) for q in self._proximity(parsed, common)] if strict else []
-        if strategy == "all":
-            scored = Query.boolean_query([(Occur.Must, b.scored) for b in built] + bonus)
-            return _Text(scored, scored, (), False)
-        # a document matching any slot is found (and ranks by how many it matches)
-        drivers = [b.scored for i, b in enumerate(built) if i not in common]
-        match = Query.boolean_query([(Occur.Should, q) for q in drivers],
-                                    minimum_number_should_match=1)
-        # A common word counts as a matched word in a query of up to STRICT_MAX_SLOTS slots
-        # (in a longer one it is in most documents, and CISI ranks better without it).
-        # Each part is optional at a level of its own: one optional posting list is skipped
-        # through to the matches, while optional parts side by side form a union that reads
-        # every posting of `the`.
-        for i in sorted(common) if strict else ():
-            for part in built[i].parts:
-                match = Query.boolean_query([(Occur.Must, match), (Occur.Should, part)])
-        scored = Query.boolean_query([(Occur.Must, match)] + bonus)
-        unscored = _any([b.where for i, b in enumerate(built) if i not in common])
-        return _Text(scored, unscored, tuple(b.where for b in built), strict)
-
-    def _common_slot(self, slot: Slot, base: float, ranked: bool = True) -> _Slot:
-        """A common word (see _common_slots), scored in parts of one posting list each: it
-        counts as a matched word (an exact match where it is in the text), plus, when
-        `ranked`, its BM25 in the text."""
-        terms = [self._term("content", a.text) for a in slot.alternatives]
-        where = _any(terms)
-        parts = [Query.const_score_query(where, base + TIER_SCORES["exact"])]
-        if ranked:
-            parts += terms
-        return _Slot(Query.all_query(), where, tuple(parts))
-
-    def _as_written(self, parsed: ParsedQuery, searcher: tantivy.Searcher,
-                    source_ids: Iterable[str] | None = None) -> ParsedQuery:
-        """The query without typo and prefix forms for words found as written in
-        AS_WRITTEN_DOCS documents or more (in any searchable field) of the sources the asker
-        may see (`source_ids`; None: all). Counted over the whole index, a word's documents in
-        sources a user may not see changed what that user found: a visible `quillwortzyv`
-        was no longer found for `quillwortzyx` once 50 hidden documents held it."""
-        granted = (None if source_ids is None else
-                   Query.term_set_query(self.schema, "source_id", list(source_ids)))
-
-        def frequent(field: str, text: str) -> bool:
-            if searcher.doc_freq(field, text) < AS_WRITTEN_DOCS:
-                return False  # (the index-wide count bounds the visible one)
-            if granted is None:
-                return True
-            seen = Query.boolean_query([(Occur.Must, self._term(field, text)),
-                                        (Occur.Must, granted)])
-            return searcher.search(seen, 1, count=True).count >= AS_WRITTEN_DOCS
-
-        def settled(alt: Alternative) -> Alternative:
-            if isinstance(alt, QueryTerm) and (alt.typos or alt.prefix) and any(
-                    frequent(field, alt.text) for field in FIELD_WEIGHTS):
-                return QueryTerm(alt.text, 0, False)
-            return alt
-
-        return ParsedQuery(tuple(Slot(tuple(settled(a) for a in slot.alternatives))
-                                 for slot in parsed.slots))
-
-    def _common_slots(self, parsed: ParsedQuery, strategy: str,
-                      searcher: tantivy.Searcher) -> dict[int, int]:
-        """Slots whose every word is in more than COMMON_SHARE of a large index's documents
-        (MANY_COMMON_SHARE in a query of MANY_SLOTS or more), with the number of documents of
-        their most frequent word.
-
-        They do not by themselves make a document a match and get no typo or prefix forms;
-        in a query of up to STRICT_MAX_SLOTS slots they still count as matched words (see
-        _text_query). In a question most documents hold
-        `the` or `information`, and scoring all of them is what made long questions slow.
-        (When the other words find nothing, search() runs the query again without this.)
-        When every word is that common, the rarest one leads: the matches are the documents
-        holding it (as Meilisearch's `frequency` drops the most frequent words first), not a
-        union of posting lists that covers the whole index.
-        """
-        total = searcher.num_docs
-        if total < COMMON_MIN_DOCS or strategy == "all":
-            return {}
-        limit = _common_share(parsed) * total
-        freq = {
-            i: max(searcher.doc_freq("content", a.text) for a in slot.alternatives)
-            for i, slot in enumerate(parsed.slots)
-            if all(isinstance(a, QueryTerm) and not is_cjk(a.text) for a in slot.alternatives)
-        }
-        common = {i: n for i, n in freq.items() if n > limit}
-        if common and len(common) == len(parsed.slots):
-            del common[min(common, key=lambda i: (freq[i], i))]
-        return common
-
-    def _stem_cap(self, parsed: ParsedQuery, strategy: str, searcher: tantivy.Searcher,
-                  common: dict[int, int]) -> float | None:
-        """The most documents a stem form may be in to be searched (STEM_SHARE of them),
-        when the query has two or more words that are not common (see _common_slots) in a
-        large index: `tests` (in most documents of a code share) found for `tested` made
-        nearly every document a match of a question, all of them scored, while the query's
-        other words find the documents it is about. A one-word query keeps every stem form."""
-        total = searcher.num_docs
-        if total < COMMON_MIN_DOCS or strategy == "all" or len(parsed.slots) - len(common) < 2:
-            return None
-        return STEM_SHARE * total
-
-    def _slot_query(self, slot: Slot, searcher: tantivy.Searcher, base: float,
-                    strict: bool, stem_cap: float | None = None) -> _Slot:
-        """One slot: its tier (dis_max of match kinds, each a constant; in a long query one
-        constant for any match) plus BM25 parts."""
-        tiers: dict[str, list[Query]] = {kind: [] for kind in TIER_SCORES}
-        relevance: list[Query] = []
-        for alternative in slot.alternatives:
-            if isinstance(alternative, QueryTerm):
-                self._word_parts(alternative, searcher, tiers, relevance, stem_cap)
-            else:
-                for field, weight in FIELD_WEIGHTS.items():
-                    inner = self._words_query(field, list(alternative))
-                    tiers["named" if field in NAME_FIELDS else "exact"].append(inner)
-                    relevance.append(Query.boost_query(inner, weight))
-        where = _any([q for queries in tiers.values() for q in queries])
-        if strict:
-            kind = Query.disjunction_max_query(
-                [Query.const_score_query(_any(queries), base + TIER_SCORES[kind])
-                 for kind, queries in tiers.items() if queries])
-        else:
-            kind = Query.const_score_query(where, base)
-        scored = Query.boolean_query([(Occur.Should, q) for q in (kind, *relevance)])
-        return _Slot(scored, where)
-
-    def _word_parts(self, term: QueryTerm, searcher: tantivy.Searcher,
-                    tiers: dict[str, list[Query]], relevance: list[Query],
-                    stem_cap: float | None = None) -> None:
-        """Clauses of one word: exact and stem forms score BM25; prefix and typo only a tier.
-        With a `stem_cap`, only the stem forms in at most that many documents (see
-        _stem_cap)."""
-        forms = self._stem_forms(term.text, searcher)
-        if stem_cap is not None:
-            forms = [f for f in forms if searcher.doc_freq("content", f) <= stem_cap]
-        for field, weight in FIELD_WEIGHTS.items():
-            exact = self._words_query(field, [term.text])
-            tiers["named" if field in NAME_FIELDS else "exact"].append(exact)
-            relevance.append(Query.boost_query(exact, weight))
-            for form in forms if field in STEM_FIELDS else ():  # (term_set_query is slower)
-                stemmed = self._term(field, form)
-                tiers["stem"].append(stemmed)
-                relevance.append(Query.boost_query(stemmed, weight * STEM_WEIGHT))
-            if term.prefix:
-                tiers["prefix"].append(
-                    Query.fuzzy_term_query(self.schema, field, term.text, 0, True, True))
-            if term.typos:
-                tiers["typo"].append(Query.fuzzy_term_query(
-                    self.schema, field, term.text, term.typos, True, term.prefix))
-
-    def _stem_forms(self, word: str, searcher: tantivy.Searcher) -> list[str]:
-        """Other words of the index with the English stem of `word` (`connected` for
-        `connections`), read from the term dictionaries of the searchable fields."""
-        if not stemmable(word):
-            return []
-        stem = stems([word])[0]
-        head = stem_head(stem)
-        if len(head) < MIN_STEM_HEAD:
-            return []
-        candidates = {t for field in STEM_FIELDS
-                      for t, _ in searcher.terms_with_prefix(field, head, limit=MAX_STEM_SCAN)}
-        candidates = sorted(c for c in candidates if stem_variant(word, c) and stemmable(c))
-        found = [c for c, s in zip(candidates, stems(candidates), strict=True) if s == stem]
-        if len(found) > MAX_STEM_FORMS:  # the most frequent forms (each one is a posting list)
-            found = sorted(found, key=lambda f: -searcher.doc_freq("content", f))
-        return found[:MAX_STEM_FORMS]
-
-    def _words_query(self, field: str, words: list[str]) -> Query:
-        """Folded query words in one field: a term, or a phrase (CJK runs are letter phrases)."""
-        indexed = _index_words(words)
-        if len(indexed) == 1:
-            return self._term(field, indexed[0])
-        return Query.phrase_query(self.schema, field, indexed)
-
-    def _proximity(self, parsed: ParsedQuery, common: Container[int]) -> list[Query]:
-        """Sloppy two-word phrases of neighbouring single-word slots, in title and content
-        (none with a common word: `of the` is near in every text)."""
-        words = [s.alternatives[0].text if len(s.alternatives) == 1 and i not in common
-                 and isinstance(s.alternatives[0], QueryTerm)
-                 and not is_cjk(s.alternatives[0].text) else None
-                 for i, s in enumerate(parsed.slots)]
-        out = []
-        for a, b in zip(words, words[1:], strict=False):
-            if a and b and a != b:
-                for field in PROXIMITY_FIELDS:
-                    pair = Query.phrase_query(self.schema, field, [a, b], PROXIMITY_SLOP)
-                    out.append(Query.boost_query(pair, PROXIMITY_WEIGHT * FIELD_WEIGHTS[field]))
-        return out
+        return Query.boolean_query(clauses) if len(clauses) > 1 else text_query
 
 
-@dataclass(frozen=True)
-class _Slot:
-    """One slot of a query as built (see TantivyBackend._slot_query)."""
 
-    scored: Query
-    where: Query  # unscored: the documents where it counts as a matched word
-    parts: tuple[Query, ...] = ()  # a common word's optional parts (see _common_slot)
-
-
-@dataclass(frozen=True)
-class _Text:
-    """The free-text part of a search (see TantivyBackend._text_query)."""
-
-    scored: Query  # the documents it matches, scored
-    match: Query  # the same documents, unscored (counted and faceted without scoring)
-    slots: tuple[Query, ...]  # the documents where each slot counts as a matched word
-    strict: bool  # a matched slot outranks all else (see BUCKET)
-
-
-def _common_share(parsed: ParsedQuery) -> float:
-    """The share of documents above which a word of this query is common (see _common_slots)."""
-    return COMMON_SHARE if len(parsed.slots) < MANY_SLOTS else MANY_COMMON_SHARE
-
-
-def _any(queries: list[Query]) -> Query:
-    """A query matching what any of `queries` matches."""
-    if len(queries) == 1:
-        return queries[0]
-    return Query.boolean_query([(Occur.Should, q) for q in queries])
-
-
-def _index_words(words: list[str]) -> list[str]:
-    """Query words as the index holds them: CJK runs split into single letters."""
-    out: list[str] = []
-    for word in words:
-        out.extend(list(word) if is_cjk(word) else [word])
-    return out
-
-
-def _slot_order(parsed: ParsedQuery, strategy: str) -> list[float]:
-    """Each slot's preference: `last` prefers documents matching earlier words (it drops
-    words from the end). `frequency` needs none: among documents matching as many words,
-    BM25's inverse document frequency already puts the rarer words first."""
-    n = len(parsed.slots)
-    if strategy != "last":
-        return [0.0] * n
-    return [PREFERENCE_STEP * (n - 1 - i) for i in range(n)]
-
-
-def _analyzer_version(marker: Path) -> int:
-    """The analyzer version written in an index folder (1 when it has no marker yet)."""
-    try:
-        return int(json.loads(marker.read_text()).get("analyzer", 1))
-    except (OSError, ValueError, AttributeError):
-        return 1
+def _range(schema: tantivy.Schema, field: str, bounds: Range) -> Query:
+    """Integers of `field` within [low, high)."""
+    return Query.range_query(
+        schema, field, tantivy.FieldType.Integer, bounds.low, bounds.high,
+        include_lower=True, include_upper=bounds.high is None,
+    )
 
 
 def _facet_key(key: object) -> str:
@@ -841,9 +445,10 @@ def _facet_key(key: object) -> str:
     return str(key)
 
 
-def _register(index: tantivy.Index) -> None:
-    """Our tokenizer on an index (it is not stored with the index: again after every open)."""
-    index.register_tokenizer(TOKENIZER, build_analyzer())
+def register(index: tantivy.Index) -> None:
+    """Our tokenizers on an index (they are not stored with it: again after every open)."""
+    index.register_tokenizer(TOKENIZER, folding())
+    index.register_tokenizer(STEM_TOKENIZER, stemming())
 
 
 def _nfc(text: str) -> str:

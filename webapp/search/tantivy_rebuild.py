@@ -1,10 +1,12 @@
-"""Rewrites a Tantivy index made with an older schema into the current one, in place.
+"""Rewrites a Tantivy index of an older INDEX_VERSION into the current one, in place.
 
-Tantivy refuses to open an index whose schema differs from the one asked for. A new field
-(e.g. `folders` for `path:` filters) must not cost a re-extraction of every file: each
-document's JSON is stored in the index and its text in the content store beside it, so the
-documents are re-indexed from those into a new index, which then takes the old one's place.
-The first process to open the older index rewrites it in a background thread, holding a file
+INDEX_VERSION, written to VERSION_FILE in the index folder, names what the index holds: its
+schema and its analyzers (tokenizers are not stored with an index, so a changed analyzer
+would go unnoticed otherwise). Any change to either moves it on. A new version must not cost
+a re-extraction of every file: each document's JSON is stored in the index and its text in
+the content store beside it, so the documents are re-indexed from those (by reindex(), the
+loop a source rename uses too) into a new index, which then takes the old one's place. The
+first process to open an older index rewrites it in a background thread, holding a file
 lock; until it is done, every process answers IndexRebuilding (503) for the index.
 """
 
@@ -26,22 +28,66 @@ from webapp.search import IndexRebuilding, validate_doc
 from webapp.search.content_store import FILE_NAME, ContentStore
 
 log = logging.getLogger(__name__)
+# 3: stemmed fields (title_stem, content_stem) and the document's language (`lang`).
+INDEX_VERSION = 3
+VERSION_FILE = "trawl-index.json"
 MISMATCH = "schema does not match"
 CHUNK = 500  # documents read and written at a time
+PROGRESS_SECONDS = 10.0  # how often a rebuild logs how far it is
 LOCK_NAME = ".trawl-rebuild.lock"
 KEEP = (FILE_NAME, ".tantivy-meta.lock", ".tantivy-writer.lock", LOCK_NAME)
 REBUILDING = ("The search index is being rebuilt for this version of Trawl "
               "(no file is read again); try again in a few minutes")
 
 
-def _open(schema: tantivy.Schema, directory: Path) -> tantivy.Index | None:
-    """The index with this schema, or None when the one on disk has another schema."""
+def index_version(directory: Path) -> int | None:
+    """The INDEX_VERSION an index folder was written with (None: no index, 0: unmarked)."""
+    if not (directory / "meta.json").exists():
+        return None
     try:
-        return tantivy.Index(schema, str(directory), reuse=True)
+        return int(json.loads((directory / VERSION_FILE).read_text()).get("version", 0))
+    except (OSError, ValueError, AttributeError):
+        return 0
+
+
+def _mark(directory: Path) -> None:
+    (directory / VERSION_FILE).write_text(json.dumps({"version": INDEX_VERSION}) + "\n")
+
+
+def _open(schema: tantivy.Schema, directory: Path) -> tantivy.Index | None:
+    """The index of this version, or None when the one on disk is older. A new folder gets
+    an empty index marked with the current version."""
+    version = index_version(directory)
+    if version is not None and version != INDEX_VERSION:
+        return None
+    try:
+        index = tantivy.Index(schema, str(directory), reuse=True)
     except ValueError as exc:
         if MISMATCH not in str(exc):
             raise
         return None
+    if version is None:
+        _mark(directory)
+    return index
+
+
+def reindex(searcher: tantivy.Searcher, addresses: list, store: ContentStore,
+            writer: tantivy.IndexWriter, to_document: Callable[[dict], tantivy.Document],
+            replace: bool, progress: Callable[[int], None] | None = None) -> None:
+    """Write the stored documents at `addresses` again, CHUNK at a time, their text read from
+    the content store: one loop for a source rename (`replace` the old copies) and a rebuild
+    (into a new, empty index). `progress` hears the number of documents written so far."""
+    for first in range(0, len(addresses), CHUNK):
+        docs = [json.loads(searcher.doc(a).get_first("doc"))
+                for a in addresses[first:first + CHUNK]]
+        texts = store.get_many([d["id"] for d in docs])
+        for doc in docs:
+            doc["content"] = texts.get(doc["id"], "")
+            if replace:
+                writer.delete_documents_by_term("id", doc["id"])
+            writer.add_document(to_document(validate_doc(doc)))
+        if progress is not None:
+            progress(first + len(docs))
 
 
 def open_or_rebuild(
@@ -116,26 +162,31 @@ def _rebuild(directory: Path, schema: tantivy.Schema, to_document, register) -> 
     writer = new.writer(64_000_000, 1)
     hits = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs), count=False).hits
     addresses = [address for _, address in hits]
-    for first in range(0, len(addresses), CHUNK):
-        docs = [json.loads(searcher.doc(a).get_first("doc")) for a in addresses[first:first + CHUNK]]
-        store.put([d for d in docs if "content" in d])  # older layout: text in the JSON
-        texts = store.get_many([d["id"] for d in docs if "content" not in d])
-        for doc in docs:
-            doc.setdefault("content", texts.get(doc["id"], ""))
-            writer.add_document(to_document(validate_doc(doc)))
+    total, started, shown = len(addresses), time.monotonic(), [0.0]
+
+    def progress(done: int) -> None:  # a line every PROGRESS_SECONDS, and the last one
+        now = time.monotonic()
+        if now - shown[0] >= PROGRESS_SECONDS or done == total:
+            shown[0] = now
+            log.warning("Search index rebuild: %d of %d documents (%.0f%%, %.0f s)",
+                        done, total, 100 * done / max(1, total), now - started)
+
+    reindex(searcher, addresses, store, writer, to_document, replace=False, progress=progress)
     writer.commit()
     writer.wait_merging_threads()
     del writer, new, searcher, old
+    _mark(target)
     _swap(target, directory)
     return len(addresses)
 
 
 def _swap(source: Path, directory: Path) -> None:
-    """Move the new index's files into `directory`; meta.json last (the switch), then the old
-    index's files go. The content store stays where it is."""
+    """Move the new index's files into `directory`; meta.json (the switch) and the version
+    last, then the old index's files go. The content store stays where it is."""
     old_files = {n for n in os.listdir(directory) if n not in KEEP and not n.startswith(FILE_NAME)}
     new_files = [n for n in os.listdir(source) if n not in KEEP]
-    for name in sorted(new_files, key=lambda n: (n == "meta.json", n == ".managed.json")):
+    order = ("meta.json", ".managed.json", VERSION_FILE)  # the version last: a crash before
+    for name in sorted(new_files, key=lambda n: n in order and order.index(n) + 1):  # redoes
         os.replace(source / name, directory / name)
     for name in old_files - set(new_files):
         (directory / name).unlink(missing_ok=True)
