@@ -207,6 +207,8 @@ def test_upgrade_renames_later_accounts_whose_names_clash_by_case(empty_db, make
     application = make_app(empty_db)
     runner = application.test_cli_runner()
     assert runner.invoke(args=["db", "downgrade", "0008"]).exit_code == 0
+    with application.app_context():
+        hasher = _hasher()
     engine = create_engine(empty_db)
     with engine.begin() as conn:
         for name, password, admin in (("boss", "first password", True),
@@ -214,7 +216,7 @@ def test_upgrade_renames_later_accounts_whose_names_clash_by_case(empty_db, make
                                       ("clerk", "third password", False)):
             conn.execute(text("INSERT INTO users (username, password_hash, is_admin, created_at,"
                               " active, generation) VALUES (:u, :h, :a, '2026-01-01', :t, 0)"),
-                         {"u": name, "h": _hasher.hash(password), "a": admin, "t": True})
+                         {"u": name, "h": hasher.hash(password), "a": admin, "t": True})
     engine.dispose()
     result = runner.invoke(args=["db", "upgrade"])
     assert result.exit_code == 0, result.output

@@ -143,7 +143,9 @@ def deployment():
         _wait("redis answers", lambda: dep.on_redis(lambda r: r.ping()), 20, procs)
         _assert_password_required(dep)
         py = sys.executable
-        # all at once: the first to start migrates the database while the others wait
+        for side in ("a", "b"):  # each host's data folder; the schema once, in the shared database
+            procs.run(side, py, "-m", "flask", "--app", "wsgi", "trawl", "init", cwd=REPO,
+                      timeout=120)
         procs.start("web", "a", py, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf",
                     "wsgi:app", cwd=REPO)
         procs.start("scheduler", "a", py, "worker.py", "scheduler", cwd=REPO)
