@@ -21,7 +21,7 @@ from rq import Worker
 from rq.worker_pool import WorkerPool
 from rq_scheduler import Scheduler
 
-from webapp import create_app, jobs, metrics, watcher
+from webapp import create_app, embed_jobs, jobs, metrics, watcher
 from webapp.extensions import db
 from webapp.indexing import extractors
 from webapp.indexing.ocr import UNAVAILABLE, OcrSettings, availability
@@ -126,6 +126,7 @@ def run_scheduler() -> None:
             count = jobs.rebuild_schedules(app)
             log.info("%d scheduled sources", count)
             jobs.resume_ocr(app)
+            embed_jobs.resume_embed(app)  # meaning (issue 32)
             Scheduler(queue=get_queue(app), connection=connection,
                       interval=SCHEDULER_INTERVAL).run()
             return

@@ -56,6 +56,9 @@ class SearchQuery:
     # nothing). Results, total, facets and snippets all come from within them.
     source_ids: tuple[str, ...] | None = None
     spec: QuerySpec | None = None  # q's syntax, paths resolved; parsed from q when None
+    # Only these documents (None: no such limit): meaning's candidates, checked against the
+    # query's filters and the asker's sources by the backend (search/hybrid.py).
+    within_ids: tuple[str, ...] | None = None
 
     def syntax(self) -> QuerySpec:
         """The query language terms of `q` (see search/syntax.py)."""

@@ -241,6 +241,9 @@ class MeiliBackend:
             filters.append(f"source_id = {_quote(query.source_id)}")
         if query.type is not None:
             filters.append(f"type = {_quote(query.type)}")
+        if query.within_ids is not None:  # meaning's candidates (search/hybrid.py)
+            ids = ", ".join(_quote(i) for i in query.within_ids)
+            filters.append(f"id IN [{ids}]" if ids else "chunk < 0")
         filters += _meili_filters(spec)
         parsed = parse_query(spec.text)
         common: dict = {"indexUid": self.uid, "q": _meili_q(spec, parsed),

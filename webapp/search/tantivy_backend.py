@@ -527,6 +527,9 @@ class TantivyBackend:
             must.append(Query.const_score_query(self._term("source_id", query.source_id), 0.0))
         if query.type is not None:
             must.append(Query.const_score_query(self._term("type", query.type), 0.0))
+        if query.within_ids is not None:  # meaning's candidates (search/hybrid.py)
+            ids = Query.term_set_query(self.schema, "id", list(query.within_ids))
+            must.append(Query.const_score_query(ids, 0.0))
         return Query.boolean_query([(Occur.Must, q) for q in must])
 
     def _with_syntax(self, text_query: Query, spec: QuerySpec) -> Query:
