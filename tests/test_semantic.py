@@ -62,7 +62,7 @@ def test_a_question_in_other_words_finds_its_document_by_meaning(client, auth, i
     assert answer["results"][0]["match"] == "meaning"
     assert answer["total"] == len(answer["results"])
     assert "recipe.txt" not in _names(answer)  # unrelated documents are not brought
-    cars = _search(client, auth, "vehicle breakdown on the highway")
+    cars = _search(client, auth, "automobile overheating")
     assert _names(cars)[0] == "engine.txt"
     status = client.get("/api/status/pets", headers=auth).get_json()
     assert status["semantic"] == {"state": "idle", "done": 4, "pending": 0}
@@ -101,7 +101,7 @@ def test_hybrid_argument_is_validated(client, auth, indexed):
 def test_meaning_and_similar_follow_the_grants(client, auth, indexed):
     create_user(client, auth, "alice", source_ids=["pets"])
     alice = bearer(login(client, "alice"))
-    seen = _search(client, alice, "vehicle breakdown on the highway")
+    seen = _search(client, alice, "automobile overheating")
     assert "engine.txt" not in _names(seen)
     ids = {r["basename"]: r["id"] for r in _search(client, auth, "type:text", limit=50)["results"]}
     # the car document does not exist for alice, /similar included
@@ -131,7 +131,7 @@ def test_deleting_files_and_sources_removes_their_vectors(app, client, auth, ind
         assert store.vectors_of(invoice) is None
         assert client.delete("/api/sources/cars", headers=auth).status_code in (200, 204)
         assert store.passages("cars") == 0
-    assert "engine.txt" not in _names(_search(client, auth, "vehicle breakdown on the highway"))
+    assert "engine.txt" not in _names(_search(client, auth, "automobile overheating"))
 
 
 def test_switching_meaning_off_leaves_words_only(client, auth, indexed, run_all):

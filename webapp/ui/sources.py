@@ -43,8 +43,9 @@ def form_to_data(form, creating: bool) -> dict:
             "scan_schedule": schedule_from_form(form)}
     if creating and form.get("id", "").strip():
         data["id"] = form["id"].strip()
-    if "watch" in form:  # a hidden "0" before the checkbox's "1": absent means unchanged
-        data["watch"] = "1" in form.getlist("watch")
+    for flag in ("watch", "semantic"):  # a hidden "0" before the checkbox's "1": absent
+        if flag in form:                # means unchanged
+            data[flag] = "1" in form.getlist(flag)
     return data
 
 
@@ -57,7 +58,8 @@ def _form_state(source=None, form=None) -> dict:
                 "exclude_patterns": form.get("exclude_patterns", ""),
                 "schedule_choice": form.get("schedule_choice", "manual"),
                 "cron": form.get("cron", ""), "scan_now": form.get("scan_now") == "1",
-                "watch": "1" in form.getlist("watch") if "watch" in form else True}
+                "watch": "1" in form.getlist("watch") if "watch" in form else True,
+                "semantic": "1" in form.getlist("semantic") if "semantic" in form else True}
     value = source.scan_schedule if source else None
     choice = next((k for k, v in SCHEDULE_PRESETS.items() if v == value), "custom")
     return {"name": source.name if source else "", "id": source.id if source else "",
@@ -65,7 +67,8 @@ def _form_state(source=None, form=None) -> dict:
             "include_patterns": "\n".join(source.include_patterns if source else DEFAULT_INCLUDE),
             "exclude_patterns": "\n".join(source.exclude_patterns if source else DEFAULT_EXCLUDE),
             "schedule_choice": choice, "cron": value if choice == "custom" else "",
-            "scan_now": True, "watch": source.watch if source else True}
+            "scan_now": True, "watch": source.watch if source else True,
+            "semantic": source.semantic if source else True}
 
 
 LABELS = {"name": "Name", "id": "ID", "root_path": "Folder", "include_patterns": "Include patterns",
