@@ -32,13 +32,13 @@ import numpy as np
 import tantivy
 
 from bench.relevance import (
+    _WORD_RE,
     CISI,
     DEPTH,
     RESULTS,
     Bm25Reference,
     Collection,
     Search,
-    _WORD_RE,
     load,
     measures,
     short_queries,
@@ -186,17 +186,19 @@ def relevance(coll: Collection, backend, store) -> dict:
             ndcg = {q: measures(fn(queries[q]), coll.qrels[q])["ndcg@10"] for q in order}
             ms = (time.perf_counter() - started) * 1000 / len(order)
 
-            def mean(ids) -> float:
-                ids = list(ids)
-                return round(sum(ndcg[q] for q in ids) / len(ids), 4)
-            row = {"ndcg@10": mean(order), "ndcg@10_first_half": mean(q for q in order if q in first),
-                   "ndcg@10_second_half": mean(q for q in order if q not in first),
+            row = {"ndcg@10": _mean(ndcg, order),
+                   "ndcg@10_first_half": _mean(ndcg, [q for q in order if q in first]),
+                   "ndcg@10_second_half": _mean(ndcg, [q for q in order if q not in first]),
                    "queries": len(order), "ms_per_query": round(ms, 1)}
             out[set_name][name] = row
             print(f"{set_name:5} {name:24} nDCG@10 {row['ndcg@10']:.3f} "
                   f"({row['ndcg@10_first_half']:.3f} / {row['ndcg@10_second_half']:.3f})"
                   f"  {row['ms_per_query']} ms/q", file=sys.stderr, flush=True)
     return out
+
+
+def _mean(values: dict[str, float], ids: list[str]) -> float:
+    return round(sum(values[q] for q in ids) / len(ids), 4)
 
 
 def throughput(texts: list[str], work: Path) -> dict:

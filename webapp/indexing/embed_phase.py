@@ -3,8 +3,9 @@ each into passages, embed them with the bundled model and store the vectors.
 
 It follows the OCR phase (indexing/ocr_phase.py): jobs of the low-priority queue that workers
 serve only when the main one is empty, one job per source at a time (Redis lock), each taking
-documents for JOB_SECONDS and then queueing its successor behind any scan. The job's process
-lowers its own CPU priority (nice), so web processes answering keyword searches go first.
+documents for JOB_SECONDS and then queueing its successor behind any scan. The model runs in
+one thread of the process at a lowered CPU priority (nice 10; the model computes in the
+calling thread), so web processes answering keyword searches go first.
 Between two model calls (a few seconds at most) it stops when the source was deleted, switched
 off (`semantic: false`) or is being scanned (the scan queues the phase again when it ends).
 
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from flask import Flask
@@ -36,7 +39,7 @@ log = logging.getLogger(__name__)
 JOB_SECONDS = 60.0  # a job takes no new document after this: scans queued meanwhile go first
 DOCS_PER_READ = 8  # documents read from the index (and written) at a time
 PASSAGES_PER_CALL = 16  # passages per model call: the stop checks fall between calls
-NICE = 10  # the job's process runs at this CPU priority (0 = normal, 19 = lowest)
+NICE = 10  # the model's thread in a job runs at this CPU priority (0 = normal, 19 = lowest)
 
 IDLE, EMBEDDING, OFF, UNAVAILABLE = "idle", "embedding", "off", "unavailable"
 
@@ -81,6 +84,26 @@ def status(source: Source) -> dict:
     return {"state": state, "done": done, "pending": pending}
 
 
+_thread: tuple[int, ThreadPoolExecutor] | None = None  # (pid, the process's model thread)
+
+
+def _lower_priority() -> None:
+    """Lower the calling thread's CPU priority (Linux: nice values are per thread), so the
+    worker's other work and the web processes go first."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+    except OSError:
+        pass
+
+
+def _model_thread() -> ThreadPoolExecutor:
+    """The thread of this process that runs the model at low priority (made after a fork)."""
+    global _thread
+    if _thread is None or _thread[0] != os.getpid():
+        _thread = (os.getpid(), ThreadPoolExecutor(1, "embed", initializer=_lower_priority))
+    return _thread[1]
+
+
 class EmbedRun:
     """Embeds a source's waiting documents for up to JOB_SECONDS."""
 
@@ -101,10 +124,6 @@ class EmbedRun:
         if not lock.acquire():
             return 0
         self.ran = True
-        try:
-            os.nice(NICE)  # RQ forks a work horse per job: only this job's process is lowered
-        except OSError:
-            pass
         with lock.kept():
             self._work()
         return self.done
@@ -151,7 +170,8 @@ class EmbedRun:
             if not self._wanted():
                 return None
             chunk = texts[start:start + PASSAGES_PER_CALL]
-            matrix = embedder.embed_passages([t for _, t in chunk])
+            matrix = _model_thread().submit(
+                embedder.embed_passages, [t for _, t in chunk]).result()
             for (id_, _), vector in zip(chunk, matrix, strict=True):
                 out[id_] = np.vstack([out[id_], vector[None, :]])
             self.passages += len(chunk)

