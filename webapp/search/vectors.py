@@ -29,6 +29,7 @@ from webapp.search.embedder import DIMENSIONS
 
 SUFFIX = ".usearch"
 EXPANSION_SEARCH = 200  # HNSW breadth when searching (usearch's 64 found 0.74 of the true top 10)
+THREADS = 1  # per call: usearch's default (every core) was 20x slower on a loaded 2-core machine
 
 
 def _usearch():
@@ -84,7 +85,7 @@ class VectorStore:
                 keys += [key] * len(matrix)
                 rows.append(np.asarray(matrix, dtype=np.float32).reshape(-1, DIMENSIONS))
             if keys:
-                index.add(np.array(keys, dtype=np.uint64), np.vstack(rows))
+                index.add(np.array(keys, dtype=np.uint64), np.vstack(rows), threads=THREADS)
 
     def delete_ids(self, doc_ids: Iterable[str]) -> None:
         """Remove the passages of these documents (of any source); unknown ids are ignored."""
@@ -132,7 +133,7 @@ class VectorStore:
             if index is None or not len(index):
                 continue
             index.expansion_search = EXPANSION_SEARCH
-            found = index.search(np.asarray(vector, dtype=np.float32), k * 3)
+            found = index.search(np.asarray(vector, dtype=np.float32), k * 3, threads=THREADS)
             for key, distance in zip(found.keys, found.distances, strict=True):
                 doc_id = key_doc(source_id, key)
                 best[doc_id] = max(best.get(doc_id, -1.0), 1.0 - float(distance))
