@@ -49,7 +49,7 @@ class SearchQuery:
     limit: int = 20
     offset: int = 0
     sort: str = "relevance"
-    snippet_length: int = 300
+    snippet_length: int = 300  # 0 (internal): no snippet, the text is not read
     matching_strategy: str = DEFAULT_MATCHING_STRATEGY
     facets: tuple[str, ...] = ()
     # The sources the asker may see, filtered inside the query (None: every source; empty:

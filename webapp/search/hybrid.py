@@ -77,7 +77,8 @@ def search(backend: SearchBackend, query: SearchQuery, ratio: float,
         return page
     started = time.perf_counter()
     window = max(WINDOW, query.offset + query.limit)
-    words = backend.search(dataclasses.replace(query, limit=window, offset=0))
+    # the rankings without snippets (no text read); the page's results are fetched after
+    words = backend.search(dataclasses.replace(query, limit=window, offset=0, snippet_length=0))
     by_id = {r["id"]: r for r in words.results}
     similar = {i: sim for i, sim in nearest(vector, CANDIDATES) if sim >= min_similarity}
     meaning = _passing(backend, query, similar, by_id, words.total > len(words.results))
@@ -95,7 +96,7 @@ def search(backend: SearchBackend, query: SearchQuery, ratio: float,
                            else WORDS if doc_id in by_id else MEANING)
         fused.append(result)
     only_meaning = sum(r["match"] == MEANING for r in fused)
-    results = fused[query.offset:query.offset + query.limit]
+    results = _with_snippets(backend, query, fused[query.offset:query.offset + query.limit])
     if len(results) < query.limit and words.total > len(words.results):  # past the window
         start = len(words.results) + max(0, query.offset - len(fused))
         deeper = backend.search(dataclasses.replace(
@@ -116,14 +117,33 @@ def _passing(backend: SearchBackend, query: SearchQuery, similar: dict[str, floa
         return []
     spec = dataclasses.replace(query.syntax(), text="")
     check = dataclasses.replace(query, spec=spec, within_ids=tuple(similar), offset=0,
-                                limit=len(similar), facets=(), sort="relevance")
+                                limit=len(similar), facets=(), sort="relevance",
+                                snippet_length=0)
     passing = {r["id"]: r for r in backend.search(check).results}
     outside = [i for i in passing if i not in by_id]
     if deeper_words and outside:
         also = backend.search(dataclasses.replace(query, within_ids=tuple(outside), offset=0,
-                                                  limit=len(outside), facets=()))
+                                                  limit=len(outside), facets=(),
+                                                  snippet_length=0))
         for result in also.results:
             passing.pop(result["id"], None)
     for doc_id, result in passing.items():
         result["score"] = similar[doc_id]
     return sorted(passing.values(), key=lambda r: -similar[r["id"]])
+
+
+def _with_snippets(backend: SearchBackend, query: SearchQuery, page: list[dict]) -> list[dict]:
+    """The page's results with their snippets: the words' matches marked in keyword hits, the
+    beginning of the text for documents only meaning found; order, score and match kept."""
+    if not page:
+        return page
+    by_words = tuple(r["id"] for r in page if r["match"] != MEANING)
+    by_meaning = tuple(r["id"] for r in page if r["match"] == MEANING)
+    snippets: dict[str, str] = {}
+    for ids, spec in ((by_words, query.syntax()),
+                      (by_meaning, dataclasses.replace(query.syntax(), text=""))):
+        if ids:
+            found = backend.search(dataclasses.replace(
+                query, spec=spec, within_ids=ids, offset=0, limit=len(ids), facets=()))
+            snippets.update({r["id"]: r["snippet"] for r in found.results})
+    return [dict(r, snippet=snippets.get(r["id"], r["snippet"])) for r in page]

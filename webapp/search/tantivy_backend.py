@@ -424,7 +424,9 @@ class TantivyBackend:
             if total or not (common or cap):
                 break
             common, cap = {}, None  # only common words or forms occur: search them all
-        docs = self._with_content([_stored(searcher, address) for _, address in hits])
+        docs = [_stored(searcher, address) for _, address in hits]
+        if query.snippet_length:  # 0: the ranking only, no text read (search/hybrid.py)
+            docs = self._with_content(docs)
         if sort is None:
             scores = [float(key) for key, _ in hits]
         else:
