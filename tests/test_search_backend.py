@@ -694,3 +694,16 @@ def test_a_question_does_not_match_by_a_word_in_a_tenth_of_the_documents(tmp_pat
     assert question.total == 1
     assert [r["id"] for r in question.results] == ["docs--puffin"]
     assert backend.search(SearchQuery(q="puffin harbour")).total == 151
+
+
+# --- meaning's candidates (search/hybrid.py) -----------------------------------------------
+
+
+def test_within_ids_keeps_only_those_documents_under_the_query_and_its_filters(corpus):
+    some = ("docs--garden", "docs--hostile", "other--minutes")
+    assert sorted(ids_of(corpus, "", within_ids=some)) == ["garden", "hostile", "minutes"]
+    assert ids_of(corpus, "type:pdf", within_ids=some) == ["hostile"]
+    assert sorted(ids_of(corpus, "", within_ids=some, source_ids=("docs",))) == [
+        "garden", "hostile"]
+    assert ids_of(corpus, "cat", within_ids=some) == ["garden"]
+    assert ids_of(corpus, "", within_ids=()) == []
