@@ -2,15 +2,16 @@
 `embedded` (their passages are in the vector store; false for every existing record, so the
 embedding phase reads them once).
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0008 (main has 0009_username_key since this branch was made: at merge, this
+revision's down_revision becomes "0009")
 Create Date: 2026-11-25
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009"
+revision = "0010"
 down_revision = "0008"
 branch_labels = None
 depends_on = None
