@@ -853,7 +853,7 @@ def _result(doc: dict, score: float, matcher: TermMatcher, snippet_length: int) 
     snippet = build_snippet(
         doc.get("content"), matcher, snippet_length,
         fallbacks=(doc.get("title"), doc.get("basename"), doc.get("path")),
-    )
+    ) if snippet_length else ""  # 0: a ranking only (search/hybrid.py)
     return {
         "id": doc["id"], "path": doc["path"], "basename": doc["basename"],
         "source_name": doc["source_name"], "type": doc["type"],
