@@ -79,6 +79,9 @@ def test_an_invoice_number_finds_its_exact_match_first(client, auth, indexed):
     assert answer["results"][0]["match"] in ("words", "both")
     quoted = _search(client, auth, '"office chairs"', hybrid={"semantic_ratio": 0.9})
     assert _names(quoted)[0] == "invoice.txt"
+    # a word the files hold lists those files only: meaning adds no look-alikes to it
+    assert _names(_search(client, auth, "INV-2024-017"))[0] == "quote.txt"
+    assert _names(_search(client, auth, "dough")) == ["recipe.txt"]
 
 
 def test_hybrid_argument_is_validated(client, auth, indexed):

@@ -9,8 +9,9 @@ measured.
 
 Exact words still win where people expect them to: a query with a quoted phrase, a token with
 digits or inner punctuation (an invoice number, a file name, an e-mail address) or a single
-word lists its keyword matches first, in their keyword order, and meaning's other documents
-after them. A query of filters only, a sort other than relevance or a ratio of 0 is a keyword
+word is a search by words: its keyword matches in their keyword order, and nothing that only
+looks like them (a search for `narwhal` does not list the walrus notes, an invoice number no
+other invoice). A query of filters only, a sort other than relevance or a ratio of 0 is a keyword
 search. Documents not embedded yet are found by words as before.
 
 Pagination: the fused list covers the keyword window plus meaning's own documents (those
@@ -60,8 +61,11 @@ def fuse(words: list[str], meaning: list[str], ratio: float) -> list[str]:
 
 
 def uses_meaning(query: SearchQuery, ratio: float) -> bool:
-    """Whether meaning takes part: some ratio, free text, and ranked by relevance."""
-    return ratio > 0 and not query.syntax().is_filter_only and query.effective_sort() == "relevance"
+    """Whether meaning takes part: some ratio, free text of plain words (not exact_first),
+    and ranked by relevance."""
+    spec = query.syntax()
+    return (ratio > 0 and not spec.is_filter_only and query.effective_sort() == "relevance"
+            and not exact_first(spec.text))
 
 
 def search(backend: SearchBackend, query: SearchQuery, ratio: float,
@@ -84,8 +88,6 @@ def search(backend: SearchBackend, query: SearchQuery, ratio: float,
     meaning = _passing(backend, query, similar, by_id, words.total > len(words.results))
     if ratio >= 1.0:
         ranked = [r["id"] for r in meaning] + [i for i in by_id if i not in similar]
-    elif exact_first(query.syntax().text):
-        ranked = list(by_id) + [r["id"] for r in meaning if r["id"] not in by_id]
     else:
         ranked = fuse(list(by_id), [r["id"] for r in meaning], ratio)
     found = {r["id"]: r for r in meaning}
