@@ -12,7 +12,8 @@ digits or inner punctuation (an invoice number, a file name, an e-mail address) 
 word is a search by words: its keyword matches in their keyword order, and nothing that only
 looks like them (a search for `narwhal` does not list the walrus notes, an invoice number no
 other invoice). A query of filters only, a sort other than relevance or a ratio of 0 is a keyword
-search. Documents not embedded yet are found by words as before.
+search, and so is `matching_strategy: all` (the asker wants every word). Documents not
+embedded yet are found by words as before.
 
 Pagination: the fused list covers the keyword window plus meaning's own documents (those
 that do not match the words); past it come the keyword matches in their keyword order, so
@@ -62,10 +63,10 @@ def fuse(words: list[str], meaning: list[str], ratio: float) -> list[str]:
 
 def uses_meaning(query: SearchQuery, ratio: float) -> bool:
     """Whether meaning takes part: some ratio, free text of plain words (not exact_first),
-    and ranked by relevance."""
+    ranked by relevance, and not `matching_strategy: all` (every word must match)."""
     spec = query.syntax()
     return (ratio > 0 and not spec.is_filter_only and query.effective_sort() == "relevance"
-            and not exact_first(spec.text))
+            and query.matching_strategy != "all" and not exact_first(spec.text))
 
 
 def search(backend: SearchBackend, query: SearchQuery, ratio: float,
