@@ -24,7 +24,7 @@ from rq.worker_pool import WorkerPool
 from rq_scheduler import Scheduler
 from sqlalchemy.exc import SQLAlchemyError
 
-from webapp import create_app, jobs, metrics, watcher
+from webapp import create_app, embed_jobs, jobs, metrics, watcher
 from webapp.extensions import db
 from webapp.indexing import extractors
 from webapp.indexing.ocr import UNAVAILABLE, OcrSettings, availability
@@ -162,6 +162,7 @@ def run_scheduler() -> None:
             count = jobs.rebuild_schedules(app)
             log.info("%d scheduled sources", count)
             jobs.resume_ocr(app)
+            embed_jobs.resume_embed(app)  # meaning: sources whose documents wait for it
             _Scheduler(app, queue=get_queue(app), connection=connection,
                        interval=SCHEDULER_INTERVAL).run()
             return

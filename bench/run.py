@@ -1,5 +1,6 @@
 """Benchmark entry: `python -m bench.run [--quick] [--scale 5k|50k|both]`, Trawl beside Recoll,
-then the relevance benchmark (bench/relevance.py) unless --skip-relevance.
+then the relevance benchmark (bench/relevance.py) and the meaning one (bench/semantic.py)
+unless --skip-relevance.
 
 For each scale: build (or reuse) the corpus, run Trawl through `python -m webapp.launcher` and its
 HTTP API, then Recoll on the same files; write bench/results/<scale>-<date>.json and the tables
@@ -18,7 +19,7 @@ from datetime import date
 from pathlib import Path
 
 from bench import corpus as corpus_mod
-from bench import recoll_runner, relevance, report
+from bench import recoll_runner, relevance, report, semantic
 from bench.measure import machine
 from bench.trawl_runner import TrawlService
 
@@ -167,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_relevance:
         log("relevance: CISI through the service beside a plain BM25 reference ...")
         relevance.main([])
+        log("meaning: hybrid beside both BM25 references, throughput, latency, cost ...")
+        semantic.main([])  # issue 32
     return 0
 
 

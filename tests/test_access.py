@@ -96,6 +96,8 @@ OPERATIONS = {
     "GET /api/documents/{doc_id}": (READ, {"doc_id": "alpha.txt"}, None, 200),
     "GET /api/documents/{doc_id}/preview": (READ, {"doc_id": "alpha.txt"}, None, 200),
     "GET /api/documents/{doc_id}/thumbnail": (READ, {"doc_id": "alpha.txt"}, None, 404),
+    # not embedded in this test (the phase's queue is not run): an empty list, for the granted
+    "GET /api/documents/{doc_id}/similar": (READ, {"doc_id": "alpha.txt"}, None, 200),
     "POST /api/documents/{doc_id}/download-link": (OWN, {"doc_id": "alpha.txt"}, None, 200),
     "GET /api/status": (READ, {}, None, 200),
     "GET /api/status/{source_id}": (READ, {"source_id": "open"}, None, 200),

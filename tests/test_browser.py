@@ -682,3 +682,35 @@ def test_a_session_that_ends_while_typing_comes_back_to_the_search(browser, site
     expect(tab).to_have_url(re.compile(r"/\?q=calm\+sea(&|$)"))
     expect(tab.locator("#results .result").first).to_be_visible()
     context.close()
+
+
+def test_document_page_lists_similar_documents(page, site):
+    """Once the background phase has read them, a document's page lists the documents closest
+    in meaning, and links to them."""
+    import time
+
+    _ensure_ready(page, site)
+    pets = site["folder"].parent / "pets"
+    pets.mkdir(exist_ok=True)
+    (pets / "kitten.txt").write_text("The small cat slept on the warm windowsill all afternoon.")
+    (pets / "tomcat.txt").write_text("Our old tomcat dozes by the fireplace every evening.")
+    (pets / "tax.txt").write_text("Quarterly VAT return: figures, deadlines and penalties.")
+    api = page.request
+    token = api.post("/api/auth/login", data=ADMIN).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    api.post("/api/sources", headers=headers, data={"name": "Pets", "root_path": str(pets)})
+    api.post("/api/sources/pets/reindex?wait=30", headers=headers)
+    deadline = time.monotonic() + 120  # the embedding job runs after the scan, at low priority
+    while api.get("/api/status/pets", headers=headers).json()["semantic"]["pending"]:
+        assert time.monotonic() < deadline, "the embedding phase did not finish"
+        time.sleep(1)
+    doc = api.post("/api/search", headers=headers,
+                   data={"q": "windowsill", "hybrid": {"semantic_ratio": 0}}).json()["results"][0]
+    login(page)
+    page.goto(f"/documents/{doc['id']}")
+    similar = page.locator("[data-similar] a")
+    expect(similar.first).to_have_text("tomcat.txt")
+    expect(page.locator("[data-similar]")).not_to_contain_text("kitten.txt")
+    shot(page, "14-similar-documents")
+    similar.first.click()
+    expect(page.get_by_role("heading", name="tomcat.txt")).to_be_visible()

@@ -59,7 +59,9 @@ def test_search_results_have_the_contract_fields(client, auth, indexed):
     assert isinstance(body["processing_time_ms"], int)
     hit = body["results"][0]
     assert set(hit) == {"id", "path", "basename", "source_name", "type", "size_bytes",
-                        "modified_at", "snippet", "score", "container_id", "thumbnail_url"}
+                        "modified_at", "snippet", "score", "container_id", "thumbnail_url",
+                        "match"}
+    assert hit["match"] == "words"  # not embedded yet (the phase waits on the low-priority queue)
     assert hit["container_id"] is None  # a plain file (members name their container)
     assert hit["thumbnail_url"] is None  # a text file has no picture
     assert hit["basename"] == "Quarterly Report.txt" and hit["type"] == "text"

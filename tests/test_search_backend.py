@@ -516,3 +516,13 @@ def test_members_carry_their_container_id(backend):
     assert [(h["id"], h["container_id"]) for h in hits] == [("docs--member", "docs--zip")]
     assert backend.get("docs--member")["container_id"] == "docs--zip"
     assert backend.get("docs--zip").get("container_id") is None
+
+
+def test_within_ids_keeps_only_those_documents_under_the_query_and_its_filters(corpus):
+    some = ("docs--garden", "docs--hostile", "other--minutes")
+    assert sorted(ids_of(corpus, "", within_ids=some)) == ["garden", "hostile", "minutes"]
+    assert ids_of(corpus, "type:pdf", within_ids=some) == ["hostile"]
+    assert sorted(ids_of(corpus, "", within_ids=some, source_ids=("docs",))) == [
+        "garden", "hostile"]
+    assert ids_of(corpus, "cat", within_ids=some) == ["garden"]
+    assert ids_of(corpus, "", within_ids=()) == []

@@ -12,12 +12,11 @@ from functools import partial
 
 from flask import Flask, current_app
 from rq import get_current_job
-from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
 from rq_scheduler import Scheduler
 
 from webapp import keys, logs
 from webapp import schedule as cron
+from webapp.embed_jobs import enqueue_embed, job_waiting  # meaning
 from webapp.extensions import db
 from webapp.indexing import live
 from webapp.indexing.ocr_phase import OcrRun, pending_count, pending_sources
@@ -43,6 +42,7 @@ def scan_job(source_id: str, run_id: str, full: bool = False) -> dict:
         helpers = partial(enqueue_helpers, run_id, source_id)
         stats = ScanRun(app, source_id, run_id, full, start_helpers=helpers).run()
         enqueue_ocr(source_id)  # the documents are all indexed: now their OCR, at lower priority
+        enqueue_embed(source_id)  # meaning (issue 32): after OCR on the same low-priority queue
         return stats
 
 
@@ -55,6 +55,7 @@ def ocr_job(source_id: str) -> int:
         done = run.run()
         if run.ran:  # else the source's running OCR job looks for more work when it ends
             enqueue_ocr(source_id)
+            enqueue_embed(source_id)  # meaning (issue 32): documents whose OCR text is in
         return done
 
 
@@ -80,6 +81,7 @@ def live_job(source_id: str, run_id: str) -> dict | None:
         if stats.state in (RunState.FINISHED, RunState.FAILED):  # else they are handed out again
             live.done(conn, source_id, upto)
         enqueue_ocr(source_id)  # a scanned page saved into a watched folder is read too
+        enqueue_embed(source_id)  # meaning
         return stats.to_dict()
 
 
@@ -154,20 +156,12 @@ def enqueue_ocr(source_id: str) -> None:
         return
     conn = get_redis()
     queued = conn.get(keys.ocr_queued(source_id))
-    if queued is not None and _job_waiting(queued.decode()):
+    if queued is not None and job_waiting(queued.decode()):
         return
     job = get_ocr_queue().enqueue(ocr_job, source_id, job_timeout=keys.OCR_JOB_TIMEOUT,
                                   result_ttl=keys.OCR_RESULT_TTL,
                                   failure_ttl=keys.OCR_FAILURE_TTL)
     conn.set(keys.ocr_queued(source_id), job.id, ex=keys.OCR_QUEUED_TTL)
-
-
-def _job_waiting(job_id: str) -> bool:
-    try:
-        return Job.fetch(job_id, connection=get_redis()).get_status() in (
-            JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
-    except NoSuchJobError:
-        return False
 
 
 def enqueue_rename(source_id: str) -> None:

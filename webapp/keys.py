@@ -52,6 +52,16 @@ def ocr_queued(source_id: str) -> str:
     return f"trawl:ocr:queued:{source_id}"
 
 
+def embed_running(source_id: str) -> str:
+    """Held by the embedding job of a source (meaning; one at a time per source)."""
+    return f"trawl:embed:running:{source_id}"
+
+
+def embed_queued(source_id: str) -> str:
+    """The RQ job id of the source's queued embedding job."""
+    return f"trawl:embed:queued:{source_id}"
+
+
 # -- the live index (watcher.py, indexing/live.py) -----------------------------------------------
 WATCHER_ALIVE_TTL = 10  # the watcher renews its mark every 2 s; gone after this, it is down
 
@@ -114,6 +124,9 @@ HELPER_FAILURE_TTL = HOUR
 OCR_JOB_TIMEOUT = DAY  # a job stops taking documents after a minute; one document may be long
 OCR_RESULT_TTL = 600
 OCR_FAILURE_TTL = WEEK
+EMBED_JOB_TIMEOUT = HOUR  # a job stops taking documents after a minute
+EMBED_RESULT_TTL = 600
+EMBED_FAILURE_TTL = WEEK
 RENAME_JOB_TIMEOUT = HOUR
 RENAME_RESULT_TTL = 600
 LIVE_JOB_TIMEOUT = DAY  # a live update of a burst is an incremental scan of the folders touched

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, Text, UniqueConstraint, true
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, Text, UniqueConstraint, false, true
 from sqlalchemy.orm import Mapped, mapped_column, validates
 
 from webapp.exceptions import NotFound
@@ -90,6 +90,7 @@ class Source(db.Model):
     exclude_patterns: Mapped[list] = mapped_column(JSON)
     scan_schedule: Mapped[str | None] = mapped_column(String(100))
     watch: Mapped[bool] = mapped_column(default=True, server_default=true())  # live updates
+    semantic: Mapped[bool] = mapped_column(default=True, server_default=true())  # meaning (embeddings)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_scan_at: Mapped[datetime | None]
@@ -107,6 +108,7 @@ class IndexedFile(db.Model):
         Index("ix_indexed_files_source_indexed", "source_id", "indexed_at"),  # last indexed
         Index("ix_indexed_files_source_ocr", "source_id", "ocr"),
         Index("ix_indexed_files_source_container", "source_id", "container"),
+        Index("ix_indexed_files_source_embedded", "source_id", "embedded"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     source_id: Mapped[str] = mapped_column(
@@ -124,6 +126,9 @@ class IndexedFile(db.Model):
     # a member of an archive or e-mail (path `a.zip!/b.txt`): the path of the file on disk
     # that holds it, at any depth; None for files the walk finds
     container: Mapped[str | None] = mapped_column(Text)
+    # its passages are in the vector store (indexing/embed_phase.py); every write of the record
+    # (a new or changed file) makes it false again
+    embedded: Mapped[bool] = mapped_column(default=False, server_default=false())
 
 
 class RunRecord(db.Model):

@@ -22,6 +22,7 @@ from webapp import config, keys
 from webapp.extensions import db
 from webapp.previews.render import IsolatedRenderer
 from webapp.search import make_backend
+from webapp.search.vectors import VectorStore
 
 _lock = threading.Lock()
 
@@ -233,6 +234,16 @@ def get_extract_queue(app: Flask | None = None) -> Queue:
 def get_previews(app: Flask | None = None) -> IsolatedRenderer:
     """The app's image preview renderer (decodes in child processes)."""
     return (app or current_app).extensions["trawl.previews"]
+
+
+def get_vectors(app: Flask | None = None) -> VectorStore:
+    """The passage vectors (meaning) under DATA_DIR/vectors, made on first use."""
+    app = app or current_app
+    store = app.extensions.get("trawl.vectors")
+    if store is None:
+        store = app.extensions["trawl.vectors"] = VectorStore(
+            os.path.join(app.config["DATA_DIR"], "vectors"))
+    return store
 
 
 def get_search(app: Flask | None = None):

@@ -11,8 +11,10 @@ from webapp.api.schemas import (
     DownloadArgsSchema,
     DownloadLinkSchema,
     PreviewArgsSchema,
+    SimilarArgsSchema,
+    SimilarSchema,
 )
-from webapp.services import documents
+from webapp.services import documents, similar
 
 blp = Blueprint("documents", __name__, url_prefix="/api/documents",
                 description="Indexed documents and their original files")
@@ -26,6 +28,18 @@ class Document(MethodView):
     def get(self, doc_id):
         """The full document: extracted content and metadata."""
         return documents.get(doc_id, requester())
+
+
+@blp.route("/<string:doc_id>/similar")
+class Similar(MethodView):
+    @authenticated(blp)
+    @blp.arguments(SimilarArgsSchema, location="query")
+    @blp.response(200, SimilarSchema)
+    @errors(blp, 400, 404)
+    def get(self, args, doc_id):
+        """More like this: the documents closest in meaning that you may see (an empty list
+        while the document is not embedded yet)."""
+        return similar.similar(doc_id, requester(), args["limit"])
 
 
 @blp.route("/<string:doc_id>/preview")

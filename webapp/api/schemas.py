@@ -117,6 +117,8 @@ class SourceCreateSchema(StrictSchema):
     allow_overlap = fields.Boolean(load_default=False, metadata={
         "description": "Accept a root_path that is, lies inside or holds another source's "
                        "folder (refused with 409 otherwise); search shows a file once"})
+    semantic = fields.Boolean(load_default=True, metadata={
+        "description": "embed the documents' passages so search finds them by meaning too"})
 
 
 class SourceUpdateSchema(StrictSchema):
@@ -127,6 +129,7 @@ class SourceUpdateSchema(StrictSchema):
     scan_schedule = fields.String(allow_none=True)
     watch = fields.Boolean()
     allow_overlap = fields.Boolean(metadata={"description": "as when creating"})
+    semantic = fields.Boolean()
 
 
 class SourceSchema(ma.Schema):
@@ -138,6 +141,7 @@ class SourceSchema(ma.Schema):
     scan_schedule = fields.String(allow_none=True)
     watch = fields.Boolean()
     allow_overlap = fields.Boolean(metadata={"description": "as when creating"})
+    semantic = fields.Boolean()
     created_at = fields.String()
     updated_at = fields.String()
     last_scan_at = fields.String(allow_none=True)
@@ -220,6 +224,12 @@ class HealthSchema(ma.Schema):
     components = fields.Dict(keys=fields.String(), values=fields.String())
 
 
+class SemanticStatusSchema(ma.Schema):
+    state = fields.String(metadata={"description": "idle, embedding, off or unavailable"})
+    done = fields.Integer(metadata={"description": "documents embedded"})
+    pending = fields.Integer(metadata={"description": "documents waiting to be embedded"})
+
+
 class SourceStatusSchema(ma.Schema):
     source_id = fields.String()
     source_name = fields.String()
@@ -229,6 +239,8 @@ class SourceStatusSchema(ma.Schema):
     failed = fields.Integer()
     skipped = fields.Integer()
     ocr_pending = fields.Integer(metadata={"description": "documents waiting for OCR"})
+    semantic = fields.Nested(SemanticStatusSchema, metadata={
+        "description": "the embedding phase (meaning) of the source"})
     last_indexed_at = fields.String(allow_none=True)
     last_scan_at = fields.String(allow_none=True)
     next_scan_at = fields.String(allow_none=True)
@@ -333,6 +345,8 @@ class SearchResultSchema(ma.Schema):
     modified_at = fields.Integer()
     snippet = fields.String()
     score = fields.Float()
+    match = fields.String(metadata={
+        "description": "words, meaning or both: what found this document"})
     container_id = fields.String(allow_none=True, dump_default=None, metadata={
         "description": "id of the archive or e-mail holding this member; null for files"})
     thumbnail_url = fields.String(allow_none=True, metadata={
@@ -350,6 +364,15 @@ class SearchResponseSchema(ma.Schema):
         keys=fields.String(), values=fields.Dict(keys=fields.String(), values=fields.Integer()),
         metadata={"description": "Only when `facets` was asked: {facet: {value: count}} "
                                  "over all matches"})
+
+
+class SimilarArgsSchema(StrictSchema):
+    limit = fields.Integer(load_default=10, validate=validate.Range(
+        min=1, max=50, error="must be between 1 and 50"))
+
+
+class SimilarSchema(ma.Schema):
+    results = fields.List(fields.Nested(SearchResultSchema))
 
 
 class DocumentSchema(ma.Schema):

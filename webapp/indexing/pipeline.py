@@ -46,7 +46,7 @@ from webapp.indexing.state import Heartbeat, scan_lock, stamp, writer_lock
 from webapp.memtune import release_freed
 from webapp.metrics import extraction_seconds, scan_files, scan_runs
 from webapp.models import IndexedFile, Source, utcnow
-from webapp.runtime import get_redis, get_search
+from webapp.runtime import get_redis, get_search, get_vectors
 
 log = logging.getLogger(__name__)
 RESULT_WAIT = 1.0  # seconds the coordinator blocks on helpers' results before looking around
@@ -263,6 +263,7 @@ class ScanRun:
             ids = [doc_id(self.source_id, p) for p in gone]
             with writer_lock(self.source_id, self.app):
                 get_search(self.app).delete_ids(ids)
+                get_vectors(self.app).delete_ids(ids)  # meaning (issue 32)
                 delete_records(self.source_id, gone)
             thumbstore.remove(self.app.config["DATA_DIR"], ids)
         if (unclean and scope is None) or self.full:
@@ -317,6 +318,7 @@ class ScanRun:
         if orphans:
             log.info("Removing %d orphan documents of %s", len(orphans), self.source_id)
             search.delete_ids(sorted(orphans))
+            get_vectors(self.app).delete_ids(sorted(orphans))  # meaning (issue 32)
         thumbstore.prune(self.app.config["DATA_DIR"], self.source_id, known)
 
     def _stopped(self, beat: Heartbeat) -> bool:
@@ -423,7 +425,9 @@ class ScanRun:
         """Remove every recorded member of these files (documents, then records)."""
         stale = [p for p, _ in member_paths(self.source_id, containers)]
         if stale:
-            get_search(self.app).delete_ids([doc_id(self.source_id, p) for p in stale])
+            ids = [doc_id(self.source_id, p) for p in stale]
+            get_search(self.app).delete_ids(ids)
+            get_vectors(self.app).delete_ids(ids)  # meaning (issue 32)
             delete_records(self.source_id, stale)
 
     def _count_batch(self, result: dict) -> None:

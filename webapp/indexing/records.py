@@ -13,7 +13,7 @@ from webapp.models import IndexedFile, utcnow
 
 DELETE_CHUNK = 500  # paths per DELETE ... IN (...): every database accepts that many parameters
 _UPDATED = ("size_bytes", "mtime_ns", "modified_at", "indexed_at", "hash", "doc_type",
-            "status", "error_message", "ocr", "container")
+            "status", "error_message", "ocr", "container", "embedded")
 
 
 def _epoch(dt_ns: int) -> datetime:
@@ -26,6 +26,7 @@ def upsert_records(source_id: str, rows: list[dict]) -> None:
         return
     now = utcnow()
     values = [{"container": None, **r, "ocr": r.get("ocr"), "source_id": source_id,
+               "embedded": False,  # new or changed: its passages are read (again)
                "hash": path_hash(r["path"]),
                "indexed_at": now, "modified_at": _epoch(r["mtime_ns"])} for r in rows]
     values.sort(key=lambda v: v["path"])  # one lock order in every transaction: no deadlock

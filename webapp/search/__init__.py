@@ -49,13 +49,16 @@ class SearchQuery:
     limit: int = 20
     offset: int = 0
     sort: str = "relevance"
-    snippet_length: int = 300
+    snippet_length: int = 300  # 0 (internal): no snippet, the text is not read
     matching_strategy: str = DEFAULT_MATCHING_STRATEGY
     facets: tuple[str, ...] = ()
     # The sources the asker may see, filtered inside the query (None: every source; empty:
     # nothing). Results, total, facets and snippets all come from within them.
     source_ids: tuple[str, ...] | None = None
     spec: QuerySpec | None = None  # q's syntax, paths resolved; parsed from q when None
+    # Only these documents (None: no such limit): meaning's candidates, checked against the
+    # query's filters and the asker's sources by the backend (search/hybrid.py).
+    within_ids: tuple[str, ...] | None = None
 
     def syntax(self) -> QuerySpec:
         """The query language terms of `q` (see search/syntax.py)."""

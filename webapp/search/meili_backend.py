@@ -291,6 +291,9 @@ def _meili_filters(query: SearchQuery, spec: QuerySpec) -> list[str]:
         out.append(f"source_id = {_quote(query.source_id)}")
     if query.type is not None:
         out.append(f"type = {_quote(query.type)}")
+    if query.within_ids is not None:  # meaning's candidates (search/hybrid.py)
+        ids = ", ".join(_quote(i) for i in query.within_ids)
+        out.append(f"id IN [{ids}]" if ids else "chunk < 0")
     for attribute, values in (("type", spec.types), ("extension", spec.extensions),
                               ("source_id", spec.sources), ("folders", spec.paths)):
         if values:

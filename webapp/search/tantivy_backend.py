@@ -356,7 +356,9 @@ class TantivyBackend:
         # limit=0 panics inside tantivy: fetch one and drop it.
         found = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
         hits, total = found.hits[:limit], found.count
-        docs = self._with_content([_stored(searcher, address) for _, address in hits])
+        docs = [_stored(searcher, address) for _, address in hits]
+        if query.snippet_length:  # 0: the ranking only, no text read (search/hybrid.py)
+            docs = self._with_content(docs)
         if sort is None:
             scores = [float(key) for key, _ in hits]
         else:
@@ -413,6 +415,8 @@ class TantivyBackend:
             filters.append(builder.term("source_id", query.source_id))
         if query.type is not None:
             filters.append(builder.term("type", query.type))
+        if query.within_ids is not None:  # meaning's candidates (search/hybrid.py)
+            filters.append(Query.term_set_query(schema, "id", list(query.within_ids)))
         filters += [
             Query.term_set_query(schema, field, list(values))
             for field, values in (("type", spec.types), ("extension", spec.extensions),
@@ -468,7 +472,7 @@ def _result(doc: dict, score: float, matcher: TermMatcher, snippet_length: int) 
     snippet = build_snippet(
         doc.get("content"), matcher, snippet_length,
         fallbacks=(doc.get("title"), doc.get("basename"), doc.get("path")),
-    )
+    ) if snippet_length else ""  # 0: a ranking only (search/hybrid.py)
     return {
         "id": doc["id"], "path": doc["path"], "basename": doc["basename"],
         "source_name": doc["source_name"], "type": doc["type"],

@@ -43,7 +43,7 @@ from webapp.search import SearchPage, SearchQuery
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
 from webapp.search.syntax import parse_syntax
-from webapp.services import auth, search_args, tokens
+from webapp.services import auth, meaning, search_args, tokens
 from webapp.services.access import can_see, visible_sources
 from webapp.services.sources import inside_allowed_roots
 
@@ -63,7 +63,7 @@ def search(args: dict, user: User | None) -> dict:
     response echoes limit and offset."""
     with search_duration.labels(current_app.config["SEARCH_BACKEND"]).time():
         query: SearchQuery = search_args.to_query(args, visible_sources(user))
-        page: SearchPage = get_search().search(query)
+        page: SearchPage = meaning.search(query, search_args.semantic_ratio(args))
     results = once_per_file(page.results)
     for result in results:
         result["thumbnail_url"] = thumbnail_url(result["id"])

@@ -26,12 +26,22 @@ from webapp.search import (
     SORTS,
     SearchQuery,
 )
+from webapp.search.hybrid import DEFAULT_SEMANTIC_RATIO
 from webapp.search.syntax import parse_syntax
 from webapp.services.access import Visible, can_see
 from webapp.validation import StrictSchema, validation_detail
 
 # A question pasted whole is searched (its first MAX_QUERY_WORDS words); longer text is 400.
 MAX_Q_CHARS = 4000
+
+
+class HybridSchema(StrictSchema):
+    """`hybrid`: how much meaning weighs against words (Meilisearch's names)."""
+
+    semantic_ratio = fields.Float(required=True, validate=validate.Range(
+        min=0.0, max=1.0, error="must be between 0 and 1"), metadata={
+        "description": "0: words only, 1: meaning only; absent: "
+                       f"{DEFAULT_SEMANTIC_RATIO} (docs/relevance.md)"})
 
 
 class SearchArgsSchema(StrictSchema):
@@ -53,6 +63,8 @@ class SearchArgsSchema(StrictSchema):
             MATCHING_STRATEGIES, error="must be one of " + ", ".join(MATCHING_STRATEGIES)))
     facets = fields.List(fields.String(), load_default=list, metadata={
         "description": "Count matches per value of these: " + ", ".join(FACETS)})
+    hybrid = fields.Nested(HybridSchema, load_default=None, allow_none=True, metadata={
+        "description": "Fuse meaning with words; absent: the default ratio"})
 
     @ma.validates("q")
     def _q(self, value: str, **kwargs) -> None:
@@ -102,6 +114,11 @@ def to_query(args: Mapping, visible: Visible) -> SearchQuery:
         source_ids=None if visible is None else tuple(sorted(visible)),
         matching_strategy=args.get("matching_strategy") or DEFAULT_MATCHING_STRATEGY,
     )
+
+
+def semantic_ratio(args: Mapping) -> float:
+    """The weight of meaning a loaded request asks for (the default when absent)."""
+    return float((args.get("hybrid") or {}).get("semantic_ratio", DEFAULT_SEMANTIC_RATIO))
 
 
 def check_type(doc_type: str, label: str) -> None:

@@ -18,7 +18,7 @@ from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, validate_pat
 from webapp.indexing.runstats import FileStatus
 from webapp.indexing.scanner import inside_any, within
 from webapp.models import IndexedFile, Source, UserSource, get_source, iso, utcnow
-from webapp.runtime import get_search
+from webapp.runtime import get_search, get_vectors
 from webapp.services import scans
 from webapp.services.access import Visible, can_see
 from webapp.validation import display_name
@@ -148,10 +148,11 @@ def _schedule(value: Any) -> str | None:
     return value
 
 
-def _watch(value: Any) -> bool:
-    """`watch` is a boolean: follow changes under the root (live updates) or not."""
+def _flag(field: str, value: Any) -> bool:
+    """`watch` (follow changes under the root) and `semantic` (embed passages for meaning)
+    are booleans."""
     if not isinstance(value, bool):
-        raise InvalidInput("watch: must be true or false")
+        raise InvalidInput(f"{field}: must be true or false")
     return value
 
 
@@ -183,7 +184,8 @@ def create(data: Mapping, scan_now: bool = False) -> Source:
         include_patterns=_patterns("include_patterns", data.get("include_patterns")),
         exclude_patterns=_patterns("exclude_patterns", data.get("exclude_patterns")),
         scan_schedule=_schedule(data.get("scan_schedule")),
-        watch=_watch(data.get("watch", True)))
+        watch=_flag("watch", data.get("watch", True)),
+        semantic=_flag("semantic", data.get("semantic", True)))
     source.next_scan_at = _next_scan(source.scan_schedule)
     db.session.add(source)
     db.session.commit()
@@ -216,9 +218,14 @@ def update(source_id: str, data: Mapping) -> Source:
         source.scan_schedule = _schedule(data["scan_schedule"])
         source.next_scan_at = _next_scan(source.scan_schedule)
     if "watch" in data:
-        source.watch = _watch(data["watch"])
+        source.watch = _flag("watch", data["watch"])
+    semantic_was = source.semantic
+    if "semantic" in data:
+        source.semantic = _flag("semantic", data["semantic"])
     source.updated_at = utcnow()
     db.session.commit()
+    if source.semantic != semantic_was:
+        _semantic_switched(source)
     if source.name != old_name:
         _rename_documents(source)
     _reschedule(source)
@@ -232,12 +239,25 @@ def delete(source_id: str) -> None:
     scans.cancel_scan(source.id)
     jobs.unschedule(source.id)
     get_search().delete_source(source.id)
+    get_vectors().delete_source(source.id)
     thumbstore.remove_source(current_app.config["DATA_DIR"], source.id)
     db.session.query(IndexedFile).filter_by(source_id=source.id).delete()
     db.session.query(UserSource).filter_by(source_id=source.id).delete()  # its grants
     db.session.delete(source)
     db.session.commit()
     scans.sources_changed()
+
+
+def _semantic_switched(source: Source) -> None:
+    """Off: the source's vectors go (its running embedding job stops at its next check) and
+    its records wait again. On: the embedding phase is queued."""
+    if source.semantic:
+        jobs.enqueue_embed(source.id)
+        return
+    get_vectors().delete_source(source.id)
+    db.session.query(IndexedFile).filter_by(source_id=source.id).update(
+        {IndexedFile.embedded: False})
+    db.session.commit()
 
 
 def _rename_documents(source: Source) -> None:
@@ -267,6 +287,7 @@ def to_json(source: Source, by_status: Mapping[str, int] | None = None) -> dict:
         "id": source.id, "name": source.name, "root_path": source.root_path,
         "include_patterns": source.include_patterns, "exclude_patterns": source.exclude_patterns,
         "scan_schedule": source.scan_schedule, "watch": source.watch,
+        "semantic": source.semantic,
         "created_at": iso(source.created_at), "updated_at": iso(source.updated_at),
         "last_scan_at": iso(source.last_scan_at), "next_scan_at": iso(source.next_scan_at),
         "state": scans.scan_state(source.id), "watch_state": scans.watch_state(source),

@@ -12,12 +12,13 @@ from sqlalchemy import func, text
 
 from webapp.config import VERSION
 from webapp.extensions import db
+from webapp.indexing import embed_phase
 from webapp.indexing.ocr import OcrSettings, availability
 from webapp.indexing.ocr_phase import pending_count
 from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
 from webapp.models import IndexedFile, RunRecord, Source, User, iso
 from webapp.runtime import get_extract_queue, get_queue, get_redis, get_search, worker_count
-from webapp.services import auth, scans
+from webapp.services import auth, meaning, scans
 from webapp.services.access import Visible, can_see, source_for, visible_sources
 from webapp.services.sources import counts
 
@@ -44,6 +45,7 @@ def health() -> tuple[dict, int]:
     ok = all(v == "ok" for v in components.values())
     # OCR that is off or not installed leaves search working: reported, never `degraded`
     components["ocr"] = availability(OcrSettings.from_config(current_app.config))[0]
+    components["semantic"] = meaning.health()  # likewise: words work without the model
     setup_required = None
     if components["database"] == "ok":
         setup_required = auth.setup_required()
@@ -78,6 +80,7 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
         "successful": by_status.get(FileStatus.SUCCESS, 0),
         "failed": by_status.get(FileStatus.FAILED, 0), "skipped": by_status.get(FileStatus.SKIPPED, 0),
         "ocr_pending": pending_count(source.id),
+        "semantic": embed_phase.status(source),
         "last_indexed_at": iso(last_indexed), "last_scan_at": iso(source.last_scan_at),
         "next_scan_at": iso(source.next_scan_at),
         "last_run": (live if state != SourceState.IDLE or unsettled else kept or live),

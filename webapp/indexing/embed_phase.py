@@ -1,0 +1,217 @@
+"""The embedding phase of a source (meaning): after its documents are searchable by words, cut
+each into passages, embed them with the bundled model and store the vectors.
+
+It is a background phase like OCR (indexing/background.py): jobs of the low-priority queue
+that workers serve only when the main one is empty, one job per source at a time (Redis lock),
+each in one of the `workers - 1` background slots, yielding between model calls as soon as a
+scan or live update is queued (or after the policy's share of time) and queueing its successor
+behind it. The model runs in
+one thread of the process at a lowered CPU priority (nice 10; the model computes in the
+calling thread), so web processes answering keyword searches go first.
+Between two model calls (a few seconds at most) it stops when the source was deleted, switched
+off (`semantic: false`) or is being scanned (the scan queues the phase again when it ends).
+
+A record waits for embedding while `embedded` is false (every write of a record sets it so)
+and it does not wait for OCR (its text would still grow). Vectors are written under the
+source's writer lock, only for records that still describe what was read, then marked.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from flask import Flask
+from sqlalchemy import func, or_, select, update
+
+from webapp import keys
+from webapp.extensions import db
+from webapp.indexing.background import Phase, Stopped, Yielded
+from webapp.indexing.ocr import PENDING
+from webapp.indexing.scanner import doc_id
+from webapp.indexing.state import held_lock, renewed, scan_lock, writer_lock
+from webapp.models import IndexedFile, Source
+from webapp.runtime import get_redis, get_search, get_vectors
+from webapp.search import embedder
+
+log = logging.getLogger(__name__)
+DOCS_PER_READ = 8  # documents read from the index (and written) at a time
+PASSAGES_PER_CALL = 16  # passages per model call: the stop checks fall between calls
+NICE = 10  # the model's thread in a job runs at this CPU priority (0 = normal, 19 = lowest)
+
+IDLE, EMBEDDING, OFF, UNAVAILABLE = "idle", "embedding", "off", "unavailable"
+
+
+def _waiting():
+    """Records waiting for embedding (as a WHERE clause)."""
+    return (IndexedFile.embedded.is_(False),
+            or_(IndexedFile.ocr.is_(None), IndexedFile.ocr != PENDING))
+
+
+def pending_count(source_id: str) -> int:
+    """Documents of the source waiting for embedding."""
+    return db.session.scalar(select(func.count()).select_from(IndexedFile).where(
+        IndexedFile.source_id == source_id, *_waiting())) or 0
+
+
+def done_count(source_id: str) -> int:
+    """Documents of the source embedded (or with no text to embed)."""
+    return db.session.scalar(select(func.count()).select_from(IndexedFile).where(
+        IndexedFile.source_id == source_id, IndexedFile.embedded.is_(True))) or 0
+
+
+def pending_sources() -> list[str]:
+    """Sources with the switch on and documents waiting for embedding."""
+    return list(db.session.scalars(
+        select(IndexedFile.source_id).join(Source, Source.id == IndexedFile.source_id)
+        .where(Source.semantic.is_(True), *_waiting()).distinct()))
+
+
+def status(source: Source) -> dict:
+    """The source's `semantic` status: state, documents done and pending."""
+    done, pending = done_count(source.id), pending_count(source.id)
+    if not source.semantic:
+        state = OFF
+    elif not embedder.status()[0]:
+        state = UNAVAILABLE
+    elif get_redis().exists(keys.embed_running(source.id)) or (
+            pending and get_redis().exists(keys.embed_queued(source.id))):
+        state = EMBEDDING
+    else:
+        state = IDLE
+    return {"state": state, "done": done, "pending": pending}
+
+
+_thread: tuple[int, ThreadPoolExecutor] | None = None  # (pid, the process's model thread)
+
+
+def _lower_priority() -> None:
+    """Lower the calling thread's CPU priority (Linux: nice values are per thread), so the
+    worker's other work and the web processes go first."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+    except OSError:
+        pass
+
+
+def _model_thread() -> ThreadPoolExecutor:
+    """The thread of this process that runs the model at low priority (made after a fork)."""
+    global _thread
+    if _thread is None or _thread[0] != os.getpid():
+        _thread = (os.getpid(), ThreadPoolExecutor(1, "embed", initializer=_lower_priority))
+    return _thread[1]
+
+
+class EmbedRun:
+    """Embeds a source's waiting documents for one background job's share of time."""
+
+    def __init__(self, app: Flask, source_id: str) -> None:
+        self.app = app
+        self.source_id = source_id
+        self.done = 0
+        self.passages = 0
+        self.ran = False  # whether this job held the source's lock
+        self.stopped = False  # left early: source gone, switched off or being scanned
+
+    def run(self) -> int:
+        """Work for one job's time; returns the documents finished (0 when another job runs).
+        A background phase like OCR (indexing/background.py): it runs in a slot, so a worker
+        is always left to scans and live updates, and yields between model calls as soon as
+        one is queued."""
+        if not self._wanted() or embedder.load() is None:
+            return 0
+        lock = held_lock(get_redis(self.app), keys.embed_running(self.source_id),
+                         self.app.config["SCAN_LOCK_SECONDS"])
+        with renewed(lock, blocking=False) as taken:
+            if not taken:
+                return 0
+            self.ran = True
+            phase = Phase(self.app, "embed", self.source_id)
+            with phase.slot() as held:
+                if held:
+                    try:
+                        self._work(phase)
+                    except Yielded:
+                        pass  # embed_job queues the successor behind the waiting jobs
+                    except Stopped:
+                        self.stopped = True
+        return self.done
+
+    def _wanted(self) -> bool:
+        """Whether the phase may go on: the source exists, meaning is on, no scan runs."""
+        source = db.session.get(Source, self.source_id)
+        db.session.rollback()
+        if source is None or not source.semantic:
+            return False
+        return scan_lock(self.source_id, self.app).read() is None
+
+    def _work(self, phase: Phase) -> None:
+        cursor = ""
+        while True:
+            phase.check()
+            rows = db.session.execute(
+                select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
+                .where(IndexedFile.source_id == self.source_id, IndexedFile.path > cursor,
+                       *_waiting())
+                .order_by(IndexedFile.path).limit(DOCS_PER_READ)).all()
+            db.session.rollback()  # no transaction stays open while the model runs
+            if not rows:
+                return
+            cursor = rows[-1].path
+            vectors = self._embed(rows, phase)
+            if vectors is None:
+                self.stopped = True
+                return
+            self._write(rows, vectors)
+            phase.page_done()
+
+    def _embed(self, rows: list, phase: Phase) -> dict[str, np.ndarray] | None:
+        """{doc id: passage vectors} of the rows' documents (an empty array: no text); None
+        when the phase must stop."""
+        search = get_search(self.app)
+        texts: list[tuple[str, str]] = []
+        out: dict[str, np.ndarray] = {}
+        for row in rows:
+            id_ = doc_id(self.source_id, row.path)
+            doc = search.get(id_) or {}
+            out[id_] = np.zeros((0, embedder.DIMENSIONS), dtype=np.float32)
+            texts += [(id_, p) for p in embedder.passages(doc.get("title"), doc.get("content"))]
+        for start in range(0, len(texts), PASSAGES_PER_CALL):
+            if not self._wanted():
+                return None
+            phase.check()  # a queued scan or live update takes the worker back
+            chunk = texts[start:start + PASSAGES_PER_CALL]
+            matrix = _model_thread().submit(
+                embedder.embed_passages, [t for _, t in chunk]).result()
+            for (id_, _), vector in zip(chunk, matrix, strict=True):
+                out[id_] = np.vstack([out[id_], vector[None, :]])
+            self.passages += len(chunk)
+        return out
+
+    def _write(self, rows: list, vectors: dict[str, np.ndarray]) -> None:
+        """Store the vectors of records that did not change meanwhile, then mark them."""
+        with writer_lock(self.source_id, self.app):
+            source = db.session.get(Source, self.source_id)
+            if source is None or not source.semantic:
+                return  # deleted or switched off meanwhile: its vectors are gone
+            current = {p: (s, m) for p, s, m in db.session.execute(
+                select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns).where(
+                    IndexedFile.source_id == self.source_id, *_waiting(),
+                    IndexedFile.path.in_([row.path for row in rows])))}
+            kept = [row.path for row in rows
+                    if current.get(row.path) == (row.size_bytes, row.mtime_ns)]
+            if not kept:
+                return
+            store = get_vectors(self.app)
+            ids = {doc_id(self.source_id, p): p for p in kept}
+            store.add(self.source_id, {i: v for i, v in vectors.items() if i in ids and len(v)})
+            db.session.execute(update(IndexedFile).where(
+                IndexedFile.source_id == self.source_id,
+                IndexedFile.path.in_(kept)).values(embedded=True))
+            db.session.commit()
+            if db.session.get(Source, self.source_id) is None:  # deleted meanwhile (no lock)
+                store.delete_source(self.source_id)
+            self.done += len(kept)

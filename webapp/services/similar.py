@@ -1,0 +1,39 @@
+"""More like this: the documents closest in meaning to one document, among those the asker may
+see (GET /api/documents/<id>/similar and the document page)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from webapp.models import User
+from webapp.runtime import get_search, get_vectors
+from webapp.search import SearchQuery, embedder, hybrid
+from webapp.services import documents, meaning
+from webapp.services.access import visible_sources
+
+
+def similar(doc_id: str, user: User | None, limit: int = 10) -> dict:
+    """{"results": [search result...]} closest first; 404 for a document `user` may not see;
+    an empty list while the document has no vectors (not embedded yet, or meaning off)."""
+    documents.get(doc_id, user)  # 404 unless visible
+    visible = visible_sources(user)
+    query = SearchQuery(q="", limit=limit, snippet_length=200,
+                        source_ids=None if visible is None else tuple(sorted(visible)))
+    passages = get_vectors().vectors_of(doc_id)
+    sources = meaning.vector_sources(query)
+    if passages is None or not sources:
+        return {"results": []}
+    centre = passages.mean(axis=0)
+    centre /= max(float(np.linalg.norm(centre)), 1e-9)
+    near = {i: sim for i, sim in get_vectors().nearest(centre, sources, limit, exclude=doc_id)
+            if sim >= embedder.RELATED}
+    if not near:
+        return {"results": []}
+    check = SearchQuery(q="", limit=len(near), snippet_length=200, within_ids=tuple(near),
+                        source_ids=query.source_ids)
+    found = get_search().search(check).results
+    for result in found:
+        result["score"] = near[result["id"]]
+        result["match"] = hybrid.MEANING
+        result["thumbnail_url"] = documents.thumbnail_url(result["id"])
+    return {"results": sorted(found, key=lambda r: -r["score"])}
