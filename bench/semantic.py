@@ -29,7 +29,6 @@ from datetime import date
 from pathlib import Path
 
 import numpy as np
-import tantivy
 
 from bench.relevance import (
     _WORD_RE,
@@ -47,23 +46,6 @@ from bench.relevance import (
 RATIOS = (0.3, 0.5, 0.7)
 THROUGHPUT_PASSAGES = 48  # passages timed per side (Trawl's path and the bare call)
 FILES_50K = 50_000
-
-
-class StemmedBm25(Bm25Reference):
-    """The same reference with Tantivy's `en_stem` tokenizer."""
-
-    def __init__(self, coll: Collection) -> None:  # noqa: D107 - same as the parent's
-        sb = tantivy.SchemaBuilder()
-        sb.add_text_field("key", stored=True, tokenizer_name="raw")
-        sb.add_text_field("title", tokenizer_name="en_stem")
-        sb.add_text_field("body", tokenizer_name="en_stem")
-        self.index = tantivy.Index(sb.build())
-        writer = self.index.writer(50_000_000, 1)
-        for key, (title, body) in coll.docs.items():
-            writer.add_document(tantivy.Document(key=[key], title=[title], body=[body]))
-        writer.commit()
-        writer.wait_merging_threads()
-        self.index.reload()
 
 
 def doc_id(key: str) -> str:
@@ -169,7 +151,7 @@ def _plain(text: str) -> str:
 def relevance(coll: Collection, backend, store) -> dict:
     systems: dict[str, Search] = {
         "bm25_default": Bm25Reference(coll).search,
-        "bm25_en_stem": StemmedBm25(coll).search,
+        "bm25_en_stem": Bm25Reference(coll, "en_stem").search,
         "embeddings_alone": dense_search(store),
         "trawl_words": words_search(backend),
     }

@@ -5,14 +5,13 @@ empty. jobs.py queues the phase after a scan, a live update and an OCR job."""
 from __future__ import annotations
 
 from flask import Flask, current_app
-from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
 
 from webapp import keys
 from webapp.extensions import db
+from webapp.indexing.background import enqueue_once
 from webapp.indexing.embed_phase import EmbedRun, pending_count, pending_sources
 from webapp.models import Source
-from webapp.runtime import get_ocr_queue, get_redis
+from webapp.runtime import get_redis
 
 
 def embed_job(source_id: str) -> int:
@@ -33,23 +32,8 @@ def enqueue_embed(source_id: str) -> None:
     source = db.session.get(Source, source_id)
     if source is None or not source.semantic or not pending_count(source_id):
         return
-    conn = get_redis()
-    queued = conn.get(keys.embed_queued(source_id))
-    if queued is not None and job_waiting(queued.decode()):
-        return
-    job = get_ocr_queue().enqueue(embed_job, source_id, job_timeout=keys.EMBED_JOB_TIMEOUT,
-                                  result_ttl=keys.EMBED_RESULT_TTL,
-                                  failure_ttl=keys.EMBED_FAILURE_TTL)
-    conn.set(keys.embed_queued(source_id), job.id, ex=keys.OCR_QUEUED_TTL)
-
-
-def job_waiting(job_id: str) -> bool:
-    """Whether an RQ job is still waiting to run (queued, deferred or scheduled)."""
-    try:
-        return Job.fetch(job_id, connection=get_redis()).get_status() in (
-            JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
-    except NoSuchJobError:
-        return False
+    enqueue_once(embed_job, source_id, keys.embed_queued(source_id), keys.EMBED_JOB_TIMEOUT,
+                 keys.EMBED_RESULT_TTL, keys.EMBED_FAILURE_TTL)
 
 
 def resume_embed(app: Flask) -> int:

@@ -16,15 +16,16 @@ from rq_scheduler import Scheduler
 
 from webapp import keys, logs
 from webapp import schedule as cron
-from webapp.embed_jobs import enqueue_embed, job_waiting  # meaning
+from webapp.embed_jobs import enqueue_embed  # meaning
 from webapp.extensions import db
 from webapp.indexing import live
+from webapp.indexing.background import enqueue_once
 from webapp.indexing.ocr_phase import OcrRun, pending_count, pending_sources
 from webapp.indexing.pipeline import ScanRun, help_extract
 from webapp.indexing.runstats import RunState
 from webapp.indexing.state import scan_lock
 from webapp.models import Source, utcnow
-from webapp.runtime import get_extract_queue, get_ocr_queue, get_queue, get_redis, get_search, worker_count
+from webapp.runtime import get_extract_queue, get_queue, get_redis, get_search, worker_count
 
 log = logging.getLogger(__name__)
 
@@ -152,16 +153,9 @@ def enqueue_helpers(run_id: str, source_id: str, n_batches: int) -> None:
 
 def enqueue_ocr(source_id: str) -> None:
     """Queue an OCR job for the source when documents wait for OCR and none is queued yet."""
-    if not pending_count(source_id):
-        return
-    conn = get_redis()
-    queued = conn.get(keys.ocr_queued(source_id))
-    if queued is not None and job_waiting(queued.decode()):
-        return
-    job = get_ocr_queue().enqueue(ocr_job, source_id, job_timeout=keys.OCR_JOB_TIMEOUT,
-                                  result_ttl=keys.OCR_RESULT_TTL,
-                                  failure_ttl=keys.OCR_FAILURE_TTL)
-    conn.set(keys.ocr_queued(source_id), job.id, ex=keys.OCR_QUEUED_TTL)
+    if pending_count(source_id):
+        enqueue_once(ocr_job, source_id, keys.ocr_queued(source_id), keys.OCR_JOB_TIMEOUT,
+                     keys.OCR_RESULT_TTL, keys.OCR_FAILURE_TTL)
 
 
 def enqueue_rename(source_id: str) -> None:

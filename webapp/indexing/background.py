@@ -25,12 +25,14 @@ from collections.abc import Iterator
 
 import redis
 from flask import Flask
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
 from sqlalchemy import select
 
 from webapp import keys
 from webapp.extensions import db
 from webapp.models import Source
-from webapp.runtime import get_queue, get_redis, worker_count
+from webapp.runtime import get_ocr_queue, get_queue, get_redis, worker_count
 
 JOB_SECONDS = 60.0  # a job yields after this: other sources' phases and new scans get a turn
 CHECK_SECONDS = 1.0  # how often a waiting or running phase looks at the queue and its source
@@ -62,6 +64,28 @@ def slot_limit(app: Flask) -> int:
 def indexing_waits(app: Flask) -> bool:
     """Whether a job (scan, live update, helper, rename) waits on the main queue."""
     return get_queue(app).count > 0
+
+
+def job_waiting(job_id: str) -> bool:
+    """Whether an RQ job is still waiting to run (queued, deferred or scheduled)."""
+    try:
+        return Job.fetch(job_id, connection=get_redis()).get_status() in (
+            JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
+    except NoSuchJobError:
+        return False
+
+
+def enqueue_once(func, source_id: str, queued_key: str, timeout: int, result_ttl: int,
+                 failure_ttl: int) -> None:
+    """Queue a phase's job for a source on the background queue, unless the one queued before
+    (its id kept under `queued_key`) is still waiting."""
+    conn = get_redis()
+    queued = conn.get(queued_key)
+    if queued is not None and job_waiting(queued.decode()):
+        return
+    job = get_ocr_queue().enqueue(func, source_id, job_timeout=timeout, result_ttl=result_ttl,
+                                  failure_ttl=failure_ttl)
+    conn.set(queued_key, job.id, ex=keys.OCR_QUEUED_TTL)
 
 
 class Phase:
