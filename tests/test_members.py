@@ -1,4 +1,4 @@
-"""Archive members served to browsers (issue 35): Range requests answer 206/416 as on plain
+"""Archive members served to browsers: Range requests answer 206/416 as on plain
 files, a member is read out of its archive once (a bounded copy under DATA_DIR/members), and
 the copy goes with its document."""
 

@@ -1,4 +1,4 @@
-"""Files that vanish while they are read (issue 35): the failure is one of access, not of
+"""Files that vanish while they are read: the failure is one of access, not of
 content, so the next scan tries them again and `trawl verify` reports them once they read.
 
 Before, a PDF or EPUB gone between the scan's look at it and the extractor's open was

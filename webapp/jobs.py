@@ -43,7 +43,7 @@ def scan_job(source_id: str, run_id: str, full: bool = False) -> dict:
         helpers = partial(enqueue_helpers, run_id, source_id)
         stats = ScanRun(app, source_id, run_id, full, start_helpers=helpers).run()
         enqueue_ocr(source_id)  # the documents are all indexed: now their OCR, at lower priority
-        enqueue_embed(source_id)  # meaning (issue 32): after OCR on the same low-priority queue
+        enqueue_embed(source_id)  # meaning: after OCR on the same low-priority queue
         return stats
 
 
@@ -56,7 +56,7 @@ def ocr_job(source_id: str) -> int:
         done = run.run()
         if run.ran:  # else the source's running OCR job looks for more work when it ends
             enqueue_ocr(source_id)
-            enqueue_embed(source_id)  # meaning (issue 32): documents whose OCR text is in
+            enqueue_embed(source_id)  # meaning: documents whose OCR text is in
         return done
 
 

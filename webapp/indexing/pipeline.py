@@ -263,7 +263,7 @@ class ScanRun:
             ids = [doc_id(self.source_id, p) for p in gone]
             with writer_lock(self.source_id, self.app):
                 get_search(self.app).delete_ids(ids)
-                get_vectors(self.app).delete_ids(ids)  # meaning (issue 32)
+                get_vectors(self.app).delete_ids(ids)  # meaning
                 delete_records(self.source_id, gone)
             thumbstore.remove(self.app.config["DATA_DIR"], ids)
         if (unclean and scope is None) or self.full:
@@ -318,7 +318,7 @@ class ScanRun:
         if orphans:
             log.info("Removing %d orphan documents of %s", len(orphans), self.source_id)
             search.delete_ids(sorted(orphans))
-            get_vectors(self.app).delete_ids(sorted(orphans))  # meaning (issue 32)
+            get_vectors(self.app).delete_ids(sorted(orphans))  # meaning
         thumbstore.prune(self.app.config["DATA_DIR"], self.source_id, known)
 
     def _stopped(self, beat: Heartbeat) -> bool:
@@ -427,7 +427,7 @@ class ScanRun:
         if stale:
             ids = [doc_id(self.source_id, p) for p in stale]
             get_search(self.app).delete_ids(ids)
-            get_vectors(self.app).delete_ids(ids)  # meaning (issue 32)
+            get_vectors(self.app).delete_ids(ids)  # meaning
             delete_records(self.source_id, stale)
 
     def _count_batch(self, result: dict) -> None:

@@ -54,8 +54,8 @@ SORT_FIELDS = {
 }
 # A question's word in more than this share of the documents is not marked in its snippets
 # (ranking is not affected): it adds little to BM25F and finding its every place in the page's
-# texts was most of a question's time (the share questions used for common words before
-# issue 32; docs/relevance.md).
+# texts was most of a question's time (the share questions once used for common words;
+# docs/relevance.md).
 SNIPPET_COMMON_SHARE = 0.1
 # API facet name -> fast field counted by Searcher.aggregate.
 FACET_FIELDS = {"type": "type", "extension": "extension", "source_id": "source_id", "year": "year"}
