@@ -108,8 +108,11 @@ def run_workers(count: int = 1, burst: bool = False, extract_only: bool = False)
     with app.app_context():
         db.engine.dispose()  # no database connection may cross the fork
     gc.freeze()  # keep the collector from touching (and so copying) the pages forks share
-    queues = [get_extract_queue(app)] if extract_only else \
-        [get_queue(app), get_extract_queue(app), get_ocr_queue(app)]  # in order
+    queues = (
+        [get_extract_queue(app)]
+        if extract_only
+        else [get_queue(app), get_extract_queue(app), get_ocr_queue(app)]
+    )  # in order
     level = app.config["LOG_LEVEL"]
     ocr, why = availability(OcrSettings.from_config(app.config))  # asked once, before forks
     if ocr == UNAVAILABLE:
@@ -121,8 +124,9 @@ def run_workers(count: int = 1, burst: bool = False, extract_only: bool = False)
             wait_for_redis(get_redis(app), "worker")
             _Worker(queues, connection=get_redis(app)).work(burst=burst, logging_level=level)
         else:
-            WorkerPool(queues, connection=get_redis(app), num_workers=count,
-                       worker_class=_pool_worker_class()).start(burst=burst, logging_level=level)
+            WorkerPool(
+                queues, connection=get_redis(app), num_workers=count, worker_class=_pool_worker_class()
+            ).start(burst=burst, logging_level=level)
 
 
 class _Scheduler(Scheduler):
@@ -163,8 +167,7 @@ def run_scheduler() -> None:
             log.info("%d scheduled sources", count)
             jobs.resume_ocr(app)
             embed_jobs.resume_embed(app)  # meaning: sources whose documents wait for it
-            _Scheduler(app, queue=get_queue(app), connection=connection,
-                       interval=SCHEDULER_INTERVAL).run()
+            _Scheduler(app, queue=get_queue(app), connection=connection, interval=SCHEDULER_INTERVAL).run()
             return
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             log.warning("scheduler: lost Redis (%s)", exc)
@@ -186,8 +189,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("mode", nargs="?", choices=["worker", "scheduler", "watcher"], default="worker")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--burst", action="store_true", help="stop when the queue is empty")
-    parser.add_argument("--extract-only", action="store_true",
-                        help="only help running scans with extraction (a host without the index)")
+    parser.add_argument(
+        "--extract-only",
+        action="store_true",
+        help="only help running scans with extraction (a host without the index)",
+    )
     args = parser.parse_args(argv)
     if args.mode == "scheduler":
         run_scheduler()

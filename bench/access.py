@@ -43,13 +43,18 @@ class ManySources(Corpus):
     def doc(self, i: int) -> dict:
         doc = super().doc(i)
         source = f"s{i % self.sources:02d}"
-        doc.update(id=f"{source}--{i:012x}", source_id=source, source_name=source.upper(),
-                   path=doc["path"].replace(doc["path"].split("/")[2], source, 1))
+        doc.update(
+            id=f"{source}--{i:012x}",
+            source_id=source,
+            source_name=source.upper(),
+            path=doc["path"].replace(doc["path"].split("/")[2], source, 1),
+        )
         return doc
 
 
-def compare_over_http(index_dir: Path, mixes: dict[str, list[SearchQuery]], sources: int,
-                      granted: tuple[str, ...]) -> dict:
+def compare_over_http(
+    index_dir: Path, mixes: dict[str, list[SearchQuery]], sources: int, granted: tuple[str, ...]
+) -> dict:
     """Start the service over the index, make the sources and the user, time both callers."""
     from bench.trawl_runner import TrawlService
 
@@ -57,18 +62,19 @@ def compare_over_http(index_dir: Path, mixes: dict[str, list[SearchQuery]], sour
     roots = work / "roots"
     roots.mkdir()
     try:
-        with TrawlService(work / "data", roots, workers=1,
-                          env={"SEARCH_INDEX_DIR": str(index_dir)}) as service:
+        with TrawlService(
+            work / "data", roots, workers=1, env={"SEARCH_INDEX_DIR": str(index_dir)}
+        ) as service:
             base, http = service.base, service.http
             for n in range(sources):
                 folder = roots / f"s{n:02d}"
                 folder.mkdir(parents=True, exist_ok=True)
-                http.post(f"{base}/api/sources", json={"id": folder.name, "name": folder.name,
-                                                        "root_path": str(folder)}
-                          ).raise_for_status()
+                http.post(
+                    f"{base}/api/sources",
+                    json={"id": folder.name, "name": folder.name, "root_path": str(folder)},
+                ).raise_for_status()
             user = {"username": "reader", "password": "reader-password-1"}
-            http.post(f"{base}/api/users", json={**user, "source_ids": list(granted)}
-                      ).raise_for_status()
+            http.post(f"{base}/api/users", json={**user, "source_ids": list(granted)}).raise_for_status()
             login = http.post(f"{base}/api/auth/login", json=user)
             login.raise_for_status()
             admin = {"Authorization": http.headers["Authorization"]}
@@ -82,8 +88,10 @@ def compare_over_http(index_dir: Path, mixes: dict[str, list[SearchQuery]], sour
                 resp.raise_for_status()
                 return ms, resp.json()["total"]
 
-            return {name: _side_by_side(qs, lambda q: run(q, admin), lambda q: run(q, reader))
-                    for name, qs in mixes.items()}
+            return {
+                name: _side_by_side(qs, lambda q: run(q, admin), lambda q: run(q, reader))
+                for name, qs in mixes.items()
+            }
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -97,26 +105,26 @@ def _side_by_side(queries: list[SearchQuery], as_admin, as_user) -> dict:
     admin_t, user_t, admin_hits, user_hits = [], [], 0, 0
     for n, q in enumerate(queries):
         order = ((as_admin, admin_t), (as_user, user_t))
-        for runner, times in (order if n % 2 else order[::-1]):
+        for runner, times in order if n % 2 else order[::-1]:
             ms, total = runner(q)
             times.append(ms)
             if runner is as_admin:
                 admin_hits += total
             else:
                 user_hits += total
-    return {"queries": len(queries),
-            "admin": {**_percentiles(admin_t), "mean_total": round(admin_hits / len(queries), 1)},
-            "user": {**_percentiles(user_t), "mean_total": round(user_hits / len(queries), 1)}}
+    return {
+        "queries": len(queries),
+        "admin": {**_percentiles(admin_t), "mean_total": round(admin_hits / len(queries), 1)},
+        "user": {**_percentiles(user_t), "mean_total": round(user_hits / len(queries), 1)},
+    }
 
 
 def _percentiles(times: list[float]) -> dict:
     cuts = statistics.quantiles(times, n=100)
-    return {"p50_ms": round(cuts[49], 2), "p95_ms": round(cuts[94], 2),
-            "p99_ms": round(cuts[98], 2)}
+    return {"p50_ms": round(cuts[49], 2), "p95_ms": round(cuts[94], 2), "p99_ms": round(cuts[98], 2)}
 
 
-def compare(backend: TantivyBackend, queries: list[SearchQuery], granted: tuple[str, ...]
-            ) -> dict:
+def compare(backend: TantivyBackend, queries: list[SearchQuery], granted: tuple[str, ...]) -> dict:
     """Each query in-process as the admin (no filter) and as the user (`source_ids`)."""
 
     def timed(q: SearchQuery) -> tuple[float, int]:
@@ -124,22 +132,26 @@ def compare(backend: TantivyBackend, queries: list[SearchQuery], granted: tuple[
         total = backend.search(q).total
         return (time.perf_counter() - t0) * 1000, total
 
-    return _side_by_side(queries, timed,
-                         lambda q: timed(dataclasses.replace(q, source_ids=granted)))
+    return _side_by_side(queries, timed, lambda q: timed(dataclasses.replace(q, source_ids=granted)))
 
 
 def markdown(report: dict) -> str:
-    lines = [f"{report['docs']:,} documents in {report['sources']} sources; the user is granted "
-             f"{len(report['granted'])} ({', '.join(report['granted'])}). Index "
-             f"{report['index_mb']} MB. Snippets included; ms.", "",
-             "| query class | admin p50 / p95 / p99 | user p50 / p95 / p99 | "
-             "admin mean total | user mean total |", "|---|---|---|---|---|"]
+    lines = [
+        f"{report['docs']:,} documents in {report['sources']} sources; the user is granted "
+        f"{len(report['granted'])} ({', '.join(report['granted'])}). Index "
+        f"{report['index_mb']} MB. Snippets included; ms.",
+        "",
+        "| query class | admin p50 / p95 / p99 | user p50 / p95 / p99 | admin mean total | user mean total |",
+        "|---|---|---|---|---|",
+    ]
     for label, key in (("", "classes"), (" over HTTP", "http")):
         for name, r in report.get(key, {}).items():
             a, u = r["admin"], r["user"]
-            lines.append(f"| {name}{label} | {a['p50_ms']} / {a['p95_ms']} / {a['p99_ms']} | "
-                         f"{u['p50_ms']} / {u['p95_ms']} / {u['p99_ms']} | "
-                         f"{a['mean_total']} | {u['mean_total']} |")
+            lines.append(
+                f"| {name}{label} | {a['p50_ms']} / {a['p95_ms']} / {a['p99_ms']} | "
+                f"{u['p50_ms']} / {u['p95_ms']} / {u['p99_ms']} | "
+                f"{a['mean_total']} | {u['mean_total']} |"
+            )
     return "\n".join(lines)
 
 
@@ -151,8 +163,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--granted", type=int, default=3)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--http", action="store_true",
-                        help="also time both callers over HTTP against the running service")
+    parser.add_argument(
+        "--http", action="store_true", help="also time both callers over HTTP against the running service"
+    )
     args = parser.parse_args(argv)
     index_dir = Path(tempfile.mkdtemp(prefix="trawl-bench-access-"))
     try:
@@ -160,14 +173,19 @@ def main(argv: list[str] | None = None) -> None:
         backend = TantivyBackend(index_dir)
         indexing = build_index(backend, corpus, args.n, 5_000)
         rng = random.Random(args.seed)
-        granted = tuple(sorted(f"s{i:02d}" for i in rng.sample(range(args.sources),
-                                                                args.granted)))
+        granted = tuple(sorted(f"s{i:02d}" for i in rng.sample(range(args.sources), args.granted)))
         mixes = make_queries(corpus, args.queries, args.seed)
         mixes.pop("filtered")  # its source_id names one of the 4 sources of bench/search.py
-        report = {"backend": "tantivy", "machine": platform.platform(), "docs": args.n,
-                  "sources": args.sources, "granted": list(granted),
-                  "indexing": indexing, "index_mb": round(dir_size(index_dir) / 1e6, 1),
-                  "classes": {name: compare(backend, qs, granted) for name, qs in mixes.items()}}
+        report = {
+            "backend": "tantivy",
+            "machine": platform.platform(),
+            "docs": args.n,
+            "sources": args.sources,
+            "granted": list(granted),
+            "indexing": indexing,
+            "index_mb": round(dir_size(index_dir) / 1e6, 1),
+            "classes": {name: compare(backend, qs, granted) for name, qs in mixes.items()},
+        }
         _save(report, args.n)
         if args.http:
             report["http"] = compare_over_http(index_dir, mixes, args.sources, granted)

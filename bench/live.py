@@ -64,8 +64,9 @@ class Bench:
 
     def source(self, sid: str, root: Path, watch: bool = True) -> None:
         root.mkdir(parents=True, exist_ok=True)
-        self.api("POST", "/api/sources", json={"id": sid, "name": sid, "root_path": str(root),
-                                                "watch": watch})
+        self.api(
+            "POST", "/api/sources", json={"id": sid, "name": sid, "root_path": str(root), "watch": watch}
+        )
 
     def scan(self, sid: str) -> dict:
         return self.api("POST", f"/api/sources/{sid}/reindex", params={"wait": "300"})["stats"]
@@ -102,16 +103,18 @@ class Bench:
             kind = kinds[n % len(kinds)]
             times[kind].append(self._edit(kind, root, files, n) * 1000)
         deletes = []
-        for path in list(files)[:count // 2]:
+        for path in list(files)[: count // 2]:
             token = files.pop(path)
             started = time.perf_counter()
             path.unlink()
             self.until(lambda p=str(path), t=token: p not in self.paths(t, "edits"))
             deletes.append((time.perf_counter() - started) * 1000)
         every = [t for ts in times.values() for t in ts]
-        return {"write_to_searchable_ms": percentiles(every),
-                "by_kind_ms": {k: percentiles(v) for k, v in times.items()},
-                "delete_to_gone_ms": percentiles(deletes)}
+        return {
+            "write_to_searchable_ms": percentiles(every),
+            "by_kind_ms": {k: percentiles(v) for k, v in times.items()},
+            "delete_to_gone_ms": percentiles(deletes),
+        }
 
     def _edit(self, kind: str, root: Path, files: dict[Path, str], n: int) -> float:
         token = word(self.rng)
@@ -149,8 +152,9 @@ class Bench:
         at_rest = self.search_times(lambda n: n >= 50)
         busy = threading.Event()
         during: list[float] = []
-        sampler = threading.Thread(target=lambda: during.extend(
-            self.search_times(lambda n: busy.is_set() and n > 0)), daemon=True)
+        sampler = threading.Thread(
+            target=lambda: during.extend(self.search_times(lambda n: busy.is_set() and n > 0)), daemon=True
+        )
         sampler.start()
         for n in range(count):  # the same files into both, at the same time
             folder = f"d{n // 100}"
@@ -162,19 +166,22 @@ class Bench:
         done: dict[str, float] = {}
         while len(done) < 2 and time.perf_counter() - started < 1800:
             for sid in ("burst-live", "burst-scan"):
-                if sid not in done and self.api("GET", f"/api/status/{sid}")["total_files"] \
-                        >= count:
+                if sid not in done and self.api("GET", f"/api/status/{sid}")["total_files"] >= count:
                     done[sid] = time.perf_counter() - started
             time.sleep(0.1)
         busy.set()
         sampler.join()
         live_stats = self.api("GET", "/api/status/burst-live")["last_live_update"]
-        return {"files": count, "live_seconds": round(done["burst-live"], 2),
-                "manual_scan_seconds": round(done["burst-scan"], 2),
-                "search_ms_at_rest": percentiles(at_rest),
-                "search_ms_during_burst": percentiles(during),
-                "live_update": {k: live_stats.get(k) for k in
-                                ("new_files", "total_scanned", "started_at", "finished_at")}}
+        return {
+            "files": count,
+            "live_seconds": round(done["burst-live"], 2),
+            "manual_scan_seconds": round(done["burst-scan"], 2),
+            "search_ms_at_rest": percentiles(at_rest),
+            "search_ms_during_burst": percentiles(during),
+            "live_update": {
+                k: live_stats.get(k) for k in ("new_files", "total_scanned", "started_at", "finished_at")
+            },
+        }
 
     def search_times(self, stop) -> list[float]:
         """Milliseconds of searches (over the edits source) until `stop(count)` holds."""
@@ -183,8 +190,9 @@ class Bench:
         times: list[float] = []
         while not stop(len(times)):
             started = time.perf_counter()
-            resp = http.post(f"{self.svc.base}/api/search", timeout=60,
-                             json={"q": "note changed seed", "limit": 20})
+            resp = http.post(
+                f"{self.svc.base}/api/search", timeout=60, json={"q": "note changed seed", "limit": 20}
+            )
             resp.raise_for_status()
             times.append((time.perf_counter() - started) * 1000)
         return times
@@ -200,8 +208,7 @@ class Bench:
                 (folder / f"file{n}.txt").write_text(f"tree file {n}\n")
         self.source("tree", root)
         self.watched("tree")
-        watcher = next(p for p in tree_of(self.svc.proc.pid)
-                       if "watcher" in " ".join(p.cmdline()))
+        watcher = next(p for p in tree_of(self.svc.proc.pid) if "watcher" in " ".join(p.cmdline()))
         time.sleep(2.0)
         before = watcher.cpu_times()
         time.sleep(IDLE_SECONDS)
@@ -209,10 +216,13 @@ class Bench:
         used = (after.user - before.user) + (after.system - before.system)
         folders = sum(1 for _ in root.rglob("*") if _.is_dir()) + 1
         mem = watcher.memory_full_info()
-        return {"files": files, "folders_watched": folders,
-                "watcher_rss_mb": round(mem.rss / 2**20, 1),
-                "watcher_uss_mb": round(mem.uss / 2**20, 1),
-                "watcher_idle_cpu_percent": round(100 * used / IDLE_SECONDS, 2)}
+        return {
+            "files": files,
+            "folders_watched": folders,
+            "watcher_rss_mb": round(mem.rss / 2**20, 1),
+            "watcher_uss_mb": round(mem.uss / 2**20, 1),
+            "watcher_idle_cpu_percent": round(100 * used / IDLE_SECONDS, 2),
+        }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -227,10 +237,12 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(top / name, ignore_errors=True)
     (top / "unused").mkdir(parents=True, exist_ok=True)
     env = {"ALLOWED_ROOTS": str(top)}
-    result = {"date": date.today().isoformat(), "machine": machine(WORK),
-              "load_average_before": os.getloadavg()}
-    with TrawlService(WORK / "live-data", top / "unused", workers=args.workers, env=env,
-                      watch=False) as svc:
+    result = {
+        "date": date.today().isoformat(),
+        "machine": machine(WORK),
+        "load_average_before": os.getloadavg(),
+    }
+    with TrawlService(WORK / "live-data", top / "unused", workers=args.workers, env=env, watch=False) as svc:
         bench = Bench(svc, top)
         log(f"{args.edits} edits one at a time ...")
         result["edits"] = bench.edits(args.edits)

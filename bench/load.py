@@ -32,9 +32,11 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
 START, END = "<!-- load:start -->", "<!-- load:end -->"
-WORDS = ("invoice budget meeting report contract project schedule server backup network "
-         "customer quarterly revenue summary analysis design release policy manual archive "
-         "holiday travel receipt payment migration database cluster incident review").split()
+WORDS = (
+    "invoice budget meeting report contract project schedule server backup network "
+    "customer quarterly revenue summary analysis design release policy manual archive "
+    "holiday travel receipt payment migration database cluster incident review"
+).split()
 PASSWORD = "load-test-password"
 
 
@@ -67,16 +69,26 @@ class Service:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}}
-        env.update(DATA_DIR=str(data_dir), HOST="127.0.0.1", PORT=str(self.port),
-                   WORKERS=str(workers), LOG_LEVEL="WARNING",
-                   ALLOWED_ROOTS=str(data_dir / "sources"))
+        env.update(
+            DATA_DIR=str(data_dir),
+            HOST="127.0.0.1",
+            PORT=str(self.port),
+            WORKERS=str(workers),
+            LOG_LEVEL="WARNING",
+            ALLOWED_ROOTS=str(data_dir / "sources"),
+        )
         self.env = env
         self.session = requests.Session()
 
     def __enter__(self) -> Service:
-        self.proc = subprocess.Popen([sys.executable, "-m", "webapp.launcher"], cwd=ROOT,
-                                     env=self.env, start_new_session=True,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "webapp.launcher"],
+            cwd=ROOT,
+            env=self.env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -89,8 +101,9 @@ class Service:
             time.sleep(0.3)
         else:
             raise SystemExit("Trawl did not become healthy within 60 s")
-        resp = self.session.post(self.url + "/api/auth/setup",
-                                 json={"username": "load", "password": PASSWORD}, timeout=30)
+        resp = self.session.post(
+            self.url + "/api/auth/setup", json={"username": "load", "password": PASSWORD}, timeout=30
+        )
         resp.raise_for_status()
         self.token = resp.json()["access_token"]
         self.session.headers["Authorization"] = f"Bearer {self.token}"
@@ -111,14 +124,14 @@ class Service:
 
     def add_source(self, sid: str, root: Path) -> None:
         """Create a source over root."""
-        resp = self.session.post(self.url + "/api/sources", timeout=30,
-                                 json={"id": sid, "name": sid, "root_path": str(root)})
+        resp = self.session.post(
+            self.url + "/api/sources", timeout=30, json={"id": sid, "name": sid, "root_path": str(root)}
+        )
         resp.raise_for_status()
 
     def scan(self, sid: str, wait: int = 0) -> dict:
         """Queue a scan; with wait, block until it ends (at most wait seconds per call)."""
-        resp = self.session.post(f"{self.url}/api/sources/{sid}/reindex?wait={wait}",
-                                 timeout=wait + 30)
+        resp = self.session.post(f"{self.url}/api/sources/{sid}/reindex?wait={wait}", timeout=wait + 30)
         resp.raise_for_status()
         return resp.json()["stats"]
 
@@ -147,8 +160,7 @@ class Searchers:
                 q = q[:-1]  # a typo or a prefix
             started = time.perf_counter()
             try:
-                resp = session.post(self.url + "/api/search", json={"q": q, "limit": 20},
-                                    timeout=30)
+                resp = session.post(self.url + "/api/search", json={"q": q, "limit": 20}, timeout=30)
                 ok = resp.status_code == 200 and "results" in resp.json()
                 kind = None if ok else f"HTTP {resp.status_code}"
             except (requests.RequestException, ValueError) as exc:
@@ -162,8 +174,7 @@ class Searchers:
 
     def run(self, seconds: float) -> None:
         """Search with all threads for this long."""
-        threads = [threading.Thread(target=self._run, args=(k,), daemon=True)
-                   for k in range(self.n)]
+        threads = [threading.Thread(target=self._run, args=(k,), daemon=True) for k in range(self.n)]
         for thread in threads:
             thread.start()
         time.sleep(seconds)
@@ -204,19 +215,24 @@ def run(args: argparse.Namespace) -> dict:
             healthy = service.session.get(service.url + "/api/health", timeout=30).status_code
         lat = load.latencies
         return {
-            "date": date.today().isoformat(), "searchers": args.searchers,
-            "duration_s": round(wall, 1), "requests": len(lat) + sum(load.errors.values()),
-            "errors": sum(load.errors.values()), "error_kinds": load.errors,
+            "date": date.today().isoformat(),
+            "searchers": args.searchers,
+            "duration_s": round(wall, 1),
+            "requests": len(lat) + sum(load.errors.values()),
+            "errors": sum(load.errors.values()),
+            "error_kinds": load.errors,
             "throughput_rps": round(len(lat) / wall, 1) if wall else 0,
-            "p50_ms": round(percentile(lat, 50), 1), "p95_ms": round(percentile(lat, 95), 1),
+            "p50_ms": round(percentile(lat, 50), 1),
+            "p95_ms": round(percentile(lat, 95), 1),
             "p99_ms": round(percentile(lat, 99), 1),
             "mean_ms": round(statistics.fmean(lat) * 1000, 1) if lat else None,
             "seed_documents": seeded["successful"],
             "scan_state_at_end": scan["state"],
             "scan_progress_at_end": (scan.get("last_run") or {}).get("progress"),
-            "health_after": healthy, "workers": args.workers,
+            "health_after": healthy,
+            "workers": args.workers,
             "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-                       f"{platform.platform()}, Python {platform.python_version()}",
+            f"{platform.platform()}, Python {platform.python_version()}",
         }
 
 
@@ -226,23 +242,23 @@ def markdown(r: dict) -> str:
     return f"""{START}
 ## Load
 
-`python -m bench.load` ({r['date']}): {r['searchers']} concurrent searchers (threads with
+`python -m bench.load` ({r["date"]}): {r["searchers"]} concurrent searchers (threads with
 keep-alive connections, client on the same machine) sent `POST /api/search` (1-3 random words,
-20% with a cut last word) for {r['duration_s']} s against `python -m webapp.launcher`
-(gunicorn + {r['workers']} RQ workers), while a scan of a second source was running
-(state at the end: {r['scan_state_at_end']}, {progress.get('done', 0)} of
-{progress.get('total', 0)} files extracted). The index held {r['seed_documents']} seed
-documents plus what the scan had added. Machine: {r['machine']}.
+20% with a cut last word) for {r["duration_s"]} s against `python -m webapp.launcher`
+(gunicorn + {r["workers"]} RQ workers), while a scan of a second source was running
+(state at the end: {r["scan_state_at_end"]}, {progress.get("done", 0)} of
+{progress.get("total", 0)} files extracted). The index held {r["seed_documents"]} seed
+documents plus what the scan had added. Machine: {r["machine"]}.
 
 | figure | value |
 |---|---:|
-| requests | {r['requests']} |
-| errors (non-200 or connection) | {r['errors']} |
-| throughput (req/s) | {r['throughput_rps']} |
-| p50 (ms) | {r['p50_ms']} |
-| p95 (ms) | {r['p95_ms']} |
-| p99 (ms) | {r['p99_ms']} |
-| /api/health after the run | {r['health_after']} |
+| requests | {r["requests"]} |
+| errors (non-200 or connection) | {r["errors"]} |
+| throughput (req/s) | {r["throughput_rps"]} |
+| p50 (ms) | {r["p50_ms"]} |
+| p95 (ms) | {r["p95_ms"]} |
+| p99 (ms) | {r["p99_ms"]} |
+| /api/health after the run | {r["health_after"]} |
 
 Latency is measured by the client, so it includes queueing in gunicorn's threads; with 50
 searchers on 2 cores most of it is waiting for a free thread, not search time.

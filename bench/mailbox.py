@@ -22,26 +22,40 @@ BODY = "lorem ipsum dolor sit amet " * 150
 def _write_mbox(path: str, count: int) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for n in range(count):
-            f.write(f"From x@example.org Mon Jan  1 00:00:00 2024\nSubject: note {n}\n"
-                    f"From: a@example.org\n\n{BODY}\n\n")
+            f.write(
+                f"From x@example.org Mon Jan  1 00:00:00 2024\nSubject: note {n}\n"
+                f"From: a@example.org\n\n{BODY}\n\n"
+            )
 
 
 def _run(path: str, data_dir: str, chunked: bool) -> dict:
     from webapp import create_app
     from webapp.indexing.pipeline import extract_batch
 
-    app = create_app({"DATA_DIR": data_dir, "SECRET_KEY": "b" * 48, "ALLOWED_ROOTS": data_dir,
-                      "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")})
+    app = create_app(
+        {
+            "DATA_DIR": data_dir,
+            "SECRET_KEY": "b" * 48,
+            "ALLOWED_ROOTS": data_dir,
+            "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15"),
+        }
+    )
     chunks = []
     with app.app_context():
         started = time.monotonic()
-        out = extract_batch(app, {"id": "bench", "name": "Bench"},
-                            [[path, os.path.getsize(path), 0]],
-                            on_partial=(lambda part: chunks.append(len(part["docs"])))
-                            if chunked else None)
+        out = extract_batch(
+            app,
+            {"id": "bench", "name": "Bench"},
+            [[path, os.path.getsize(path), 0]],
+            on_partial=(lambda part: chunks.append(len(part["docs"]))) if chunked else None,
+        )
         seconds = time.monotonic() - started
-    return {"seconds": round(seconds, 1), "chunks": len(chunks), "kept": len(out["docs"]),
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
+    return {
+        "seconds": round(seconds, 1),
+        "chunks": len(chunks),
+        "kept": len(out["docs"]),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+    }
 
 
 def main(counts: list[int]) -> None:
@@ -50,15 +64,20 @@ def main(counts: list[int]) -> None:
         for count in counts:
             path = os.path.join(tmp, f"box-{count}.mbox")
             _write_mbox(path, count)
-            size_mb = os.path.getsize(path) / 1024 ** 2
+            size_mb = os.path.getsize(path) / 1024**2
             for mode in ("chunked", "whole"):
                 result = subprocess.run(
                     [sys.executable, "-m", "bench.mailbox", "--one", path, tmp, mode],
-                    capture_output=True, text=True, check=True)
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 row = json.loads(result.stdout.strip().splitlines()[-1])
-                print(f"{count:>7,} messages ({size_mb:.0f} MB)  {mode:<8} "
-                      f"{row['seconds']:>6} s  peak RSS {row['peak_rss_mb']} MB  "
-                      f"({row['chunks']} chunks sent, {row['kept']} documents held at the end)")
+                print(
+                    f"{count:>7,} messages ({size_mb:.0f} MB)  {mode:<8} "
+                    f"{row['seconds']:>6} s  peak RSS {row['peak_rss_mb']} MB  "
+                    f"({row['chunks']} chunks sent, {row['kept']} documents held at the end)"
+                )
 
 
 if __name__ == "__main__":

@@ -42,10 +42,16 @@ def memory(procs: Iterable[psutil.Process]) -> tuple[int, int, list[dict]]:
             continue
         rss += info.rss
         pss += getattr(info, "pss", info.rss)
-        each.append({"pid": proc.pid, "ppid": ppid, "title": title,
-                     "rss_mb": round(info.rss / 2**20, 1),
-                     "pss_mb": round(getattr(info, "pss", info.rss) / 2**20, 1),
-                     "uss_mb": round(getattr(info, "uss", info.rss) / 2**20, 1)})
+        each.append(
+            {
+                "pid": proc.pid,
+                "ppid": ppid,
+                "title": title,
+                "rss_mb": round(info.rss / 2**20, 1),
+                "pss_mb": round(getattr(info, "pss", info.rss) / 2**20, 1),
+                "uss_mb": round(getattr(info, "uss", info.rss) / 2**20, 1),
+            }
+        )
     return rss, pss, each
 
 
@@ -80,9 +86,12 @@ class PeakSampler:
 
     def result(self) -> dict:
         """Peaks in MB."""
-        return {"peak_rss_mb": round(self.peak_rss / 2**20, 1),
-                "peak_pss_mb": round(self.peak_pss / 2**20, 1), "max_processes": self.peak_procs,
-                "processes_at_peak": self.at_peak}
+        return {
+            "peak_rss_mb": round(self.peak_rss / 2**20, 1),
+            "peak_pss_mb": round(self.peak_pss / 2**20, 1),
+            "max_processes": self.peak_procs,
+            "processes_at_peak": self.at_peak,
+        }
 
 
 def percentiles(samples_ms: list[float]) -> dict:
@@ -94,8 +103,13 @@ def percentiles(samples_ms: list[float]) -> dict:
     def rank(p: float) -> float:
         return round(ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))], 2)
 
-    return {"n": len(ordered), "p50": rank(50), "p95": rank(95), "p99": rank(99),
-            "mean": round(sum(ordered) / len(ordered), 2)}
+    return {
+        "n": len(ordered),
+        "p50": rank(50),
+        "p95": rank(95),
+        "p99": rank(99),
+        "mean": round(sum(ordered) / len(ordered), 2),
+    }
 
 
 def disk_usage(*paths: Path) -> int:
@@ -127,21 +141,34 @@ def machine(work: Path) -> dict:
     except OSError:
         pass
     disk = shutil.disk_usage(work)
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gb": round(psutil.virtual_memory().total
-                                                                  / 2**30, 1),
-            "disk": _disk_description(work), "disk_free_gb": round(disk.free / 2**30, 1),
-            "os": platform.platform(), "python": platform.python_version(),
-            "packages": _versions("tantivy", "pymupdf", "rq", "redis", "gunicorn", "flask")}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "ram_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "disk": _disk_description(work),
+        "disk_free_gb": round(disk.free / 2**30, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "packages": _versions("tantivy", "pymupdf", "rq", "redis", "gunicorn", "flask"),
+    }
 
 
 def _disk_description(path: Path) -> str:
     try:
-        out = subprocess.run(["df", "--output=source,fstype", str(path)], capture_output=True,
-                             text=True, timeout=5).stdout.splitlines()[-1].split()
+        out = (
+            subprocess.run(
+                ["df", "--output=source,fstype", str(path)], capture_output=True, text=True, timeout=5
+            )
+            .stdout.splitlines()[-1]
+            .split()
+        )
         device = os.path.basename(out[0])
         rotational = Path(f"/sys/block/{device}/queue/rotational")
-        kind = ("HDD" if rotational.read_text().strip() == "1" else "SSD/virtual") \
-            if rotational.exists() else "unknown"
+        kind = (
+            ("HDD" if rotational.read_text().strip() == "1" else "SSD/virtual")
+            if rotational.exists()
+            else "unknown"
+        )
         return f"{out[0]} ({out[1]}, {kind})"
     except (OSError, IndexError, subprocess.SubprocessError):
         return "unknown"

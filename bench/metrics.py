@@ -63,16 +63,17 @@ def scrape(folder: str, repeat: int = 5) -> tuple[float, float]:
         started = time.perf_counter()
         merged = MultiProcessCollector.merge(files, accumulate=True)
         times.append(time.perf_counter() - started)
-        counted = sum(s.value for m in merged for s in m.samples
-                      if s.name == "trawl_scan_files_total")
+        counted = sum(s.value for m in merged for s in m.samples if s.name == "trawl_scan_files_total")
     return sorted(times)[len(times) // 2] * 1000, counted
 
 
 def main() -> int:
     folder = os.environ["PROMETHEUS_MULTIPROC_DIR"]
     bare, instrumented = per_file()
-    print(f"per file, {FILES} files: loop alone {bare:.1f} us, with the metrics "
-          f"{instrumented:.1f} us (+{instrumented - bare:.1f} us)")
+    print(
+        f"per file, {FILES} files: loop alone {bare:.1f} us, with the metrics "
+        f"{instrumented:.1f} us (+{instrumented - bare:.1f} us)"
+    )
     for ours in (False, True):
         for path in glob.glob(os.path.join(folder, "*.db")):
             os.unlink(path)
@@ -82,8 +83,10 @@ def main() -> int:
             done = count
             files = len(glob.glob(os.path.join(folder, "*.db")))
             ms, counted = scrape(folder)
-            print(f"{'worker-named' if ours else 'pid-named'} files, after {count} jobs: "
-                  f"{files} files, scrape {ms:.1f} ms, {counted:.0f} files counted")
+            print(
+                f"{'worker-named' if ours else 'pid-named'} files, after {count} jobs: "
+                f"{files} files, scrape {ms:.1f} ms, {counted:.0f} files counted"
+            )
     return 0
 
 

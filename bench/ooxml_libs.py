@@ -61,10 +61,14 @@ def _python_pptx(path: str) -> int:
     return size
 
 
-METHODS = {"ours": {"docx": _ours, "xlsx": _ours, "pptx": _ours},
-           "library": {"docx": _python_docx, "xlsx": _openpyxl, "pptx": _python_pptx}}
-IMPORTS = {"ours": ("webapp.indexing.extractors",),
-           "library": {"docx": ("docx",), "xlsx": ("openpyxl",), "pptx": ("pptx",)}}
+METHODS = {
+    "ours": {"docx": _ours, "xlsx": _ours, "pptx": _ours},
+    "library": {"docx": _python_docx, "xlsx": _openpyxl, "pptx": _python_pptx},
+}
+IMPORTS = {
+    "ours": ("webapp.indexing.extractors",),
+    "library": {"docx": ("docx",), "xlsx": ("openpyxl",), "pptx": ("pptx",)},
+}
 
 
 def measure(method: str, fmt: str, paths: list[str]) -> dict:
@@ -82,9 +86,15 @@ def measure(method: str, fmt: str, paths: list[str]) -> dict:
             failed.append(f"{Path(path).name}: {type(exc).__name__}")
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"method": method, "format": fmt, "files": len(paths), "seconds": round(seconds, 3),
-            "peak_rss_growth_mb": round((peak - base) / 1024, 1), "chars": chars,
-            "failed": failed}
+    return {
+        "method": method,
+        "format": fmt,
+        "files": len(paths),
+        "seconds": round(seconds, 3),
+        "peak_rss_growth_mb": round((peak - base) / 1024, 1),
+        "chars": chars,
+        "failed": failed,
+    }
 
 
 def main(folders: list[str]) -> None:
@@ -92,12 +102,18 @@ def main(folders: list[str]) -> None:
     for fmt in FORMATS:
         paths = sorted(str(p) for folder in folders for p in Path(folder).rglob(f"*.{fmt}"))
         for method in METHODS:
-            out = subprocess.run([sys.executable, "-m", "bench.ooxml_libs", "--one", method, fmt,
-                                  json.dumps(paths)], capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, "-m", "bench.ooxml_libs", "--one", method, fmt, json.dumps(paths)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             r = json.loads(out.stdout)
-            print(f"{fmt:5} {method:8} {r['files']:4} files {r['seconds']:7.3f} s "
-                  f"+{r['peak_rss_growth_mb']:6.1f} MB  {r['chars']:9} chars  "
-                  f"failed {len(r['failed'])}: {', '.join(r['failed'][:6])}")
+            print(
+                f"{fmt:5} {method:8} {r['files']:4} files {r['seconds']:7.3f} s "
+                f"+{r['peak_rss_growth_mb']:6.1f} MB  {r['chars']:9} chars  "
+                f"failed {len(r['failed'])}: {', '.join(r['failed'][:6])}"
+            )
 
 
 if __name__ == "__main__":

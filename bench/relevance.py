@@ -74,14 +74,18 @@ def _records(path: Path) -> dict[str, dict[str, str]]:
                 current[field].append(m.group(2))
         elif current is not None and field:
             current[field].append(line)
-    return {k: {f: " ".join(" ".join(v).split()) for f, v in r.items()}  # type: ignore[union-attr]
-            for k, r in records.items()}
+    return {
+        k: {f: " ".join(" ".join(v).split()) for f, v in r.items()}  # type: ignore[union-attr]
+        for k, r in records.items()
+    }
 
 
 def load(folder: Path = CISI) -> Collection:
     """Read CISI.ALL, CISI.QRY and CISI.REL."""
-    docs = {k: (r.get("T", ""), " ".join(filter(None, (r.get("A", ""), r.get("W", "")))))
-            for k, r in _records(folder / "CISI.ALL").items()}
+    docs = {
+        k: (r.get("T", ""), " ".join(filter(None, (r.get("A", ""), r.get("W", "")))))
+        for k, r in _records(folder / "CISI.ALL").items()
+    }
     queries = {k: r.get("W") or r.get("T", "") for k, r in _records(folder / "CISI.QRY").items()}
     qrels: dict[str, set[str]] = {}
     for line in (folder / "CISI.REL").read_text().splitlines():
@@ -153,8 +157,9 @@ def evaluate(search: Search, queries: dict[str, str], qrels: dict[str, set[str]]
         totals.update(measures(ranked, qrels[qid]))
     n = len(queries)
     out = {k: round(v / n, 4) for k, v in sorted(totals.items())}
-    out.update(queries=n, zero_results=empty,
-               ms_per_query=round((time.perf_counter() - started) * 1000 / n, 1))
+    out.update(
+        queries=n, zero_results=empty, ms_per_query=round((time.perf_counter() - started) * 1000 / n, 1)
+    )
     return out
 
 
@@ -196,6 +201,7 @@ class Bm25Reference:
 
 def trawl_http_search(svc, strategy: str | None) -> Search:
     """A search function over a running Trawl's HTTP API (top DEPTH, the given strategy)."""
+
     def search(text: str) -> list[str]:
         body: dict = {"q": text, "limit": DEPTH, "snippet_length": 50}
         if strategy:
@@ -203,6 +209,7 @@ def trawl_http_search(svc, strategy: str | None) -> Search:
         resp = svc.http.post(f"{svc.base}/api/search", json=body, timeout=60)
         resp.raise_for_status()
         return [key_of(r["basename"]) for r in resp.json()["results"]]
+
     return search
 
 
@@ -214,12 +221,23 @@ def trawl_in_process(coll: Collection, folder: Path):
     docs = []
     for key, (title, body) in coll.docs.items():
         name = file_name(key)
-        docs.append({
-            "id": f"cisi--{key}", "source_id": "cisi", "source_name": "CISI",
-            "path": f"/bench/cisi/{name}", "basename": name, "extension": "md",
-            "type": "markdown", "size_bytes": len(body), "modified_at": 0, "indexed_at": 0,
-            "content": f"# {title}\n\n{body}\n", "title": title or None, "metadata": {},
-        })
+        docs.append(
+            {
+                "id": f"cisi--{key}",
+                "source_id": "cisi",
+                "source_name": "CISI",
+                "path": f"/bench/cisi/{name}",
+                "basename": name,
+                "extension": "md",
+                "type": "markdown",
+                "size_bytes": len(body),
+                "modified_at": 0,
+                "indexed_at": 0,
+                "content": f"# {title}\n\n{body}\n",
+                "title": title or None,
+                "metadata": {},
+            }
+        )
     backend.upsert(docs)
     return backend
 
@@ -229,9 +247,9 @@ def backend_search(backend, strategy: str) -> Search:
     from webapp.search import SearchQuery
 
     def search(text: str) -> list[str]:
-        page = backend.search(SearchQuery(q=text, limit=DEPTH, snippet_length=50,
-                                          matching_strategy=strategy))
+        page = backend.search(SearchQuery(q=text, limit=DEPTH, snippet_length=50, matching_strategy=strategy))
         return [key_of(r["basename"]) for r in page.results]
+
     return search
 
 
@@ -276,8 +294,11 @@ def run_http(coll: Collection, work: Path) -> dict:
             systems[f"trawl_{strategy}"] = trawl_http_search(svc, strategy)
         systems["trawl_default"] = trawl_http_search(svc, None)
         results = run_sets(coll, systems)
-    return {"documents": indexed["stats"].get("successful"), "index_seconds":
-            indexed["seconds"], "results": results}
+    return {
+        "documents": indexed["stats"].get("successful"),
+        "index_seconds": indexed["seconds"],
+        "results": results,
+    }
 
 
 def run_in_process(coll: Collection, work: Path) -> dict:
@@ -293,23 +314,29 @@ def table(result: dict) -> str:
     """The results as a Markdown table per query set."""
     lines = []
     for set_name, systems in result["results"].items():
-        lines += [f"\n{set_name} ({next(iter(systems.values()))['queries']} queries)\n",
-                  "| system | nDCG@10 | vs best BM25 | MAP@100 | P@10 | Recall@100 | no result "
-                  "| ms/query |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"\n{set_name} ({next(iter(systems.values()))['queries']} queries)\n",
+            "| system | nDCG@10 | vs best BM25 | MAP@100 | P@10 | Recall@100 | no result | ms/query |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for name, m in systems.items():
-            lines.append(f"| {name} | {m['ndcg@10']:.3f} | {m['vs_best_bm25']:.2f}x | "
-                         f"{m['map@100']:.3f} | "
-                         f"{m['p@10']:.3f} | {m['recall@100']:.3f} | {m['zero_results']} | "
-                         f"{m['ms_per_query']} |")
+            lines.append(
+                f"| {name} | {m['ndcg@10']:.3f} | {m['vs_best_bm25']:.2f}x | "
+                f"{m['map@100']:.3f} | "
+                f"{m['p@10']:.3f} | {m['recall@100']:.3f} | {m['zero_results']} | "
+                f"{m['ms_per_query']} |"
+            )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and write bench/results/relevance-<date>.json."""
     parser = argparse.ArgumentParser(prog="python -m bench.relevance", description=__doc__)
-    parser.add_argument("--in-process", action="store_true",
-                        help="search a TantivyBackend directly (no service, no JSON written)")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="search a TantivyBackend directly (no service, no JSON written)",
+    )
     parser.add_argument("--collection", type=Path, default=CISI)
     args = parser.parse_args(argv)
     coll = load(args.collection)
@@ -321,8 +348,11 @@ def main(argv: list[str] | None = None) -> int:
             result = run_http(coll, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result.update(collection=args.collection.name, date=date.today().isoformat(),
-                  mode="in-process" if args.in_process else "http")
+    result.update(
+        collection=args.collection.name,
+        date=date.today().isoformat(),
+        mode="in-process" if args.in_process else "http",
+    )
     print(table(result))
     if not args.in_process:
         RESULTS.mkdir(exist_ok=True)

@@ -46,8 +46,7 @@ class Removed:
     (a rename keeps their bytes and times)."""
 
     def __init__(self, corp: corpus_mod.Corpus, paths: list[Path]) -> None:
-        self.moves = [(path, corp.root.parent / "removed" / path.relative_to(corp.root))
-                      for path in paths]
+        self.moves = [(path, corp.root.parent / "removed" / path.relative_to(corp.root)) for path in paths]
 
     def __enter__(self) -> Removed:
         for path, away in self.moves:
@@ -75,8 +74,10 @@ def run_trawl(corp: corpus_mod.Corpus, queries: dict, touched: list[Path], worke
         out["changed_1pct"] = svc.reindex()
         out["index_bytes"] = svc.index_size()
         out["documents"] = svc.document_count()
-        log(f"Trawl: rescans {out['unchanged']['seconds']} s / {out['changed_1pct']['seconds']} s;"
-            f" timing {sum(map(len, queries.values()))} queries over HTTP ...")
+        log(
+            f"Trawl: rescans {out['unchanged']['seconds']} s / {out['changed_1pct']['seconds']} s;"
+            f" timing {sum(map(len, queries.values()))} queries over HTTP ..."
+        )
         out["search_http"] = svc.search_latency(queries)
         out["web_memory"] = svc.search_memory(queries)
         out["pages"] = svc.page_latency()
@@ -122,14 +123,22 @@ def run_scale(scale: str, per_kind: int, workers: int, skip_recoll: bool) -> dic
     queries = corpus_mod.queries(per_kind)
     files = corpus_mod.all_files(corp)
     touched = files[::TOUCH_EVERY]
-    result = {"scale": scale, "date": date.today().isoformat(), "machine": machine(HERE),
-              "corpus": {"files": corp.files, "bytes": corp.bytes, "counts": corp.counts,
-                         "touched_files": len(touched), "queries_per_kind": per_kind},
-              "settings": {"workers": workers}}
+    result = {
+        "scale": scale,
+        "date": date.today().isoformat(),
+        "machine": machine(HERE),
+        "corpus": {
+            "files": corp.files,
+            "bytes": corp.bytes,
+            "counts": corp.counts,
+            "touched_files": len(touched),
+            "queries_per_kind": per_kind,
+        },
+        "settings": {"workers": workers},
+    }
     try:
         result["trawl"] = run_trawl(corp, queries, touched, workers)
-        result["recoll"] = {"skipped": "--skip-recoll"} if skip_recoll else \
-            run_recoll(corp, queries, touched)
+        result["recoll"] = {"skipped": "--skip-recoll"} if skip_recoll else run_recoll(corp, queries, touched)
     finally:
         corpus_mod.restore_mtimes(corp)
     result["ratios"] = report.ratios(result)
@@ -154,8 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=0, help="queries per kind (default 200)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-recoll", action="store_true")
-    parser.add_argument("--skip-relevance", action="store_true",
-                        help="leave out the relevance benchmark (bench/relevance.py)")
+    parser.add_argument(
+        "--skip-relevance", action="store_true", help="leave out the relevance benchmark (bench/relevance.py)"
+    )
     args = parser.parse_args(argv)
     scales = ["quick"] if args.quick else (["5k", "50k"] if args.scale == "both" else [args.scale])
     per_kind = args.queries or (50 if args.quick else 200)

@@ -27,10 +27,20 @@ from webapp.search import FACETS, SearchBackend, SearchQuery  # noqa: E402
 from webapp.search.tantivy_backend import TantivyBackend  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-TYPES = {"txt": "text", "md": "markdown", "py": "code", "pdf": "pdf", "docx": "docx",
-         "xlsx": "xlsx", "yaml": "config", "srt": "subtitle"}
-COMMON = ("the of and to in is for that with on as by this be are from at or an it was "
-          "which not have has will can all their we our more one about also into").split()
+TYPES = {
+    "txt": "text",
+    "md": "markdown",
+    "py": "code",
+    "pdf": "pdf",
+    "docx": "docx",
+    "xlsx": "xlsx",
+    "yaml": "config",
+    "srt": "subtitle",
+}
+COMMON = (
+    "the of and to in is for that with on as by this be are from at or an it was "
+    "which not have has will can all their we our more one about also into"
+).split()
 ACCENTED = ["résumé", "café", "naïve", "façade", "déjà", "über", "straße", "crème", "señor"]
 
 
@@ -75,12 +85,17 @@ class Corpus:
         stem = "_".join(self.words(2)).replace(" ", "-")
         basename = f"{2015 + i % 10}-{stem}-{i}.{ext}"
         return {
-            "id": f"{source}--{i:012x}", "source_id": source, "source_name": source.upper(),
+            "id": f"{source}--{i:012x}",
+            "source_id": source,
+            "source_name": source.upper(),
             "path": f"/data/{source}/{self.rng.choice(self.vocab)}/{basename}",
-            "basename": basename, "extension": ext, "type": TYPES[ext],
+            "basename": basename,
+            "extension": ext,
+            "type": TYPES[ext],
             "size_bytes": self.rng.randint(100, 5_000_000),
             "modified_at": 1_500_000_000 + self.rng.randint(0, 300_000_000),
-            "indexed_at": 1_800_000_000, "content": self.content(),
+            "indexed_at": 1_800_000_000,
+            "content": self.content(),
             "title": " ".join(self.words(4)).title() if ext in ("pdf", "docx", "md") else None,
             "metadata": {"pages": self.rng.randint(1, 300)},
         }
@@ -111,15 +126,21 @@ def make_queries(corpus: Corpus, count: int, seed: int) -> dict[str, list[Search
         "typo": [SearchQuery(q=_typo(rng.choice(long_words), rng) + " ") for _ in range(count)],
         "prefix": [SearchQuery(q=rng.choice(long_words)[:4]) for _ in range(count)],
         "filtered": [
-            SearchQuery(q=rng.choice(mid), source_id=f"src{rng.randint(0, 3)}",
-                        type=rng.choice(list(TYPES.values())), sort=rng.choice(sorts))
+            SearchQuery(
+                q=rng.choice(mid),
+                source_id=f"src{rng.randint(0, 3)}",
+                type=rng.choice(list(TYPES.values())),
+                sort=rng.choice(sorts),
+            )
             for _ in range(count)
         ],
         # the query language's filters plus every facet counted over all matches
         "facets": [
-            SearchQuery(q=f"{rng.choice(mid)} type:{rng.choice(list(TYPES.values()))} "
-                          f"modified:>={2016 + rng.randint(0, 5)} -{rng.choice(mid)}",
-                        facets=FACETS)
+            SearchQuery(
+                q=f"{rng.choice(mid)} type:{rng.choice(list(TYPES.values()))} "
+                f"modified:>={2016 + rng.randint(0, 5)} -{rng.choice(mid)}",
+                facets=FACETS,
+            )
             for _ in range(count)
         ],
         # natural-language questions of 8-12 words: function words around content words
@@ -152,8 +173,7 @@ def build_index(backend: SearchBackend, corpus: Corpus, n: int, batch: int) -> d
         generated += time.perf_counter() - t0
         backend.upsert(docs)
     seconds = time.perf_counter() - started - generated
-    return {"docs": n, "seconds": round(seconds, 2), "docs_per_s": round(n / seconds),
-            "raw_text_bytes": raw}
+    return {"docs": n, "seconds": round(seconds, 2), "docs_per_s": round(n / seconds), "raw_text_bytes": raw}
 
 
 def time_queries(run: Callable[[SearchQuery], int], queries: list[SearchQuery]) -> dict:
@@ -166,8 +186,13 @@ def time_queries(run: Callable[[SearchQuery], int], queries: list[SearchQuery]) 
         hits += run(q)
         times.append((time.perf_counter() - t0) * 1000)
     cuts = statistics.quantiles(times, n=100)
-    return {"queries": len(times), "p50_ms": round(cuts[49], 2), "p95_ms": round(cuts[94], 2),
-            "p99_ms": round(cuts[98], 2), "mean_hits": round(hits / len(times), 1)}
+    return {
+        "queries": len(times),
+        "p50_ms": round(cuts[49], 2),
+        "p95_ms": round(cuts[94], 2),
+        "p99_ms": round(cuts[98], 2),
+        "mean_hits": round(hits / len(times), 1),
+    }
 
 
 def in_process_runner(backend: SearchBackend) -> Callable[[SearchQuery], int]:
@@ -195,8 +220,9 @@ def time_over_http(index_dir: Path, queries: dict[str, list[SearchQuery]]) -> di
     work = Path(tempfile.mkdtemp(prefix="trawl-bench-http-"))
     (work / "empty").mkdir()
     try:
-        with TrawlService(work / "data", work / "empty", workers=1,
-                          env={"SEARCH_INDEX_DIR": str(index_dir)}) as service:
+        with TrawlService(
+            work / "data", work / "empty", workers=1, env={"SEARCH_INDEX_DIR": str(index_dir)}
+        ) as service:
             runner = http_runner(service)
             return {name: time_queries(runner, qs) for name, qs in queries.items()}
     finally:
@@ -209,20 +235,27 @@ def dir_size(path: Path) -> int:
 
 def markdown(report: dict) -> str:
     idx = report["indexing"]
-    built = (f"indexing {idx['docs_per_s']:,} docs/s ({idx['seconds']} s)"
-             if not idx.get("reused") else "index reused")
+    built = (
+        f"indexing {idx['docs_per_s']:,} docs/s ({idx['seconds']} s)"
+        if not idx.get("reused")
+        else "index reused"
+    )
     lines = [
         f"Documents: {idx['docs']:,}; {built}; index {report['index_mb']} MB "
         f"(raw text {report['raw_text_mb']} MB)",
-        "", "| query class | queries | p50 ms | p95 ms | p99 ms | mean total |",
+        "",
+        "| query class | queries | p50 ms | p95 ms | p99 ms | mean total |",
         "|---|---|---|---|---|---|",
     ]
     for name, r in report["queries"].items():
-        lines.append(f"| {name} | {r['queries']} | {r['p50_ms']} | {r['p95_ms']} | "
-                     f"{r['p99_ms']} | {r['mean_hits']} |")
+        lines.append(
+            f"| {name} | {r['queries']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | {r['mean_hits']} |"
+        )
     for name, r in report.get("http", {}).items():
-        lines.append(f"| {name} over HTTP | {r['queries']} | {r['p50_ms']} | {r['p95_ms']} | "
-                     f"{r['p99_ms']} | {r['mean_hits']} |")
+        lines.append(
+            f"| {name} over HTTP | {r['queries']} | {r['p50_ms']} | {r['p95_ms']} | "
+            f"{r['p99_ms']} | {r['mean_hits']} |"
+        )
     return "\n".join(lines)
 
 
@@ -233,10 +266,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--batch", type=int, default=5_000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--dir", help="index directory (default: a temp dir, removed after); "
-                        "an index of --n documents already there is reused")
-    parser.add_argument("--http", action="store_true",
-                        help="also time the queries over HTTP against the running service")
+    parser.add_argument(
+        "--dir",
+        help="index directory (default: a temp dir, removed after); "
+        "an index of --n documents already there is reused",
+    )
+    parser.add_argument(
+        "--http", action="store_true", help="also time the queries over HTTP against the running service"
+    )
     args = parser.parse_args(argv)
     index_dir = Path(args.dir or tempfile.mkdtemp(prefix="trawl-bench-"))
     try:
@@ -245,16 +282,23 @@ def main(argv: list[str] | None = None) -> None:
         if args.dir and backend.count() == args.n:  # built by an earlier run: the same docs
             # draw them again: the queries are drawn after them, from the same generator
             raw = sum(len(corpus.doc(i)["content"].encode()) for i in range(args.n))
-            indexing = {"docs": args.n, "seconds": None, "docs_per_s": None,
-                        "raw_text_bytes": raw, "reused": True}
+            indexing = {
+                "docs": args.n,
+                "seconds": None,
+                "docs_per_s": None,
+                "raw_text_bytes": raw,
+                "reused": True,
+            }
         else:
             indexing = build_index(backend, corpus, args.n, args.batch)
         runner = in_process_runner(backend)
         queries = make_queries(corpus, args.queries, args.seed)
         report = {
-            "backend": "tantivy", "mode": "in-process" + (" and HTTP" if args.http else ""),
+            "backend": "tantivy",
+            "mode": "in-process" + (" and HTTP" if args.http else ""),
             "machine": platform.platform(),
-            "indexing": indexing, "index_mb": round(dir_size(index_dir) / 1e6, 1),
+            "indexing": indexing,
+            "index_mb": round(dir_size(index_dir) / 1e6, 1),
             "raw_text_mb": round(indexing["raw_text_bytes"] / 1e6, 1),
             "queries": {name: time_queries(runner, qs) for name, qs in queries.items()},
         }

@@ -24,8 +24,10 @@ from bench.trawl_runner import SOURCE_ID, TrawlService
 
 SECRET = "quillwortzyx"  # in a quarter of the hidden files only
 ABSENT = "quillwortzyq"  # in no file (same length and prefix: the same work to parse)
-WORDS = ("report budget meeting harbour lantern orchard pebble quarry ribbon saddle tunnel "
-         "valley walnut yonder zephyr anchor beacon candle dagger ember falcon garnet").split()
+WORDS = (
+    "report budget meeting harbour lantern orchard pebble quarry ribbon saddle tunnel "
+    "valley walnut yonder zephyr anchor beacon candle dagger ember falcon garnet"
+).split()
 
 
 def _write(root: Path, files: int, secret: bool) -> None:
@@ -40,13 +42,11 @@ def _write(root: Path, files: int, secret: bool) -> None:
 
 def _percentiles(values: list[float]) -> str:
     values = sorted(values)
-    return (f"p50 {statistics.median(values):.2f} ms, "
-            f"p90 {values[int(len(values) * 0.9)]:.2f} ms")
+    return f"p50 {statistics.median(values):.2f} ms, p90 {values[int(len(values) * 0.9)]:.2f} ms"
 
 
 def _measure(session: requests.Session, base: str, queries: int) -> dict:
-    out: dict[str, dict[str, list[float]]] = {q: {"client": [], "server": []}
-                                             for q in (SECRET, ABSENT)}
+    out: dict[str, dict[str, list[float]]] = {q: {"client": [], "server": []} for q in (SECRET, ABSENT)}
     for q in (SECRET, ABSENT) * 20:  # warm caches and the connection
         session.post(f"{base}/api/search", json={"q": q}, timeout=30)
     for _ in range(queries):
@@ -68,34 +68,42 @@ def main() -> None:
         corpus = Path(tmp) / "files"
         _write(corpus / "open", args.files, secret=False)
         _write(corpus / "hidden", args.files, secret=True)
-        with TrawlService(Path(tmp) / "data", corpus / "open", workers=2,
-                          env={"ALLOWED_ROOTS": str(corpus)}) as service:
+        with TrawlService(
+            Path(tmp) / "data", corpus / "open", workers=2, env={"ALLOWED_ROOTS": str(corpus)}
+        ) as service:
             admin = service.http
-            resp = admin.post(f"{service.base}/api/sources", timeout=30, json={
-                "id": "hidden", "name": "Hidden", "root_path": str(corpus / "hidden"),
-                "watch": False})
+            resp = admin.post(
+                f"{service.base}/api/sources",
+                timeout=30,
+                json={"id": "hidden", "name": "Hidden", "root_path": str(corpus / "hidden"), "watch": False},
+            )
             resp.raise_for_status()
             for sid in (SOURCE_ID, "hidden"):
                 admin.post(f"{service.base}/api/sources/{sid}/reindex", timeout=30)
             for sid in (SOURCE_ID, "hidden"):
-                while admin.get(f"{service.base}/api/status/{sid}",
-                                timeout=30).json()["state"] != "idle":
+                while admin.get(f"{service.base}/api/status/{sid}", timeout=30).json()["state"] != "idle":
                     time.sleep(1)
-            admin.post(f"{service.base}/api/users", timeout=30, json={
-                "username": "reader", "password": "reader password 1",
-                "source_ids": [SOURCE_ID]}).raise_for_status()
+            admin.post(
+                f"{service.base}/api/users",
+                timeout=30,
+                json={"username": "reader", "password": "reader password 1", "source_ids": [SOURCE_ID]},
+            ).raise_for_status()
             user = requests.Session()
-            token = user.post(f"{service.base}/api/auth/login", timeout=30, json={
-                "username": "reader", "password": "reader password 1"}).json()["access_token"]
+            token = user.post(
+                f"{service.base}/api/auth/login",
+                timeout=30,
+                json={"username": "reader", "password": "reader password 1"},
+            ).json()["access_token"]
             user.headers["Authorization"] = f"Bearer {token}"
             for who, session in (("user without the grant", user), ("admin", admin)):
                 result = _measure(session, service.base, args.queries)
-                for q, label in ((SECRET, "word only in the hidden source"),
-                                 (ABSENT, "word in no file")):
+                for q, label in ((SECRET, "word only in the hidden source"), (ABSENT, "word in no file")):
                     totals = set(result[q]["total"])
-                    print(f"{who:24} {label:32} total {sorted(totals)}  client "
-                          f"{_percentiles(result[q]['client'])}; server "
-                          f"{_percentiles(result[q]['server'])}")
+                    print(
+                        f"{who:24} {label:32} total {sorted(totals)}  client "
+                        f"{_percentiles(result[q]['client'])}; server "
+                        f"{_percentiles(result[q]['server'])}"
+                    )
 
 
 if __name__ == "__main__":

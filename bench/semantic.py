@@ -68,19 +68,31 @@ def build(coll: Collection, work: Path, vectors_file: Path | None):
     for key, (title, body) in coll.docs.items():
         name = f"cisi-{int(key):04d}.md"
         content = f"# {title}\n\n{body}\n"
-        docs.append({
-            "id": doc_id(key), "source_id": "cisi", "source_name": "CISI",
-            "path": f"/bench/cisi/{name}", "basename": name, "extension": "md",
-            "type": "markdown", "size_bytes": len(content), "modified_at": 0, "indexed_at": 0,
-            "content": content, "title": title or None, "metadata": {},
-        })
+        docs.append(
+            {
+                "id": doc_id(key),
+                "source_id": "cisi",
+                "source_name": "CISI",
+                "path": f"/bench/cisi/{name}",
+                "basename": name,
+                "extension": "md",
+                "type": "markdown",
+                "size_bytes": len(content),
+                "modified_at": 0,
+                "indexed_at": 0,
+                "content": content,
+                "title": title or None,
+                "metadata": {},
+            }
+        )
         texts += [(doc_id(key), p) for p in embedder.passages(title, body)]
     backend.upsert(docs)
     if vectors_file and vectors_file.exists():
         matrix = np.load(vectors_file)
     else:
-        matrix = np.vstack([embedder.embed_passages([t for _, t in texts[i:i + 16]])
-                            for i in range(0, len(texts), 16)])
+        matrix = np.vstack(
+            [embedder.embed_passages([t for _, t in texts[i : i + 16]]) for i in range(0, len(texts), 16)]
+        )
         if vectors_file:
             np.save(vectors_file, matrix)
     by_doc: dict[str, list] = {}
@@ -97,8 +109,8 @@ def dense_search(store) -> Search:
     from webapp.search import embedder
 
     def search(text: str) -> list[str]:
-        return [key_of_id(i) for i, _ in store.nearest(embedder.embed_query(text), ["cisi"],
-                                                       DEPTH)]
+        return [key_of_id(i) for i, _ in store.nearest(embedder.embed_query(text), ["cisi"], DEPTH)]
+
     return search
 
 
@@ -108,6 +120,7 @@ def words_search(backend) -> Search:
     def search(text: str) -> list[str]:
         page = backend.search(SearchQuery(q=_plain(text), limit=DEPTH, snippet_length=50))
         return [key_of_id(r["id"]) for r in page.results]
+
     return search
 
 
@@ -117,9 +130,11 @@ def hybrid_search(backend, store, ratio: float) -> Search:
 
     def search(text: str) -> list[str]:
         query = SearchQuery(q=_plain(text), limit=DEPTH, snippet_length=50)
-        page = hybrid.search(backend, query, ratio, embedder.embed_query(text),
-                             lambda v, k: store.nearest(v, ["cisi"], k))
+        page = hybrid.search(
+            backend, query, ratio, embedder.embed_query(text), lambda v, k: store.nearest(v, ["cisi"], k)
+        )
         return [key_of_id(r["id"]) for r in page.results]
+
     return search
 
 
@@ -137,9 +152,12 @@ def convex_search(backend, store, ratio: float) -> Search:
         page = backend.search(SearchQuery(q=_plain(text), limit=DEPTH, snippet_length=50))
         words = norm({r["id"]: float(r["score"]) for r in page.results})
         meaning = norm(dict(store.nearest(embedder.embed_query(text), ["cisi"], 50)))
-        fused = {i: (1 - ratio) * words.get(i, 0.0) + ratio * meaning.get(i, 0.0)
-                 for i in set(words) | set(meaning)}
+        fused = {
+            i: (1 - ratio) * words.get(i, 0.0) + ratio * meaning.get(i, 0.0)
+            for i in set(words) | set(meaning)
+        }
         return [key_of_id(i) for i in sorted(fused, key=lambda i: -fused[i])][:DEPTH]
+
     return search
 
 
@@ -162,20 +180,27 @@ def relevance(coll: Collection, backend, store) -> dict:
     for set_name, queries in (("full", coll.judged()), ("short", short_queries(coll))):
         out[set_name] = {}
         order = sorted(queries, key=int)
-        first = set(order[:len(order) // 2])
+        first = set(order[: len(order) // 2])
         for name, fn in systems.items():
             started = time.perf_counter()
             ndcg = {q: measures(fn(queries[q]), coll.qrels[q])["ndcg@10"] for q in order}
             ms = (time.perf_counter() - started) * 1000 / len(order)
 
-            row = {"ndcg@10": _mean(ndcg, order),
-                   "ndcg@10_first_half": _mean(ndcg, [q for q in order if q in first]),
-                   "ndcg@10_second_half": _mean(ndcg, [q for q in order if q not in first]),
-                   "queries": len(order), "ms_per_query": round(ms, 1)}
+            row = {
+                "ndcg@10": _mean(ndcg, order),
+                "ndcg@10_first_half": _mean(ndcg, [q for q in order if q in first]),
+                "ndcg@10_second_half": _mean(ndcg, [q for q in order if q not in first]),
+                "queries": len(order),
+                "ms_per_query": round(ms, 1),
+            }
             out[set_name][name] = row
-            print(f"{set_name:5} {name:24} nDCG@10 {row['ndcg@10']:.3f} "
-                  f"({row['ndcg@10_first_half']:.3f} / {row['ndcg@10_second_half']:.3f})"
-                  f"  {row['ms_per_query']} ms/q", file=sys.stderr, flush=True)
+            print(
+                f"{set_name:5} {name:24} nDCG@10 {row['ndcg@10']:.3f} "
+                f"({row['ndcg@10_first_half']:.3f} / {row['ndcg@10_second_half']:.3f})"
+                f"  {row['ms_per_query']} ms/q",
+                file=sys.stderr,
+                flush=True,
+            )
     return out
 
 
@@ -196,7 +221,7 @@ def throughput(texts: list[str], work: Path) -> dict:
     store = VectorStore(work / "throughput")
     trawl_s = bare_s = 0.0
     for n, start in enumerate(range(0, len(sample), 16)):
-        chunk = sample[start:start + 16]
+        chunk = sample[start : start + 16]
         t0 = time.perf_counter()
         bare_model.passage(chunk)
         bare_s += time.perf_counter() - t0
@@ -205,9 +230,12 @@ def throughput(texts: list[str], work: Path) -> dict:
         matrix = embedder.embed_passages(cut)
         store.add("bench", {f"bench--{n:012x}": matrix})
         trawl_s += time.perf_counter() - t0
-    return {"passages": len(sample), "trawl_passages_per_s": round(len(sample) / trawl_s, 2),
-            "bare_passages_per_s": round(len(sample) / bare_s, 2),
-            "ratio": round(bare_s / trawl_s, 3)}
+    return {
+        "passages": len(sample),
+        "trawl_passages_per_s": round(len(sample) / trawl_s, 2),
+        "bare_passages_per_s": round(len(sample) / bare_s, 2),
+        "ratio": round(bare_s / trawl_s, 3),
+    }
 
 
 def latency(backend, store, queries: list[str]) -> dict:
@@ -221,43 +249,58 @@ def latency(backend, store, queries: list[str]) -> dict:
             t0 = time.perf_counter()
             query = SearchQuery(q=_plain(text), limit=20)
             vector = embedder.embed_query(text) if ratio else None
-            hybrid.search(backend, query, ratio, vector,
-                          lambda v, k: store.nearest(v, ["cisi"], k))
+            hybrid.search(backend, query, ratio, vector, lambda v, k: store.nearest(v, ["cisi"], k))
             times.append((time.perf_counter() - t0) * 1000)
         times.sort()
-        out[name] = {"p50_ms": round(times[len(times) // 2], 1),
-                     "p95_ms": round(times[int(len(times) * 0.95)], 1)}
+        out[name] = {
+            "p50_ms": round(times[len(times) // 2], 1),
+            "p95_ms": round(times[int(len(times) * 0.95)], 1),
+        }
     return out
 
 
 def cost_50k(rate: float, passages_per_doc: float, disk_per_passage: float) -> dict:
     """The embedding phase at 50k files from the measured rate."""
     passages = FILES_50K * passages_per_doc
-    return {"passages": int(passages), "hours": round(passages / rate / 3600, 1),
-            "vector_disk_mb": round(passages * disk_per_passage / 1e6, 1),
-            "disk_bytes_per_document": int(passages_per_doc * disk_per_passage)}
+    return {
+        "passages": int(passages),
+        "hours": round(passages / rate / 3600, 1),
+        "vector_disk_mb": round(passages * disk_per_passage / 1e6, 1),
+        "disk_bytes_per_document": int(passages_per_doc * disk_per_passage),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.semantic", description=__doc__)
     parser.add_argument("--collection", type=Path, default=CISI)
-    parser.add_argument("--skip-relevance", action="store_true",
-                        help="only throughput, latency and cost (minutes instead of an hour)")
-    parser.add_argument("--vectors", type=Path, default=None,
-                        help="keep CISI's passage vectors in this .npy file between runs")
+    parser.add_argument(
+        "--skip-relevance",
+        action="store_true",
+        help="only throughput, latency and cost (minutes instead of an hour)",
+    )
+    parser.add_argument(
+        "--vectors",
+        type=Path,
+        default=None,
+        help="keep CISI's passage vectors in this .npy file between runs",
+    )
     args = parser.parse_args(argv)
     coll = load(args.collection)
     work = Path(tempfile.mkdtemp(prefix="trawl-semantic-"))
     try:
         backend, store, passages, texts = build(coll, work, args.vectors)
-        result = {"collection": args.collection.name, "date": date.today().isoformat(),
-                  "documents": len(coll.docs), "passages": len(texts)}
+        result = {
+            "collection": args.collection.name,
+            "date": date.today().isoformat(),
+            "documents": len(coll.docs),
+            "passages": len(texts),
+        }
         result["throughput"] = throughput(texts, work)
-        result["latency_in_process"] = latency(
-            backend, store, list(short_queries(coll).values())[:40])
+        result["latency_in_process"] = latency(backend, store, list(short_queries(coll).values())[:40])
         per_passage = store.disk_bytes() / max(1, len(texts))
-        result["cost_50k"] = cost_50k(result["throughput"]["trawl_passages_per_s"],
-                                      len(texts) / len(coll.docs), per_passage)
+        result["cost_50k"] = cost_50k(
+            result["throughput"]["trawl_passages_per_s"], len(texts) / len(coll.docs), per_passage
+        )
         if not args.skip_relevance:
             result["relevance"] = relevance(coll, backend, store)
     finally:

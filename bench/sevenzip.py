@@ -54,8 +54,10 @@ def main() -> None:
     import py7zr
 
     rng = random.Random(1)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
-             for _ in range(5000)]
+    words = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
+        for _ in range(5000)
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench.7z")
         with py7zr.SevenZipFile(path, "w") as archive:
@@ -71,9 +73,8 @@ def main() -> None:
             started = time.monotonic()
             subprocess.run(["bsdtar", "-xOf", path], stdout=subprocess.DEVNULL, check=True)
             ref = time.monotonic() - started
-            mib = sum(w.n for w in factory.writers) // 2 ** 20
-            print(f"round {round_ + 1}: py7zr {ours:.2f} s ({mib} MiB), "
-                  f"bsdtar/libarchive {ref:.2f} s")
+            mib = sum(w.n for w in factory.writers) // 2**20
+            print(f"round {round_ + 1}: py7zr {ours:.2f} s ({mib} MiB), bsdtar/libarchive {ref:.2f} s")
 
 
 if __name__ == "__main__":

@@ -31,16 +31,17 @@ from webapp.indexing.isolation import Extractor  # noqa: E402
 WORK = Path(__file__).resolve().parent / "work" / "thumbs-v1"
 RESULTS = Path(__file__).resolve().parent / "results"
 COUNTS = {"jpg": 100, "pdf": 100, "epub": 20, "cbz": 20}
-WORDS = ("harbour tide gull lamp keeper storm boat rope chart north light night log wind "
-         "sea rock bell fog shore wave").split()
+WORDS = (
+    "harbour tide gull lamp keeper storm boat rope chart north light night log wind "
+    "sea rock bell fog shore wave"
+).split()
 
 
 def _photo(rng: random.Random, size: tuple[int, int] = (4000, 3000)) -> bytes:
     """A camera-sized JPEG with some texture (a flat colour would compress to nothing)."""
     small = Image.effect_noise((size[0] // 16, size[1] // 16), 60).convert("RGB")
     img = small.resize(size, Image.BILINEAR)
-    img = Image.blend(img, Image.new("RGB", size, tuple(rng.randrange(256) for _ in range(3))),
-                      0.5)
+    img = Image.blend(img, Image.new("RGB", size, tuple(rng.randrange(256) for _ in range(3))), 0.5)
     buf = io.BytesIO()
     img.save(buf, "JPEG", quality=88)
     return buf.getvalue()
@@ -66,23 +67,36 @@ def _zip(members: dict[str, bytes]) -> bytes:
 
 
 def _epub(cover: bytes) -> bytes:
-    opf = ('<package xmlns="http://www.idpf.org/2007/opf" version="3.0"><metadata/><manifest>'
-           '<item id="c" href="c.xhtml" media-type="application/xhtml+xml"/>'
-           '<item id="i" href="cover.jpg" media-type="image/jpeg" properties="cover-image"/>'
-           '</manifest><spine><itemref idref="c"/></spine></package>')
-    container = ('<container xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
-                 '<rootfile full-path="content.opf"/></rootfiles></container>')
-    return _zip({"mimetype": b"application/epub+zip", "META-INF/container.xml": container.encode(),
-                 "content.opf": opf.encode(), "c.xhtml": b"<html><body><p>text</p></body></html>",
-                 "cover.jpg": cover})
+    opf = (
+        '<package xmlns="http://www.idpf.org/2007/opf" version="3.0"><metadata/><manifest>'
+        '<item id="c" href="c.xhtml" media-type="application/xhtml+xml"/>'
+        '<item id="i" href="cover.jpg" media-type="image/jpeg" properties="cover-image"/>'
+        '</manifest><spine><itemref idref="c"/></spine></package>'
+    )
+    container = (
+        '<container xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
+        '<rootfile full-path="content.opf"/></rootfiles></container>'
+    )
+    return _zip(
+        {
+            "mimetype": b"application/epub+zip",
+            "META-INF/container.xml": container.encode(),
+            "content.opf": opf.encode(),
+            "c.xhtml": b"<html><body><p>text</p></body></html>",
+            "cover.jpg": cover,
+        }
+    )
 
 
 def build() -> list[Path]:
     """The files (made once)."""
     rng = random.Random(1)
-    makers = {"jpg": lambda: _photo(rng), "pdf": lambda: _pdf(rng),
-              "epub": lambda: _epub(_photo(rng, (1600, 2400))),
-              "cbz": lambda: _zip({f"{n:03d}.jpg": _photo(rng, (1600, 2400)) for n in range(3)})}
+    makers = {
+        "jpg": lambda: _photo(rng),
+        "pdf": lambda: _pdf(rng),
+        "epub": lambda: _epub(_photo(rng, (1600, 2400))),
+        "cbz": lambda: _zip({f"{n:03d}.jpg": _photo(rng, (1600, 2400)) for n in range(3)}),
+    }
     files = []
     for ext, count in COUNTS.items():
         for n in range(count):
@@ -133,14 +147,27 @@ def main() -> None:
         rows.append({"type": ext, "files": count, "off_ms": round(off, 1), "on_ms": round(on, 1)})
         print(f"| {ext} | {count} | {off:.1f} | {on:.1f} | {on - off:+.1f} |")
     total_off, total_on = sum(best[0].values()), sum(best[320].values())
-    print(f"| all | {len(files)} | {total_off:.2f} s | {total_on:.2f} s | "
-          f"{(total_on / total_off - 1) * 100:+.0f} % |")
+    print(
+        f"| all | {len(files)} | {total_off:.2f} s | {total_on:.2f} s | "
+        f"{(total_on / total_off - 1) * 100:+.0f} % |"
+    )
     print(f"\n{made} thumbnails, {size / max(made, 1) / 1024:.1f} KB each on average")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"thumbnails-{date.today().isoformat()}.json"
-    out.write_text(json.dumps({"rows": rows, "total_off_s": total_off, "total_on_s": total_on,
-                               "thumbnails": made, "thumbnail_bytes": size,
-                               "rounds": args.rounds, "machine": platform.platform()}, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "rows": rows,
+                "total_off_s": total_off,
+                "total_on_s": total_on,
+                "thumbnails": made,
+                "thumbnail_bytes": size,
+                "rounds": args.rounds,
+                "machine": platform.platform(),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

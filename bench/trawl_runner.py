@@ -27,8 +27,15 @@ RUN_TIMEOUT = 4 * 3600
 WAIT_SECONDS = 300  # the longest ?wait= the API accepts
 FINAL_STATES = ("finished", "failed", "cancelled")
 # Settings a developer's shell may carry that would point the run at other services.
-CLEARED = ("REDIS_URL", "DATABASE_URL", "SEARCH_BACKEND", "SEARCH_INDEX_DIR", "MEILI_URL",
-           "SECRET_KEY", "WEB_CONCURRENCY")
+CLEARED = (
+    "REDIS_URL",
+    "DATABASE_URL",
+    "SEARCH_BACKEND",
+    "SEARCH_INDEX_DIR",
+    "MEILI_URL",
+    "SECRET_KEY",
+    "WEB_CONCURRENCY",
+)
 
 
 def free_port() -> int:
@@ -42,9 +49,15 @@ class TrawlService:
     """A whole Trawl (redis, gunicorn, WORKERS RQ workers, scheduler, watcher) on a fresh data
     folder, with one source over `corpus_root`."""
 
-    def __init__(self, data_dir: Path, corpus_root: Path, workers: int = 2,
-                 log_level: str = "WARNING", env: dict[str, str] | None = None,
-                 watch: bool = False) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        corpus_root: Path,
+        workers: int = 2,
+        log_level: str = "WARNING",
+        env: dict[str, str] | None = None,
+        watch: bool = False,
+    ) -> None:
         self.extra_env = env or {}
         self.watch = watch  # the scan benchmarks measure scans: no live update in between
         self.data_dir = data_dir
@@ -61,13 +74,23 @@ class TrawlService:
             shutil.rmtree(self.data_dir)
         self.data_dir.mkdir(parents=True)
         env = {k: v for k, v in os.environ.items() if k not in CLEARED}
-        env.update(DATA_DIR=str(self.data_dir), PORT=str(self.port), HOST="127.0.0.1",
-                   WORKERS=str(self.workers), ALLOWED_ROOTS=str(self.corpus_root),
-                   LOG_LEVEL=self.log_level)
+        env.update(
+            DATA_DIR=str(self.data_dir),
+            PORT=str(self.port),
+            HOST="127.0.0.1",
+            WORKERS=str(self.workers),
+            ALLOWED_ROOTS=str(self.corpus_root),
+            LOG_LEVEL=self.log_level,
+        )
         env.update(self.extra_env)
         self.log = open(self.data_dir.parent / "trawl-service.log", "w")  # noqa: SIM115
-        self.proc = subprocess.Popen([sys.executable, "-m", "webapp.launcher"], cwd=ROOT,
-                                     env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "webapp.launcher"],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             self._wait_healthy()
             self._login()
@@ -97,9 +120,16 @@ class TrawlService:
         resp = self.http.post(f"{self.base}/api/auth/setup", json=body, timeout=30)
         resp.raise_for_status()
         self.http.headers["Authorization"] = f"Bearer {resp.json()['access_token']}"
-        resp = self.http.post(f"{self.base}/api/sources", timeout=30, json={
-            "id": SOURCE_ID, "name": "Benchmark corpus", "root_path": str(self.corpus_root),
-            "watch": self.watch})
+        resp = self.http.post(
+            f"{self.base}/api/sources",
+            timeout=30,
+            json={
+                "id": SOURCE_ID,
+                "name": "Benchmark corpus",
+                "root_path": str(self.corpus_root),
+                "watch": self.watch,
+            },
+        )
         resp.raise_for_status()
 
     def stop(self) -> None:
@@ -154,8 +184,12 @@ class TrawlService:
         web = requests.Session()
         page = web.get(f"{self.base}/login", timeout=30).text
         token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-        resp = web.post(f"{self.base}/login", timeout=30, allow_redirects=False, data={
-            "csrf_token": token, "username": "bench", "password": "bench-password-1"})
+        resp = web.post(
+            f"{self.base}/login",
+            timeout=30,
+            allow_redirects=False,
+            data={"csrf_token": token, "username": "bench", "password": "bench-password-1"},
+        )
         if resp.status_code != 302:
             raise RuntimeError(f"UI login answered {resp.status_code}")
         return web
@@ -163,10 +197,14 @@ class TrawlService:
     def page_latency(self, rounds: int = 20) -> dict:
         """Time of the pages an admin opens most (server and transfer), p50/p95 over rounds."""
         web = self.ui_session()
-        pages = {"sources page": "/sources", "status page": "/status",
-                 "source status fragment": f"/sources/{SOURCE_ID}/status",
-                 "failed files page": f"/sources/{SOURCE_ID}/failed",
-                 "search page": "/?q=error", "API status": "/api/status"}
+        pages = {
+            "sources page": "/sources",
+            "status page": "/status",
+            "source status fragment": f"/sources/{SOURCE_ID}/status",
+            "failed files page": f"/sources/{SOURCE_ID}/failed",
+            "search page": "/?q=error",
+            "API status": "/api/status",
+        }
         out = {}
         for name, path in pages.items():
             client = self.http if path.startswith("/api/") else web
@@ -187,8 +225,11 @@ class TrawlService:
             times, totals, hits = [], set(), 0
             for _ in range(rounds):
                 started = time.perf_counter()
-                resp = self.http.post(f"{self.base}/api/search", timeout=120, json={
-                    "q": "modified:>=1990", "limit": 20, **extra})
+                resp = self.http.post(
+                    f"{self.base}/api/search",
+                    timeout=120,
+                    json={"q": "modified:>=1990", "limit": 20, **extra},
+                )
                 times.append((time.perf_counter() - started) * 1000)
                 resp.raise_for_status()
                 body = resp.json()
@@ -204,8 +245,9 @@ class TrawlService:
             # ?wait blocks server side (stats checked every 0.2 s); polling /api/status while
             # the run is still queued is avoided: see "Known issue" in docs/performance.md.
             params = {"wait": str(WAIT_SECONDS), **({"full": "true"} if full else {})}
-            resp = self.http.post(f"{self.base}/api/sources/{SOURCE_ID}/reindex", params=params,
-                                  timeout=WAIT_SECONDS + 30)
+            resp = self.http.post(
+                f"{self.base}/api/sources/{SOURCE_ID}/reindex", params=params, timeout=WAIT_SECONDS + 30
+            )
             resp.raise_for_status()
             run = resp.json()["stats"]
             if run["state"] not in FINAL_STATES:
@@ -241,8 +283,11 @@ class TrawlService:
                 times.append((time.perf_counter() - started) * 1000)
                 hits += body["total"] > 0
                 server.append(body.get("processing_time_ms", 0))
-            out[kind] = {**percentiles(times), "queries_with_hits": hits,
-                         "server_p50": percentiles(server).get("p50")}
+            out[kind] = {
+                **percentiles(times),
+                "queries_with_hits": hits,
+                "server_p50": percentiles(server).get("p50"),
+            }
         return out
 
     def search_memory(self, queries: dict[str, list], limit: int = 20) -> dict:
@@ -271,8 +316,17 @@ def tree_of(pid: int) -> list[psutil.Process]:
 
 
 def _brief(run: dict) -> dict:
-    keys = ("total_scanned", "new_files", "modified_files", "unchanged_files", "deleted_files",
-            "successful", "failed", "skipped", "error_count")
+    keys = (
+        "total_scanned",
+        "new_files",
+        "modified_files",
+        "unchanged_files",
+        "deleted_files",
+        "successful",
+        "failed",
+        "skipped",
+        "error_count",
+    )
     out = {k: run.get(k) for k in keys}
     out["first_errors"] = run.get("errors", [])[:5]
     return out

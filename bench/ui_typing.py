@@ -52,10 +52,18 @@ def serve(index_dir: Path, work: Path):
     redis_url = f"unix://{data / 'redis.sock'}"
     if not launcher.redis_ready(redis_url, redis_proc):
         raise SystemExit("redis-server did not start")
-    app = create_app({"DATA_DIR": str(data), "REDIS_URL": redis_url,
-                      "ALLOWED_ROOTS": str(work), "SEARCH_INDEX_DIR": str(index_dir),
-                      "DATABASE_URL": f"sqlite:///{data / 'trawl.db'}", "LOG_LEVEL": "WARNING",
-                      "AUTH_RATE_LIMIT": "1000/minute", "LOGIN_USER_RATE_LIMIT": "1000/minute"})
+    app = create_app(
+        {
+            "DATA_DIR": str(data),
+            "REDIS_URL": redis_url,
+            "ALLOWED_ROOTS": str(work),
+            "SEARCH_INDEX_DIR": str(index_dir),
+            "DATABASE_URL": f"sqlite:///{data / 'trawl.db'}",
+            "LOG_LEVEL": "WARNING",
+            "AUTH_RATE_LIMIT": "1000/minute",
+            "LOGIN_USER_RATE_LIMIT": "1000/minute",
+        }
+    )
     server = make_server("127.0.0.1", 0, app, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_port}", server, redis_proc
@@ -67,8 +75,9 @@ def measure(base: str, words: list[str], delays: list[int]) -> dict:
 
     out = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-gpu"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
         tab = browser.new_page(base_url=base)
         tab.request.post("/api/auth/setup", data=ADMIN)
         tab.goto("/login")
@@ -79,20 +88,25 @@ def measure(base: str, words: list[str], delays: list[int]) -> dict:
         for delay in delays:
             tab.goto("/")
             tab.evaluate(PROBE)
-            tab.evaluate("""(d) => { const f = document.getElementById('search-form');
+            tab.evaluate(
+                """(d) => { const f = document.getElementById('search-form');
               f.setAttribute('hx-trigger', `input changed delay:${d}ms, submit`);
-              htmx.process(f); }""", delay)
+              htmx.process(f); }""",
+                delay,
+            )
             box = tab.get_by_label("Search your files")
             for word in words:
                 box.fill("")
                 box.press_sequentially(word, delay=KEY_PAUSE_MS)
-                tab.wait_for_function("w => window.__lat.some(([q]) => q === w)", arg=word,
-                                      timeout=20_000)
+                tab.wait_for_function("w => window.__lat.some(([q]) => q === w)", arg=word, timeout=20_000)
             times = [ms for q, ms in tab.evaluate("window.__lat") if q in words]
             cuts = statistics.quantiles(times, n=20, method="inclusive")
-            out[f"delay {delay} ms"] = {"words": len(times), "p50_ms": round(cuts[9], 1),
-                                        "p95_ms": round(cuts[18], 1),
-                                        "max_ms": round(max(times), 1)}
+            out[f"delay {delay} ms"] = {
+                "words": len(times),
+                "p50_ms": round(cuts[9], 1),
+                "p95_ms": round(cuts[18], 1),
+                "max_ms": round(max(times), 1),
+            }
         browser.close()
     return out
 
@@ -112,12 +126,15 @@ def main(argv: list[str] | None = None) -> None:
     if backend.count() != args.n:
         print(json.dumps(build_index(backend, corpus, args.n, 5_000)))
     del backend
-    words = [w for w in dict.fromkeys(corpus.words(args.words * 4)) if len(w) >= 5][:args.words]
+    words = [w for w in dict.fromkeys(corpus.words(args.words * 4)) if len(w) >= 5][: args.words]
     with tempfile.TemporaryDirectory(prefix="trawl-ui-typing-") as tmp:
         base, server, redis_proc = serve(Path(args.dir), Path(tmp))
         try:
-            report = {"documents": args.n, "key_pause_ms": KEY_PAUSE_MS,
-                      "results": measure(base, words, [int(d) for d in args.delays.split(",")])}
+            report = {
+                "documents": args.n,
+                "key_pause_ms": KEY_PAUSE_MS,
+                "results": measure(base, words, [int(d) for d in args.delays.split(",")]),
+            }
         finally:
             server.shutdown()
             redis_proc.terminate()

@@ -24,8 +24,9 @@ from bench.trawl_runner import TrawlService
 
 def _masters(service: TrawlService) -> list[psutil.Process]:
     """gunicorn masters of the launcher (two while a stopping one drains beside its successor)."""
-    return [proc for proc in psutil.Process(service.proc.pid).children()
-            if "gunicorn" in " ".join(proc.cmdline())]
+    return [
+        proc for proc in psutil.Process(service.proc.pid).children() if "gunicorn" in " ".join(proc.cmdline())
+    ]
 
 
 def _load(service: TrawlService, stop: threading.Event, outcomes: list[str]) -> None:
@@ -33,8 +34,7 @@ def _load(service: TrawlService, stop: threading.Event, outcomes: list[str]) -> 
     session.headers.update(service.http.headers)
     while not stop.is_set():
         try:
-            status = session.post(f"{service.base}/api/search", json={"q": "report"},
-                                  timeout=60).status_code
+            status = session.post(f"{service.base}/api/search", json={"q": "report"}, timeout=60).status_code
             outcomes.append(str(status))
         except requests.RequestException as exc:
             outcomes.append(type(exc).__name__)
@@ -44,8 +44,9 @@ def _load(service: TrawlService, stop: threading.Event, outcomes: list[str]) -> 
 def _round(service: TrawlService, clients: int) -> tuple[float, dict]:
     stop = threading.Event()
     outcomes: list[str] = []
-    threads = [threading.Thread(target=_load, args=(service, stop, outcomes), daemon=True)
-               for _ in range(clients)]
+    threads = [
+        threading.Thread(target=_load, args=(service, stop, outcomes), daemon=True) for _ in range(clients)
+    ]
     for thread in threads:
         thread.start()
     time.sleep(3)  # the load runs
@@ -54,14 +55,14 @@ def _round(service: TrawlService, clients: int) -> tuple[float, dict]:
     exited: list[float] = []
     sent = time.monotonic()
     master.terminate()
-    threading.Thread(target=lambda: (master.wait(120), exited.append(time.monotonic() - sent)),
-                     daemon=True).start()
+    threading.Thread(
+        target=lambda: (master.wait(120), exited.append(time.monotonic() - sent)), daemon=True
+    ).start()
     took = None
     while time.monotonic() - sent < 120:
         try:
             fresh = [m for m in _masters(service) if m.pid != master.pid]
-            if fresh and requests.get(
-                    f"{service.base}/api/health", timeout=2).status_code == 200:
+            if fresh and requests.get(f"{service.base}/api/health", timeout=2).status_code == 200:
                 took = time.monotonic() - sent
                 break
         except (RuntimeError, requests.RequestException, psutil.Error):
@@ -91,22 +92,33 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", type=int, default=8)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="trawl-sigterm-") as tmp, \
-            TrawlService(Path(tmp) / "data", _files(Path(tmp) / "files"), workers=1) as service:
+    with (
+        tempfile.TemporaryDirectory(prefix="trawl-sigterm-") as tmp,
+        TrawlService(Path(tmp) / "data", _files(Path(tmp) / "files"), workers=1) as service,
+    ):
         service.http.post(f"{service.base}/api/sources/bench/reindex", timeout=60)
         times = []
         for n in range(args.rounds):
             took, outcomes = _round(service, args.clients)
             times.append(took)
-            print(f"round {n + 1}: answering again {took:.2f} s after SIGTERM; requests "
-                  f"from the signal on: {outcomes}")
+            print(
+                f"round {n + 1}: answering again {took:.2f} s after SIGTERM; requests "
+                f"from the signal on: {outcomes}"
+            )
             time.sleep(2)
-        print(f"median {statistics.median(times):.2f} s over {len(times)} rounds "
-              f"({args.clients} searching clients, WEB_CONCURRENCY from the environment)")
+        print(
+            f"median {statistics.median(times):.2f} s over {len(times)} rounds "
+            f"({args.clients} searching clients, WEB_CONCURRENCY from the environment)"
+        )
         service.log.flush()
         for line in Path(service.log.name).read_text().splitlines():
-            if "[launcher]" in line or "Booting worker" in line or "Shutting down" in line \
-                    or "Listening at" in line or "Worker exiting" in line:
+            if (
+                "[launcher]" in line
+                or "Booting worker" in line
+                or "Shutting down" in line
+                or "Listening at" in line
+                or "Worker exiting" in line
+            ):
                 print("  log:", line[:160])
 
 

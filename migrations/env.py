@@ -32,8 +32,9 @@ def _configure_args() -> dict:
 def run_offline() -> None:
     """`flask db upgrade --sql`: print the SQL instead of running it."""
     url = _migrate_ext().db.engine.url.render_as_string(hide_password=False)
-    context.configure(url=url, target_metadata=_migrate_ext().db.metadata, literal_binds=True,
-                      **_configure_args())
+    context.configure(
+        url=url, target_metadata=_migrate_ext().db.metadata, literal_binds=True, **_configure_args()
+    )
     with context.begin_transaction():
         context.run_migrations()
 
@@ -49,8 +50,7 @@ def run_online() -> None:
 
 
 def _run(connection) -> None:
-    context.configure(connection=connection, target_metadata=_migrate_ext().db.metadata,
-                      **_configure_args())
+    context.configure(connection=connection, target_metadata=_migrate_ext().db.metadata, **_configure_args())
     with context.begin_transaction():
         context.run_migrations()
 

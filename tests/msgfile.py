@@ -61,10 +61,20 @@ class _Properties:
             ole.addEntry([*folder, name], data)
 
 
-def write_msg(path: Path, *, subject: str, sender: str = "", sender_email: str = "",
-              to: str = "", cc: str = "", body: str | None = None, html: str | None = None,
-              message_id: str = "", date: datetime | None = None,
-              attachments: dict[str, bytes] | None = None) -> Path:
+def write_msg(
+    path: Path,
+    *,
+    subject: str,
+    sender: str = "",
+    sender_email: str = "",
+    to: str = "",
+    cc: str = "",
+    body: str | None = None,
+    html: str | None = None,
+    message_id: str = "",
+    date: datetime | None = None,
+    attachments: dict[str, bytes] | None = None,
+) -> Path:
     """A plain Outlook message (IPM.Note) with Unicode strings; `date` is when it was sent.
     To, Cc, From, Date and Message-ID are in its transport headers too, as a received
     message has them (extract-msg reads the addresses from there)."""

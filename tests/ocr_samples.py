@@ -82,8 +82,7 @@ def long_scanned_pdf(images, pages: int) -> bytes:
     xrefs = [page.get_images()[0][0] for page in doc]
     rect = doc[0].rect
     for n in range(len(xrefs), pages):
-        doc.new_page(width=rect.width, height=rect.height).insert_image(
-            rect, xref=xrefs[n % len(xrefs)])
+        doc.new_page(width=rect.width, height=rect.height).insert_image(rect, xref=xrefs[n % len(xrefs)])
     return doc.tobytes(garbage=0)
 
 

@@ -30,8 +30,22 @@ def _wait(port: int, seconds: float = 20) -> bool:
 def ensure_redis() -> None:
     if _listening(6379) or not shutil.which("redis-server"):
         return
-    subprocess.run(["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", "6379",
-                    "--save", "", "--appendonly", "no"], check=False)
+    subprocess.run(
+        [
+            "redis-server",
+            "--daemonize",
+            "yes",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "6379",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        check=False,
+    )
     print("started redis-server:", "ok" if _wait(6379) else "did not answer")
 
 
@@ -40,8 +54,9 @@ def ensure_postgres() -> None:
         return
     versions = subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split()
     if versions:
-        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", versions[0], "main", "start"],
-                       check=False)
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", versions[0], "main", "start"], check=False
+        )
         print("started PostgreSQL:", "ok" if _wait(5432) else "did not answer")
 
 

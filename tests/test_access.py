@@ -8,8 +8,10 @@ from datetime import timedelta
 import pytest
 
 OPEN = {"alpha.txt": "kestrel open alpha notes", "beta.md": "# Beta\nkestrel open beta plan"}
-SECRET = {"payroll.txt": "kestrel payroll salaries zeppelin",
-          "board.csv": "name,note\nkestrel,zeppelin minutes"}
+SECRET = {
+    "payroll.txt": "kestrel payroll salaries zeppelin",
+    "board.csv": "name,note\nkestrel,zeppelin minutes",
+}
 PASSWORD = "user password 1"
 MISSING_DOC = "0" * 64
 
@@ -25,11 +27,16 @@ def world(client, auth, make_tree, make_source, run_jobs):
     run_jobs()
     alice = create_user(client, auth, "alice", source_ids=["open"])
     bob = create_user(client, auth, "bob")
-    headers = {"anonymous": {}, "admin": auth,
-               "nogrant": bearer(login(client, "bob")), "granted": bearer(login(client, "alice"))}
+    headers = {
+        "anonymous": {},
+        "admin": auth,
+        "nogrant": bearer(login(client, "bob")),
+        "granted": bearer(login(client, "alice")),
+    }
     for scope in ("read", "full"):
-        resp = client.post("/api/tokens", headers=headers["granted"],
-                           json={"name": f"{scope} key", "scope": scope})
+        resp = client.post(
+            "/api/tokens", headers=headers["granted"], json={"name": f"{scope} key", "scope": scope}
+        )
         assert resp.status_code == 201, resp.get_json()
         headers[scope] = bearer(resp.get_json()["token"])
     docs = doc_ids(client, auth)
@@ -38,8 +45,9 @@ def world(client, auth, make_tree, make_source, run_jobs):
 
 
 def create_user(client, auth, username: str, **fields) -> dict:
-    resp = client.post("/api/users", headers=auth,
-                       json={"username": username, "password": PASSWORD, **fields})
+    resp = client.post(
+        "/api/users", headers=auth, json={"username": username, "password": PASSWORD, **fields}
+    )
     assert resp.status_code == 201, resp.get_json()
     return resp.get_json()
 
@@ -73,8 +81,12 @@ OPERATIONS = {
     "GET /api/health": (PUBLIC, {}, None, 200),
     "GET /api/documents/{doc_id}/download": (PUBLIC, {}, None, None),  # link token: see below
     "GET /api/auth/me": (READ, {}, None, 200),
-    "PUT /api/auth/password": (OWN, {}, {"current_password": "wrong password",
-                                         "new_password": "whatever 123"}, 400),
+    "PUT /api/auth/password": (
+        OWN,
+        {},
+        {"current_password": "wrong password", "new_password": "whatever 123"},
+        400,
+    ),
     "POST /api/auth/logout": (OWN, {}, None, None),  # ends the caller: test_logout_...
     "GET /api/tokens": (READ, {}, None, 200),
     "POST /api/tokens": (OWN, {}, {"name": "matrix", "scope": "read"}, 201),
@@ -113,8 +125,12 @@ USERS = ("nogrant", "granted", "read", "full")
 def operations(client) -> list[str]:
     """Every operation the API documents; the table above must name each one."""
     spec = client.get("/openapi.json").get_json()
-    found = [f"{method.upper()} {path}" for path, item in spec["paths"].items()
-             for method in item if method != "parameters"]
+    found = [
+        f"{method.upper()} {path}"
+        for path, item in spec["paths"].items()
+        for method in item
+        if method != "parameters"
+    ]
     assert sorted(found) == sorted(OPERATIONS), "an endpoint is missing from OPERATIONS"
     return found
 
@@ -157,18 +173,20 @@ def test_what_is_not_granted_is_404_exactly_like_what_is_missing(client, world):
     docs, h = world["docs"], world["h"]
     secret_doc = docs["payroll.txt"]
     for caller in USERS:
-        for op, values in (("GET /api/documents/{doc_id}", {"doc_id": secret_doc}),
-                           ("GET /api/documents/{doc_id}/preview", {"doc_id": secret_doc}),
-                           ("GET /api/sources/{source_id}", {"source_id": "secret"}),
-                           ("GET /api/status/{source_id}", {"source_id": "secret"}),
-                           ("GET /api/status/{source_id}/failed", {"source_id": "secret"})):
+        for op, values in (
+            ("GET /api/documents/{doc_id}", {"doc_id": secret_doc}),
+            ("GET /api/documents/{doc_id}/preview", {"doc_id": secret_doc}),
+            ("GET /api/sources/{source_id}", {"source_id": "secret"}),
+            ("GET /api/status/{source_id}", {"source_id": "secret"}),
+            ("GET /api/status/{source_id}/failed", {"source_id": "secret"}),
+        ):
             hidden = call(client, op, values, None, h[caller], docs)
             missing_values = {k: MISSING_DOC if k == "doc_id" else "nothere" for k in values}
             missing = call(client, op, missing_values, None, h[caller], docs)
             assert hidden.status_code == missing.status_code == 404, (op, caller)
-            assert (hidden.get_json()["detail"].replace(next(iter(values.values())), "ID")
-                    == missing.get_json()["detail"].replace(
-                        next(iter(missing_values.values())), "ID")), (op, caller)
+            assert hidden.get_json()["detail"].replace(
+                next(iter(values.values())), "ID"
+            ) == missing.get_json()["detail"].replace(next(iter(missing_values.values())), "ID"), (op, caller)
         link = client.post(f"/api/documents/{secret_doc}/download-link", headers=h[caller])
         assert link.status_code == (403 if caller == "read" else 404), caller
     # the admin sees all of it
@@ -206,19 +224,17 @@ def test_search_sources_status_and_links_show_only_granted_sources(client, auth,
     for body in ({"source_id": "secret"}, {"q": "kestrel source:secret"}):
         hidden = client.post("/api/search", headers=h["granted"], json={"q": "kestrel", **body})
         body_missing = {k: v.replace("secret", "nothere") for k, v in body.items()}
-        missing = client.post("/api/search", headers=h["granted"],
-                              json={"q": "kestrel", **body_missing})
+        missing = client.post("/api/search", headers=h["granted"], json={"q": "kestrel", **body_missing})
         assert hidden.status_code == missing.status_code == 400
-        assert (hidden.get_json()["detail"].replace("secret", "X")
-                == missing.get_json()["detail"].replace("nothere", "X"))
+        assert hidden.get_json()["detail"].replace("secret", "X") == missing.get_json()["detail"].replace(
+            "nothere", "X"
+        )
     assert _search(client, h["granted"], source_id="open")["total"] == 2
     # -- sources and status list only what is granted
     h = world["h"]
-    assert [s["id"] for s in client.get("/api/sources", headers=h["admin"]).get_json()] == [
-        "open", "secret"]
+    assert [s["id"] for s in client.get("/api/sources", headers=h["admin"]).get_json()] == ["open", "secret"]
     for caller in ("granted", "read", "full"):
-        assert [s["id"] for s in client.get("/api/sources", headers=h[caller]).get_json()] == [
-            "open"]
+        assert [s["id"] for s in client.get("/api/sources", headers=h[caller]).get_json()] == ["open"]
         status = client.get("/api/status", headers=h[caller]).get_json()
         assert [s["source_id"] for s in status["sources"]] == ["open"]
         assert status["documents"] == 2
@@ -229,11 +245,13 @@ def test_search_sources_status_and_links_show_only_granted_sources(client, auth,
     assert client.get("/api/status", headers=h["admin"]).get_json()["documents"] == 4
     # -- download links follow the grants of their maker
     h, docs = world["h"], world["docs"]
-    url = client.post(f"/api/documents/{docs['alpha.txt']}/download-link",
-                      headers=h["full"]).get_json()["url"]
+    url = client.post(f"/api/documents/{docs['alpha.txt']}/download-link", headers=h["full"]).get_json()[
+        "url"
+    ]
     assert client.get(url).status_code == 200
-    admin_url = client.post(f"/api/documents/{docs['payroll.txt']}/download-link",
-                            headers=auth).get_json()["url"]
+    admin_url = client.post(f"/api/documents/{docs['payroll.txt']}/download-link", headers=auth).get_json()[
+        "url"
+    ]
     assert client.get(admin_url).get_data(as_text=True) == SECRET["payroll.txt"]
     # the grant is taken away: alice's link stops working, as if the document were gone
     resp = client.put(f"/api/users/{world['alice']['id']}", headers=auth, json={"source_ids": []})
@@ -244,15 +262,16 @@ def test_search_sources_status_and_links_show_only_granted_sources(client, auth,
 
 # -- tokens ----------------------------------------------------------------------------------------
 
+
 @pytest.mark.pg
 def test_tokens_are_shown_once_stored_hashed_and_listed_per_user(app, client, auth, world):
     h = world["h"]
-    resp = client.post("/api/tokens", headers=h["granted"],
-                       json={"name": "backup", "scope": "full", "expires_in_days": 30})
+    resp = client.post(
+        "/api/tokens", headers=h["granted"], json={"name": "backup", "scope": "full", "expires_in_days": 30}
+    )
     body = resp.get_json()
     assert resp.status_code == 201 and body["token"].startswith("trawl_")
-    assert set(body) >= {"id", "name", "scope", "token", "created_at", "expires_at",
-                         "last_used_at"}
+    assert set(body) >= {"id", "name", "scope", "token", "created_at", "expires_at", "last_used_at"}
     assert body["expires_at"] and body["last_used_at"] is None
     mine = client.get("/api/tokens", headers=h["granted"]).get_json()
     assert {t["name"] for t in mine} == {"read key", "full key", "backup"}
@@ -267,8 +286,11 @@ def test_tokens_are_shown_once_stored_hashed_and_listed_per_user(app, client, au
     assert body["token"] not in stored and all(len(t) == 64 for t in stored)
     # bob cannot revoke alice's token: it does not exist for him
     assert client.delete(f"/api/tokens/{body['id']}", headers=h["nogrant"]).status_code == 404
-    for bad, detail in (({"name": ""}, "name:"), ({"name": "x", "scope": "admin"}, "scope:"),
-                        ({"name": "x", "expires_in_days": 0}, "expires_in_days:")):
+    for bad, detail in (
+        ({"name": ""}, "name:"),
+        ({"name": "x", "scope": "admin"}, "scope:"),
+        ({"name": "x", "expires_in_days": 0}, "expires_in_days:"),
+    ):
         resp = client.post("/api/tokens", headers=h["granted"], json=bad)
         assert resp.status_code == 400 and resp.get_json()["detail"].startswith(detail)
 
@@ -280,9 +302,12 @@ def test_read_scope_and_deleted_and_expired_tokens(app, client, world):
     assert client.get("/api/auth/me", headers=read).get_json()["username"] == "alice"
     assert client.post("/api/search", headers=read, json={"q": "kestrel"}).status_code == 200
     assert client.get(f"/api/documents/{docs['alpha.txt']}", headers=read).status_code == 200
-    for method, path in (("POST", "/api/tokens"), ("POST", "/api/auth/logout"),
-                         ("POST", f"/api/documents/{docs['alpha.txt']}/download-link"),
-                         ("PUT", "/api/auth/password")):
+    for method, path in (
+        ("POST", "/api/tokens"),
+        ("POST", "/api/auth/logout"),
+        ("POST", f"/api/documents/{docs['alpha.txt']}/download-link"),
+        ("PUT", "/api/auth/password"),
+    ):
         resp = client.open(path, method=method, headers=read, json={})
         assert resp.status_code == 403 and "read scope" in resp.get_json()["detail"], path
     # -- deleted and expired tokens are refused at once
@@ -333,20 +358,25 @@ def test_last_use_is_batched_through_redis_and_logout_ends_a_token(app, client, 
 
 # -- users -----------------------------------------------------------------------------------------
 
+
 def test_me_and_the_rules_of_an_account(client, auth, world):
     me = client.get("/api/auth/me", headers=world["h"]["granted"]).get_json()
-    assert (me["role"], me["is_admin"], me["source_ids"], me["active"]) == (
-        "user", False, ["open"], True)
+    assert (me["role"], me["is_admin"], me["source_ids"], me["active"]) == ("user", False, ["open"], True)
     assert me["last_login_at"]
     admin = client.get("/api/auth/me", headers=world["h"]["admin"]).get_json()
     assert (admin["role"], admin["is_admin"]) == ("admin", True)
     # -- the rules of an account
-    cases = [({"username": "carol", "password": "short"}, 400, "password: must be at least 8"),
-             ({"username": "carol", "password": PASSWORD, "role": "root"}, 400, "role:"),
-             ({"username": "carol", "password": PASSWORD, "source_ids": ["nope"]}, 400,
-              "source_ids: unknown source 'nope'"),
-             ({"username": "a", "password": PASSWORD}, 400, "username:"),
-             ({"username": "alice", "password": PASSWORD}, 409, "User 'alice' already exists")]
+    cases = [
+        ({"username": "carol", "password": "short"}, 400, "password: must be at least 8"),
+        ({"username": "carol", "password": PASSWORD, "role": "root"}, 400, "role:"),
+        (
+            {"username": "carol", "password": PASSWORD, "source_ids": ["nope"]},
+            400,
+            "source_ids: unknown source 'nope'",
+        ),
+        ({"username": "a", "password": PASSWORD}, 400, "username:"),
+        ({"username": "alice", "password": PASSWORD}, 409, "User 'alice' already exists"),
+    ]
     for body, status, detail in cases:
         resp = client.post("/api/users", headers=auth, json=body)
         assert resp.status_code == status and resp.get_json()["detail"].startswith(detail), body
@@ -365,18 +395,17 @@ def test_the_last_active_admin_stays(client, auth, world):
     other = create_user(client, auth, "second", role="admin")
     assert other["role"] == "admin" and other["source_ids"] == []
     second = bearer(login(client, "second"))
-    assert client.put(f"/api/users/{admin_id}", headers=second,
-                      json={"role": "user"}).status_code == 200
+    assert client.put(f"/api/users/{admin_id}", headers=second, json={"role": "user"}).status_code == 200
     assert client.get("/api/users", headers=auth).status_code == 403  # demoted at once
-    assert client.put(f"/api/users/{other['id']}", headers=second,
-                      json={"active": False}).status_code == 409
+    assert client.put(f"/api/users/{other['id']}", headers=second, json={"active": False}).status_code == 409
 
 
 @pytest.mark.pg
 def test_disable_and_delete_end_every_credential_at_once(client, auth, world):
     h, docs, alice = world["h"], world["docs"], world["alice"]
-    url = client.post(f"/api/documents/{docs['alpha.txt']}/download-link",
-                      headers=h["granted"]).get_json()["url"]
+    url = client.post(f"/api/documents/{docs['alpha.txt']}/download-link", headers=h["granted"]).get_json()[
+        "url"
+    ]
     resp = client.put(f"/api/users/{alice['id']}", headers=auth, json={"active": False})
     assert resp.status_code == 200 and resp.get_json()["active"] is False
     for caller in ("granted", "read", "full"):
@@ -385,8 +414,7 @@ def test_disable_and_delete_end_every_credential_at_once(client, auth, world):
     resp = client.post("/api/auth/login", json={"username": "alice", "password": PASSWORD})
     assert resp.status_code == 401 and "disabled" in resp.get_json()["detail"]
     # enabled again: she logs in anew; what she had before stays ended
-    assert client.put(f"/api/users/{alice['id']}", headers=auth,
-                      json={"active": True}).status_code == 200
+    assert client.put(f"/api/users/{alice['id']}", headers=auth, json={"active": True}).status_code == 200
     fresh = bearer(login(client, "alice"))
     assert client.get("/api/auth/me", headers=fresh).status_code == 200
     for caller in ("granted", "read", "full"):
@@ -399,24 +427,32 @@ def test_disable_and_delete_end_every_credential_at_once(client, auth, world):
 def test_changing_ones_password_ends_the_other_credentials(client, world):
     h = world["h"]
     other_session = bearer(login(client, "alice"))
-    resp = client.put("/api/auth/password", headers=h["granted"],
-                      json={"current_password": "not it", "new_password": "a new one 123"})
+    resp = client.put(
+        "/api/auth/password",
+        headers=h["granted"],
+        json={"current_password": "not it", "new_password": "a new one 123"},
+    )
     assert resp.status_code == 400 and resp.get_json()["detail"].startswith("current_password")
-    resp = client.put("/api/auth/password", headers=h["granted"],
-                      json={"current_password": PASSWORD, "new_password": "a new one 123"})
+    resp = client.put(
+        "/api/auth/password",
+        headers=h["granted"],
+        json={"current_password": PASSWORD, "new_password": "a new one 123"},
+    )
     assert resp.status_code == 200
     new = bearer(resp.get_json()["access_token"])
     assert client.get("/api/auth/me", headers=new).status_code == 200
     for headers in (h["granted"], other_session, h["read"], h["full"]):
         assert client.get("/api/auth/me", headers=headers).status_code == 401
-    assert client.post("/api/auth/login", json={"username": "alice",
-                                                "password": "a new one 123"}).status_code == 200
+    assert (
+        client.post("/api/auth/login", json={"username": "alice", "password": "a new one 123"}).status_code
+        == 200
+    )
 
 
 def test_cli_creates_a_token_and_admins_reset_passwords(app, client, auth, world):
     result = app.test_cli_runner().invoke(
-        args=["trawl", "create-token", "bob", "--name", "cron", "--scope", "read",
-              "--expires-days", "7"])
+        args=["trawl", "create-token", "bob", "--name", "cron", "--scope", "read", "--expires-days", "7"]
+    )
     assert result.exit_code == 0, result.output
     token = result.output.strip().splitlines()[-1]
     assert token.startswith("trawl_")
@@ -425,8 +461,7 @@ def test_cli_creates_a_token_and_admins_reset_passwords(app, client, auth, world
     assert bad.exit_code == 1 and "no user 'nobody'" in bad.output
     # -- an admin resets a password
     alice = world["alice"]
-    resp = client.put(f"/api/users/{alice['id']}", headers=auth,
-                      json={"password": "reset by admin 1"})
+    resp = client.put(f"/api/users/{alice['id']}", headers=auth, json={"password": "reset by admin 1"})
     assert resp.status_code == 200
     assert client.get("/api/auth/me", headers=world["h"]["granted"]).status_code == 401
     assert client.get("/api/auth/me", headers=world["h"]["full"]).status_code == 401
@@ -434,6 +469,7 @@ def test_cli_creates_a_token_and_admins_reset_passwords(app, client, auth, world
 
 
 # -- web pages -------------------------------------------------------------------------------------
+
 
 def _session(app, username: str, password: str = PASSWORD):
     """A browser-like client logged in through the login form."""
@@ -475,23 +511,39 @@ def test_users_page_creates_edits_and_disables_accounts(app, client, world):
     admin = _session(app, "admin", "correct horse battery")
     page = admin.get("/users").get_data(as_text=True)
     assert "alice" in page and "bob" in page
-    resp = post(admin, "/users", {"username": "carol", "password": "short", "role": "user",
-                                  "active": "1"}, page="/users")
+    resp = post(
+        admin,
+        "/users",
+        {"username": "carol", "password": "short", "role": "user", "active": "1"},
+        page="/users",
+    )
     assert resp.status_code == 400 and "at least 8 characters" in resp.get_data(as_text=True)
-    resp = post(admin, "/users", {"username": "carol", "password": PASSWORD, "role": "user",
-                                  "active": "1", "source_ids": "secret"}, page="/users")
+    resp = post(
+        admin,
+        "/users",
+        {"username": "carol", "password": PASSWORD, "role": "user", "active": "1", "source_ids": "secret"},
+        page="/users",
+    )
     assert resp.status_code == 302
     carol = _session(app, "carol")
     assert "payroll" in carol.get("/?q=zeppelin").get_data(as_text=True)
-    carol_id = next(u["id"] for u in client.get("/api/users", headers=world["h"]["admin"])
-                    .get_json() if u["username"] == "carol")
-    resp = post(admin, f"/users/{carol_id}", {"username": "carol", "role": "user",
-                                              "source_ids": "secret"}, page="/users")
+    carol_id = next(
+        u["id"]
+        for u in client.get("/api/users", headers=world["h"]["admin"]).get_json()
+        if u["username"] == "carol"
+    )
+    resp = post(
+        admin,
+        f"/users/{carol_id}",
+        {"username": "carol", "role": "user", "source_ids": "secret"},
+        page="/users",
+    )
     assert resp.status_code == 302  # `active` unchecked: disabled
     assert carol.get("/").status_code == 302  # her session ended: back to the login page
     admin_id = client.get("/api/auth/me", headers=world["h"]["admin"]).get_json()["id"]
-    resp = post(admin, f"/users/{admin_id}", {"username": "admin", "role": "user",
-                                             "active": "1"}, page="/users")
+    resp = post(
+        admin, f"/users/{admin_id}", {"username": "admin", "role": "user", "active": "1"}, page="/users"
+    )
     assert resp.status_code == 409 and "last active admin" in resp.get_data(as_text=True)
 
 
@@ -500,20 +552,32 @@ def test_account_pages_change_the_password_and_manage_tokens(app, client, world)
 
     alice = _session(app, "alice")
     other = _session(app, "alice")
-    resp = post(alice, "/account/tokens", {"name": "laptop", "scope": "read",
-                                           "expires_in_days": "5"}, page="/account/tokens")
+    resp = post(
+        alice,
+        "/account/tokens",
+        {"name": "laptop", "scope": "read", "expires_in_days": "5"},
+        page="/account/tokens",
+    )
     page = resp.get_data(as_text=True)
     secret = page.split('class="token-secret">')[1].split("<")[0]
     assert resp.status_code == 200 and secret.startswith("trawl_")
     assert client.get("/api/auth/me", headers=bearer(secret)).status_code == 200
     assert secret not in alice.get("/account/tokens").get_data(as_text=True)  # shown once
-    token_id = next(t["id"] for t in client.get("/api/tokens", headers=bearer(secret))
-                    .get_json() if t["name"] == "laptop")
-    assert post(alice, f"/account/tokens/{token_id}/delete", page="/account/tokens"
-                ).status_code == 302
+    token_id = next(
+        t["id"] for t in client.get("/api/tokens", headers=bearer(secret)).get_json() if t["name"] == "laptop"
+    )
+    assert post(alice, f"/account/tokens/{token_id}/delete", page="/account/tokens").status_code == 302
     assert client.get("/api/auth/me", headers=bearer(secret)).status_code == 401
-    resp = post(alice, "/account", {"current_password": PASSWORD, "new_password": "new pass 123",
-                                    "new_password_confirm": "new pass 123"}, page="/account")
+    resp = post(
+        alice,
+        "/account",
+        {
+            "current_password": PASSWORD,
+            "new_password": "new pass 123",
+            "new_password_confirm": "new pass 123",
+        },
+        page="/account",
+    )
     assert resp.status_code == 302
     assert alice.get("/account").status_code == 200  # this session goes on
     assert other.get("/account").status_code == 302  # the other one has ended
@@ -525,9 +589,13 @@ def test_ids_beyond_the_integer_range_are_missing(client, auth):
     """An id no integer column can hold is a 404 like any missing one (PostgreSQL refused it
     and the request was a 500)."""
     huge = 6_677_404_319_914_808
-    for method, path in (("GET", f"/api/users/{huge}"), ("PUT", f"/api/users/{huge}"),
-                         ("DELETE", f"/api/users/{huge}"), ("DELETE", f"/api/tokens/{huge}"),
-                         ("DELETE", f"/api/saved-searches/{huge}")):
+    for method, path in (
+        ("GET", f"/api/users/{huge}"),
+        ("PUT", f"/api/users/{huge}"),
+        ("DELETE", f"/api/users/{huge}"),
+        ("DELETE", f"/api/tokens/{huge}"),
+        ("DELETE", f"/api/saved-searches/{huge}"),
+    ):
         body = {"active": True} if method == "PUT" else None
         resp = client.open(path, method=method, headers=auth, json=body)
         assert resp.status_code == 404, (method, path, resp.get_data())

@@ -69,25 +69,46 @@ def test_openapi_documents_every_endpoint_with_bearer_auth(client):
     assert spec["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
     paths = spec["paths"]
     expected = {
-        ("/api/auth/status", "get"), ("/api/auth/setup", "post"), ("/api/auth/login", "post"),
-        ("/api/auth/me", "get"), ("/api/auth/logout", "post"), ("/api/search", "post"),
-        ("/api/documents/{doc_id}", "get"), ("/api/documents/{doc_id}/preview", "get"),
+        ("/api/auth/status", "get"),
+        ("/api/auth/setup", "post"),
+        ("/api/auth/login", "post"),
+        ("/api/auth/me", "get"),
+        ("/api/auth/logout", "post"),
+        ("/api/search", "post"),
+        ("/api/documents/{doc_id}", "get"),
+        ("/api/documents/{doc_id}/preview", "get"),
         ("/api/documents/{doc_id}/download-link", "post"),
-        ("/api/documents/{doc_id}/download", "get"), ("/api/sources", "get"),
-        ("/api/sources", "post"), ("/api/sources/{source_id}", "get"),
-        ("/api/sources/{source_id}", "put"), ("/api/sources/{source_id}", "delete"),
-        ("/api/sources/test-path", "post"), ("/api/sources/{source_id}/reindex", "post"),
-        ("/api/sources/{source_id}/clear-stale", "post"), ("/api/health", "get"),
-        ("/api/status", "get"), ("/api/status/{source_id}", "get"),
-        ("/api/auth/password", "put"), ("/api/users", "get"), ("/api/users", "post"),
-        ("/api/users/{user_id}", "get"), ("/api/users/{user_id}", "put"),
-        ("/api/users/{user_id}", "delete"), ("/api/tokens", "get"), ("/api/tokens", "post"),
+        ("/api/documents/{doc_id}/download", "get"),
+        ("/api/sources", "get"),
+        ("/api/sources", "post"),
+        ("/api/sources/{source_id}", "get"),
+        ("/api/sources/{source_id}", "put"),
+        ("/api/sources/{source_id}", "delete"),
+        ("/api/sources/test-path", "post"),
+        ("/api/sources/{source_id}/reindex", "post"),
+        ("/api/sources/{source_id}/clear-stale", "post"),
+        ("/api/health", "get"),
+        ("/api/status", "get"),
+        ("/api/status/{source_id}", "get"),
+        ("/api/auth/password", "put"),
+        ("/api/users", "get"),
+        ("/api/users", "post"),
+        ("/api/users/{user_id}", "get"),
+        ("/api/users/{user_id}", "put"),
+        ("/api/users/{user_id}", "delete"),
+        ("/api/tokens", "get"),
+        ("/api/tokens", "post"),
         ("/api/tokens/{token_id}", "delete"),
     }
     found = {(p, m) for p, ops in paths.items() for m in ops if m != "parameters"}
     assert expected <= found
-    public = {("/api/auth/status", "get"), ("/api/auth/setup", "post"), ("/api/auth/login", "post"),
-              ("/api/health", "get"), ("/api/documents/{doc_id}/download", "get")}
+    public = {
+        ("/api/auth/status", "get"),
+        ("/api/auth/setup", "post"),
+        ("/api/auth/login", "post"),
+        ("/api/health", "get"),
+        ("/api/documents/{doc_id}/download", "get"),
+    }
     for path, method in expected:
         op = paths[path][method]
         assert op.get("summary"), (path, method)

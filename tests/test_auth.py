@@ -85,14 +85,20 @@ def test_protected_endpoints_refuse_missing_tampered_and_foreign_tokens(app, cli
     forged = pyjwt.encode(claims, "some-other-secret-of-enough-length-32", algorithm="HS256")
     assert client.get("/api/auth/me", headers={"Authorization": f"Bearer {forged}"}).status_code == 401
     download = pyjwt.encode({**claims, "type": "download"}, app.config["SECRET_KEY"], algorithm="HS256")
-    assert client.get("/api/auth/me",
-                      headers={"Authorization": f"Bearer {download}"}).status_code == 401
+    assert client.get("/api/auth/me", headers={"Authorization": f"Bearer {download}"}).status_code == 401
 
 
 def test_expired_token_is_refused(app, client, token):
     now = int(time.time())
-    claims = {"sub": "1", "jti": "old", "iat": now - 7200, "nbf": now - 7200, "exp": now - 3600,
-              "type": "access", "fresh": False}
+    claims = {
+        "sub": "1",
+        "jti": "old",
+        "iat": now - 7200,
+        "nbf": now - 7200,
+        "exp": now - 3600,
+        "type": "access",
+        "fresh": False,
+    }
     expired = pyjwt.encode(claims, app.config["SECRET_KEY"], algorithm="HS256")
     resp = client.get("/api/auth/me", headers={"Authorization": f"Bearer {expired}"})
     assert resp.status_code == 401 and "expired" in resp.get_json()["detail"]
@@ -100,8 +106,10 @@ def test_expired_token_is_refused(app, client, token):
 
 def test_login_is_rate_limited_with_retry_after(client, token):
     # setup was the first of the 5 attempts a minute; 4 more logins pass, the next is refused
-    codes = [client.post("/api/auth/login", json={"username": "admin", "password": "bad-pass"}
-                         ).status_code for _ in range(5)]
+    codes = [
+        client.post("/api/auth/login", json={"username": "admin", "password": "bad-pass"}).status_code
+        for _ in range(5)
+    ]
     assert codes == [401] * 4 + [429]
     resp = client.post("/api/auth/login", json=ADMIN)
     assert resp.status_code == 429
@@ -117,8 +125,11 @@ def test_setup_attempts_count_against_the_login_limit(client):
 
 def test_forwarded_for_from_an_untrusted_peer_does_not_change_the_key(client, token):
     for i in range(4):
-        client.post("/api/auth/login", json={"username": "admin", "password": "bad-pass"},
-                    headers={"X-Forwarded-For": f"10.0.0.{i}"})
+        client.post(
+            "/api/auth/login",
+            json={"username": "admin", "password": "bad-pass"},
+            headers={"X-Forwarded-For": f"10.0.0.{i}"},
+        )
     resp = client.post("/api/auth/login", json=ADMIN, headers={"X-Forwarded-For": "10.9.9.9"})
     assert resp.status_code == 429
 
@@ -141,8 +152,10 @@ def test_create_admin_command(app):
     result = runner.invoke(args=["create-admin", "--username", "ops", "--password", "longpassword"])
     assert result.exit_code == 0, result.output
     client = app.test_client()
-    assert client.post("/api/auth/login",
-                       json={"username": "ops", "password": "longpassword"}).status_code == 200
+    assert (
+        client.post("/api/auth/login", json={"username": "ops", "password": "longpassword"}).status_code
+        == 200
+    )
     assert client.get("/api/auth/status").get_json() == {"setup_required": False}
     dup = runner.invoke(args=["create-admin", "--username", "ops", "--password", "longpassword"])
     assert dup.exit_code == 1 and "already exists" in dup.output
@@ -165,10 +178,16 @@ def test_passwords_are_hashed_with_argon2id_at_the_configured_cost(app, app_conf
     assert _stored_hash(app).startswith("$argon2id$v=19$m=1024,t=1,p=1$")
     real_cost = {key: config.defaults()[key] for key in app_config if key.startswith("PASSWORD_HASH")}
     real = create_app({**app_config, **real_cost})
-    assert real.test_client().put(
-        "/api/auth/password", headers={"Authorization": f"Bearer {_login(client)}"},
-        json={"current_password": ADMIN["password"], "new_password": "a new long password"},
-    ).status_code == 200
+    assert (
+        real.test_client()
+        .put(
+            "/api/auth/password",
+            headers={"Authorization": f"Bearer {_login(client)}"},
+            json={"current_password": ADMIN["password"], "new_password": "a new long password"},
+        )
+        .status_code
+        == 200
+    )
     assert _stored_hash(real).startswith("$argon2id$v=19$m=65536,t=3,p=4$")
     login = real.test_client().post("/api/auth/login", json={**ADMIN, "password": "a new long password"})
     assert login.status_code == 200
@@ -182,36 +201,47 @@ def test_usernames_are_one_account_regardless_of_case_and_unicode_form(client, a
     """`Admin`, `ADMIN` and fullwidth `ａｄｍｉｎ` are the admin: no second account can take
     them (create, rename, create-admin), and login with any of them is the admin's."""
     for name in ("Admin", "ADMIN"):
-        made = client.post("/api/users", headers=auth,
-                           json={"username": name, "password": "another long one"})
+        made = client.post(
+            "/api/users", headers=auth, json={"username": name, "password": "another long one"}
+        )
         assert made.status_code == 409, made.get_json()
         assert made.get_json() == {"detail": f"User '{name}' already exists"}
-    bob = client.post("/api/users", headers=auth,
-                      json={"username": "bob", "password": "another long one"}).get_json()
+    bob = client.post(
+        "/api/users", headers=auth, json={"username": "bob", "password": "another long one"}
+    ).get_json()
     renamed = client.put(f"/api/users/{bob['id']}", headers=auth, json={"username": "aDmIn"})
     assert renamed.status_code == 409
-    assert client.put(f"/api/users/{bob['id']}", headers=auth,
-                      json={"username": "Bob"}).status_code == 200  # its own name, recased
-    trailing = client.post("/api/users", headers=auth,
-                           json={"username": "carol\n", "password": "another long one"})
+    assert (
+        client.put(f"/api/users/{bob['id']}", headers=auth, json={"username": "Bob"}).status_code == 200
+    )  # its own name, recased
+    trailing = client.post(
+        "/api/users", headers=auth, json={"username": "carol\n", "password": "another long one"}
+    )
     assert trailing.status_code == 400
     for typed in ("ADMIN", "ａｄｍｉｎ", "admin"):
-        login = client.post("/api/auth/login",
-                            json={"username": typed, "password": ADMIN["password"]})
+        login = client.post("/api/auth/login", json={"username": typed, "password": ADMIN["password"]})
         assert login.status_code == 200, (typed, login.get_json())
-        me = client.get("/api/auth/me",
-                        headers={"Authorization": f"Bearer {login.get_json()['access_token']}"})
+        me = client.get(
+            "/api/auth/me", headers={"Authorization": f"Bearer {login.get_json()['access_token']}"}
+        )
         assert me.get_json()["username"] == "admin"
 
 
 def test_create_admin_refuses_a_name_that_differs_only_in_case(app, token):
     result = app.test_cli_runner().invoke(
-        args=["create-admin", "--username", "ADMIN", "--password", "longpassword"])
+        args=["create-admin", "--username", "ADMIN", "--password", "longpassword"]
+    )
     assert result.exit_code == 1 and "already exists" in result.output
 
 
-BLANK_PASSWORDS = [" " * 12, "\t\n\r\x0b\x0c" * 2, "\u200b" * 10, "\u3000\u00a0" * 5,
-                   "\x00\x01\x02\x03\x04\x05\x06\x07", " \u200d\u2060\ufeff\u202e    "]
+BLANK_PASSWORDS = [
+    " " * 12,
+    "\t\n\r\x0b\x0c" * 2,
+    "\u200b" * 10,
+    "\u3000\u00a0" * 5,
+    "\x00\x01\x02\x03\x04\x05\x06\x07",
+    " \u200d\u2060\ufeff\u202e    ",
+]
 
 
 def test_passwords_of_only_whitespace_and_control_characters_are_refused(client, auth, token):
@@ -221,17 +251,17 @@ def test_passwords_of_only_whitespace_and_control_characters_are_refused(client,
         made = client.post("/api/users", headers=auth, json={"username": "eve", "password": blank})
         assert made.status_code == 400, repr(blank)
         assert made.get_json()["detail"].startswith("password: must contain something")
-        own = client.put("/api/auth/password", headers=auth,
-                         json={"current_password": ADMIN["password"], "new_password": blank})
+        own = client.put(
+            "/api/auth/password",
+            headers=auth,
+            json={"current_password": ADMIN["password"], "new_password": blank},
+        )
         assert own.status_code == 400 and own.get_json()["detail"].startswith("new_password:")
-    eve = client.post("/api/users", headers=auth,
-                      json={"username": "eve", "password": "  a visible one  "})
+    eve = client.post("/api/users", headers=auth, json={"username": "eve", "password": "  a visible one  "})
     assert eve.status_code == 201
-    reset = client.put(f"/api/users/{eve.get_json()['id']}", headers=auth,
-                       json={"password": " " * 20})
+    reset = client.put(f"/api/users/{eve.get_json()['id']}", headers=auth, json={"password": " " * 20})
     assert reset.status_code == 400
-    login = client.post("/api/auth/login", json={"username": "eve",
-                                                 "password": "  a visible one  "})
+    login = client.post("/api/auth/login", json={"username": "eve", "password": "  a visible one  "})
     assert login.status_code == 200  # the refused reset changed nothing
 
 

@@ -22,24 +22,33 @@ from tests.ui_helpers import ADMIN
 
 CHROMIUM = "/usr/bin/chromium"
 if not os.path.exists(CHROMIUM):
-    pytest.skip(f"browser tests need Debian's chromium at {CHROMIUM} (apt-get install chromium)",
-                allow_module_level=True)
+    pytest.skip(
+        f"browser tests need Debian's chromium at {CHROMIUM} (apt-get install chromium)",
+        allow_module_level=True,
+    )
 try:
     from playwright.sync_api import expect, sync_playwright
 except ImportError:
-    pytest.skip("browser tests need the playwright package (pip install playwright)",
-                allow_module_level=True)
+    pytest.skip("browser tests need the playwright package (pip install playwright)", allow_module_level=True)
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parent.parent
 SHOTS = REPO / "test-output" / "screenshots"
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run"]
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 WAIT_MS = 20_000
-STORY = ("The lighthouse keeper wrote in his log every night.\n" * 3
-         + "A storm came; the lighthouse keeper kept the lamp burning.\n"
-         + "Later pages talk about gulls, tides and the supply boat.\n" * 40)
+STORY = (
+    "The lighthouse keeper wrote in his log every night.\n" * 3
+    + "A storm came; the lighthouse keeper kept the lamp burning.\n"
+    + "Later pages talk about gulls, tides and the supply boat.\n" * 40
+)
 
 
 def _flush(url: str) -> None:
@@ -56,7 +65,6 @@ def site(tmp_path_factory, redis_url):
     """The app on a free port, a worker process, and the folder a newcomer will add."""
     from werkzeug.serving import make_server
 
-
     tmp = tmp_path_factory.mktemp("browser")
     data, roots = tmp / "data", tmp / "roots"
     folder = roots / "logbooks"
@@ -66,20 +74,38 @@ def site(tmp_path_factory, redis_url):
     for i in range(150):
         (folder / "archive" / f"entry{i:03d}.txt").write_text(f"entry {i}: calm sea, light wind")
     _flush(redis_url)
-    env = {"DATA_DIR": str(data), "REDIS_URL": redis_url, "ALLOWED_ROOTS": str(roots),
-           "DATABASE_URL": f"sqlite:///{data / 'trawl.db'}", "SEARCH_BACKEND": "tantivy",
-           "SEARCH_INDEX_DIR": "", "SECRET_KEY": "", "LOG_LEVEL": "WARNING", "WORKERS": "1"}
-    app = initialised_app({**env, "AUTH_RATE_LIMIT": "100/minute",
-                           "LOGIN_USER_RATE_LIMIT": "100/minute", "TRUSTED_PROXIES": "",
-                           **CHEAP_HASHES})
+    env = {
+        "DATA_DIR": str(data),
+        "REDIS_URL": redis_url,
+        "ALLOWED_ROOTS": str(roots),
+        "DATABASE_URL": f"sqlite:///{data / 'trawl.db'}",
+        "SEARCH_BACKEND": "tantivy",
+        "SEARCH_INDEX_DIR": "",
+        "SECRET_KEY": "",
+        "LOG_LEVEL": "WARNING",
+        "WORKERS": "1",
+    }
+    app = initialised_app(
+        {
+            **env,
+            "AUTH_RATE_LIMIT": "100/minute",
+            "LOGIN_USER_RATE_LIMIT": "100/minute",
+            "TRUSTED_PROXIES": "",
+            **CHEAP_HASHES,
+        }
+    )
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     SHOTS.mkdir(parents=True, exist_ok=True)
     log = open(SHOTS.parent / "browser-worker.log", "w")  # noqa: SIM115  (closed below)
-    worker = subprocess.Popen([sys.executable, str(REPO / "worker.py")], cwd=str(REPO),
-                              env={**os.environ, **env, "PYTHONPATH": str(REPO)},
-                              stdout=log, stderr=subprocess.STDOUT)
+    worker = subprocess.Popen(
+        [sys.executable, str(REPO / "worker.py")],
+        cwd=str(REPO),
+        env={**os.environ, **env, "PYTHONPATH": str(REPO)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     yield {"url": f"http://127.0.0.1:{server.server_port}", "folder": folder, "app": app}
     worker.terminate()
     try:
@@ -102,8 +128,9 @@ def browser():
 @pytest.fixture
 def page(browser, site):
     """A fresh browser tab (own cookies) with a base URL; console errors fail the test."""
-    context = browser.new_context(base_url=site["url"], accept_downloads=True,
-                                  viewport={"width": 1200, "height": 900})
+    context = browser.new_context(
+        base_url=site["url"], accept_downloads=True, viewport={"width": 1200, "height": 900}
+    )
     tab = context.new_page()
     errors: list[str] = []
     tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
@@ -127,8 +154,7 @@ def _ensure_ready(page, site) -> None:
     token = api.post("/api/auth/login", data=ADMIN).json()["access_token"]
     headers = {"Authorization": f"Bearer {token}"}
     if not api.get("/api/sources/logbooks", headers=headers).ok:
-        api.post("/api/sources", headers=headers,
-                 data={"name": "Logbooks", "root_path": str(site["folder"])})
+        api.post("/api/sources", headers=headers, data={"name": "Logbooks", "root_path": str(site["folder"])})
         api.post("/api/sources/logbooks/reindex?wait=30", headers=headers)
 
 
@@ -379,8 +405,7 @@ def test_error_states(page, site):
     expect(page.locator("#results")).to_contain_text("No results for “qqqzzzxxx”")
     shot(page, "09-no-results")
     page.goto("/?q=sea&limit=0")
-    expect(page.locator("#results .alert-error")).to_contain_text(
-        "limit: must be between 1 and 100")
+    expect(page.locator("#results .alert-error")).to_contain_text("limit: must be between 1 and 100")
     page.goto("/sources/new")
     page.get_by_label("Name").fill("Outside")
     page.get_by_label("Folder").fill("/etc")
@@ -445,14 +470,12 @@ def test_results_show_thumbnails_and_pdf_pages_are_drawn(page, site):
     page.goto("/?q=harbour")
     photo = page.locator(".result", has_text="harbour photo.jpg").locator("img[data-thumbnail]")
     expect(photo).to_be_visible()
-    page.wait_for_function("img => img.complete && img.naturalWidth === 320",
-                           arg=photo.element_handle())
+    page.wait_for_function("img => img.complete && img.naturalWidth === 320", arg=photo.element_handle())
     shot(page, "11-thumbnails")
     page.locator(".result-link", has_text="harbour plan.pdf").click()
     drawn = page.locator("img[data-pdf-page='1']")
     expect(drawn).to_be_visible()
-    page.wait_for_function("img => img.complete && img.naturalHeight === 1400",
-                           arg=drawn.element_handle())
+    page.wait_for_function("img => img.complete && img.naturalHeight === 1400", arg=drawn.element_handle())
     expect(page.locator(".pager").first).to_contain_text("Page 1 of 2")
     expect(page.locator(".no-preview")).to_be_hidden()
     shot(page, "12-pdf-page")
@@ -465,8 +488,18 @@ def test_results_show_thumbnails_and_pdf_pages_are_drawn(page, site):
     shot(page, "13-markdown")
 
 
-PAGES = ("/", "/?q=lighthouse", "/sources", "/sources/new", "/sources/logbooks/edit", "/status",
-         "/account", "/account/tokens", "/users", "/sources/logbooks/failed")
+PAGES = (
+    "/",
+    "/?q=lighthouse",
+    "/sources",
+    "/sources/new",
+    "/sources/logbooks/edit",
+    "/status",
+    "/account",
+    "/account/tokens",
+    "/users",
+    "/sources/logbooks/failed",
+)
 
 
 def _no_sideways_scroll(tab, width: int, label: str) -> None:
@@ -485,8 +518,12 @@ def test_phone_search_fits_and_filters_fold(browser, site, scheme):
     """At 390 px the first result is on the first screen, the filters, hints, saved searches and
     facets fold behind "Filters", the account is reachable, and no page scrolls sideways (the
     Jobs table scrolls inside its box)."""
-    context = browser.new_context(base_url=site["url"], viewport={"width": 390, "height": 844},
-                                  color_scheme=scheme, device_scale_factor=2)
+    context = browser.new_context(
+        base_url=site["url"],
+        viewport={"width": 390, "height": 844},
+        color_scheme=scheme,
+        device_scale_factor=2,
+    )
     tab = context.new_page()
     tab.set_default_timeout(WAIT_MS)
     _ensure_ready(tab, site)
@@ -623,8 +660,9 @@ def test_newcomer_edges(browser, site):
     _ensure_ready(tab, site)
     guide = site["folder"].parent / "guide"
     (guide / "docs").mkdir(parents=True, exist_ok=True)
-    (guide / "README.md").write_text("# Guide\n\nRead [the setup](docs/setup.md#install) first, "
-                                     "then [the missing page](docs/gone.md).\n")
+    (guide / "README.md").write_text(
+        "# Guide\n\nRead [the setup](docs/setup.md#install) first, then [the missing page](docs/gone.md).\n"
+    )
     (guide / "docs" / "setup.md").write_text("# Setup\n\n## Install\n\nRun the installer.\n")
     (guide / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
     _add_scanned_source(tab, "Guide", guide)
@@ -704,8 +742,9 @@ def test_document_page_lists_similar_documents(page, site):
     while api.get("/api/status/pets", headers=headers).json()["semantic"]["pending"]:
         assert time.monotonic() < deadline, "the embedding phase did not finish"
         time.sleep(1)
-    doc = api.post("/api/search", headers=headers,
-                   data={"q": "windowsill", "hybrid": {"semantic_ratio": 0}}).json()["results"][0]
+    doc = api.post(
+        "/api/search", headers=headers, data={"q": "windowsill", "hybrid": {"semantic_ratio": 0}}
+    ).json()["results"][0]
     login(page)
     page.goto(f"/documents/{doc['id']}")
     similar = page.locator("[data-similar] a")

@@ -21,8 +21,10 @@ BROKEN_PDF = b"%PDF-1.4 not really a pdf"
 @pytest.fixture
 def indexed(client, auth, make_tree, make_source, run_jobs):
     """Two sources, scanned: docs (a text, a markdown file, a broken PDF) and misc."""
-    make_source(make_tree("docs", {"plan.txt": "budget plan", "notes.md": "# budget notes",
-                                   "bad.pdf": BROKEN_PDF}), name="Docs")
+    make_source(
+        make_tree("docs", {"plan.txt": "budget plan", "notes.md": "# budget notes", "bad.pdf": BROKEN_PDF}),
+        name="Docs",
+    )
     make_source(make_tree("misc", {"other.txt": "budget elsewhere"}), name="Misc")
     for sid in ("docs", "misc"):
         client.post(f"/api/sources/{sid}/reindex", headers=auth)
@@ -39,8 +41,7 @@ def test_commands_that_print_data_have_json(app, indexed):
     listed = _json(runner.invoke(args=["trawl", "sources", "--json"]))
     assert [(s["id"], s["failed_count"]) for s in listed] == [("docs", 1), ("misc", 0)]
     runs = _json(runner.invoke(args=["trawl", "jobs", "--json"]))
-    assert sorted((r["source_id"], r["state"]) for r in runs) == [("docs", "finished"),
-                                                                 ("misc", "finished")]
+    assert sorted((r["source_id"], r["state"]) for r in runs) == [("docs", "finished"), ("misc", "finished")]
     failed = _json(runner.invoke(args=["trawl", "failed", "docs", "--json"]))
     assert failed["total"] == 1 and failed["groups"][0]["paths"][0].endswith("bad.pdf")
     human = runner.invoke(args=["trawl", "jobs"])
@@ -51,11 +52,26 @@ def test_search_options(app, indexed):
     runner = app.test_cli_runner()
     every = _json(runner.invoke(args=["trawl", "search", "budget", "--json"]))
     assert every["total"] == 3
-    only = _json(runner.invoke(args=["trawl", "search", "budget", "--json", "--source", "docs",
-                                     "--type", "markdown"]))
+    only = _json(
+        runner.invoke(args=["trawl", "search", "budget", "--json", "--source", "docs", "--type", "markdown"])
+    )
     assert [r["basename"] for r in only["results"]] == ["notes.md"]
-    paged = _json(runner.invoke(args=["trawl", "search", "budget", "--json", "--limit", "1",
-                                      "--offset", "2", "--sort", "basename:asc"]))
+    paged = _json(
+        runner.invoke(
+            args=[
+                "trawl",
+                "search",
+                "budget",
+                "--json",
+                "--limit",
+                "1",
+                "--offset",
+                "2",
+                "--sort",
+                "basename:asc",
+            ]
+        )
+    )
     assert (paged["limit"], paged["offset"]) == (1, 2)
     assert [r["basename"] for r in paged["results"]] == ["plan.txt"]
     bad = runner.invoke(args=["trawl", "search", "budget", "--source", "nope"])
@@ -93,8 +109,7 @@ def test_scan_exits_non_zero_when_files_failed(app, client, auth, make_tree, mak
 
 
 @pytest.mark.pg
-def test_verify_reports_and_repairs_only_when_asked(app, client, auth, make_tree, make_source,
-                                                    run_jobs):
+def test_verify_reports_and_repairs_only_when_asked(app, client, auth, make_tree, make_source, run_jobs):
     root = make_tree("docs", {"a.txt": "alpha", "b.txt": "beta"})
     make_source(root, name="Docs")
     client.post("/api/sources/docs/reindex", headers=auth)
@@ -132,13 +147,15 @@ def test_an_unused_default_data_folder_is_refused(app_config, tmp_path, monkeypa
         assert result.exit_code == 1, result.output
         assert f"the data folder {tmp_path / 'data'} holds no Trawl data" in result.output
         assert "Set DATA_DIR" in result.output
-    early = fresh.test_cli_runner().invoke(args=["create-admin", "--username", "ops",
-                                                 "--password", "long enough password"])
+    early = fresh.test_cli_runner().invoke(
+        args=["create-admin", "--username", "ops", "--password", "long enough password"]
+    )
     assert early.exit_code == 1 and "is not initialised" in early.output, early.output
     assert "Traceback" not in early.output
     assert fresh.test_cli_runner().invoke(args=["trawl", "init"]).exit_code == 0
-    made = fresh.test_cli_runner().invoke(args=["create-admin", "--username", "ops",
-                                                "--password", "long enough password"])
+    made = fresh.test_cli_runner().invoke(
+        args=["create-admin", "--username", "ops", "--password", "long enough password"]
+    )
     assert made.exit_code == 0 and str(tmp_path / "data") in made.output
     assert fresh.test_cli_runner().invoke(args=["trawl", "sources", "--json"]).exit_code == 0
 
@@ -154,12 +171,17 @@ def test_the_cli_finds_the_redis_of_make_run(tmp_path, roots, database_url):
     server = subprocess.Popen(launcher.redis_command(data), stdout=subprocess.DEVNULL)
     try:
         assert launcher.redis_ready(f"unix://{data / 'redis.sock'}", server)
-        settings = {"DATA_DIR": str(data), "REDIS_URL": "", "DATABASE_URL": database_url,
-                    "ALLOWED_ROOTS": str(roots)}
+        settings = {
+            "DATA_DIR": str(data),
+            "REDIS_URL": "",
+            "DATABASE_URL": database_url,
+            "ALLOWED_ROOTS": str(roots),
+        }
         runner = initialised_app(settings).test_cli_runner()
         (roots / "docs").mkdir()
-        added = runner.invoke(args=["trawl", "add-source", "Docs", str(roots / "docs"),
-                                    "--schedule", "@daily"])
+        added = runner.invoke(
+            args=["trawl", "add-source", "Docs", str(roots / "docs"), "--schedule", "@daily"]
+        )
         assert added.exit_code == 0, added.output
         embedded = redis.Redis(unix_socket_path=str(data / "redis.sock"))
         assert embedded.zcard("rq:scheduler:scheduled_jobs") == 1  # the schedule is there
@@ -167,9 +189,14 @@ def test_the_cli_finds_the_redis_of_make_run(tmp_path, roots, database_url):
         env.update({"DATA_DIR": str(data), "ALLOWED_ROOTS": str(roots)})
         if database_url:
             env["DATABASE_URL"] = database_url
-        listed = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "trawl",
-                                 "sources", "--json"], cwd=REPO, env=env, capture_output=True,
-                                text=True, timeout=120)  # the real entry point, DATA_DIR only
+        listed = subprocess.run(
+            [sys.executable, "-m", "flask", "--app", "wsgi", "trawl", "sources", "--json"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )  # the real entry point, DATA_DIR only
         assert listed.returncode == 0, listed.stderr
         assert [s["id"] for s in json.loads(listed.stdout)] == ["docs"]
     finally:
@@ -181,8 +208,7 @@ def test_the_cli_finds_the_redis_of_make_run(tmp_path, roots, database_url):
     assert "`make run` starts it" in stopped.output
 
 
-def test_the_cli_learns_the_allowed_roots_of_the_running_service(app, app_config, tmp_path,
-                                                                 roots):
+def test_the_cli_learns_the_allowed_roots_of_the_running_service(app, app_config, tmp_path, roots):
     """`ALLOWED_ROOTS=... make run` in another shell: the command takes the service's roots
     (written into its Redis at start), names the roots it used when it refuses, and refuses
     to act on another database than the service's."""
@@ -212,12 +238,20 @@ def test_the_cli_learns_the_allowed_roots_of_the_running_service(app, app_config
 def test_help_answers_without_loading_the_app(tmp_path):
     """`python -m webapp.cli --help` lists the commands without importing the app, the
     database layer or the search engine (what made `--help` take seconds)."""
-    probe = ("import sys, runpy; sys.argv = ['webapp.cli', '--help']\n"
-             "try:\n    runpy.run_module('webapp.cli', run_name='__main__')\n"
-             "except SystemExit:\n    pass\n"
-             "print('LOADED', sorted(m for m in ('sqlalchemy', 'tantivy', 'flask_smorest', "
-             "'alembic', 'webapp.models') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "DATA_DIR": str(tmp_path)})
+    probe = (
+        "import sys, runpy; sys.argv = ['webapp.cli', '--help']\n"
+        "try:\n    runpy.run_module('webapp.cli', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('LOADED', sorted(m for m in ('sqlalchemy', 'tantivy', 'flask_smorest', "
+        "'alembic', 'webapp.models') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "DATA_DIR": str(tmp_path)},
+    )
     assert "search" in done.stdout and "add-source" in done.stdout, done.stderr
     assert "LOADED []" in done.stdout, done.stdout

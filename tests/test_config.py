@@ -18,8 +18,13 @@ def test_every_setting_is_documented():
 
 
 def test_environment_overrides_with_types(tmp_path):
-    env = {"DATA_DIR": str(tmp_path), "PORT": "9001", "INDEX_GPS": "true",
-           "EXTRACT_TIMEOUT_PDF": "12.5", "ALLOWED_ROOTS": f"{tmp_path}/a, {tmp_path}/b"}
+    env = {
+        "DATA_DIR": str(tmp_path),
+        "PORT": "9001",
+        "INDEX_GPS": "true",
+        "EXTRACT_TIMEOUT_PDF": "12.5",
+        "ALLOWED_ROOTS": f"{tmp_path}/a, {tmp_path}/b",
+    }
     cfg = config.load(environ=env)
     assert cfg["PORT"] == 9001 and cfg["INDEX_GPS"] is True and cfg["EXTRACT_TIMEOUT_PDF"] == 12.5
     assert cfg["ALLOWED_ROOTS"] == [f"{tmp_path}/a", f"{tmp_path}/b"]

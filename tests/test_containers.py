@@ -60,13 +60,21 @@ def _7z(members: dict[str, bytes], password: str | None = None) -> bytes:
 def _rar(members: dict[str, bytes], password: str | None = None) -> bytes:
     """A RAR 4 archive of stored members (no tool can make one here: `rar` is not free),
     encrypted with `password` as WinRAR 2.9-4 encrypts (see _rar3_block)."""
-    return _rar3_archive([_rar3_block(name, data, len(data), zlib.crc32(data), 0x30, 0, password)
-                          for name, data in members.items()])
+    return _rar3_archive(
+        [
+            _rar3_block(name, data, len(data), zlib.crc32(data), 0x30, 0, password)
+            for name, data in members.items()
+        ]
+    )
 
 
 def _rar3_archive(blocks: list[bytes]) -> bytes:
-    return (b"Rar!\x1a\x07\x00" + _rar3_head(0x73, 0, b"\0" * 6) + b"".join(blocks)
-            + bytes.fromhex("c43d7b00400700"))  # end of archive
+    return (
+        b"Rar!\x1a\x07\x00"
+        + _rar3_head(0x73, 0, b"\0" * 6)
+        + b"".join(blocks)
+        + bytes.fromhex("c43d7b00400700")
+    )  # end of archive
 
 
 def _rar3_head(head_type: int, flags: int, body: bytes, data: bytes = b"") -> bytes:
@@ -74,8 +82,16 @@ def _rar3_head(head_type: int, flags: int, body: bytes, data: bytes = b"") -> by
     return struct.pack("<H", zlib.crc32(head) & 0xFFFF) + head + data
 
 
-def _rar3_block(name: str, packed: bytes, size: int, crc: int, method: int, dict_bits: int,
-                password: str | None, version: int = 29) -> bytes:
+def _rar3_block(
+    name: str,
+    packed: bytes,
+    size: int,
+    crc: int,
+    method: int,
+    dict_bits: int,
+    password: str | None,
+    version: int = 29,
+) -> bytes:
     """A file block of `packed` data (stored, or compressed by `method`); with a password its
     data is encrypted with AES-128-CBC under the RAR 3 key (2**18 SHA-1 rounds over the
     UTF-16 password and an 8-byte salt; the IV from the digests along the way)."""
@@ -94,8 +110,13 @@ def _rar3_block(name: str, packed: bytes, size: int, crc: int, method: int, dict
         packed = encryptor.update(packed + b"\0" * (-len(packed) % 16)) + encryptor.finalize()
         flags |= 0x04 | 0x400  # encrypted, salt follows the name
     raw = name.encode()
-    body = struct.pack("<IIBIIBBHI", len(packed), size, 3, crc, 0x5A210000, version, method,
-                       len(raw), 0o100644 << 16) + raw + salt
+    body = (
+        struct.pack(
+            "<IIBIIBBHI", len(packed), size, 3, crc, 0x5A210000, version, method, len(raw), 0o100644 << 16
+        )
+        + raw
+        + salt
+    )
     return _rar3_head(0x74, flags, body, packed)
 
 
@@ -104,8 +125,9 @@ def _aes_zip(members: dict[str, bytes], password: str) -> bytes:
     import pyzipper
 
     buf = io.BytesIO()
-    with pyzipper.AESZipFile(buf, "w", compression=pyzipper.ZIP_DEFLATED,
-                             encryption=pyzipper.WZ_AES) as archive:
+    with pyzipper.AESZipFile(
+        buf, "w", compression=pyzipper.ZIP_DEFLATED, encryption=pyzipper.WZ_AES
+    ) as archive:
         archive.setpassword(password.encode())
         for name, data in members.items():
             archive.writestr(name, data)
@@ -142,20 +164,34 @@ def _rar5(members: dict[str, bytes], password: str, kdf_log2: int = 4) -> bytes:
         for i, byte in enumerate(check):
             fold[i % 8] ^= byte
         # AES-256, a check value follows; rounds; salt; IV; check value and its checksum
-        crypt = (vint(0) + vint(0x01) + bytes([kdf_log2]) + salt + iv
-                 + bytes(fold) + hashlib.sha256(bytes(fold)).digest()[:4])
+        crypt = (
+            vint(0)
+            + vint(0x01)
+            + bytes([kdf_log2])
+            + salt
+            + iv
+            + bytes(fold)
+            + hashlib.sha256(bytes(fold)).digest()[:4]
+        )
         extra = vint(len(vint(1) + crypt)) + vint(1) + crypt  # record 1: file encryption
         encryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).encryptor()
         packed = encryptor.update(data + b"\0" * (-len(data) % 16)) + encryptor.finalize()
         raw = name.encode()
-        body = (vint(0x04) + vint(len(data)) + vint(0o100644) + struct.pack("<I", zlib.crc32(data))
-                + vint(0) + vint(1) + vint(len(raw)) + raw)  # CRC32 given; stored; Unix
+        body = (
+            vint(0x04)
+            + vint(len(data))
+            + vint(0o100644)
+            + struct.pack("<I", zlib.crc32(data))
+            + vint(0)
+            + vint(1)
+            + vint(len(raw))
+            + raw
+        )  # CRC32 given; stored; Unix
         out += block(2, body, extra, packed)
     return out + block(5, vint(0))
 
 
-def _eml(subject: str, body: str, html: str | None = None,
-         attachments: dict[str, bytes] = {}) -> bytes:  # noqa: B006
+def _eml(subject: str, body: str, html: str | None = None, attachments: dict[str, bytes] = {}) -> bytes:  # noqa: B006
     msg = EmailMessage()
     msg["Subject"], msg["From"] = subject, "Ada Lovelace <ada@example.org>"
     msg["To"], msg["Cc"] = "charles@example.org", "mary@example.org"
@@ -171,8 +207,11 @@ def _eml(subject: str, body: str, html: str | None = None,
 def _html_only_eml() -> bytes:
     msg = EmailMessage()
     msg["Subject"], msg["From"] = "Newsletter", "news@example.org"
-    msg.set_content("<html><style>p {color: red}</style><body><p>The <b>sanderling</b> "
-                    "season</p><script>var x = 1;</script></body></html>", subtype="html")
+    msg.set_content(
+        "<html><style>p {color: red}</style><body><p>The <b>sanderling</b> "
+        "season</p><script>var x = 1;</script></body></html>",
+        subtype="html",
+    )
     return bytes(msg)
 
 
@@ -183,8 +222,10 @@ def _mbox(count: int, broken_at: int | None = None) -> bytes:
         if n == broken_at:
             out.write(b"\n\x00\x01 not a message at all\n\n")
             continue
-        out.write(f"Subject: note {n} kestrel{n}\nFrom: a@example.org\nTo: b@example.org\n"
-                  f"\nbody of message {n}\n>From the archive\n\n".encode())
+        out.write(
+            f"Subject: note {n} kestrel{n}\nFrom: a@example.org\nTo: b@example.org\n"
+            f"\nbody of message {n}\n>From the archive\n\n".encode()
+        )
     return out.getvalue()
 
 
@@ -196,8 +237,8 @@ def _encrypt_member(data: bytes, name: str) -> bytes:
     raw[info.header_offset + 6] |= 1  # local header flags
     pos = raw.find(b"PK\x01\x02")
     while pos != -1:
-        name_len = int.from_bytes(raw[pos + 28:pos + 30], "little")
-        if raw[pos + 46:pos + 46 + name_len] == name.encode():
+        name_len = int.from_bytes(raw[pos + 28 : pos + 30], "little")
+        if raw[pos + 46 : pos + 46 + name_len] == name.encode():
             raw[pos + 8] |= 1  # central directory flags
         pos = raw.find(b"PK\x01\x02", pos + 4)
     return bytes(raw)
@@ -229,10 +270,36 @@ def _zipcrypto(name: str, data: bytes, password: str) -> bytes:
         update(byte)
     body = encrypt(os.urandom(11) + bytes([crc >> 24])) + encrypt(data)
     raw_name, date = name.encode(), (2024 - 1980) << 9 | 1 << 5 | 1
-    local = struct.pack("<4sHHHHHLLLHH", b"PK\x03\x04", 20, 1, 0, 0, date, crc, len(body),
-                        len(data), len(raw_name), 0) + raw_name + body
-    central = struct.pack("<4sHHHHHHLLLHHHHHLL", b"PK\x01\x02", 20, 20, 1, 0, 0, date, crc,
-                          len(body), len(data), len(raw_name), 0, 0, 0, 0, 0, 0) + raw_name
+    local = (
+        struct.pack(
+            "<4sHHHHHLLLHH", b"PK\x03\x04", 20, 1, 0, 0, date, crc, len(body), len(data), len(raw_name), 0
+        )
+        + raw_name
+        + body
+    )
+    central = (
+        struct.pack(
+            "<4sHHHHHHLLLHHHHHLL",
+            b"PK\x01\x02",
+            20,
+            20,
+            1,
+            0,
+            0,
+            date,
+            crc,
+            len(body),
+            len(data),
+            len(raw_name),
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+        )
+        + raw_name
+    )
     end = struct.pack("<4sHHHHLLH", b"PK\x05\x06", 0, 0, 1, 1, len(central), len(local), 0)
     return local + central + end
 
@@ -243,8 +310,7 @@ def _pdf(text: str, password: str | None = None) -> bytes:
     doc = pymupdf.open()
     doc.new_page().insert_text((72, 72), text)
     if password:
-        data = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password,
-                           owner_pw=password + "!")
+        data = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password, owner_pw=password + "!")
     else:
         data = doc.tobytes()
     doc.close()
@@ -271,17 +337,20 @@ ATTACHMENT = b"%PDF-like bytes \x00\xff" + os.urandom(2000)
 def _good_files() -> dict[str, bytes]:
     inner = _zip({"c.txt": b"deep puffin inside two archives"})
     return {
-        "a.zip": _zip({"docs/readme.txt": b"hello walrus archive member",
-                       "b.zip": inner, "data.bin": BINARY}),
-        "t.tar.gz": _tar({"x/notes.md": b"# Otter\ntar member otter notes",
-                          "x/blob.bin": BINARY}),
+        "a.zip": _zip(
+            {"docs/readme.txt": b"hello walrus archive member", "b.zip": inner, "data.bin": BINARY}
+        ),
+        "t.tar.gz": _tar({"x/notes.md": b"# Otter\ntar member otter notes", "x/blob.bin": BINARY}),
         "t.tar.bz2": _tar({"y.txt": b"bzip heron text"}, "w:bz2"),
         "t.tar.xz": _tar({"z.txt": b"xz flamingo text"}, "w:xz"),
         "s.7z": _7z({"h.txt": b"seven zip pelican text", "bin.dat": BINARY}),
         "r.rar": _rar({"dir/r.txt": b"rar stored sandpiper text", "rar.bin": BINARY}),
-        "mail.eml": _eml("Quarterly ostrich report", "plain body", "<p>html <b>ostrich</b></p>",
-                         {"report.bin": ATTACHMENT,
-                          "inner.zip": _zip({"deep.txt": b"attachment zip cormorant"})}),
+        "mail.eml": _eml(
+            "Quarterly ostrich report",
+            "plain body",
+            "<p>html <b>ostrich</b></p>",
+            {"report.bin": ATTACHMENT, "inner.zip": _zip({"deep.txt": b"attachment zip cormorant"})},
+        ),
         "box.mbox": _mbox(5, broken_at=3),
         "news.eml": _html_only_eml(),
         "plain.txt": b"a plain file beside the archives",
@@ -316,19 +385,26 @@ def _download(client, auth, doc_id: str):
 
 def test_members_of_every_container_are_documents(client, auth, scanned):
     root, _ = scanned
-    cases = {"walrus": "a.zip!/docs/readme.txt", "puffin": "a.zip!/b.zip!/c.txt",
-             "otter": "t.tar.gz!/x/notes.md", "heron": "t.tar.bz2!/y.txt",
-             "flamingo": "t.tar.xz!/z.txt", "pelican": "s.7z!/h.txt",
-             "sandpiper": "r.rar!/dir/r.txt",
-             "cormorant": "mail.eml!/inner.zip!/deep.txt", "\"kestrel4\"": "box.mbox!/message-4.eml"}
+    cases = {
+        "walrus": "a.zip!/docs/readme.txt",
+        "puffin": "a.zip!/b.zip!/c.txt",
+        "otter": "t.tar.gz!/x/notes.md",
+        "heron": "t.tar.bz2!/y.txt",
+        "flamingo": "t.tar.xz!/z.txt",
+        "pelican": "s.7z!/h.txt",
+        "sandpiper": "r.rar!/dir/r.txt",
+        "cormorant": "mail.eml!/inner.zip!/deep.txt",
+        '"kestrel4"': "box.mbox!/message-4.eml",
+    }
     for word, inner in cases.items():
         hit = _one(client, auth, word)
         assert hit["path"] == f"{root}/{inner}", word
         parent = hit["path"].rpartition("!/")[0]
         container = client.get(f"/api/documents/{hit['container_id']}", headers=auth).get_json()
         assert container["path"] == parent and container["container_id"] in (None, container["container_id"])
-    archive = client.get(f"/api/documents/{_one(client, auth, 'walrus')['container_id']}",
-                         headers=auth).get_json()
+    archive = client.get(
+        f"/api/documents/{_one(client, auth, 'walrus')['container_id']}", headers=auth
+    ).get_json()
     assert archive["type"] == "archive" and "docs/readme.txt" in archive["content"]
     assert archive["container_id"] is None
     plain = _one(client, auth, "beside")
@@ -337,52 +413,67 @@ def test_members_of_every_container_are_documents(client, auth, scanned):
 
 def test_email_fields_and_mbox_messages(client, auth, scanned):
     root, _ = scanned
-    mail = client.get(f"/api/documents/{_one(client, auth, 'ostrich')['id']}",
-                      headers=auth).get_json()
+    mail = client.get(f"/api/documents/{_one(client, auth, 'ostrich')['id']}", headers=auth).get_json()
     assert mail["type"] == "email" and mail["title"] == "Quarterly ostrich report"
     meta = mail["metadata"]
     assert meta["from"] == "Ada Lovelace <ada@example.org>" and meta["to"] == "charles@example.org"
     assert meta["cc"] == "mary@example.org" and meta["message_id"] == "<m1@example.org>"
     assert meta["date"].startswith("2023-10-03T10:00:00")
     assert "plain body" in mail["content"]
-    news = client.get(f"/api/documents/{_one(client, auth, 'sanderling')['id']}",
-                      headers=auth).get_json()
+    news = client.get(f"/api/documents/{_one(client, auth, 'sanderling')['id']}", headers=auth).get_json()
     assert "The sanderling season" in news["content"]  # an HTML body, as text
     assert "<" not in news["content"] and "color" not in news["content"]
     assert "var x" not in news["content"]
-    message = _one(client, auth, "\"kestrel5\"")
+    message = _one(client, auth, '"kestrel5"')
     assert message["type"] == "email" and message["path"].endswith("box.mbox!/message-5.eml")
     full = client.get(f"/api/documents/{message['id']}", headers=auth).get_json()
     assert full["title"] == "note 5 kestrel5" and "From the archive" in full["content"]
     # the broken message fails alone: its neighbours are indexed, the scan finished
     status = client.get("/api/status", headers=auth).get_json()
     errors = {e["path"]: e["error"] for s in status["sources"] for e in s.get("errors", [])}
-    assert _hits(client, auth, "\"kestrel2\"") and _hits(client, auth, "\"kestrel4\"")
-    assert errors.get(f"{root}/box.mbox!/message-3.eml") == "Not a valid e-mail message" or \
-        not _hits(client, auth, "\"kestrel3\"")
+    assert _hits(client, auth, '"kestrel2"') and _hits(client, auth, '"kestrel4"')
+    assert errors.get(f"{root}/box.mbox!/message-3.eml") == "Not a valid e-mail message" or not _hits(
+        client, auth, '"kestrel3"'
+    )
 
 
-def test_outlook_messages_fields_bodies_and_attachments(client, auth, make_tree, make_source,
-                                                        run_jobs, tmp_path):
+def test_outlook_messages_fields_bodies_and_attachments(
+    client, auth, make_tree, make_source, run_jobs, tmp_path
+):
     sent = datetime(2024, 3, 5, 14, 30, tzinfo=UTC)
-    report = write_msg(tmp_path / "report.msg", subject="Grebe census figures",
-                       sender="Ann Lee", sender_email="ann@example.org",
-                       to="Bob Stone <bob@example.org>", cc="cy@example.org",
-                       body="The wintering grebes were counted twice.", date=sent,
-                       message_id="<census-7@example.org>",
-                       attachments={"tally.txt": b"avocet tally sheet",
-                                    "inner.zip": _zip({"deep.txt": b"attached zip godwit"})})
-    html = write_msg(tmp_path / "html.msg", subject="Dawn walk",
-                     html="<html><style>p {color: red}</style><body><p>A <b>bittern</b> "
-                          "boomed</p></body></html>")
-    root = make_tree("outlook", {"report.msg": report.read_bytes(), "html.msg": html.read_bytes(),
-                                 "broken.msg": report.read_bytes()[:1500],
-                                 "plain.txt": b"a plain curlew file"})
+    report = write_msg(
+        tmp_path / "report.msg",
+        subject="Grebe census figures",
+        sender="Ann Lee",
+        sender_email="ann@example.org",
+        to="Bob Stone <bob@example.org>",
+        cc="cy@example.org",
+        body="The wintering grebes were counted twice.",
+        date=sent,
+        message_id="<census-7@example.org>",
+        attachments={
+            "tally.txt": b"avocet tally sheet",
+            "inner.zip": _zip({"deep.txt": b"attached zip godwit"}),
+        },
+    )
+    html = write_msg(
+        tmp_path / "html.msg",
+        subject="Dawn walk",
+        html="<html><style>p {color: red}</style><body><p>A <b>bittern</b> boomed</p></body></html>",
+    )
+    root = make_tree(
+        "outlook",
+        {
+            "report.msg": report.read_bytes(),
+            "html.msg": html.read_bytes(),
+            "broken.msg": report.read_bytes()[:1500],
+            "plain.txt": b"a plain curlew file",
+        },
+    )
     src = make_source(root)
     assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
     run_jobs()
-    mail = client.get(f"/api/documents/{_one(client, auth, 'grebes')['id']}",
-                      headers=auth).get_json()
+    mail = client.get(f"/api/documents/{_one(client, auth, 'grebes')['id']}", headers=auth).get_json()
     assert mail["type"] == "email" and mail["title"] == "Grebe census figures"
     assert mail["path"] == f"{root}/report.msg"
     meta = mail["metadata"]
@@ -392,8 +483,7 @@ def test_outlook_messages_fields_bodies_and_attachments(client, auth, make_tree,
     # attachments are members, extracted like files, nested containers included
     assert _one(client, auth, "avocet")["path"] == f"{root}/report.msg!/tally.txt"
     assert _one(client, auth, "godwit")["path"] == f"{root}/report.msg!/inner.zip!/deep.txt"
-    dawn = client.get(f"/api/documents/{_one(client, auth, 'bittern')['id']}",
-                      headers=auth).get_json()
+    dawn = client.get(f"/api/documents/{_one(client, auth, 'bittern')['id']}", headers=auth).get_json()
     assert "A bittern boomed" in dawn["content"]  # an HTML-only body, as text
     assert "<" not in dawn["content"] and "color" not in dawn["content"]
     # the cut-off message fails alone, with a clear message; its neighbours are indexed
@@ -409,8 +499,12 @@ def test_member_downloads_are_the_original_bytes(client, auth, scanned):
         resp = _download(client, auth, _one(client, auth, word)["id"])
         assert resp.status_code == 200 and resp.data == expected
     for container in ("a.zip", "t.tar.gz", "s.7z", "r.rar"):
-        hits = [h for h in _hits(client, auth, "bin") if h["path"].startswith(f"{root}/{container}!/")
-                and h["basename"] in ("data.bin", "blob.bin", "bin.dat", "rar.bin")]
+        hits = [
+            h
+            for h in _hits(client, auth, "bin")
+            if h["path"].startswith(f"{root}/{container}!/")
+            and h["basename"] in ("data.bin", "blob.bin", "bin.dat", "rar.bin")
+        ]
         assert hits, container
         resp = _download(client, auth, hits[0]["id"])
         assert resp.status_code == 200 and resp.data == BINARY, container
@@ -438,8 +532,7 @@ def test_member_of_changed_or_deleted_container(client, auth, scanned, run_jobs)
     assert _hits(client, auth, '"walrus"') == [] and _hits(client, auth, '"puffin"') == []
     assert _hits(client, auth, '"otter"') == []
     assert _one(client, auth, "dolphin")["path"] == f"{root}/a.zip!/docs/other.txt"
-    assert _download(client, auth, _one(client, auth, "dolphin")["id"]).data == \
-        b"new dolphin member"
+    assert _download(client, auth, _one(client, auth, "dolphin")["id"]).data == b"new dolphin member"
 
 
 def _bombs() -> dict[str, bytes]:
@@ -464,8 +557,7 @@ def _bombs() -> dict[str, bytes]:
     }
 
 
-def test_hostile_containers_fail_alone(app, client, auth, make_tree, make_source, run_jobs,
-                                       data_dir, roots):
+def test_hostile_containers_fail_alone(app, client, auth, make_tree, make_source, run_jobs, data_dir, roots):
     root = make_tree("hostile", _bombs())
     before = sorted(p.relative_to(roots) for p in roots.rglob("*"))
     tmp_before = set(os.listdir(tempfile.gettempdir()))
@@ -502,8 +594,7 @@ def test_hostile_containers_fail_alone(app, client, auth, make_tree, make_source
     assert sorted(p.relative_to(roots) for p in roots.rglob("*")) == before
     spool = data_dir / "tmp" / "unpack"
     assert not spool.exists() or list(spool.iterdir()) == []
-    assert not [n for n in set(os.listdir(tempfile.gettempdir())) - tmp_before
-                if n.startswith("unpack-")]
+    assert not [n for n in set(os.listdir(tempfile.gettempdir())) - tmp_before if n.startswith("unpack-")]
     assert client.get("/api/health").get_json()["status"] == "ok"
 
 
@@ -536,8 +627,10 @@ def test_compressed_rar_members_are_read(client, auth, make_tree, make_source, r
     import rarfile
 
     comics = require_corpus() / "real" / "comic"
-    files = {name.replace(".cbr", ".rar"): (comics / name).read_bytes()
-             for name in ("rartest-testfile.rar3.cbr", "rartest-testfile.rar5.cbr")}
+    files = {
+        name.replace(".cbr", ".rar"): (comics / name).read_bytes()
+        for name in ("rartest-testfile.rar3.cbr", "rartest-testfile.rar5.cbr")
+    }
     root = _scan(client, auth, make_tree, make_source, run_jobs, files, name="rars")
     by_path = {h["path"]: h for h in _hits(client, auth, "testfile")}
     for archive in files:
@@ -558,8 +651,7 @@ def _scan(client, auth, make_tree, make_source, run_jobs, files, name="prot"):
     return root
 
 
-def test_encrypted_members_fail_and_the_rest_is_indexed(app, client, auth, make_tree,
-                                                        make_source, run_jobs):
+def test_encrypted_members_fail_and_the_rest_is_indexed(app, client, auth, make_tree, make_source, run_jobs):
     root = _scan(client, auth, make_tree, make_source, run_jobs, _protected())
     with app.app_context():
         from webapp.extensions import db
@@ -581,8 +673,9 @@ def test_encrypted_members_fail_and_the_rest_is_indexed(app, client, auth, make_
     assert records["locked3.rar!/q.txt"].error_message == "Archive is password protected"
 
 
-def test_passwords_file_opens_encrypted_files(with_passwords, client, auth, make_tree,
-                                              make_source, run_jobs, caplog):
+def test_passwords_file_opens_encrypted_files(
+    with_passwords, client, auth, make_tree, make_source, run_jobs, caplog
+):
     _scan(client, auth, make_tree, make_source, run_jobs, _protected())
     assert _one(client, auth, "avocet")["basename"] == "l.txt"
     assert _one(client, auth, "bittern")["basename"] == "secret.pdf"
@@ -601,21 +694,29 @@ def test_passwords_file_opens_encrypted_files(with_passwords, client, auth, make
     assert SECRET not in config
 
 
-def test_passwords_file_opens_an_encrypted_rar_member(with_passwords, client, auth, make_tree,
-                                                     make_source, run_jobs):
+def test_passwords_file_opens_an_encrypted_rar_member(
+    with_passwords, client, auth, make_tree, make_source, run_jobs
+):
     """RAR 5 members encrypted with a password of the file are decrypted by unar (or unrar),
     which `make` installs; bsdtar, which reads the other RAR members, cannot decrypt."""
     if not (shutil.which("unar") or shutil.which("unrar")):
         pytest.skip("neither unar nor unrar is installed (make rartool installs unar as root)")
-    _scan(client, auth, make_tree, make_source, run_jobs,
-          {"locked.rar": _rar5({"r.txt": b"sealed ruddy turnstone text"}, SECRET)})
+    _scan(
+        client,
+        auth,
+        make_tree,
+        make_source,
+        run_jobs,
+        {"locked.rar": _rar5({"r.txt": b"sealed ruddy turnstone text"}, SECRET)},
+    )
     member = _one(client, auth, "turnstone")
     assert member["basename"] == "r.txt"
     assert _download(client, auth, member["id"]).data == b"sealed ruddy turnstone text"
 
 
-def test_passwords_file_opens_a_compressed_rar3_member(with_passwords, client, auth, make_tree,
-                                                      make_source, run_jobs):
+def test_passwords_file_opens_a_compressed_rar3_member(
+    with_passwords, client, auth, make_tree, make_source, run_jobs
+):
     """A compressed member of a real RAR 3 archive (from the corpus), encrypted here as
     WinRAR 2.9-4 encrypts: decrypted in the extraction child, unpacked by bsdtar."""
     import rarfile
@@ -626,9 +727,20 @@ def test_passwords_file_opens_a_compressed_rar3_member(with_passwords, client, a
     with open(source, "rb") as f:
         f.seek(info.data_offset)
         packed = f.read(info.compress_size)
-    locked = _rar3_archive([_rar3_block(info.filename, packed, info.file_size, info.CRC,
-                                        info.compress_type, info.flags & 0xE0, SECRET,
-                                        info.extract_version)])
+    locked = _rar3_archive(
+        [
+            _rar3_block(
+                info.filename,
+                packed,
+                info.file_size,
+                info.CRC,
+                info.compress_type,
+                info.flags & 0xE0,
+                SECRET,
+                info.extract_version,
+            )
+        ]
+    )
     root = _scan(client, auth, make_tree, make_source, run_jobs, {"locked.rar": locked})
     member = f"{root}/locked.rar!/{info.filename}"
     hits = [h for h in _hits(client, auth, "testfile") if h["path"] == member]
@@ -638,7 +750,8 @@ def test_passwords_file_opens_a_compressed_rar3_member(with_passwords, client, a
 
 
 def test_without_a_decrypting_tool_an_encrypted_rar_member_says_what_it_needs(
-        with_passwords, app, client, auth, make_tree, make_source, run_jobs, monkeypatch):
+    with_passwords, app, client, auth, make_tree, make_source, run_jobs, monkeypatch
+):
     import rarfile
 
     for tool in ("UNRAR_TOOL", "UNAR_TOOL", "SEVENZIP_TOOL", "SEVENZIP2_TOOL"):
@@ -646,16 +759,23 @@ def test_without_a_decrypting_tool_an_encrypted_rar_member_says_what_it_needs(
     monkeypatch.setattr(rarfile, "CURRENT_SETUP", None)  # bsdtar is left: it cannot decrypt
     if not shutil.which("bsdtar"):
         pytest.skip("bsdtar is not installed (make rartool installs libarchive-tools as root)")
-    root = _scan(client, auth, make_tree, make_source, run_jobs,
-                 {"locked.rar": _rar5({"r.txt": b"sealed ruddy turnstone text"}, SECRET)})
+    root = _scan(
+        client,
+        auth,
+        make_tree,
+        make_source,
+        run_jobs,
+        {"locked.rar": _rar5({"r.txt": b"sealed ruddy turnstone text"}, SECRET)},
+    )
     with app.app_context():
         from webapp.extensions import db
         from webapp.models import IndexedFile
 
         record = db.session.query(IndexedFile).filter_by(path=f"{root}/locked.rar!/r.txt").one()
     assert record.status == "failed"
-    assert record.error_message == ("Archive is password protected; decrypting a rar member "
-                                    "needs unar or unrar")
+    assert record.error_message == (
+        "Archive is password protected; decrypting a rar member needs unar or unrar"
+    )
 
 
 def test_document_page_and_results_link_the_container(client, auth, scanned):
@@ -666,35 +786,42 @@ def test_document_page_and_results_link_the_container(client, auth, scanned):
     assert f'href="/documents/{hit["container_id"]}' in page
     assert "c.txt" in page and f"{root}/a.zip!/b.zip" in page
     results = client.get("/?q=puffin").get_data(as_text=True)
-    assert f'/documents/{hit["container_id"]}' in results
+    assert f"/documents/{hit['container_id']}" in results
 
 
 def test_a_large_mbox_is_split_into_messages(client, auth, make_tree, make_source, run_jobs):
     # 3,000 keeps the suite fast; the split streams, so the count changes nothing but time
-    root = _scan(client, auth, make_tree, make_source, run_jobs,
-                 {"big.mbox": _mbox(3_000)}, name="mbox")
-    body = client.post("/api/search", headers=auth,
-                       json={"q": "type:email", "limit": 1}).get_json()
+    root = _scan(client, auth, make_tree, make_source, run_jobs, {"big.mbox": _mbox(3_000)}, name="mbox")
+    body = client.post("/api/search", headers=auth, json={"q": "type:email", "limit": 1}).get_json()
     assert body["total"] == 3_000
-    assert _one(client, auth, "\"kestrel2999\"")["path"] == f"{root}/big.mbox!/message-2999.eml"
+    assert _one(client, auth, '"kestrel2999"')["path"] == f"{root}/big.mbox!/message-2999.eml"
     # members are written in chunks as they come; a smaller mailbox replaces every one of them
     (root / "big.mbox").write_bytes(_mbox(600))
     os.utime(root / "big.mbox", (1_800_000_000, 1_800_000_000))
     src = client.get("/api/sources", headers=auth).get_json()[0]
     assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
     run_jobs()
-    body = client.post("/api/search", headers=auth,
-                       json={"q": "type:email", "limit": 1}).get_json()
+    body = client.post("/api/search", headers=auth, json={"q": "type:email", "limit": 1}).get_json()
     assert body["total"] == 600 and _hits(client, auth, '"kestrel2999"') == []
 
 
 def test_every_generated_container_is_recognised():
     from webapp.indexing.extractors import detect_type
 
-    for name, kind in (("a.zip", "archive"), ("a.tar", "archive"), ("a.tar.gz", "archive"),
-                       ("a.tgz", "archive"), ("a.tar.bz2", "archive"), ("a.tar.xz", "archive"),
-                       ("a.7z", "archive"), ("a.rar", "archive"), ("a.mbox", "archive"),
-                       ("a.eml", "email"), ("a.msg", "email"), ("a.gz", "file")):
+    for name, kind in (
+        ("a.zip", "archive"),
+        ("a.tar", "archive"),
+        ("a.tar.gz", "archive"),
+        ("a.tgz", "archive"),
+        ("a.tar.bz2", "archive"),
+        ("a.tar.xz", "archive"),
+        ("a.7z", "archive"),
+        ("a.rar", "archive"),
+        ("a.mbox", "archive"),
+        ("a.eml", "email"),
+        ("a.msg", "email"),
+        ("a.gz", "file"),
+    ):
         assert detect_type(name) == kind, name
 
 
@@ -720,8 +847,7 @@ def test_nesting_stops_at_three_levels(tmp_path):
     with Extractor(ExtractionSettings(spool_dir=str(spool))) as extractor:
         result = extractor.run(str(tmp_path / "a.zip"))
     found = {m.inner: m for m in result.members}
-    assert set(found) == {"b.zip", "b.zip!/c.zip", "b.zip!/c.zip!/c.txt",
-                          "b.zip!/c.zip!/d.zip"}
+    assert set(found) == {"b.zip", "b.zip!/c.zip", "b.zip!/c.zip!/c.txt", "b.zip!/c.zip!/d.zip"}
     assert found["b.zip!/c.zip!/c.txt"].result.doc.content == "third level"
     assert found["b.zip!/c.zip!/c.txt"].parent == "b.zip!/c.zip"
     deepest = found["b.zip!/c.zip!/d.zip"].result  # listed, not opened
@@ -765,30 +891,41 @@ def _member_records(app, root) -> tuple[dict, list]:
         return outer, [r.path for r in rows if "!/" in r.path]
 
 
-def test_one_member_budget_for_the_whole_tree_of_a_file(app, app_config, client, auth,
-                                                         make_tree, make_source, run_jobs):
+def test_one_member_budget_for_the_whole_tree_of_a_file(
+    app, app_config, client, auth, make_tree, make_source, run_jobs
+):
     """A zip of zips shares ARCHIVE_MAX_MEMBERS over all its levels (else it would be
     6 + 36 + 216 documents here, n + n² + n³ in general) and its record says where it was cut;
     a mailbox of many tiny messages stops at MAILBOX_MAX_MEMBERS the same way."""
     app.config.update(ARCHIVE_MAX_MEMBERS=50, MAILBOX_MAX_MEMBERS=20)
-    root = _scan(client, auth, make_tree, make_source, run_jobs,
-                 {"nest.zip": _zip_tree(6, 4), "box.mbox": _mbox(100),
-                  "small.zip": _zip_tree(3, 2)}, name="budget")
+    root = _scan(
+        client,
+        auth,
+        make_tree,
+        make_source,
+        run_jobs,
+        {"nest.zip": _zip_tree(6, 4), "box.mbox": _mbox(100), "small.zip": _zip_tree(3, 2)},
+        name="budget",
+    )
     outer, members = _member_records(app, root)
     nest = [p for p in members if p.startswith(f"{root}/nest.zip!/")]
     assert len(nest) == 50  # 6 + 6 + 36 + 2: the second inner zip is where the budget ran out
     assert outer["nest.zip"].status == "success"
     assert outer["nest.zip"].error_message == (
         "Cut at 50 members (ARCHIVE_MAX_MEMBERS, for this file and everything inside it): "
-        "indexing stopped in z1.zip; what comes after it was not indexed")
+        "indexing stopped in z1.zip; what comes after it was not indexed"
+    )
     doc = _hits(client, auth, "nest.zip")[0]
-    assert client.get(f"/api/documents/{doc['id']}", headers=auth).get_json()[
-        "metadata"]["cut"] == outer["nest.zip"].error_message
+    assert (
+        client.get(f"/api/documents/{doc['id']}", headers=auth).get_json()["metadata"]["cut"]
+        == outer["nest.zip"].error_message
+    )
     box = [p for p in members if p.startswith(f"{root}/box.mbox!/")]
     assert len(box) == 20
     assert outer["box.mbox"].error_message == (
         "Cut at 20 members (MAILBOX_MAX_MEMBERS, for this file and everything inside it): "
-        "indexing stopped in the file itself; what comes after it was not indexed")
+        "indexing stopped in the file itself; what comes after it was not indexed"
+    )
     assert _hits(client, auth, '"kestrel20"') and not _hits(client, auth, '"kestrel21"')
     # a tree within its budget is whole and says nothing
     assert len([p for p in members if p.startswith(f"{root}/small.zip!/")]) == 3 + 9
@@ -796,7 +933,8 @@ def test_one_member_budget_for_the_whole_tree_of_a_file(app, app_config, client,
 
 
 def test_an_encrypted_zip_of_many_members_is_indexed_with_a_passwords_file(
-        app, tmp_path, client, auth, make_tree, make_source, run_jobs):
+    app, tmp_path, client, auth, make_tree, make_source, run_jobs
+):
     """The password that opened a member is tried first on the next and the archive is opened
     once: before, each of 1,500 members read the file and tried 40 wrong passwords first,
     pyzipper parsing the whole archive again for each try (the scan timed out)."""
@@ -804,8 +942,9 @@ def test_an_encrypted_zip_of_many_members_is_indexed_with_a_passwords_file(
     passwords.write_text("".join(f"wrong-{n}\n" for n in range(40)) + f"{SECRET}\n")
     app.config["EXTRACT_PASSWORDS_FILE"] = str(passwords)
     members = {f"notes/n{n}.txt": f"sealed sandpiper{n} note".encode() for n in range(1_500)}
-    root = _scan(client, auth, make_tree, make_source, run_jobs,
-                 {"many.zip": _aes_zip(members, SECRET)}, name="sealed")
+    root = _scan(
+        client, auth, make_tree, make_source, run_jobs, {"many.zip": _aes_zip(members, SECRET)}, name="sealed"
+    )
     outer, inside = _member_records(app, root)
     assert outer["many.zip"].status == "success", outer["many.zip"].error_message
     assert len(inside) == 1_500

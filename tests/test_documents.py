@@ -39,14 +39,19 @@ def _first_id(client, auth, q):
 
 
 def test_search_validation_names_the_field(client, auth):
-    cases = [({}, "q: is required"), ({"q": "  "}, "q: must not be empty"),
-             ({"q": "x", "limit": 0}, "limit: must be between 1 and 100"),
-             ({"q": "x", "limit": 101}, "limit: must be between 1 and 100"),
-             ({"q": "x", "snippet_length": 49}, "snippet_length: must be between 50 and 1000"),
-             ({"q": "x", "offset": -1}, "offset:"), ({"q": "x", "sort": "name"}, "sort: must be one of"),
-             ({"q": "x", "limit": "ten"}, "limit:"), ({"q": "x", "colour": 1}, "colour: unknown field"),
-             ({"q": "x", "matching_strategy": "any"}, "matching_strategy: must be one of all, last"),
-             ({"q": "x" * 4001}, "q: must be at most 4000 characters")]
+    cases = [
+        ({}, "q: is required"),
+        ({"q": "  "}, "q: must not be empty"),
+        ({"q": "x", "limit": 0}, "limit: must be between 1 and 100"),
+        ({"q": "x", "limit": 101}, "limit: must be between 1 and 100"),
+        ({"q": "x", "snippet_length": 49}, "snippet_length: must be between 50 and 1000"),
+        ({"q": "x", "offset": -1}, "offset:"),
+        ({"q": "x", "sort": "name"}, "sort: must be one of"),
+        ({"q": "x", "limit": "ten"}, "limit:"),
+        ({"q": "x", "colour": 1}, "colour: unknown field"),
+        ({"q": "x", "matching_strategy": "any"}, "matching_strategy: must be one of all, last"),
+        ({"q": "x" * 4001}, "q: must be at most 4000 characters"),
+    ]
     for body, detail in cases:
         resp = _search(client, auth, **body)
         assert resp.status_code == 400 and resp.get_json()["detail"].startswith(detail), body
@@ -58,9 +63,20 @@ def test_search_results_have_the_contract_fields(client, auth, indexed):
     assert body["total"] == 1 and body["limit"] == 20 and body["offset"] == 0
     assert isinstance(body["processing_time_ms"], int)
     hit = body["results"][0]
-    assert set(hit) == {"id", "path", "basename", "source_name", "type", "size_bytes",
-                        "modified_at", "snippet", "score", "container_id", "thumbnail_url",
-                        "match"}
+    assert set(hit) == {
+        "id",
+        "path",
+        "basename",
+        "source_name",
+        "type",
+        "size_bytes",
+        "modified_at",
+        "snippet",
+        "score",
+        "container_id",
+        "thumbnail_url",
+        "match",
+    }
     assert hit["match"] == "words"  # not embedded yet (the phase waits on the low-priority queue)
     assert hit["container_id"] is None  # a plain file (members name their container)
     assert hit["thumbnail_url"] is None  # a text file has no picture

@@ -26,9 +26,11 @@ def ui(client):
 
 # -- Jobs: the history of ended scans -------------------------------------------------------------
 
+
 @pytest.mark.pg
-def test_jobs_lists_ended_scans_with_outcome_duration_and_counts(client, auth, make_tree,
-                                                                 make_source, run_jobs):
+def test_jobs_lists_ended_scans_with_outcome_duration_and_counts(
+    client, auth, make_tree, make_source, run_jobs
+):
     root = make_tree("docs", {"a.txt": "alpha", "b.txt": "beta", "bad.pdf": BROKEN_PDF})
     sid = make_source(root, name="Docs")["id"]
     client.post(f"/api/sources/{sid}/reindex", headers=auth)
@@ -46,9 +48,9 @@ def test_jobs_lists_ended_scans_with_outcome_duration_and_counts(client, auth, m
 
 
 @pytest.mark.pg
-def test_jobs_keep_the_newest_runs_per_source_and_go_with_the_source(client, auth, make_tree,
-                                                                     make_source, run_jobs,
-                                                                     monkeypatch):
+def test_jobs_keep_the_newest_runs_per_source_and_go_with_the_source(
+    client, auth, make_tree, make_source, run_jobs, monkeypatch
+):
     from webapp.indexing import history
 
     monkeypatch.setattr(history, "RUNS_KEPT", 2)
@@ -63,8 +65,7 @@ def test_jobs_keep_the_newest_runs_per_source_and_go_with_the_source(client, aut
 
 
 @pytest.mark.pg
-def test_a_run_whose_worker_died_is_listed_as_interrupted(app, client, auth, make_tree,
-                                                          make_source):
+def test_a_run_whose_worker_died_is_listed_as_interrupted(app, client, auth, make_tree, make_source):
     from webapp import keys
     from webapp.indexing.runstats import RunState, RunStats
     from webapp.indexing.state import scan_lock, stamp
@@ -96,7 +97,7 @@ def test_status_page_has_a_jobs_section_with_a_failed_link(ui, make_tree, run_jo
     post(ui, "/sources/docs/reindex")
     run_jobs()
     html = _text(ui.get("/status"))
-    jobs = html[html.index('id="jobs"'):]
+    jobs = html[html.index('id="jobs"') :]
     row = re.search(r'<tr data-run-state="finished">(.*?)</tr>', jobs, re.S).group(1)
     cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td>(.*?)</td>", row, re.S)]
     assert cells[0] == "Docs" and cells[1] == "Finished"
@@ -107,9 +108,11 @@ def test_status_page_has_a_jobs_section_with_a_failed_link(ui, make_tree, run_jo
 
 # -- failed files, grouped by message and paged ----------------------------------------------------
 
+
 @pytest.mark.pg
-def test_failed_files_are_grouped_by_message_and_paged(client, auth, make_tree, make_source,
-                                                       run_jobs, monkeypatch):
+def test_failed_files_are_grouped_by_message_and_paged(
+    client, auth, make_tree, make_source, run_jobs, monkeypatch
+):
     from webapp.services import status
 
     files = {f"pdf{i}.pdf": BROKEN_PDF for i in range(3)}
@@ -129,8 +132,11 @@ def test_failed_files_are_grouped_by_message_and_paged(client, auth, make_tree, 
     assert last["page"] == 3 and sum(len(g["paths"]) for g in last["groups"]) == 1
     seen = []
     for page in (1, 2, 3):
-        seen += [p for g in client.get(f"/api/status/docs/failed?page={page}",
-                                       headers=auth).get_json()["groups"] for p in g["paths"]]
+        seen += [
+            p
+            for g in client.get(f"/api/status/docs/failed?page={page}", headers=auth).get_json()["groups"]
+            for p in g["paths"]
+        ]
     assert sorted(p.rsplit("/", 1)[1] for p in seen) == sorted(k for k in files if k != "fine.txt")
     html = _text(ui.get("/sources/docs/failed"))
     assert "5 failed files" in html and "2 different errors" in html
@@ -142,19 +148,23 @@ def test_failed_files_are_grouped_by_message_and_paged(client, auth, make_tree, 
 
 # -- scan_now --------------------------------------------------------------------------------------
 
+
 def test_api_scan_now_is_off_by_default_and_queues_when_asked(client, auth, make_tree):
     root = make_tree("docs", {"a.txt": "alpha"})
     plain = client.post("/api/sources", headers=auth, json={"name": "Plain", "root_path": str(root)})
     assert plain.status_code == 201 and plain.get_json()["state"] == "idle"
     assert client.post("/api/sources/plain/reindex", headers=auth).status_code == 200
-    now = client.post("/api/sources", headers=auth,
-                      json={"name": "Now", "root_path": str(root), "scan_now": True,
-                            "allow_overlap": True})
+    now = client.post(
+        "/api/sources",
+        headers=auth,
+        json={"name": "Now", "root_path": str(root), "scan_now": True, "allow_overlap": True},
+    )
     assert now.status_code == 201
     assert client.get("/api/sources/now", headers=auth).get_json()["state"] == "queued"
     assert client.post("/api/sources/now/reindex", headers=auth).status_code == 409
-    bad = client.post("/api/sources", headers=auth,
-                      json={"name": "Bad", "root_path": str(root), "scan_now": "soon"})
+    bad = client.post(
+        "/api/sources", headers=auth, json={"name": "Bad", "root_path": str(root), "scan_now": "soon"}
+    )
     assert bad.status_code == 400 and bad.get_json()["detail"].startswith("scan_now:")
 
 
@@ -162,15 +172,20 @@ def test_form_starts_the_first_scan_unless_unticked(ui, make_tree, run_jobs):
     root = make_tree("docs", {"a.txt": "alpha"})
     form = _text(ui.get("/sources/new"))
     assert re.search(r'name="scan_now" value="1"\s+checked', form)
-    resp = post(ui, "/sources/new", {"name": "Docs", "root_path": str(root), "scan_now": "1"},
-                page="/sources/new")
+    resp = post(
+        ui, "/sources/new", {"name": "Docs", "root_path": str(root), "scan_now": "1"}, page="/sources/new"
+    )
     assert resp.status_code == 302
     page = _text(ui.get("/sources"))
     assert "its first scan has started" in page and 'data-state="queued"' in page
     run_jobs()
     assert "Last scan finished" in _text(ui.get("/sources"))
-    post(ui, "/sources/new", {"name": "Later", "root_path": str(root), "allow_overlap": "1"},
-         page="/sources/new")
+    post(
+        ui,
+        "/sources/new",
+        {"name": "Later", "root_path": str(root), "allow_overlap": "1"},
+        page="/sources/new",
+    )
     later = _text(ui.get("/sources"))
     assert "Start its first scan with “Scan now”" in later
     bad = post(ui, "/sources/new", {"name": "", "root_path": str(root)}, page="/sources/new")
@@ -178,6 +193,7 @@ def test_form_starts_the_first_scan_unless_unticked(ui, make_tree, run_jobs):
 
 
 # -- counts during a scan ---------------------------------------------------------------------------
+
 
 def test_counts_during_a_scan_come_from_the_run(ui, app, make_tree):
     from webapp.indexing.runstats import Progress, RunState, RunStats
@@ -189,8 +205,16 @@ def test_counts_during_a_scan_come_from_the_run(ui, app, make_tree):
         lock = scan_lock("docs")
         run_id = lock.acquire_queued("job", False)
         assert lock.start(run_id)
-        lock.write_stats(RunStats(RunState.INDEXING, total_scanned=4700, new_files=4700,
-                                  successful=990, failed=10, progress=Progress(1000, 4700)))
+        lock.write_stats(
+            RunStats(
+                RunState.INDEXING,
+                total_scanned=4700,
+                new_files=4700,
+                successful=990,
+                failed=10,
+                progress=Progress(1000, 4700),
+            )
+        )
     html = _text(ui.get("/sources/docs/status", headers=HX))
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
     assert "4700 files found · 990 indexed · 10 failed · 0 skipped" in text
@@ -199,28 +223,40 @@ def test_counts_during_a_scan_come_from_the_run(ui, app, make_tree):
 
 # -- saved searches ---------------------------------------------------------------------------------
 
+
 @pytest.mark.pg
 def test_saved_searches_api(client, auth, make_tree, make_source):
     make_source(make_tree("docs", {"a.txt": "alpha"}), name="Docs")
     assert client.get("/api/saved-searches", headers=auth).get_json() == []
-    body = {"name": " Budget PDFs ", "q": "budget -draft", "source_id": "docs", "type": "pdf",
-            "sort": "modified_at:desc"}
+    body = {
+        "name": " Budget PDFs ",
+        "q": "budget -draft",
+        "source_id": "docs",
+        "type": "pdf",
+        "sort": "modified_at:desc",
+    }
     made = client.post("/api/saved-searches", headers=auth, json=body)
     assert made.status_code == 201
     saved = made.get_json()
     assert set(saved) == {"id", "name", "q", "source_id", "type", "sort", "created_at"}
     assert (saved["name"], saved["q"], saved["source_id"], saved["type"], saved["sort"]) == (
-        "Budget PDFs", "budget -draft", "docs", "pdf", "modified_at:desc")
+        "Budget PDFs",
+        "budget -draft",
+        "docs",
+        "pdf",
+        "modified_at:desc",
+    )
     again = client.post("/api/saved-searches", headers=auth, json={**body, "q": "other"})
     assert again.status_code == 409 and "Budget PDFs" in again.get_json()["detail"]
-    for change, detail in (({"type": "PDF"}, "type: unknown type 'PDF'"),
-                           ({"source_id": "nope"}, "source_id: unknown source 'nope'"),
-                           ({"sort": "size"}, "sort: must be one of"),
-                           ({"q": " "}, "q: must not be empty"),
-                           ({"name": ""}, "name: must be 1 to 100 characters"),
-                           ({"colour": "red"}, "colour: unknown field")):
-        bad = client.post("/api/saved-searches", headers=auth,
-                          json={**body, "name": "Other", **change})
+    for change, detail in (
+        ({"type": "PDF"}, "type: unknown type 'PDF'"),
+        ({"source_id": "nope"}, "source_id: unknown source 'nope'"),
+        ({"sort": "size"}, "sort: must be one of"),
+        ({"q": " "}, "q: must not be empty"),
+        ({"name": ""}, "name: must be 1 to 100 characters"),
+        ({"colour": "red"}, "colour: unknown field"),
+    ):
+        bad = client.post("/api/saved-searches", headers=auth, json={**body, "name": "Other", **change})
         assert bad.status_code == 400 and bad.get_json()["detail"].startswith(detail), change
     listed = client.get("/api/saved-searches", headers=auth).get_json()
     assert listed == [saved]
@@ -236,8 +272,12 @@ def test_saved_searches_are_per_user(client, auth, app):
 
     with app.app_context():
         accounts.create_user("bob", "bobs long password", is_admin=False)
-    bob = {"Authorization": "Bearer " + client.post("/api/auth/login", json={
-        "username": "bob", "password": "bobs long password"}).get_json()["access_token"]}
+    bob = {
+        "Authorization": "Bearer "
+        + client.post(
+            "/api/auth/login", json={"username": "bob", "password": "bobs long password"}
+        ).get_json()["access_token"]
+    }
     mine = client.post("/api/saved-searches", headers=auth, json={"name": "Mine", "q": "x"})
     theirs = client.post("/api/saved-searches", headers=bob, json={"name": "Mine", "q": "y"})
     assert mine.status_code == 201 and theirs.status_code == 201  # names are unique per user
@@ -254,9 +294,18 @@ def test_saved_searches_in_the_page(ui, make_tree, run_jobs):
     run_jobs()
     page = _text(ui.get("/?q=wonderful&type=markdown&sort=basename:asc&ext=md"))
     assert "Saved searches (0)" in page and 'name="q" value="wonderful"' in page
-    resp = ui.post("/saved-searches", data={
-        "csrf_token": csrf(ui, "/"), "name": "Wonder notes", "q": "wonderful", "source": "notes",
-        "type": "markdown", "sort": "basename:asc", "ext": "md"})
+    resp = ui.post(
+        "/saved-searches",
+        data={
+            "csrf_token": csrf(ui, "/"),
+            "name": "Wonder notes",
+            "q": "wonderful",
+            "source": "notes",
+            "type": "markdown",
+            "sort": "basename:asc",
+            "ext": "md",
+        },
+    )
     assert resp.status_code == 302
     target = resp.headers["Location"]
     assert target == "/?q=wonderful+ext:md&source=notes&type=markdown&sort=basename:asc"
@@ -264,19 +313,19 @@ def test_saved_searches_in_the_page(ui, make_tree, run_jobs):
     assert "Search saved as “Wonder notes”." in page and "Saved searches (1)" in page
     assert f'<a href="{target.replace("&", "&amp;")}" title="wonderful ext:md">Wonder notes</a>' in page
     assert "b.md" in page and "a.txt" not in page
-    dup = ui.post("/saved-searches", data={"csrf_token": csrf(ui, "/"), "name": "Wonder notes",
-                                           "q": "other"})
-    assert "Not saved: name: you already have a saved search named" in _text(ui.get(
-        dup.headers["Location"]))
+    dup = ui.post("/saved-searches", data={"csrf_token": csrf(ui, "/"), "name": "Wonder notes", "q": "other"})
+    assert "Not saved: name: you already have a saved search named" in _text(ui.get(dup.headers["Location"]))
     saved_id = re.search(r'action="/saved-searches/(\d+)/delete"', page).group(1)
     gone = ui.post(f"/saved-searches/{saved_id}/delete", data={"csrf_token": csrf(ui, "/")})
     assert gone.status_code == 302
     assert "Saved searches (0)" in _text(ui.get("/"))
-    assert ui.post(f"/saved-searches/{saved_id}/delete",
-                   data={"csrf_token": csrf(ui, "/")}).status_code == 404
+    assert (
+        ui.post(f"/saved-searches/{saved_id}/delete", data={"csrf_token": csrf(ui, "/")}).status_code == 404
+    )
 
 
 # -- search pages clamp --------------------------------------------------------------------------
+
 
 def test_a_page_past_the_end_shows_the_last_page(ui, make_tree, run_jobs):
     root = make_tree("many", {f"n{i:02d}.txt": f"common word {i}" for i in range(25)})
@@ -292,6 +341,7 @@ def test_a_page_past_the_end_shows_the_last_page(ui, make_tree, run_jobs):
 
 
 # -- favicon and the API pages ---------------------------------------------------------------------
+
 
 def test_favicon_is_served_to_everyone_and_linked(client):
     icon = client.get("/favicon.ico")

@@ -89,8 +89,7 @@ def test_real_file_type_and_probe(extractor, row):
     assert result.doc.type == row["type"]
     if PASSWORD_NOTE.search(row["notes"]):
         assert result.status == "failed"
-        assert result.error_message in ("PDF is password protected",
-                                        "Document is password protected")
+        assert result.error_message in ("PDF is password protected", "Document is password protected")
         return
     assert result.status == "success", result.error_message
     json.dumps(result.doc.metadata)  # metadata must be JSON-safe
@@ -117,8 +116,12 @@ def test_hostile_file_is_contained(extractor, row):
 
 def test_hostile_xml_entities_never_expand(extractor):
     corpus = require_corpus()
-    for name in ("defusedxml-xmlbomb.xml", "defusedxml-quadratic.xml", "tika-testXXE.xml",
-                 "defusedxml-external_file.xml"):
+    for name in (
+        "defusedxml-xmlbomb.xml",
+        "defusedxml-quadratic.xml",
+        "tika-testXXE.xml",
+        "defusedxml-external_file.xml",
+    ):
         path = corpus / "hostile/config" / name
         result = extractor.run(str(path))
         assert len(result.doc.content) <= path.stat().st_size
@@ -128,11 +131,21 @@ def test_hostile_xml_entities_never_expand(extractor):
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("notes.TXT", "text"), ("README.md", "markdown"), ("main.rs", "code"),
-        ("Makefile", "code"), (".env", "config"), ("project-coveragerc", "config"),
-        ("settings.yaml", "config"), ("paper.pdf", "pdf"), ("book.epub", "epub"),
-        ("clip.webm", "media"), ("IMG_0001.CR3", "raw_image"), ("photo.heic", "image"),
-        ("issue.cbr", "comic"), ("movie.srt", "subtitle"), ("data.bin", "file"),
+        ("notes.TXT", "text"),
+        ("README.md", "markdown"),
+        ("main.rs", "code"),
+        ("Makefile", "code"),
+        (".env", "config"),
+        ("project-coveragerc", "config"),
+        ("settings.yaml", "config"),
+        ("paper.pdf", "pdf"),
+        ("book.epub", "epub"),
+        ("clip.webm", "media"),
+        ("IMG_0001.CR3", "raw_image"),
+        ("photo.heic", "image"),
+        ("issue.cbr", "comic"),
+        ("movie.srt", "subtitle"),
+        ("data.bin", "file"),
         ("noextension", "file"),
     ],
 )
@@ -158,9 +171,17 @@ def test_content_is_capped_and_cut_recorded(tmp_path):
 
 def _careless(path: str, settings: ExtractionSettings) -> Extracted:
     """A plug-in that only extracts: long text with a NUL, metadata json cannot encode."""
-    return Extracted(type="text", content="a\x00b " * 500, title="  T\x00itle  ",
-                     metadata={"when": datetime.date(2026, 1, 2), "ratio": float("nan"),
-                               "raw": b"bytes", "tags": {"x", "y"} - {"y"}})
+    return Extracted(
+        type="text",
+        content="a\x00b " * 500,
+        title="  T\x00itle  ",
+        metadata={
+            "when": datetime.date(2026, 1, 2),
+            "ratio": float("nan"),
+            "raw": b"bytes",
+            "tags": {"x", "y"} - {"y"},
+        },
+    )
 
 
 def test_the_registry_enforces_the_contract_for_every_extractor(tmp_path):
@@ -171,8 +192,14 @@ def test_the_registry_enforces_the_contract_for_every_extractor(tmp_path):
     assert len(doc.content) == 50 and "\x00" not in doc.content and doc.title == "Title"
     assert doc.metadata["truncated"] is True and doc.metadata["original_chars"] == 1500
     assert json.loads(json.dumps(doc.metadata, allow_nan=False)) == {
-        "when": "2026-01-02", "ratio": None, "raw": "bytes", "tags": ["x"],
-        "original_chars": 1500, "truncated": True, "truncated_at_chars": 50}
+        "when": "2026-01-02",
+        "ratio": None,
+        "raw": "bytes",
+        "tags": ["x"],
+        "original_chars": 1500,
+        "truncated": True,
+        "truncated_at_chars": 50,
+    }
 
 
 def test_text_encodings_detected(tmp_path):
@@ -290,8 +317,7 @@ def test_image_only_pdf_flagged():
 
 def test_settings_from_config():
     settings = ExtractionSettings.from_config(
-        {"MAX_CONTENT_CHARS": "1000", "EXTRACT_TIMEOUT_PDF": 12, "INDEX_GPS": "true",
-         "UNRELATED": 1}
+        {"MAX_CONTENT_CHARS": "1000", "EXTRACT_TIMEOUT_PDF": 12, "INDEX_GPS": "true", "UNRELATED": 1}
     )
     assert settings.max_content_chars == 1000 and settings.index_gps is True
     assert settings.timeout_for("pdf") == 12

@@ -17,16 +17,22 @@ import pytest
 from tests.conftest import CORPUS_NAMES, CORPUS_SKIP, REPO
 
 # The copy runs its own SQLite pass; once per `make test` is enough.
-pytestmark = pytest.mark.skipif(os.environ.get("TRAWL_TEST_DATABASE") == "postgres",
-                                reason="the bare-clone run happens once, in the SQLite pass")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("TRAWL_TEST_DATABASE") == "postgres",
+    reason="the bare-clone run happens once, in the SQLite pass",
+)
 
 
 def _project_files() -> list[str]:
     """The files a clone of this checkout holds (tracked, plus new files not ignored)."""
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout: no clone to make")
-    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                         cwd=REPO, capture_output=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout
     return [name for name in out.decode().split("\0") if name and (REPO / name).is_file()]
 
 
@@ -42,16 +48,27 @@ def alone(tmp_path_factory) -> Path:
 
 
 def _pytest(where: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("CI", "TRAWL_CORPUS", "TRAWL_TEST_DATABASE", "PYTEST_ADDOPTS")}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=where, env={**clean, **env}, capture_output=True, text=True,
-                          timeout=600)
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CI", "TRAWL_CORPUS", "TRAWL_TEST_DATABASE", "PYTEST_ADDOPTS")
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=where,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_corpus_tests_skip_and_the_rest_pass_without_the_corpus(alone):
-    modules = sorted(str(p.relative_to(alone)) for p in (alone / "tests").glob("test_*.py")
-                     if p.name != Path(__file__).name and CORPUS_NAMES.search(p.read_text()))
+    modules = sorted(
+        str(p.relative_to(alone))
+        for p in (alone / "tests").glob("test_*.py")
+        if p.name != Path(__file__).name and CORPUS_NAMES.search(p.read_text())
+    )
     assert "tests/test_readonly.py" in modules and "tests/test_query.py" in modules
     # only their tests that touch the corpus: the others behave the same with it or without
     run = _pytest(alone, "-q", "-m", "not browser", *modules, TRAWL_TEST_CORPUS_ONLY="1")

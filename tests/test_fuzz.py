@@ -23,8 +23,7 @@ from schemathesis.checks import (  # noqa: E402
     status_code_conformance,
 )
 
-CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance,
-          content_type_conformance]
+CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance, content_type_conformance]
 MAX_EXAMPLES = 10
 
 
@@ -63,8 +62,13 @@ def _fuzz(app, operation, mode: GenerationMode, auth: dict) -> str | None:
     revokes = operation.label == "POST /api/auth/logout"
 
     @given(case=operation.as_strategy(generation_mode=mode))
-    @settings(max_examples=MAX_EXAMPLES, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=MAX_EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     def run(case):
         headers = _fresh_token(app) if revokes else auth
         case.call_and_validate(headers=headers, checks=CHECKS)
@@ -79,8 +83,7 @@ def _fuzz(app, operation, mode: GenerationMode, auth: dict) -> str | None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
-                         ids=["valid", "invalid"])
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=["valid", "invalid"])
 def test_no_server_errors_and_responses_match_the_schema(fuzz_target, mode):
     app, auth = fuzz_target
     operations = list(_operations(app))
@@ -115,8 +118,9 @@ def hostile_target(fuzz_target, client):
     """The fuzz target, and real ids for path parameters (a source, a second user) so that
     each body reaches the view that would store it."""
     app, auth = fuzz_target
-    made = client.post("/api/users", headers=auth,
-                       json={"username": "fuzzed", "password": "another long password"})
+    made = client.post(
+        "/api/users", headers=auth, json={"username": "fuzzed", "password": "another long password"}
+    )
     assert made.status_code == 201, made.get_json()
     return app, auth, {"source_id": "docs", "user_id": made.get_json()["id"]}
 
@@ -127,17 +131,27 @@ def _hostile_run(client, operation, ids: dict, auth: dict, failures: list) -> in
     sent = []
 
     @given(case=operation.as_strategy(generation_mode=GenerationMode.POSITIVE))
-    @settings(max_examples=3, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=3,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     def run(case):
         for what, raw in _hostile_bodies(case.body):
             sent.append(what)
-            resp = client.open(path, method=operation.method.upper(), data=raw,
-                               headers={**auth, "Content-Type": "application/json"})
+            resp = client.open(
+                path,
+                method=operation.method.upper(),
+                data=raw,
+                headers={**auth, "Content-Type": "application/json"},
+            )
             body = resp.get_json(silent=True) or {}
             if resp.status_code != 400 or not isinstance(body.get("detail"), str):
-                failures.append(f"{operation.label} ({what}): {resp.status_code} "
-                                f"{resp.get_data(as_text=True)[:200]}")
+                failures.append(
+                    f"{operation.label} ({what}): {resp.status_code} {resp.get_data(as_text=True)[:200]}"
+                )
 
     run()
     return len(sent)
@@ -155,6 +169,5 @@ def test_huge_numbers_and_lone_surrogates_in_every_body_are_400(hostile_target):
     sent = sum(_hostile_run(client, op, ids, auth, failures) for op in operations)
     assert sent > 100
     broken = sorted({f.split(" (")[0] for f in failures})
-    assert not failures, (f"{len(failures)} of {sent} bodies failed, on {broken}:\n"
-                          + "\n".join(failures[:20]))
+    assert not failures, f"{len(failures)} of {sent} bodies failed, on {broken}:\n" + "\n".join(failures[:20])
     assert client.get("/api/auth/me", headers=auth).status_code == 200

@@ -18,61 +18,67 @@ def only(pattern: str) -> PatternSet:
     return PatternSet(include=[pattern], exclude=[])
 
 
-@pytest.mark.parametrize(("pattern", "path", "expected"), [
-    ("*.txt", "a.txt", True),
-    ("*.txt", "dir/a.txt", False),  # `*` never crosses `/`
-    ("docs/*", "docs/a/b.md", False),
-    ("a?c", "abc", True),
-    ("a?c", "a/c", False),  # `?` never matches `/`
-    ("**/*.md", "readme.md", True),  # `**` matches zero directories
-    ("**/*.md", "a/b/c/readme.md", True),
-    ("docs/**/*.md", "docs/x.md", True),
-    ("docs/**/*.md", "docs/a/b/x.md", True),
-    ("docs/**/*.md", "other/docs/x.md", False),
-    ("docs/**", "docs/a/b/c.txt", True),
-    ("docs/**", "docsx/c.txt", False),
-    ("**", "any/thing/at/all", True),
-    ("a**b", "a/b", False),  # `**` inside a segment is a plain `*`
-    ("a**b", "axxb", True),
-    ("*.TXT", "a.txt", False),  # case-sensitive
-    ("**/*.{md,txt}", "x/y.txt", True),
-    ("**/*.{md,txt}", "x/y.pdf", False),
-    ("{src/**/*.py,docs/*.{md,rst}}", "src/a/b.py", True),  # nested alternation with `/`
-    ("{src/**/*.py,docs/*.{md,rst}}", "docs/i.rst", True),
-    ("{src/**/*.py,docs/*.{md,rst}}", "docs/i.py", False),
-    ("file[0-9].log", "file7.log", True),
-    ("file[0-9].log", "filex.log", False),
-    ("file[!0-9].log", "filex.log", True),
-    ("file[!0-9].log", "file7.log", False),
-    ("[]x]", "]", True),
-    (r"\*.txt", "*.txt", True),
-    (r"\*.txt", "a.txt", False),
-    ("notes.txt", "notes.txt", True),
-    ("a+b (1).txt", "a+b (1).txt", True),  # regex metacharacters are literals
-    ("**/*", "dir/with\nnewline.txt", True),
-    ("*", ".hidden", True),  # leading dots are not special
-])
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("*.txt", "a.txt", True),
+        ("*.txt", "dir/a.txt", False),  # `*` never crosses `/`
+        ("docs/*", "docs/a/b.md", False),
+        ("a?c", "abc", True),
+        ("a?c", "a/c", False),  # `?` never matches `/`
+        ("**/*.md", "readme.md", True),  # `**` matches zero directories
+        ("**/*.md", "a/b/c/readme.md", True),
+        ("docs/**/*.md", "docs/x.md", True),
+        ("docs/**/*.md", "docs/a/b/x.md", True),
+        ("docs/**/*.md", "other/docs/x.md", False),
+        ("docs/**", "docs/a/b/c.txt", True),
+        ("docs/**", "docsx/c.txt", False),
+        ("**", "any/thing/at/all", True),
+        ("a**b", "a/b", False),  # `**` inside a segment is a plain `*`
+        ("a**b", "axxb", True),
+        ("*.TXT", "a.txt", False),  # case-sensitive
+        ("**/*.{md,txt}", "x/y.txt", True),
+        ("**/*.{md,txt}", "x/y.pdf", False),
+        ("{src/**/*.py,docs/*.{md,rst}}", "src/a/b.py", True),  # nested alternation with `/`
+        ("{src/**/*.py,docs/*.{md,rst}}", "docs/i.rst", True),
+        ("{src/**/*.py,docs/*.{md,rst}}", "docs/i.py", False),
+        ("file[0-9].log", "file7.log", True),
+        ("file[0-9].log", "filex.log", False),
+        ("file[!0-9].log", "filex.log", True),
+        ("file[!0-9].log", "file7.log", False),
+        ("[]x]", "]", True),
+        (r"\*.txt", "*.txt", True),
+        (r"\*.txt", "a.txt", False),
+        ("notes.txt", "notes.txt", True),
+        ("a+b (1).txt", "a+b (1).txt", True),  # regex metacharacters are literals
+        ("**/*", "dir/with\nnewline.txt", True),
+        ("*", ".hidden", True),  # leading dots are not special
+    ],
+)
 def test_pattern_matches_files(pattern: str, path: str, expected: bool) -> None:
     assert only(pattern).matches_file(path) is expected
 
 
-@pytest.mark.parametrize(("pattern", "fragment"), [
-    ("", "empty"),
-    ("   ", "empty"),
-    ("/etc/**", "absolute"),
-    ("{/etc,docs}/*", "absolute"),
-    ("../secret/*", ".."),
-    ("a/../../b", ".."),
-    ("a/{x,..}/b", ".."),
-    ("a//b", "empty"),
-    ("{a,b", "unbalanced '{'"),
-    ("a,b}", "unbalanced '}'"),
-    ("{a,{b,c}", "unbalanced '{'"),
-    ("[abc", "unbalanced '['"),
-    ("[a/b]", "'/'"),
-    ("[z-a]", "bad character range"),
-    ("a\\", "backslash"),
-])
+@pytest.mark.parametrize(
+    ("pattern", "fragment"),
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("/etc/**", "absolute"),
+        ("{/etc,docs}/*", "absolute"),
+        ("../secret/*", ".."),
+        ("a/../../b", ".."),
+        ("a/{x,..}/b", ".."),
+        ("a//b", "empty"),
+        ("{a,b", "unbalanced '{'"),
+        ("a,b}", "unbalanced '}'"),
+        ("{a,{b,c}", "unbalanced '{'"),
+        ("[abc", "unbalanced '['"),
+        ("[a/b]", "'/'"),
+        ("[z-a]", "bad character range"),
+        ("a\\", "backslash"),
+    ],
+)
 def test_invalid_patterns_are_reported(pattern: str, fragment: str) -> None:
     message = validate_pattern(pattern)
     assert message is not None and fragment in message
@@ -105,17 +111,20 @@ def test_exclude_overrides_include() -> None:
     assert not patterns.matches_file("notes/a.txt")
 
 
-@pytest.mark.parametrize(("exclude", "directory", "pruned"), [
-    ("**/node_modules/**", "node_modules", True),
-    ("**/node_modules/**", "a/b/node_modules", True),
-    ("**/node_modules/**", "a/node_modules_x", False),
-    ("**/build", "src/build", True),  # an exclude matching the directory itself
-    ("build/", "build", True),  # trailing slash: everything below
-    ("build/", "src/build", False),  # anchored at the root
-    ("cache/*/tmp/**", "cache/x/tmp", True),
-    ("cache/*/tmp/**", "cache/x/y/tmp", False),
-    ("**/*.txt", "folder", False),
-])
+@pytest.mark.parametrize(
+    ("exclude", "directory", "pruned"),
+    [
+        ("**/node_modules/**", "node_modules", True),
+        ("**/node_modules/**", "a/b/node_modules", True),
+        ("**/node_modules/**", "a/node_modules_x", False),
+        ("**/build", "src/build", True),  # an exclude matching the directory itself
+        ("build/", "build", True),  # trailing slash: everything below
+        ("build/", "src/build", False),  # anchored at the root
+        ("cache/*/tmp/**", "cache/x/tmp", True),
+        ("cache/*/tmp/**", "cache/x/y/tmp", False),
+        ("**/*.txt", "folder", False),
+    ],
+)
 def test_excluded_directories_are_pruned(exclude: str, directory: str, pruned: bool) -> None:
     patterns = PatternSet(include=["**/*"], exclude=[exclude])
     assert patterns.prunes_dir(directory) is pruned
@@ -127,23 +136,49 @@ def test_files_below_pruned_directories_do_not_match() -> None:
     assert patterns.matches_file("src/builder/out.txt")
 
 
-@pytest.mark.parametrize("path", [
-    ".git/config", "proj/.git/objects/ab/cdef", "app/node_modules/x/index.js",
-    "py/__pycache__/m.cpython-311.pyc", ".venv/lib/site.py", "photos/.DS_Store",
-    "share/Thumbs.db", "x/desktop.ini", ".Trash-1000/files/a.txt", "nas/@eaDir/a.jpg",
-    "$RECYCLE.BIN/S-1-5/a.doc", "d/report.tmp", "d/.notes.md.swp", "d/~$report.docx",
-    "d/movie.mkv.part", "d/setup.exe.crdownload", ".idea/workspace.xml",
-    ".vscode/settings.json", "a/._photo.jpg",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/config",
+        "proj/.git/objects/ab/cdef",
+        "app/node_modules/x/index.js",
+        "py/__pycache__/m.cpython-311.pyc",
+        ".venv/lib/site.py",
+        "photos/.DS_Store",
+        "share/Thumbs.db",
+        "x/desktop.ini",
+        ".Trash-1000/files/a.txt",
+        "nas/@eaDir/a.jpg",
+        "$RECYCLE.BIN/S-1-5/a.doc",
+        "d/report.tmp",
+        "d/.notes.md.swp",
+        "d/~$report.docx",
+        "d/movie.mkv.part",
+        "d/setup.exe.crdownload",
+        ".idea/workspace.xml",
+        ".vscode/settings.json",
+        "a/._photo.jpg",
+    ],
+)
 def test_default_excludes_junk(path: str) -> None:
     assert not PatternSet().matches_file(path)
 
 
-@pytest.mark.parametrize("path", [
-    "build/notes.md", "dist/report.pdf", "vendor/contract.docx", "target/plan.txt",
-    "bin/readme.txt", "Documents/Tax 2025/return.pdf", ".bashrc", "lib/settings.json",
-    "temp/letter.txt", "cache/photo.jpg",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "build/notes.md",
+        "dist/report.pdf",
+        "vendor/contract.docx",
+        "target/plan.txt",
+        "bin/readme.txt",
+        "Documents/Tax 2025/return.pdf",
+        ".bashrc",
+        "lib/settings.json",
+        "temp/letter.txt",
+        "cache/photo.jpg",
+    ],
+)
 def test_default_keeps_ordinary_user_folders(path: str) -> None:
     assert PatternSet().matches_file(path)
 
@@ -160,6 +195,7 @@ def test_empty_include_matches_nothing() -> None:
 
 
 # -- no catastrophic backtracking -------------------------------------------------------------
+
 
 def _reference(tokens: list[str], path: list[str]) -> bool:
     """Brute-force glob match of segment tokens against path segments (slow, obviously right)."""
@@ -186,21 +222,25 @@ def test_matching_agrees_with_a_brute_force_reference() -> None:
 
     rng = random.Random(21)
     for _ in range(3000):
-        tokens = [rng.choice(["**", "*", "a*", "*a*b", "?a*", "b", "*a*a*", "a?b*"])
-                  for _ in range(rng.randint(1, 4))]
-        path = ["".join(rng.choice("ab") for _ in range(rng.randint(1, 5)))
-                for _ in range(rng.randint(1, 5))]
+        tokens = [
+            rng.choice(["**", "*", "a*", "*a*b", "?a*", "b", "*a*a*", "a?b*"])
+            for _ in range(rng.randint(1, 4))
+        ]
+        path = ["".join(rng.choice("ab") for _ in range(rng.randint(1, 5))) for _ in range(rng.randint(1, 5))]
         pattern, relpath = "/".join(tokens), "/".join(path)
         assert only(pattern).matches_file(relpath) is _reference(tokens, path), (pattern, relpath)
 
 
-@pytest.mark.parametrize(("pattern", "path"), [
-    ("**/**/**/**/**/*a*a*a*a*b", "a" * 250),  # 17.5 s per name before
-    ("**/**/**/**/**/*a*a*a*a*b", "/".join(["a" * 15] * 25)),  # 5.7 s before
-    ("**/a*/**/a*/**/a*/**/a*/**/*b", "/".join(["a" * 20] * 40)),
-    ("*a*a*a*a*a*a*a*a*a*a*a*a*b", "a" * 4000),
-    ("**/*[a-z]?*[!b]*a*?*a*b/**", "/".join(["a" * 60] * 60)),
-])
+@pytest.mark.parametrize(
+    ("pattern", "path"),
+    [
+        ("**/**/**/**/**/*a*a*a*a*b", "a" * 250),  # 17.5 s per name before
+        ("**/**/**/**/**/*a*a*a*a*b", "/".join(["a" * 15] * 25)),  # 5.7 s before
+        ("**/a*/**/a*/**/a*/**/a*/**/*b", "/".join(["a" * 20] * 40)),
+        ("*a*a*a*a*a*a*a*a*a*a*a*a*b", "a" * 4000),
+        ("**/*[a-z]?*[!b]*a*?*a*b/**", "/".join(["a" * 60] * 60)),
+    ],
+)
 def test_hostile_names_match_in_linear_time(pattern: str, path: str) -> None:
     import time
 

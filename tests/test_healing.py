@@ -21,8 +21,11 @@ def _fail_records(app, sid: str, message: str) -> None:
     from webapp.models import IndexedFile
 
     with app.app_context():
-        db.session.execute(update(IndexedFile).where(IndexedFile.source_id == sid)
-                           .values(status="failed", error_message=message))
+        db.session.execute(
+            update(IndexedFile)
+            .where(IndexedFile.source_id == sid)
+            .values(status="failed", error_message=message)
+        )
         db.session.commit()
         db.session.remove()
 
@@ -31,10 +34,12 @@ def _hits(client, auth, q: str) -> int:
     return client.post("/api/search", headers=auth, json={"q": q}).get_json()["total"]
 
 
-@pytest.mark.parametrize("message", ["File no longer exists", "File is not readable",
-                                     "Extraction timed out after 5 s"])
+@pytest.mark.parametrize(
+    "message", ["File no longer exists", "File is not readable", "Extraction timed out after 5 s"]
+)
 def test_access_failures_are_retried_with_the_same_size_and_mtime(
-        app, client, auth, make_tree, make_source, run_jobs, message):
+    app, client, auth, make_tree, make_source, run_jobs, message
+):
     root = make_tree("docs", {"a.txt": "aardvark heals", "b.txt": "bison stays"})
     sid = make_source(root)["id"]
     _scan(client, auth, sid)
@@ -57,12 +62,10 @@ def test_content_failures_are_not_retried(app, client, auth, make_tree, make_sou
     _scan(client, auth, sid)
     run_jobs()
     assert {status for status, _ in records(app, sid).values()} == {"failed"}
-    assert client.get(f"/api/status/{sid}", headers=auth).get_json()[
-        "last_run"]["unchanged_files"] == 1
+    assert client.get(f"/api/status/{sid}", headers=auth).get_json()["last_run"]["unchanged_files"] == 1
 
 
-def test_verify_reports_failed_files_that_now_read(app, client, auth, make_tree, make_source,
-                                                   run_jobs):
+def test_verify_reports_failed_files_that_now_read(app, client, auth, make_tree, make_source, run_jobs):
     root = make_tree("docs", {"a.txt": "aardvark", "b.txt": "bison", "c.txt": "cat"})
     sid = make_source(root)["id"]
     _scan(client, auth, sid)
@@ -72,8 +75,7 @@ def test_verify_reports_failed_files_that_now_read(app, client, auth, make_tree,
     (root / "c.txt").unlink()  # still gone: a vanished record, not one that now reads
     report = verify(app, sid)
     assert report["failed_files_now_readable"] == 2
-    assert report["sample"]["failed_files_now_readable"] == [str(root / "a.txt"),
-                                                             str(root / "b.txt")]
+    assert report["sample"]["failed_files_now_readable"] == [str(root / "a.txt"), str(root / "b.txt")]
     _scan(client, auth, sid)
     run_jobs()
     assert verify(app, sid)["problems"] == 0

@@ -29,12 +29,18 @@ from tests.workers import (
 
 # -- the hostile tree ------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def app_config(app_config):
     """Short timeouts and small batches so the traps show up in several batches."""
-    app_config.update(SECRET_KEY="hostile-tests-" + os.urandom(16).hex(), SCAN_BATCH_SIZE=20,
-                      EXTRACT_TIMEOUT_PDF=10.0, EXTRACT_TIMEOUT_DEFAULT=10.0,
-                      EXTRACT_TIMEOUT_TEXT=5.0, EXTRACT_MEMORY_MB=512)
+    app_config.update(
+        SECRET_KEY="hostile-tests-" + os.urandom(16).hex(),
+        SCAN_BATCH_SIZE=20,
+        EXTRACT_TIMEOUT_PDF=10.0,
+        EXTRACT_TIMEOUT_DEFAULT=10.0,
+        EXTRACT_TIMEOUT_TEXT=5.0,
+        EXTRACT_MEMORY_MB=512,
+    )
     return app_config
 
 
@@ -57,9 +63,9 @@ def _generated(root: Path) -> None:
     gen = root / "generated"
     gen.mkdir()
     with open(gen / "sparse-2gb.txt", "wb") as fh:  # 2 GB apparent size, no blocks
-        fh.truncate(2 * 1024 ** 3)
+        fh.truncate(2 * 1024**3)
     with open(gen / "sparse-100mb-minus.log", "wb") as fh:  # just under the limit: read it
-        fh.truncate(99 * 1024 ** 2)
+        fh.truncate(99 * 1024**2)
     (gen / "loop").mkdir()
     (gen / "loop" / "inside.txt").write_text("loop member")
     (gen / "loop" / "again").symlink_to("..")
@@ -113,13 +119,13 @@ def test_hostile_tree_scans_to_the_end(app, client, auth, make_source, hostile_r
     elapsed = time.monotonic() - started
     run = status["last_run"]
     assert run["state"] == "finished", run
-    assert worker.peak_rss < WORKER_RSS_LIMIT_MB * 1024 ** 2, worker.peak_rss / 1024 ** 2
+    assert worker.peak_rss < WORKER_RSS_LIMIT_MB * 1024**2, worker.peak_rss / 1024**2
 
     everything = records(app, sid)
     members = {p: v for p, v in everything.items() if "!/" in p}  # of archives (their own test)
     recs = {p: v for p, v in everything.items() if p not in members}
     expected = _expected_files(hostile_root, locked_readable=not binding)
-    assert set(recs) == expected, (expected ^ set(recs))
+    assert set(recs) == expected, expected ^ set(recs)
     if any(os.path.basename(p) == "droste.zip" for p in recs):  # from the hostile corpus
         # a zip holding itself is opened 3 levels deep, no further
         assert max(p.count("!/") for p in members) == 3
@@ -140,8 +146,9 @@ def test_hostile_tree_scans_to_the_end(app, client, auth, make_source, hostile_r
     # each file within its timeout: the whole run fits in the budget of a few slow files
     assert elapsed < 150
     assert client.get("/api/health").status_code == 200
-    hits = client.post("/api/search", headers=auth,
-                       json={"q": "hundred levels", "matching_strategy": "all"}).get_json()
+    hits = client.post(
+        "/api/search", headers=auth, json={"q": "hundred levels", "matching_strategy": "all"}
+    ).get_json()
     assert hits["total"] == 1
     report = verify(app, sid)
     assert report["orphan_documents"] == 0 and report["records_without_document"] == 0, report
@@ -168,9 +175,13 @@ def test_files_deleted_or_truncated_mid_scan(app, client, auth, make_source):
     victims = paths[-60:]  # the last batches: still waiting when extraction starts
 
     def vandal() -> None:
-        poll_status(client.application.test_client(), auth, sid,
-                    lambda s: (s.get("last_run") or {}).get("progress", {}).get("total", 0) > 0,
-                    timeout=60)  # the walk is done (sizes taken); extraction is starting
+        poll_status(
+            client.application.test_client(),
+            auth,
+            sid,
+            lambda s: (s.get("last_run") or {}).get("progress", {}).get("total", 0) > 0,
+            timeout=60,
+        )  # the walk is done (sizes taken); extraction is starting
         for i, path in enumerate(victims):
             if i % 2:
                 path.unlink()
@@ -193,12 +204,12 @@ def test_files_deleted_or_truncated_mid_scan(app, client, auth, make_source):
         # the next scan settles everything: deleted files leave, truncated ones are re-read
         assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200
         first = status["last_run"]
-        status = poll_status(client, auth, sid, lambda s: finished(s) and s["last_run"] != first,
-                             timeout=60)
+        status = poll_status(client, auth, sid, lambda s: finished(s) and s["last_run"] != first, timeout=60)
     assert status["total_files"] == 370
     assert verify(app, sid)["problems"] == 0
-    hit = client.post("/api/search", headers=auth,
-                       json={"q": "mid scan file 340", "matching_strategy": "all"}).get_json()
+    hit = client.post(
+        "/api/search", headers=auth, json={"q": "mid scan file 340", "matching_strategy": "all"}
+    ).get_json()
     assert hit["total"] == 0  # a truncated file's old text is gone from the index
     assert client.get("/api/health").status_code == 200
 
@@ -209,8 +220,7 @@ def _thumbs(app, sid: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_deleting_a_source_during_its_scan_leaves_no_thumbnails(app, client, auth, make_source,
-                                                                 run_jobs):
+def test_deleting_a_source_during_its_scan_leaves_no_thumbnails(app, client, auth, make_source, run_jobs):
     """The worker still extracting when the source is deleted wrote the thumbnails of its
     batch after the source's thumbnail folder was removed: orphans no one would ever delete."""
     from tests import samples

@@ -42,8 +42,7 @@ FAST = ExtractionSettings(timeout_text=0.5, timeout_pdf=0.5, memory_mb=256)
 def files(tmp_path: Path) -> dict[str, str]:
     """One file per test extractor plus an ordinary text file."""
     paths = {}
-    for name, data in {"a.hang": "x", "b.crash": "x", "c.hog": "x",
-                       "ok.txt": "still serving files"}.items():
+    for name, data in {"a.hang": "x", "b.crash": "x", "c.hog": "x", "ok.txt": "still serving files"}.items():
         (tmp_path / name).write_text(data)
         paths[name] = str(tmp_path / name)
     return paths
@@ -92,8 +91,10 @@ def test_memory_cap_stops_a_greedy_file(files):
     with Extractor(settings, extra_extractors=TEST_EXTRACTORS) as extractor:
         result = extractor.run(files["c.hog"])
         assert result.status == "failed"
-        assert result.error_message in ("File needs too much memory to extract",
-                                        "Extractor crashed on this file")
+        assert result.error_message in (
+            "File needs too much memory to extract",
+            "Extractor crashed on this file",
+        )
         assert extractor.run(files["ok.txt"]).status == "success"
 
 
@@ -127,8 +128,7 @@ def test_many_files_answer_in_order_and_a_bad_one_fails_alone(files, tmp_path):
     for index in range(150):  # more than one group of CHILD_GROUP files
         (tmp_path / f"note{index}.txt").write_text(f"note number {index}")
         notes.append(str(tmp_path / f"note{index}.txt"))
-    bad = {10: files["a.hang"], 70: files["b.crash"], 71: files["c.hog"],
-           130: str(tmp_path / "gone.txt")}
+    bad = {10: files["a.hang"], 70: files["b.crash"], 71: files["c.hog"], 130: str(tmp_path / "gone.txt")}
     paths = list(notes)
     for index, path in sorted(bad.items()):
         paths.insert(index, path)

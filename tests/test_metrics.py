@@ -19,9 +19,11 @@ def scrape(client, headers=None) -> dict[tuple, float]:
     resp = client.get("/metrics", headers=headers or {})
     assert resp.status_code == 200, resp.get_data(as_text=True)
     assert resp.mimetype == "text/plain"
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(resp.get_data(as_text=True))
-            for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(resp.get_data(as_text=True))
+        for s in family.samples
+    }
 
 
 def value(samples: dict, name: str, **labels: str) -> float:
@@ -34,8 +36,7 @@ def non_admin_headers(app, client) -> dict:
 
     with app.app_context():
         auth_service.create_user("reader", "reader-password", is_admin=False)
-    resp = client.post("/api/auth/login", json={"username": "reader",
-                                                "password": "reader-password"})
+    resp = client.post("/api/auth/login", json={"username": "reader", "password": "reader-password"})
     return {"Authorization": f"Bearer {resp.get_json()['access_token']}"}
 
 
@@ -45,8 +46,7 @@ def test_metrics_need_an_admin_token(app, client, auth):
     assert missing.get_json() == {"detail": "Missing or invalid authentication token"}
     assert client.get("/metrics", headers={"Authorization": "Bearer nonsense"}).status_code == 401
     reader = client.get("/metrics", headers=non_admin_headers(app, client))
-    assert reader.status_code == 403 and reader.get_json() == {
-        "detail": "Only an admin may do this"}
+    assert reader.status_code == 403 and reader.get_json() == {"detail": "Only an admin may do this"}
     assert "trawl_queue_jobs" in client.get("/metrics", headers=auth).get_data(as_text=True)
     # a scraper's key that does not expire with the session: an admin's read-scope API token
     made = client.post("/api/tokens", headers=auth, json={"name": "prometheus", "scope": "read"})
@@ -71,8 +71,9 @@ def test_scan_in_a_worker_and_search_move_the_series(app, client, auth, make_tre
     files = {f"notes/n{i}.txt": f"salmon run {i}" for i in range(4)}
     files |= {"readme.md": "# Trawl\nsalmon nets", "skip.bin": b"\x00\x01"}
     root = make_tree("docs", files)
-    sid = client.post("/api/sources", headers=auth, json={
-        "name": "Docs", "root_path": str(root)}).get_json()["id"]
+    sid = client.post("/api/sources", headers=auth, json={"name": "Docs", "root_path": str(root)}).get_json()[
+        "id"
+    ]
     before = scrape(client, auth)
     assert value(before, "trawl_documents", source=sid) == 0
     log = tmp_path / "worker.log"
@@ -84,22 +85,29 @@ def test_scan_in_a_worker_and_search_move_the_series(app, client, auth, make_tre
             (root / "readme.md").write_text("# Trawl\nsalmon nets, mended")
         during = scrape(client, auth)
         assert value(during, "trawl_workers") == 1
-    moved = {outcome: value(during, "trawl_scan_files_total", source=sid, outcome=outcome) -
-             value(before, "trawl_scan_files_total", source=sid, outcome=outcome)
-             for outcome in ("success", "failed", "skipped", "unchanged", "deleted")}
+    moved = {
+        outcome: value(during, "trawl_scan_files_total", source=sid, outcome=outcome)
+        - value(before, "trawl_scan_files_total", source=sid, outcome=outcome)
+        for outcome in ("success", "failed", "skipped", "unchanged", "deleted")
+    }
     assert moved == {"success": 7, "failed": 0, "skipped": 0, "unchanged": 5, "deleted": 0}
-    extracted = (value(during, "trawl_extraction_seconds_count", type="text") -
-                 value(before, "trawl_extraction_seconds_count", type="text"))
+    extracted = value(during, "trawl_extraction_seconds_count", type="text") - value(
+        before, "trawl_extraction_seconds_count", type="text"
+    )
     assert extracted == 4
-    assert value(during, "trawl_scan_runs_total", source=sid, state="finished") == \
-        value(before, "trawl_scan_runs_total", source=sid, state="finished") + 2
+    assert (
+        value(during, "trawl_scan_runs_total", source=sid, state="finished")
+        == value(before, "trawl_scan_runs_total", source=sid, state="finished") + 2
+    )
     assert value(during, "trawl_documents", source=sid) == 6
     assert value(during, "trawl_index_bytes") > value(before, "trawl_index_bytes")
 
     assert client.post("/api/search", headers=auth, json={"q": "salmon"}).status_code == 200
     after = scrape(client, auth)
-    assert value(after, "trawl_search_duration_seconds_count", backend="tantivy") == \
-        value(during, "trawl_search_duration_seconds_count", backend="tantivy") + 1
+    assert (
+        value(after, "trawl_search_duration_seconds_count", backend="tantivy")
+        == value(during, "trawl_search_duration_seconds_count", backend="tantivy") + 1
+    )
 
     lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     summary = [x for x in lines if x["message"].startswith(f"Scan of {sid} finished")]
@@ -112,13 +120,21 @@ def test_scan_in_a_worker_and_search_move_the_series(app, client, auth, make_tre
 
 
 def test_launcher_removes_the_metric_files_of_dead_processes(tmp_path):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     gone, mine = int(dead.stdout), os.getpid()
-    for name in (f"counter_{gone}.db", f"histogram_{gone}h.db", f"counter_{mine}.db",
-                 f"counter_{mine}h.db", "notes.txt"):
+    for name in (
+        f"counter_{gone}.db",
+        f"histogram_{gone}h.db",
+        f"counter_{mine}.db",
+        f"counter_{mine}h.db",
+        "notes.txt",
+    ):
         (tmp_path / name).write_bytes(b"")
     assert clean_metrics(tmp_path) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        f"counter_{mine}.db", f"counter_{mine}h.db", "notes.txt"]
-
+        f"counter_{mine}.db",
+        f"counter_{mine}h.db",
+        "notes.txt",
+    ]

@@ -14,8 +14,7 @@ from sqlalchemy import create_engine, inspect, text
 from tests.conftest import initialised_app, new_pg_database
 
 REPO = Path(__file__).resolve().parent.parent
-TABLES = {"users", "sources", "indexed_files", "run_records", "saved_searches",
-          "user_sources", "api_tokens"}
+TABLES = {"users", "sources", "indexed_files", "run_records", "saved_searches", "user_sources", "api_tokens"}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -54,8 +53,9 @@ def schema_diff(url: str) -> list:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            ctx = MigrationContext.configure(conn, opts={"compare_type": True,
-                                                         "compare_server_default": True})
+            ctx = MigrationContext.configure(
+                conn, opts={"compare_type": True, "compare_server_default": True}
+            )
             return compare_metadata(ctx, db.metadata)
     finally:
         engine.dispose()
@@ -81,8 +81,7 @@ def head() -> str:
     return ScriptDirectory.from_config(cfg).get_current_head()
 
 
-def test_init_migrates_an_empty_database_to_the_models_and_the_factory_does_not(empty_db,
-                                                                              app_config):
+def test_init_migrates_an_empty_database_to_the_models_and_the_factory_does_not(empty_db, app_config):
     from webapp import create_app
 
     create_app({**app_config, "DATABASE_URL": empty_db})
@@ -125,11 +124,19 @@ def test_records_keep_their_unique_key_after_migration(empty_db, make_app):
     from webapp.models import IndexedFile, Source, utcnow
 
     with application.app_context():
-        db.session.add(Source(id="s", name="S", root_path="/x", include_patterns=["**/*"],
-                              exclude_patterns=[]))
+        db.session.add(
+            Source(id="s", name="S", root_path="/x", include_patterns=["**/*"], exclude_patterns=[])
+        )
         db.session.commit()
-        row = {"source_id": "s", "path": "/x/a", "size_bytes": 1, "mtime_ns": 1,
-               "modified_at": utcnow(), "hash": "h", "status": "success"}
+        row = {
+            "source_id": "s",
+            "path": "/x/a",
+            "size_bytes": 1,
+            "mtime_ns": 1,
+            "modified_at": utcnow(),
+            "hash": "h",
+            "status": "success",
+        }
         db.session.add(IndexedFile(**row))
         db.session.commit()
         db.session.add(IndexedFile(**row))
@@ -147,9 +154,13 @@ def test_database_made_by_create_all_is_stamped_not_recreated(tmp_path, make_app
     engine = create_engine(url)
     db.metadata.create_all(engine)
     with engine.begin() as conn:
-        conn.execute(text("INSERT INTO users (username, username_key, password_hash, is_admin, "
-                          "created_at, active, generation) "
-                          "VALUES ('old', 'old', 'x', 1, '2026-01-01 00:00:00', 1, 0)"))
+        conn.execute(
+            text(
+                "INSERT INTO users (username, username_key, password_hash, is_admin, "
+                "created_at, active, generation) "
+                "VALUES ('old', 'old', 'x', 1, '2026-01-01 00:00:00', 1, 0)"
+            )
+        )
     engine.dispose()
     make_app(url)
     assert revision(url) == head()
@@ -159,8 +170,7 @@ def test_database_made_by_create_all_is_stamped_not_recreated(tmp_path, make_app
     engine.dispose()
 
 
-def test_upgrade_from_0001_keeps_the_admin_working_and_seeing_everything(empty_db, make_app,
-                                                                       roots):
+def test_upgrade_from_0001_keeps_the_admin_working_and_seeing_everything(empty_db, make_app, roots):
     """An install of the first schema with an admin, a source and a document record: after
     the upgrade the admin logs in as before, is an active admin and sees every source."""
     from argon2 import PasswordHasher
@@ -174,14 +184,24 @@ def test_upgrade_from_0001_keeps_the_admin_working_and_seeing_everything(empty_d
     engine = create_engine(empty_db)
     with engine.begin() as conn:
         assert "active" not in {c["name"] for c in inspect(conn).get_columns("users")}
-        conn.execute(text("INSERT INTO users (username, password_hash, is_admin, created_at) "
-                          "VALUES ('boss', :h, :t, '2026-01-01 00:00:00')"),
-                     {"h": PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
-                      .hash("old password 1"), "t": True})
-        conn.execute(text(
-            "INSERT INTO sources (id, name, root_path, include_patterns, exclude_patterns, "
-            "created_at, updated_at) VALUES ('old', 'Old', :root, '[\"**/*\"]', '[]', "
-            "'2026-01-01 00:00:00', '2026-01-01 00:00:00')"), {"root": str(folder)})
+        conn.execute(
+            text(
+                "INSERT INTO users (username, password_hash, is_admin, created_at) "
+                "VALUES ('boss', :h, :t, '2026-01-01 00:00:00')"
+            ),
+            {
+                "h": PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1).hash("old password 1"),
+                "t": True,
+            },
+        )
+        conn.execute(
+            text(
+                "INSERT INTO sources (id, name, root_path, include_patterns, exclude_patterns, "
+                "created_at, updated_at) VALUES ('old', 'Old', :root, '[\"**/*\"]', '[]', "
+                "'2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+            ),
+            {"root": str(folder)},
+        )
     engine.dispose()
     result = runner.invoke(args=["db", "upgrade"])
     assert result.exit_code == 0, result.output
@@ -189,8 +209,7 @@ def test_upgrade_from_0001_keeps_the_admin_working_and_seeing_everything(empty_d
     assert schema_diff(empty_db) == []
     application.config["AUTH_RATE_LIMIT"] = "1000/minute"  # Redis is shared with other tests
     client = application.test_client()
-    login = client.post("/api/auth/login", json={"username": "boss",
-                                                 "password": "old password 1"})
+    login = client.post("/api/auth/login", json={"username": "boss", "password": "old password 1"})
     assert login.status_code == 200, login.get_json()
     auth = {"Authorization": f"Bearer {login.get_json()['access_token']}"}
     me = client.get("/api/auth/me", headers=auth).get_json()
@@ -211,12 +230,18 @@ def test_upgrade_renames_later_accounts_whose_names_clash_by_case(empty_db, make
         hasher = _hasher()
     engine = create_engine(empty_db)
     with engine.begin() as conn:
-        for name, password, admin in (("boss", "first password", True),
-                                      ("Boss", "second password", False),
-                                      ("clerk", "third password", False)):
-            conn.execute(text("INSERT INTO users (username, password_hash, is_admin, created_at,"
-                              " active, generation) VALUES (:u, :h, :a, '2026-01-01', :t, 0)"),
-                         {"u": name, "h": hasher.hash(password), "a": admin, "t": True})
+        for name, password, admin in (
+            ("boss", "first password", True),
+            ("Boss", "second password", False),
+            ("clerk", "third password", False),
+        ):
+            conn.execute(
+                text(
+                    "INSERT INTO users (username, password_hash, is_admin, created_at,"
+                    " active, generation) VALUES (:u, :h, :a, '2026-01-01', :t, 0)"
+                ),
+                {"u": name, "h": hasher.hash(password), "a": admin, "t": True},
+            )
     engine.dispose()
     result = runner.invoke(args=["db", "upgrade"])
     assert result.exit_code == 0, result.output
@@ -257,9 +282,15 @@ def test_processes_starting_together_migrate_once(empty_db, tmp_path, redis_url)
     twice, `make run` beside it): all succeed and the schema is migrated once."""
     data = tmp_path / "shared-data"
     data.mkdir()
-    procs = [subprocess.Popen([sys.executable, "-c", STARTER, str(data), empty_db, redis_url],
-                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", STARTER, str(data), empty_db, redis_url],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for _ in range(3)
+    ]
     outputs = [p.communicate(timeout=120)[0].decode() for p in procs]
     for proc, out in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, out

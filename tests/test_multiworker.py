@@ -48,11 +48,18 @@ def start_workers(app, tmp_path):
     from webapp.runtime import get_queue, get_redis
 
     procs: list[subprocess.Popen] = []
-    env = {**os.environ, "DATA_DIR": app.config["DATA_DIR"], "REDIS_URL": app.config["REDIS_URL"],
-           "DATABASE_URL": app.config["DATABASE_URL"], "QUEUE_NAME": app.config["QUEUE_NAME"],
-           "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"]),
-           "SEARCH_BACKEND": "tantivy", "SEARCH_INDEX_DIR": app.config["SEARCH_INDEX_DIR"],
-           "SCAN_BATCH_SIZE": str(BATCH), "LOG_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        "DATA_DIR": app.config["DATA_DIR"],
+        "REDIS_URL": app.config["REDIS_URL"],
+        "DATABASE_URL": app.config["DATABASE_URL"],
+        "QUEUE_NAME": app.config["QUEUE_NAME"],
+        "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"]),
+        "SEARCH_BACKEND": "tantivy",
+        "SEARCH_INDEX_DIR": app.config["SEARCH_INDEX_DIR"],
+        "SCAN_BATCH_SIZE": str(BATCH),
+        "LOG_LEVEL": "WARNING",
+    }
 
     def start(n: int) -> list[subprocess.Popen]:
         queue = get_queue(app)
@@ -60,8 +67,9 @@ def start_workers(app, tmp_path):
         new = []
         for _ in range(n):
             log = open(tmp_path / f"worker-{len(procs)}.log", "wb")  # noqa: SIM115
-            proc = subprocess.Popen([sys.executable, "worker.py"], cwd=REPO, env=env,
-                                    stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                [sys.executable, "worker.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
             log.close()
             procs.append(proc)
             new.append(proc)
@@ -90,8 +98,10 @@ def stop(procs: list[subprocess.Popen]) -> None:
 
 
 def _logs(tmp_path: Path) -> str:
-    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
-                     for p in sorted(tmp_path.glob("worker-*.log")))
+    return "\n".join(
+        f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+        for p in sorted(tmp_path.glob("worker-*.log"))
+    )
 
 
 def _tree(roots: Path, name: str, workbooks: list[bytes]) -> Path:
@@ -148,19 +158,24 @@ def _assert_indexed_once(client, auth, app, source_id: str) -> None:
 
     with app.app_context():
         rows = db.session.execute(
-            select(IndexedFile.status, func.count()).where(IndexedFile.source_id == source_id)
-            .group_by(IndexedFile.status)).all()
-        distinct = db.session.scalar(select(func.count(func.distinct(IndexedFile.path)))
-                                     .where(IndexedFile.source_id == source_id))
+            select(IndexedFile.status, func.count())
+            .where(IndexedFile.source_id == source_id)
+            .group_by(IndexedFile.status)
+        ).all()
+        distinct = db.session.scalar(
+            select(func.count(func.distinct(IndexedFile.path))).where(IndexedFile.source_id == source_id)
+        )
     assert dict(rows) == {"success": FILES}
     assert distinct == FILES
-    found = client.post("/api/search", headers=auth,
-                        json={"q": "walrus ledger", "source_id": source_id, "limit": 1}).get_json()
+    found = client.post(
+        "/api/search", headers=auth, json={"q": "walrus ledger", "source_id": source_id, "limit": 1}
+    ).get_json()
     assert found["total"] == FILES
 
 
 def test_scan_spreads_over_four_workers_and_indexes_each_file_once(
-        app, client, auth, roots, make_source, start_workers, workbooks, tmp_path):
+    app, client, auth, roots, make_source, start_workers, workbooks, tmp_path
+):
     one = make_source(_tree(roots, "one", workbooks), name="One worker")
     four = make_source(_tree(roots, "four", workbooks), name="Four workers")
 
@@ -179,8 +194,10 @@ def test_scan_spreads_over_four_workers_and_indexes_each_file_once(
     assert body["stats"]["successful"] == FILES
     _assert_indexed_once(client, auth, app, four["id"])
     shared = _extracting_workers(app, body["job_id"])
-    print(f"\nscan of {FILES} files: 1 worker {wall_1:.1f} s, 4 workers {wall_4:.1f} s; "
-          f"batches per worker with 4: {sorted(shared.values(), reverse=True)}")
+    print(
+        f"\nscan of {FILES} files: 1 worker {wall_1:.1f} s, 4 workers {wall_4:.1f} s; "
+        f"batches per worker with 4: {sorted(shared.values(), reverse=True)}"
+    )
     assert sum(shared.values()) == FILES // BATCH
     assert len(shared) >= 3, f"extraction ran on only {len(shared)} worker(s): {shared}"
 
@@ -192,9 +209,15 @@ def test_a_pool_runs_its_workers_without_rq_schedulers(app, tmp_path):
 
     from webapp.runtime import get_queue, get_redis
 
-    env = {**os.environ, "DATA_DIR": app.config["DATA_DIR"], "REDIS_URL": app.config["REDIS_URL"],
-           "DATABASE_URL": app.config["DATABASE_URL"], "QUEUE_NAME": app.config["QUEUE_NAME"],
-           "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"]), "LOG_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        "DATA_DIR": app.config["DATA_DIR"],
+        "REDIS_URL": app.config["REDIS_URL"],
+        "DATABASE_URL": app.config["DATABASE_URL"],
+        "QUEUE_NAME": app.config["QUEUE_NAME"],
+        "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"]),
+        "LOG_LEVEL": "WARNING",
+    }
     pool = subprocess.Popen([sys.executable, "worker.py", "--workers", "2"], cwd=REPO, env=env)
     try:
         deadline = time.monotonic() + 60

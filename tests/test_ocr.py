@@ -18,8 +18,9 @@ from tests.workers import Worker, poll_status
 from webapp import jobs
 from webapp.runtime import get_ocr_queue, get_queue, get_redis
 
-pytestmark = pytest.mark.skipif(not tesseract_installed(),
-                                reason="tesseract-ocr is not installed (apt-get install tesseract-ocr)")
+pytestmark = pytest.mark.skipif(
+    not tesseract_installed(), reason="tesseract-ocr is not installed (apt-get install tesseract-ocr)"
+)
 MIN_FOUND = 0.9  # of the words of a clean 300-dpi page, found by search
 TEXT_PAGE = "Quarterly minutes typed on a computer"
 
@@ -32,10 +33,12 @@ def _ocr_on(app_config):
 @pytest.fixture
 def run_ocr(app):
     """Run the queued OCR jobs (the queue workers serve after the main one) until none is left."""
+
     def run() -> None:
         with app.app_context():
-            SimpleWorker([get_queue(app), get_ocr_queue(app)],
-                         connection=get_redis(app)).work(burst=True, logging_level="WARNING")
+            SimpleWorker([get_queue(app), get_ocr_queue(app)], connection=get_redis(app)).work(
+                burst=True, logging_level="WARNING"
+            )
 
     return run
 
@@ -112,7 +115,8 @@ def _status(client, auth, source_id: str) -> dict:
 
 
 def test_scanned_pages_are_found_after_a_first_index_that_does_not_wait(
-        app, client, auth, make_tree, make_source, run_jobs, run_ocr):
+    app, client, auth, make_tree, make_source, run_jobs, run_ocr
+):
     src = make_source(_scanned_tree(make_tree))
     _scan(client, auth, run_jobs, src["id"])
     status = _status(client, auth, src["id"])
@@ -141,8 +145,9 @@ def test_scanned_pages_are_found_after_a_first_index_that_does_not_wait(
     assert "Read by OCR from 2 pages (eng)" in page
 
 
-def test_unchanged_bytes_are_never_read_twice(app, client, auth, make_tree, make_source,
-                                               run_jobs, run_ocr, ocr_reads):
+def test_unchanged_bytes_are_never_read_twice(
+    app, client, auth, make_tree, make_source, run_jobs, run_ocr, ocr_reads
+):
     names = ("scans/letter.pdf", "photos/board.png")
     root = _scanned_tree(make_tree, names)
     src = make_source(root)
@@ -176,7 +181,8 @@ def test_unchanged_bytes_are_never_read_twice(app, client, auth, make_tree, make
 
 
 def test_without_tesseract_health_says_so_and_scans_still_work(
-        app, client, auth, make_tree, make_source, run_jobs, tmp_path, monkeypatch):
+    app, client, auth, make_tree, make_source, run_jobs, tmp_path, monkeypatch
+):
     monkeypatch.setenv("PATH", str(tmp_path))  # no tesseract on it
     health = client.get("/api/health")
     assert health.status_code == 200
@@ -201,8 +207,9 @@ def test_missing_language_is_unavailable(app, client):
     assert client.get("/api/health").get_json()["components"]["ocr"] == "ok"
 
 
-def test_pages_past_the_timeout_or_the_cap_are_left_out(app, client, auth, make_tree,
-                                                         make_source, run_jobs, run_ocr):
+def test_pages_past_the_timeout_or_the_cap_are_left_out(
+    app, client, auth, make_tree, make_source, run_jobs, run_ocr
+):
     app.config.update(OCR_TIMEOUT_PAGE=0.001, OCR_MAX_PAGES=2)  # no page can be read that fast
     images = [page_image(page_words(seed)) for seed in (1, 2, 3)]
     src = make_source(make_tree("office", {"long-scan.pdf": scanned_pdf(images)}))
@@ -221,12 +228,12 @@ def _raw_with_preview(jpeg: bytes) -> bytes:
     offset = 8 + 2 + 12 * len(entries) + 4
     entries[2] = (0x201, 4, 1, offset)
     ifd = struct.pack("<H", len(entries)) + b"".join(
-        struct.pack("<HHII", tag, kind, count, value) for tag, kind, count, value in entries)
+        struct.pack("<HHII", tag, kind, count, value) for tag, kind, count, value in entries
+    )
     return b"II*\x00" + struct.pack("<I", 8) + ifd + struct.pack("<I", 0) + jpeg
 
 
-def test_the_preview_of_a_raw_file_is_read(client, auth, make_tree, make_source, run_jobs,
-                                           run_ocr):
+def test_the_preview_of_a_raw_file_is_read(client, auth, make_tree, make_source, run_jobs, run_ocr):
     jpeg = image_bytes(page_image(page_words(8)), "JPEG")
     src = make_source(make_tree("office", {"camera/whiteboard.dng": _raw_with_preview(jpeg)}))
     _scan(client, auth, run_jobs, src["id"])
@@ -239,20 +246,24 @@ def test_the_preview_of_a_raw_file_is_read(client, auth, make_tree, make_source,
 
 def test_the_workers_of_make_run_serve_the_ocr_queue(app, client, auth, make_tree, make_source):
     """worker.py: after the scan, the same worker reads the scanned page from the OCR queue."""
-    src = make_source(make_tree("office", {"board.png": image_bytes(
-        page_image(page_words(4)), "PNG")}))
+    src = make_source(make_tree("office", {"board.png": image_bytes(page_image(page_words(4)), "PNG")}))
     assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code in (200, 202)
     with Worker(app):
-        poll_status(client, auth, src["id"], lambda s: s["state"] == "idle"
-                    and s["total_files"] == 1 and s["ocr_pending"] == 0, timeout=120)
+        poll_status(
+            client,
+            auth,
+            src["id"],
+            lambda s: s["state"] == "idle" and s["total_files"] == 1 and s["ocr_pending"] == 0,
+            timeout=120,
+        )
     words = _words(4)
     assert sum("board.png" in _found(client, auth, w) for w in words) / len(words) >= MIN_FOUND
 
 
-def test_a_lost_ocr_job_is_queued_again_when_the_scheduler_starts(app, client, auth, make_tree,
-                                                                  make_source, run_jobs):
-    src = make_source(make_tree("office", {"board.png": image_bytes(
-        page_image(page_words(4)), "PNG")}))
+def test_a_lost_ocr_job_is_queued_again_when_the_scheduler_starts(
+    app, client, auth, make_tree, make_source, run_jobs
+):
+    src = make_source(make_tree("office", {"board.png": image_bytes(page_image(page_words(4)), "PNG")}))
     _scan(client, auth, run_jobs, src["id"])
     assert _ocr_jobs(app) == 1
     get_ocr_queue(app).empty()  # the job is lost (Redis without persistence restarted)
@@ -263,7 +274,8 @@ def test_a_lost_ocr_job_is_queued_again_when_the_scheduler_starts(app, client, a
 
 
 def test_a_job_out_of_time_yields_between_pages_and_the_next_goes_on_where_it_stopped(
-        app, client, auth, make_tree, make_source, run_jobs, monkeypatch, tmp_path):
+    app, client, auth, make_tree, make_source, run_jobs, monkeypatch, tmp_path
+):
     """Every job ends after one page (its time is up); the document is read by several jobs,
     each page by Tesseract once (a `tesseract` on PATH that logs each call, then runs the real
     one), and the whole text is found."""
@@ -272,18 +284,21 @@ def test_a_job_out_of_time_yields_between_pages_and_the_next_goes_on_where_it_st
     log = tmp_path / "calls.log"
     wrapper = tmp_path / "bin" / "tesseract"
     wrapper.parent.mkdir()
-    wrapper.write_text(f'#!/bin/sh\n[ "$1" = stdin ] && echo page >> {log}\n'
-                       f'exec {shutil.which("tesseract")} "$@"\n')
+    wrapper.write_text(
+        f'#!/bin/sh\n[ "$1" = stdin ] && echo page >> {log}\nexec {shutil.which("tesseract")} "$@"\n'
+    )
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
     monkeypatch.setattr(background, "JOB_SECONDS", 0.0)
     seeds = (11, 12, 13)
-    src = make_source(make_tree("office", {"long.pdf": scanned_pdf(
-        [page_image(page_words(seed)) for seed in seeds])}))
+    src = make_source(
+        make_tree("office", {"long.pdf": scanned_pdf([page_image(page_words(seed)) for seed in seeds])})
+    )
     _scan(client, auth, run_jobs, src["id"])
     with app.app_context():  # a bounded number of jobs: one starting over each time never ends
         SimpleWorker([get_queue(app), get_ocr_queue(app)], connection=get_redis(app)).work(
-            burst=True, max_jobs=12, logging_level="WARNING")
+            burst=True, max_jobs=12, logging_level="WARNING"
+        )
     assert _status(client, auth, src["id"])["ocr_pending"] == 0
     assert log.read_text().count("page") == 3  # each page read once, by three jobs
     assert len(FinishedJobRegistry(queue=get_ocr_queue(app)).get_job_ids()) >= 3

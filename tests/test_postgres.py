@@ -40,15 +40,31 @@ def _source(app, source_id: str = "docs") -> None:
     from webapp.models import Source
 
     with app.app_context():
-        db.session.add(Source(id=source_id, name=source_id, root_path="/nowhere",
-                              include_patterns=["**/*"], exclude_patterns=[]))
+        db.session.add(
+            Source(
+                id=source_id,
+                name=source_id,
+                root_path="/nowhere",
+                include_patterns=["**/*"],
+                exclude_patterns=[],
+            )
+        )
         db.session.commit()
 
 
 def _rows(paths: list[str], writer: int) -> list[dict]:
     """Record rows as a scan batch carries them; size and mtime tell which writer wrote them."""
-    return [{"path": p, "size_bytes": writer, "mtime_ns": writer * 1_000_000_000,
-             "doc_type": "text", "status": "success", "error_message": None} for p in paths]
+    return [
+        {
+            "path": p,
+            "size_bytes": writer,
+            "mtime_ns": writer * 1_000_000_000,
+            "doc_type": "text",
+            "status": "success",
+            "error_message": None,
+        }
+        for p in paths
+    ]
 
 
 def test_the_app_runs_on_postgresql(app):
@@ -123,8 +139,11 @@ def test_concurrent_upserts_of_the_same_records_do_not_deadlock(app):
     with app.app_context():
         count = db.session.scalar(select(func.count()).select_from(IndexedFile))
         distinct = db.session.scalar(select(func.count(func.distinct(IndexedFile.path))))
-        torn = db.session.scalar(select(func.count()).select_from(IndexedFile).where(
-            IndexedFile.mtime_ns != IndexedFile.size_bytes * 1_000_000_000))
+        torn = db.session.scalar(
+            select(func.count())
+            .select_from(IndexedFile)
+            .where(IndexedFile.mtime_ns != IndexedFile.size_bytes * 1_000_000_000)
+        )
     assert count == distinct == len(written)
     assert torn == 0
 
@@ -137,7 +156,8 @@ def _documented_copy_script() -> str:
 
 
 def test_documented_move_from_sqlite_keeps_users_sources_and_records(
-        app, client, app_config, pg_url, tmp_path, make_tree):
+    app, client, app_config, pg_url, tmp_path, make_tree
+):
     """docs/scaling.md: `flask db upgrade` on PostgreSQL (the app fixture did it), copy, start."""
     from webapp.extensions import db
     from webapp.indexing.records import upsert_records
@@ -148,9 +168,11 @@ def test_documented_move_from_sqlite_keeps_users_sources_and_records(
     old_client = old.test_client()
     token = old_client.post("/api/auth/setup", json=ADMIN).get_json()["access_token"]
     root = make_tree("moved", {"a.txt": "a"})
-    resp = old_client.post("/api/sources", headers={"Authorization": f"Bearer {token}"},
-                           json={"name": "Moved", "root_path": str(root),
-                                 "scan_schedule": "@daily"})
+    resp = old_client.post(
+        "/api/sources",
+        headers={"Authorization": f"Bearer {token}"},
+        json={"name": "Moved", "root_path": str(root), "scan_schedule": "@daily"},
+    )
     assert resp.status_code == 201, resp.get_json()
     with old.app_context():
         upsert_records("moved", _rows([f"{root}/f{i}.txt" for i in range(30)], writer=3))
@@ -158,9 +180,14 @@ def test_documented_move_from_sqlite_keeps_users_sources_and_records(
 
     script = tmp_path / "copy_to_postgres.py"
     script.write_text(_documented_copy_script())
-    done = subprocess.run([sys.executable, str(script), old_url, pg_url], cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO)},
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(script), old_url, pg_url],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "indexed_files 30" in done.stdout
 

@@ -79,10 +79,13 @@ def _rss_mb() -> float:
 
 
 def test_over_limit_and_broken_images_get_a_clear_422(client, auth, previews):
-    expected = {"bomb 12000x12000.png": "too large to preview (12000x12000",
-                "over the cap 8000x7000.png": "too large to preview (8000x7000",
-                "truncated photo.jpg": "cannot be read", "garbage picture.png": "cannot be read",
-                "not an image.gif": "cannot be read"}
+    expected = {
+        "bomb 12000x12000.png": "too large to preview (12000x12000",
+        "over the cap 8000x7000.png": "too large to preview (8000x7000",
+        "truncated photo.jpg": "cannot be read",
+        "garbage picture.png": "cannot be read",
+        "not an image.gif": "cannot be read",
+    }
     before = _rss_mb()
     for name, words in expected.items():
         resp = client.get(f"/api/documents/{previews[name]}/preview", headers=auth)
@@ -92,8 +95,7 @@ def test_over_limit_and_broken_images_get_a_clear_422(client, auth, previews):
 
 
 def test_big_jpeg_is_decoded_reduced_and_heic_is_previewed(app, client, auth, previews):
-    resp = client.get(f"/api/documents/{previews['huge camera 9000x6000.jpg']}/preview",
-                      headers=auth)
+    resp = client.get(f"/api/documents/{previews['huge camera 9000x6000.jpg']}/preview", headers=auth)
     assert resp.status_code == 200 and resp.mimetype == "image/jpeg"
     assert Image.open(io.BytesIO(resp.data)).size == (2048, 1365)  # 54 Mpx, reduced on decode
     heic = client.get(f"/api/documents/{previews['phone picture.heic']}/preview", headers=auth)
@@ -144,8 +146,9 @@ def _hammer(url: str, token: str, n: int = 8) -> tuple[list[int], float]:
     headers = {"Authorization": f"Bearer {token}"}
     started = time.monotonic()
     with ThreadPoolExecutor(n) as pool:
-        codes = list(pool.map(lambda _: requests.get(url, headers=headers, timeout=120)
-                              .status_code, range(n)))
+        codes = list(
+            pool.map(lambda _: requests.get(url, headers=headers, timeout=120).status_code, range(n))
+        )
     return codes, time.monotonic() - started
 
 
@@ -185,17 +188,21 @@ def test_hostile_previews_leave_gunicorn_memory_where_it_was(app, token, preview
     try:
         worker = psutil.Process(web.proc.pid).children()[0]
         base = f"{web.url}/api/documents/"
-        requests.get(base + previews["phone picture.heic"] + "/preview", timeout=30,
-                     headers={"Authorization": f"Bearer {token}"})  # fork server up, as in use
+        requests.get(
+            base + previews["phone picture.heic"] + "/preview",
+            timeout=30,
+            headers={"Authorization": f"Bearer {token}"},
+        )  # fork server up, as in use
         before = worker.memory_info().rss / 2**20
         with _PeakSampler(worker) as peak:
             bombs, bombs_s = _hammer(base + previews["bomb 12000x12000.png"] + "/preview", token)
-            big, big_s = _hammer(base + previews["near the cap 7000x7000.png"] + "/preview",
-                                 token)
+            big, big_s = _hammer(base + previews["near the cap 7000x7000.png"] + "/preview", token)
         after = worker.memory_info().rss / 2**20
-        print(f"\n8 bombs in {bombs_s:.2f} s, 8 x 49 Mpx in {big_s:.2f} s; worker RSS "
-              f"{before:.0f} -> peak {peak.worker:.0f} -> {after:.0f} MB; worker and its "
-              f"preview children together at most {peak.tree:.0f} MB")
+        print(
+            f"\n8 bombs in {bombs_s:.2f} s, 8 x 49 Mpx in {big_s:.2f} s; worker RSS "
+            f"{before:.0f} -> peak {peak.worker:.0f} -> {after:.0f} MB; worker and its "
+            f"preview children together at most {peak.tree:.0f} MB"
+        )
         assert bombs == [422] * 8 and big == [200] * 8
         assert after - before < 40
     finally:

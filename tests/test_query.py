@@ -23,8 +23,15 @@ from webapp.search.tantivy_text import folding
 
 # Letter blocks whose words the folding must agree on: Latin with every extension, Greek,
 # Cyrillic, Latin Extended Additional and the Latin ligatures (upper and lower case letters).
-LETTER_BLOCKS = ((0x41, 0x5A), (0x61, 0x7A), (0xC0, 0x24F), (0x370, 0x3FF), (0x400, 0x4FF),
-                 (0x1E00, 0x1EFF), (0xFB00, 0xFB06))
+LETTER_BLOCKS = (
+    (0x41, 0x5A),
+    (0x61, 0x7A),
+    (0xC0, 0x24F),
+    (0x370, 0x3FF),
+    (0x400, 0x4FF),
+    (0x1E00, 0x1EFF),
+    (0xFB00, 0xFB06),
+)
 
 
 def test_tokens_split_on_separators_and_digit_letter_boundaries():
@@ -36,7 +43,11 @@ def test_tokens_split_on_separators_and_digit_letter_boundaries():
 
 def test_typo_budget_by_word_length():
     assert [allowed_typos(w) for w in ("cat", "lazy", "basil", "document", "invoicing")] == [
-        0, 0, 1, 1, 2,
+        0,
+        0,
+        1,
+        1,
+        2,
     ]
 
 
@@ -85,14 +96,22 @@ def _natural(word: str) -> bool:
 
 def _generated_words(count: int = 3000) -> list[str]:
     """Deterministic words of letters from LETTER_BLOCKS mixed with digits and punctuation."""
-    letters = [chr(c) for lo, hi in LETTER_BLOCKS for c in range(lo, hi + 1)
-               if unicodedata.category(chr(c)) in ("Lu", "Ll")]
+    letters = [
+        chr(c)
+        for lo, hi in LETTER_BLOCKS
+        for c in range(lo, hi + 1)
+        if unicodedata.category(chr(c)) in ("Lu", "Ll")
+    ]
     marks = list("0123456789-_'.,;:!?()/")
     rng = random.Random(22)
     words: set[str] = set()
     while len(words) < count:
-        words.add("".join(rng.choice(letters) if rng.random() < 0.85 else rng.choice(marks)
-                          for _ in range(rng.randint(1, 12))))
+        words.add(
+            "".join(
+                rng.choice(letters) if rng.random() < 0.85 else rng.choice(marks)
+                for _ in range(rng.randint(1, 12))
+            )
+        )
     return sorted(words)
 
 
@@ -112,8 +131,9 @@ def _corpus_words(limit: int = 20_000) -> list[str]:
 
 
 def test_python_folding_matches_the_index_tokenizer():
-    words = (_corpus_words() + _generated_words()
-             + ["Ŝtraße", "Œuvre", "Ærøskøbing", "ﬁnance", "Łódź", "Ðóttir"])
+    words = (
+        _corpus_words() + _generated_words() + ["Ŝtraße", "Œuvre", "Ærøskøbing", "ﬁnance", "Łódź", "Ðóttir"]
+    )
     assert len(words) > 3000
     analyzer = folding()
     mismatches = [w for w in words if index_terms(w) != analyzer.analyze(w)]

@@ -25,54 +25,74 @@ def test_one_step_of_a_rule_outweighs_every_rule_after_it(slots):
     unit, largest = ranking.units(slots), ranking._ranges(slots)
     counted = list(ranking.RULES[:-1])
     for k, rule in enumerate(counted):
-        below = sum(getattr(unit, r) * largest[r] for r in counted[k + 1:]) + ranking.SCORE_ROOM
+        below = sum(getattr(unit, r) * largest[r] for r in counted[k + 1 :]) + ranking.SCORE_ROOM
         assert getattr(unit, rule) >= below, rule
 
 
 def test_more_words_above_fewer(backend):
-    backend.upsert([
-        make_doc("one", "Osprey. Osprey osprey osprey, the osprey over the lake."),
-        make_doc("both", f"A report on lakes with one osprey and one bittern. {LONG}"),
-    ])
+    backend.upsert(
+        [
+            make_doc("one", "Osprey. Osprey osprey osprey, the osprey over the lake."),
+            make_doc("both", f"A report on lakes with one osprey and one bittern. {LONG}"),
+        ]
+    )
     assert ids_of(backend, "osprey bittern") == ["both", "one"]
 
 
 def test_exact_above_typo(backend):
-    backend.upsert([
-        make_doc("typo", "The harbuor master signed it."),
-        make_doc("exact", f"The harbour master signed it. {LONG}"),
-    ])
+    backend.upsert(
+        [
+            make_doc("typo", "The harbuor master signed it."),
+            make_doc("exact", f"The harbour master signed it. {LONG}"),
+        ]
+    )
     assert ids_of(backend, "harbour ") == ["exact", "typo"]
 
 
 def test_one_typo_above_two_and_typo_matches_rank_by_distance(backend):
-    backend.upsert([
-        make_doc("two", "The konsultent came on Monday."),
-        make_doc("one", f"The consultent came on Monday. {LONG}"),
-        make_doc("none", "The plumber came on Monday."),
-    ])
+    backend.upsert(
+        [
+            make_doc("two", "The konsultent came on Monday."),
+            make_doc("one", f"The consultent came on Monday. {LONG}"),
+            make_doc("none", "The plumber came on Monday."),
+        ]
+    )
     results = backend.search(SearchQuery(q="consultant ")).results
     assert [r["id"] for r in results] == ["docs--one", "docs--two"]
     assert results[0]["score"] > results[1]["score"]
 
 
 def test_title_above_body(backend):
-    backend.upsert([
-        make_doc("body", "The harbour permit was discussed: harbour permit fees, the harbour "
-                         f"permit office. {LONG}"),
-        make_doc("titled", "Please find the form attached.", title="Harbour permit"),
-    ])
+    backend.upsert(
+        [
+            make_doc(
+                "body",
+                f"The harbour permit was discussed: harbour permit fees, the harbour permit office. {LONG}",
+            ),
+            make_doc("titled", "Please find the form attached.", title="Harbour permit"),
+        ]
+    )
     assert ids_of(backend, "harbour permit ") == ["titled", "body"]
 
 
 def test_a_signed_contract_titled_ranks_above_novels_that_mention_signing(backend):
     if _meili(backend):
         pytest.skip("Meilisearch does not stem English words: `sign` does not find `Signed`")
-    novels = [make_doc(f"novel{i}", "He had to sign the contract; she signs a contract too, "
-                       f"signing again and again, the contract signed at last. {LONG} {i}",
-                       title=f"A novel {i}") for i in range(3)]
-    email = make_doc("email", "Hello, attached as agreed. Best regards, Ann",
-                     "signed.eml", title="Signed contract for the house")
+    novels = [
+        make_doc(
+            f"novel{i}",
+            "He had to sign the contract; she signs a contract too, "
+            f"signing again and again, the contract signed at last. {LONG} {i}",
+            title=f"A novel {i}",
+        )
+        for i in range(3)
+    ]
+    email = make_doc(
+        "email",
+        "Hello, attached as agreed. Best regards, Ann",
+        "signed.eml",
+        title="Signed contract for the house",
+    )
     backend.upsert(novels + [email])
     assert ids_of(backend, "sign contract")[0] == "email"
 
@@ -83,10 +103,13 @@ def test_a_long_question_ranks_by_its_rare_words(backend):
     if _meili(backend):
         pytest.skip("Meilisearch ranks by its words rule first")
     filler = [make_doc(f"f{i}", f"the system keeps data and information {i}") for i in range(30)]
-    backend.upsert(filler + [
-        make_doc("common", "the system keeps data and information about everything"),
-        make_doc("rare", "cryptographic hashing explained"),
-    ])
+    backend.upsert(
+        filler
+        + [
+            make_doc("common", "the system keeps data and information about everything"),
+            make_doc("rare", "cryptographic hashing explained"),
+        ]
+    )
     q = "what does the system do with data and information about cryptographic hashing"
     assert ids_of(backend, q)[0] == "rare"
 
@@ -118,10 +141,17 @@ def units(backend):
     return backend
 
 
-@pytest.mark.parametrize(("q", "expected"), [
-    ("IMG_1234", ["img"]), ("INV-2024-001", ["inv"]), ("v1.2.3", ["version"]),
-    ("ann.lee@example.org", ["mail"]), ("file7", ["file7"]), ("burstword123", ["burst"]),
-])
+@pytest.mark.parametrize(
+    ("q", "expected"),
+    [
+        ("IMG_1234", ["img"]),
+        ("INV-2024-001", ["inv"]),
+        ("v1.2.3", ["version"]),
+        ("ann.lee@example.org", ["mail"]),
+        ("file7", ["file7"]),
+        ("burstword123", ["burst"]),
+    ],
+)
 def test_the_parts_of_a_typed_word_match_together(units, q, expected):
     for query in (q, q + " "):
         assert ids_of(units, query) == expected, query
@@ -146,9 +176,11 @@ def test_the_last_part_of_a_typed_word_is_a_prefix_while_typing(units):
 def test_a_german_document_is_found_by_another_form_of_its_words(backend):
     if _meili(backend):
         pytest.skip("Meilisearch does not stem")
-    german = ("Der Vertrag wurde von den Parteien unterschrieben und ist nicht mehr zu ändern. "
-              "Die Verträge sind mit dem Datum versehen und es gibt auch eine Kopie für die "
-              "Akten der Firma.")
+    german = (
+        "Der Vertrag wurde von den Parteien unterschrieben und ist nicht mehr zu ändern. "
+        "Die Verträge sind mit dem Datum versehen und es gibt auch eine Kopie für die "
+        "Akten der Firma."
+    )
     backend.upsert([make_doc("de", german), make_doc("en", "The contracts were signed.")])
     assert ids_of(backend, "verträge ") == ["de"]
     assert ids_of(backend, "Vertrages ") == ["de"]  # only its German stem finds it
@@ -156,11 +188,20 @@ def test_a_german_document_is_found_by_another_form_of_its_words(backend):
 
 
 def test_language_detection_by_function_words():
-    assert detect("Le contrat est signé par les deux parties, qui sont d'accord pour que "
-                  "la vente soit faite dans les délais prévus avec une garantie pour le "
-                  "client et le vendeur.") == "french"
-    assert detect("The contract is signed by both parties, who agree that the sale is made "
-                  "within the agreed time, with a guarantee for the buyer and the seller.") \
+    assert (
+        detect(
+            "Le contrat est signé par les deux parties, qui sont d'accord pour que "
+            "la vente soit faite dans les délais prévus avec une garantie pour le "
+            "client et le vendeur."
+        )
+        == "french"
+    )
+    assert (
+        detect(
+            "The contract is signed by both parties, who agree that the sale is made "
+            "within the agreed time, with a guarantee for the buyer and the seller."
+        )
         == "english"
+    )
     assert detect("def main(): return 42") == "english"  # too short to tell: the default
     assert detect(None) == "english"

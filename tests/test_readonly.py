@@ -65,8 +65,7 @@ def snapshot(root: Path) -> dict[str, tuple]:
                 extra = os.readlink(path)
             else:
                 extra = sorted(os.listdir(path))
-            out[path] = (st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns,
-                         st.st_ctime_ns, extra)
+            out[path] = (st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns, st.st_ctime_ns, extra)
     return out
 
 
@@ -92,8 +91,7 @@ def _unlock(root: Path) -> None:
 def _ro_bind_mount(src: Path, dst: Path) -> bool:
     """Mount src read-only at dst; False when this machine does not allow it."""
     dst.mkdir()
-    steps = [["mount", "--bind", str(src), str(dst)],
-             ["mount", "-o", "remount,bind,ro", str(dst)]]
+    steps = [["mount", "--bind", str(src), str(dst)], ["mount", "-o", "remount,bind,ro", str(dst)]]
     for i, cmd in enumerate(steps):
         if shutil.which(cmd[0]) is None or subprocess.run(cmd, capture_output=True).returncode:
             if i:
@@ -121,8 +119,9 @@ def _scan_and_use(app, client, auth, make_source, root: Path, sid: str) -> dict:
             assert preview.status_code == 200, preview.get_json()
         link = client.post(f"/api/documents/{did}/download-link", headers=auth).get_json()
         assert client.get(link["url"]).status_code == 200
-    hits = client.post("/api/search", headers=auth,
-                       json={"q": "readonly plain", "matching_strategy": "all"}).get_json()
+    hits = client.post(
+        "/api/search", headers=auth, json={"q": "readonly plain", "matching_strategy": "all"}
+    ).get_json()
     assert {r["basename"] for r in hits["results"]} == {"plain.txt", "link.txt"}
     return status
 
@@ -171,8 +170,9 @@ def test_full_rebuild_and_delete_change_no_file(app, client, auth, roots, make_s
     _scan_and_use(app, client, auth, make_source, tree, "ro")
     client.post("/api/sources/ro/reindex?full=true", headers=auth)
     with Worker(app):
-        poll_status(client, auth, "ro", lambda s: finished(s) and s["last_run"]["modified_files"],
-                    timeout=120)
+        poll_status(
+            client, auth, "ro", lambda s: finished(s) and s["last_run"]["modified_files"], timeout=120
+        )
     assert client.post("/api/sources/ro/clear-stale", headers=auth).status_code == 200
     assert client.delete("/api/sources/ro", headers=auth).status_code == 204
     assert snapshot(tree) == before

@@ -61,8 +61,9 @@ def docs(app, client, auth, make_tree, make_source, run_jobs):
     source = make_source(root, name="Rich")
     assert client.post(f"/api/sources/{source['id']}/reindex", headers=auth).status_code == 200
     run_jobs()
-    hits = client.post("/api/search", headers=auth,
-                       json={"q": "source:rich", "limit": 50}).get_json()["results"]
+    hits = client.post("/api/search", headers=auth, json={"q": "source:rich", "limit": 50}).get_json()[
+        "results"
+    ]
     browser = app.test_client()
     assert login(browser).status_code == 302
     return {h["basename"]: h["id"] for h in hits}, browser, root
@@ -119,12 +120,11 @@ def test_pdf_page_is_drawn_with_the_query_highlighted(docs):
 def test_markdown_is_rendered_and_sanitized(docs):
     ids, browser, _ = docs
     html = browser.get(f"/documents/{ids['notes.md']}").get_data(as_text=True)
-    body = html[html.index('class="markdown-body"'):]
-    body = body[:body.index("</section>")]
+    body = html[html.index('class="markdown-body"') :]
+    body = body[: body.index("</section>")]
     assert "<h1>Release notes</h1>" in body and "<td>budget</td>" in body
     assert '<a href="https://example.org" rel="noopener noreferrer nofollow">' in body
-    for bad in ("<script", "alert('x')", "alert(2)", "onerror", "onclick", 'href="javascript',
-                "<img"):
+    for bad in ("<script", "alert('x')", "alert(2)", "onerror", "onclick", 'href="javascript', "<img"):
         assert bad not in body, bad
     assert "[diagram]" in body  # a picture becomes its alt text
     marked = browser.get(f"/documents/{ids['notes.md']}?q=budgets").get_data(as_text=True)
@@ -148,8 +148,7 @@ def test_media_plays_from_the_page_and_honours_range(client, auth, docs):
     whole = browser.get(f"/documents/{media_id}/media")
     assert whole.status_code == 200 and whole.data == wav
     assert whole.headers["Accept-Ranges"] == "bytes"
-    beyond = browser.get(f"/documents/{media_id}/media",
-                         headers={"Range": f"bytes={len(wav) + 10}-"})
+    beyond = browser.get(f"/documents/{media_id}/media", headers={"Range": f"bytes={len(wav) + 10}-"})
     assert beyond.status_code == 416
     assert client.get(f"/documents/{media_id}/media").status_code == 302  # to the login page
 
@@ -159,16 +158,16 @@ def test_media_plays_from_the_page_and_honours_range(client, auth, docs):
     assert client.get(link["url"], headers={"Range": f"bytes={len(wav)}-"}).status_code == 416
 
 
-def test_every_file_of_the_real_corpus_previews_without_a_500(app, client, auth, make_source,
-                                                               run_jobs):
+def test_every_file_of_the_real_corpus_previews_without_a_500(app, client, auth, make_source, run_jobs):
     corpus = require_corpus()
     source = make_source(corpus / "real", name="Real")
     assert client.post(f"/api/sources/{source['id']}/reindex", headers=auth).status_code == 200
     run_jobs()
     docs, offset = [], 0
     while True:
-        page = client.post("/api/search", headers=auth, json={
-            "q": "source:real", "limit": 100, "offset": offset}).get_json()
+        page = client.post(
+            "/api/search", headers=auth, json={"q": "source:real", "limit": 100, "offset": offset}
+        ).get_json()
         docs += page["results"]
         offset += 100
         if offset >= page["total"]:

@@ -40,8 +40,13 @@ def test_dashboard_actions_need_our_origin_and_csrf_token(app, client, token):
     csrf = _dashboard_csrf(client)
     url = "/admin/rq/queue/trawl/compact"
     origin = {"Origin": "http://localhost"}
-    for headers in ({}, origin, {"X-CSRFToken": csrf}, {**origin, "X-CSRFToken": "forged"},
-                    {"Origin": "http://evil.example", "X-CSRFToken": csrf}):
+    for headers in (
+        {},
+        origin,
+        {"X-CSRFToken": csrf},
+        {**origin, "X-CSRFToken": "forged"},
+        {"Origin": "http://evil.example", "X-CSRFToken": csrf},
+    ):
         refused = client.post(url, headers=headers)
         assert refused.status_code == 403 and set(refused.get_json()) == {"detail"}, headers
     ok = client.post(url, headers={**origin, "X-CSRFToken": csrf})
@@ -62,29 +67,33 @@ def test_requeue_is_not_reachable_by_a_cross_site_get(app, client, token):
     assert resp.status_code == 405 and set(resp.get_json()) == {"detail"}
     assert registry.get_job_ids() == [job.id]  # still failed, not requeued
     csrf = _dashboard_csrf(client)
-    done = client.post("/admin/rq/requeue/trawl",
-                       headers={"Origin": "http://localhost", "X-CSRFToken": csrf})
+    done = client.post("/admin/rq/requeue/trawl", headers={"Origin": "http://localhost", "X-CSRFToken": csrf})
     assert done.status_code == 200 and done.get_json()["count"] == 1
 
 
 def test_bad_dashboard_paths_answer_4xx_not_500(app, client, token):
     _log_in(client)
     csrf = _dashboard_csrf(client)
-    gets = {"/admin/rq/0/view/job/no-such-job": 404, "/admin/rq/0/data/job/no-such-job.json": 404,
-            "/admin/rq/1/view": 404, "/admin/rq/7/data/queues.json": 404,
-            "/admin/rq/0/data/jobs/trawl/bogus/8/asc/1.json": 404,
-            "/admin/rq/0/data/jobs/trawl/failed/0/asc/1.json": 400,
-            "/admin/rq/0/data/jobs/trawl/failed/x/asc/1.json": 400,
-            "/admin/rq/0/data/jobs/trawl/failed/8/up/1.json": 400,
-            "/admin/rq/0/data/jobs/trawl/failed/8/asc/0.json": 400,
-            "/admin/rq/0/view/jobs/trawl/bogus/8/asc/1": 404}
+    gets = {
+        "/admin/rq/0/view/job/no-such-job": 404,
+        "/admin/rq/0/data/job/no-such-job.json": 404,
+        "/admin/rq/1/view": 404,
+        "/admin/rq/7/data/queues.json": 404,
+        "/admin/rq/0/data/jobs/trawl/bogus/8/asc/1.json": 404,
+        "/admin/rq/0/data/jobs/trawl/failed/0/asc/1.json": 400,
+        "/admin/rq/0/data/jobs/trawl/failed/x/asc/1.json": 400,
+        "/admin/rq/0/data/jobs/trawl/failed/8/up/1.json": 400,
+        "/admin/rq/0/data/jobs/trawl/failed/8/asc/0.json": 400,
+        "/admin/rq/0/view/jobs/trawl/bogus/8/asc/1": 404,
+    }
     for url, status in gets.items():
         resp = client.get(url)
         assert resp.status_code == status, (url, resp.status_code)
         if url.endswith(".json"):
             assert set(resp.get_json()) == {"detail"}, url
-    posted = client.post("/admin/rq/job/no-such-job/requeue",
-                         headers={"Origin": "http://localhost", "X-CSRFToken": csrf})
+    posted = client.post(
+        "/admin/rq/job/no-such-job/requeue", headers={"Origin": "http://localhost", "X-CSRFToken": csrf}
+    )
     assert posted.status_code == 404 and set(posted.get_json()) == {"detail"}
     fine = client.get("/admin/rq/0/data/jobs/trawl/failed/8/dsc/1.json")
     assert fine.status_code == 200 and fine.get_json()["jobs"] == []
@@ -98,8 +107,7 @@ def test_dashboard_pages_get_their_own_policy_and_the_site_keeps_its_strict_one(
     assert "unsafe-eval" not in site and "unsafe-inline" not in site.split("script-src")[1]
 
 
-def test_the_dashboard_opens_on_trawls_queue_counts_what_it_lists_and_links_back(app, client,
-                                                                                 token):
+def test_the_dashboard_opens_on_trawls_queue_counts_what_it_lists_and_links_back(app, client, token):
     """Its Jobs tab shows Trawl's queue (not RQ's "default"), a failed job that expired is
     neither counted nor listed, and every page has a way back to Trawl."""
     import time

@@ -41,16 +41,25 @@ def make_tree(root: Path, files: dict[str, str]) -> None:
         target.write_text(text)
 
 
-def relpaths(root: Path, patterns: PatternSet | None = None,
-             errors: Errors | None = None) -> list[str]:
+def relpaths(root: Path, patterns: PatternSet | None = None, errors: Errors | None = None) -> list[str]:
     """Relative paths the walk yields, in walk order."""
     found = walk(str(root), patterns or PatternSet(), errors if errors is not None else Errors())
     return [f.relpath for f in found]
 
 
 def test_walk_yields_selected_files_with_stats(tmp_path: Path) -> None:
-    make_tree(tmp_path, {"b.txt": "bb", "a.md": "a", "sub/c.md": "ccc", "sub/deep/d.md": "",
-                         ".git/HEAD": "ref", "node_modules/x/i.js": "1", "sub/t.tmp": "t"})
+    make_tree(
+        tmp_path,
+        {
+            "b.txt": "bb",
+            "a.md": "a",
+            "sub/c.md": "ccc",
+            "sub/deep/d.md": "",
+            ".git/HEAD": "ref",
+            "node_modules/x/i.js": "1",
+            "sub/t.tmp": "t",
+        },
+    )
     os.utime(tmp_path / "a.md", ns=(1_700_000_000_123_456_789, 1_700_000_000_123_456_789))
     found = {f.relpath: f for f in walk(str(tmp_path), PatternSet(), Errors())}
     assert sorted(found) == ["a.md", "b.txt", "sub/c.md", "sub/deep/d.md"]
@@ -71,8 +80,7 @@ def test_include_and_exclude_patterns_apply(tmp_path: Path) -> None:
     assert relpaths(tmp_path, patterns) == ["docs/a.md"]
 
 
-def test_excluded_directory_is_never_listed(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_excluded_directory_is_never_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     make_tree(tmp_path, {"keep/a.txt": "", "node_modules/pkg/index.js": ""})
     for i in range(200):
         make_tree(tmp_path, {f"node_modules/pkg{i}/lib/m.js": ""})
@@ -186,7 +194,8 @@ def test_unreadable_directory_is_reported_and_skipped() -> None:
             result = {"files": relpaths(base, errors=errors), "errors": errors}
         assert result["files"] == ["z.txt", "open/a.txt"]
         assert [tuple(e) for e in result["errors"]] == [
-            (str(base / "secret"), "Permission denied: directory is not readable")]
+            (str(base / "secret"), "Permission denied: directory is not readable")
+        ]
     finally:
         (base / "secret").chmod(0o755)
         shutil.rmtree(base)
@@ -213,8 +222,16 @@ def test_deep_tree(tmp_path: Path) -> None:
 
 
 def test_odd_but_valid_names(tmp_path: Path) -> None:
-    names = ["line\nbreak.txt", "tab\tname.txt", " lead space.txt", "日本語.txt", "é-nfc.txt",
-             "e\u0301-nfd.txt", "[x]{y}*?.txt", "back\\slash.txt"]
+    names = [
+        "line\nbreak.txt",
+        "tab\tname.txt",
+        " lead space.txt",
+        "日本語.txt",
+        "é-nfc.txt",
+        "e\u0301-nfd.txt",
+        "[x]{y}*?.txt",
+        "back\\slash.txt",
+    ]
     for name in names:
         (tmp_path / name).write_text("x")
     assert sorted(relpaths(tmp_path)) == sorted(names)
@@ -230,8 +247,10 @@ def test_invalid_utf8_names_are_reported_and_skipped(tmp_path: Path) -> None:
     (tmp_path / "good.txt").write_text("x")
     errors = Errors()
     assert relpaths(tmp_path, errors=errors) == ["good.txt"]
-    assert sorted(errors) == [(f"{tmp_path}/bad\ufffddir", NOT_UTF8),
-                              (f"{tmp_path}/latin1-caf\ufffd.txt", NOT_UTF8)]
+    assert sorted(errors) == [
+        (f"{tmp_path}/bad\ufffddir", NOT_UTF8),
+        (f"{tmp_path}/latin1-caf\ufffd.txt", NOT_UTF8),
+    ]
     json.dumps(errors)  # reported paths are storable
 
 
@@ -260,10 +279,8 @@ def stat(path: str, size: int = 1, mtime_ns: int = 1000) -> FileStat:
 
 
 def test_diff_classifies_every_file() -> None:
-    records = {"/r/same": (1, 1000), "/r/bigger": (1, 1000), "/r/touched": (1, 1000),
-               "/r/gone": (1, 1000)}
-    disk = [stat("/r/same"), stat("/r/bigger", size=2), stat("/r/touched", mtime_ns=1001),
-            stat("/r/fresh")]
+    records = {"/r/same": (1, 1000), "/r/bigger": (1, 1000), "/r/touched": (1, 1000), "/r/gone": (1, 1000)}
+    disk = [stat("/r/same"), stat("/r/bigger", size=2), stat("/r/touched", mtime_ns=1001), stat("/r/fresh")]
     changes = diff(disk, records)
     assert [f.path for f in changes.new] == ["/r/fresh"]
     assert sorted(f.path for f in changes.modified) == ["/r/bigger", "/r/touched"]
@@ -274,8 +291,7 @@ def test_diff_classifies_every_file() -> None:
 
 
 def test_diff_full_rebuilds_known_files() -> None:
-    changes = diff([stat("/r/a"), stat("/r/b")], {"/r/a": (1, 1000), "/r/c": (1, 1000)},
-                   full=True)
+    changes = diff([stat("/r/a"), stat("/r/b")], {"/r/a": (1, 1000), "/r/c": (1, 1000)}, full=True)
     assert [f.path for f in changes.new] == ["/r/b"]
     assert [f.path for f in changes.modified] == ["/r/a"]
     assert changes.unchanged == 0
@@ -284,8 +300,11 @@ def test_diff_full_rebuilds_known_files() -> None:
 
 def test_diff_retries_listed_paths_even_when_unchanged() -> None:
     records = {"/r/vanished-then-back": (1, 1000), "/r/fine": (1, 1000)}
-    changes = diff([stat("/r/vanished-then-back"), stat("/r/fine"), stat("/r/new")], records,
-                   retry={"/r/vanished-then-back", "/r/gone-for-good"})
+    changes = diff(
+        [stat("/r/vanished-then-back"), stat("/r/fine"), stat("/r/new")],
+        records,
+        retry={"/r/vanished-then-back", "/r/gone-for-good"},
+    )
     assert [f.path for f in changes.modified] == ["/r/vanished-then-back"]
     assert changes.unchanged == 1 and [f.path for f in changes.new] == ["/r/new"]
     assert changes.deleted == []
@@ -338,22 +357,45 @@ def test_document_id_and_path_hash() -> None:
 
 # -- path-limited walks (live updates) -----------------------------------------------------------
 
+
 def test_covering_keeps_the_outermost_paths():
     paths = ["/r/a", "/r/a/b/c.txt", "/r/a-b/x", "/r/ab", "/r/a/", "/r/z.txt"]
     assert covering(paths) == ["/r/a", "/r/a-b/x", "/r/ab", "/r/z.txt"]
 
 
 def test_walk_paths_is_the_walk_limited_to_those_paths(tmp_path):
-    make_tree(tmp_path, {"a/1.txt": "1", "a/sub/2.txt": "2", "b/3.txt": "3", "c.txt": "c",
-                         "a/node_modules/x.js": "x", "tmp.swp": "s", "b/keep.md": "k"})
+    make_tree(
+        tmp_path,
+        {
+            "a/1.txt": "1",
+            "a/sub/2.txt": "2",
+            "b/3.txt": "3",
+            "c.txt": "c",
+            "a/node_modules/x.js": "x",
+            "tmp.swp": "s",
+            "b/keep.md": "k",
+        },
+    )
     (tmp_path / "link").symlink_to(tmp_path / "a", target_is_directory=True)
     patterns = PatternSet(None, None)
     full = {f.path: f for f in walk(str(tmp_path), patterns, Errors())}
-    asked = [str(tmp_path / p) for p in ("a", "b/3.txt", "c.txt", "gone.txt", "tmp.swp",
-                                         "a/node_modules/x.js", "link/1.txt", "a/sub/2.txt")]
+    asked = [
+        str(tmp_path / p)
+        for p in (
+            "a",
+            "b/3.txt",
+            "c.txt",
+            "gone.txt",
+            "tmp.swp",
+            "a/node_modules/x.js",
+            "link/1.txt",
+            "a/sub/2.txt",
+        )
+    ]
     limited = {f.path: f for f in walk_paths(str(tmp_path), asked, patterns, Errors())}
     expected = {p for p in full if not p.endswith("keep.md")}
     assert set(limited) == expected  # excluded, vanished and symlinked-folder paths: nothing
     assert all(limited[p] == full[p] for p in limited)  # the same stat and relpath
-    assert [f.relpath for f in walk_paths(str(tmp_path), [str(tmp_path)], patterns,
-                                          Errors())] == [f.relpath for f in full.values()]
+    assert [f.relpath for f in walk_paths(str(tmp_path), [str(tmp_path)], patterns, Errors())] == [
+        f.relpath for f in full.values()
+    ]

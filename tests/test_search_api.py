@@ -13,10 +13,12 @@ FILES = {
     "letters/bank.txt": "A budget letter to the bank about the office loan.",
     "big.txt": "budget " * 3000,
 }
-MTIMES = {"projects/2024/plan.md": 1_710_496_800,  # 2024-03-15 10:00 UTC
-          "projects/2023/old-plan.txt": 1_685_577_600,  # 2023-06-01
-          "letters/bank.txt": 1_704_067_200,  # 2024-01-01
-          "big.txt": 1_640_995_200}  # 2022-01-01
+MTIMES = {
+    "projects/2024/plan.md": 1_710_496_800,  # 2024-03-15 10:00 UTC
+    "projects/2023/old-plan.txt": 1_685_577_600,  # 2023-06-01
+    "letters/bank.txt": 1_704_067_200,  # 2024-01-01
+    "big.txt": 1_640_995_200,
+}  # 2022-01-01
 
 
 @pytest.fixture
@@ -43,19 +45,23 @@ def names(client, auth, q, **body) -> list[str]:
     return [r["basename"] for r in resp.get_json()["results"]]
 
 
-@pytest.mark.parametrize(("body", "detail"), [
-    ({"q": "budget modified:>zz"},
-     "q: modified:>zz is not a date (use 2024, 2024-03 or 2024-03-15)"),
-    ({"q": "size:lots"}, "q: size:lots is not a size (use 500, 10k, 2MB or 1GB)"),
-    ({"q": "budget type:"}, "q: type: needs a value, e.g. type:pdf"),
-    ({"q": "x", "type": "PDF"}, "type: unknown type 'PDF'"),
-    ({"q": "x", "source_id": "nope"}, "source_id: unknown source 'nope'"),
-    ({"q": "x type:spreadsheet"}, "q: type:spreadsheet: unknown type 'spreadsheet'"),
-    ({"q": "x source:nope"}, "q: source:nope: unknown source 'nope'"),
-    ({"q": "x", "facets": ["type", "colour"]},
-     "facets: unknown facet 'colour' (use type, extension, source_id, year)"),
-    ({"q": "x", "facets": "type"}, "facets: not a valid list"),
-])
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        ({"q": "budget modified:>zz"}, "q: modified:>zz is not a date (use 2024, 2024-03 or 2024-03-15)"),
+        ({"q": "size:lots"}, "q: size:lots is not a size (use 500, 10k, 2MB or 1GB)"),
+        ({"q": "budget type:"}, "q: type: needs a value, e.g. type:pdf"),
+        ({"q": "x", "type": "PDF"}, "type: unknown type 'PDF'"),
+        ({"q": "x", "source_id": "nope"}, "source_id: unknown source 'nope'"),
+        ({"q": "x type:spreadsheet"}, "q: type:spreadsheet: unknown type 'spreadsheet'"),
+        ({"q": "x source:nope"}, "q: source:nope: unknown source 'nope'"),
+        (
+            {"q": "x", "facets": ["type", "colour"]},
+            "facets: unknown facet 'colour' (use type, extension, source_id, year)",
+        ),
+        ({"q": "x", "facets": "type"}, "facets: not a valid list"),
+    ],
+)
 def test_bad_search_arguments_are_400_naming_the_term(client, auth, indexed, body, detail):
     resp = search(client, auth, **body)
     assert resp.status_code == 400
@@ -86,20 +92,21 @@ def test_filter_only_query_lists_newest_first(client, auth, indexed):
 
 
 def test_facets_over_all_matches(client, auth, indexed):
-    resp = search(client, auth, q="budget -memo", limit=1,
-                  facets=["type", "extension", "source_id", "year"])
+    resp = search(client, auth, q="budget -memo", limit=1, facets=["type", "extension", "source_id", "year"])
     body = resp.get_json()
     assert resp.status_code == 200 and body["total"] == 4 and len(body["results"]) == 1
     assert body["facet_distribution"] == {
-        "type": {"text": 3, "markdown": 1}, "extension": {"txt": 3, "md": 1},
-        "source_id": {"docs": 4}, "year": {"2024": 2, "2023": 1, "2022": 1}}
+        "type": {"text": 3, "markdown": 1},
+        "extension": {"txt": 3, "md": 1},
+        "source_id": {"docs": 4},
+        "year": {"2024": 2, "2023": 1, "2022": 1},
+    }
     assert "facet_distribution" not in search(client, auth, q="budget").get_json()
 
 
 def test_cli_search_uses_the_same_validator_and_language(app, indexed):
     runner = app.test_cli_runner()
-    found = runner.invoke(args=["trawl", "search", "budget type:markdown", "--json",
-                                "--facet", "year"])
+    found = runner.invoke(args=["trawl", "search", "budget type:markdown", "--json", "--facet", "year"])
     assert found.exit_code == 0, found.output
     body = json.loads(found.output)
     assert [r["basename"] for r in body["results"]] == ["plan.md"]
@@ -107,8 +114,10 @@ def test_cli_search_uses_the_same_validator_and_language(app, indexed):
     bad = runner.invoke(args=["trawl", "search", "budget modified:>zz"])
     assert bad.exit_code == 1
     assert "Error: q: modified:>zz is not a date (use 2024, 2024-03 or 2024-03-15)" in bad.output
-    for args, detail in ((["--type", "PDF"], "type: unknown type 'PDF'"),
-                         (["--limit", "0"], "limit: must be between 1 and 100"),
-                         (["--facet", "colour"], "facets: unknown facet 'colour'")):
+    for args, detail in (
+        (["--type", "PDF"], "type: unknown type 'PDF'"),
+        (["--limit", "0"], "limit: must be between 1 and 100"),
+        (["--facet", "colour"], "facets: unknown facet 'colour'"),
+    ):
         result = runner.invoke(args=["trawl", "search", "x", *args])
         assert result.exit_code == 1 and f"Error: {detail}" in result.output, result.output

@@ -23,29 +23,50 @@ def make_doc(key: str, content: str, basename: str | None = None, **extra) -> di
     source_id = extra.pop("source_id", "docs")
     basename = basename or f"{key}.txt"
     doc = {
-        "id": f"{source_id}--{key}", "source_id": source_id, "source_name": source_id.title(),
-        "path": f"/data/{source_id}/{basename}", "basename": basename,
-        "extension": basename.rsplit(".", 1)[-1], "type": "text", "size_bytes": 100,
-        "modified_at": 1_700_000_000, "indexed_at": 1_700_000_100, "content": content,
-        "title": None, "metadata": {"lines": 1},
+        "id": f"{source_id}--{key}",
+        "source_id": source_id,
+        "source_name": source_id.title(),
+        "path": f"/data/{source_id}/{basename}",
+        "basename": basename,
+        "extension": basename.rsplit(".", 1)[-1],
+        "type": "text",
+        "size_bytes": 100,
+        "modified_at": 1_700_000_000,
+        "indexed_at": 1_700_000_100,
+        "content": content,
+        "title": None,
+        "metadata": {"lines": 1},
     }
     doc.update(extra)
     return doc
 
 
 CORPUS = [
-    make_doc("budget", "Quarterly budget report for the marketing department.",
-             "budget-2024.xlsx", type="xlsx"),
-    make_doc("garden", "Notes about the garden: tomatoes, basil and a lazy cat.",
-             "garden_notes.md", type="markdown"),
-    make_doc("cv", "Curriculum vitae : mon résumé, expérience professionnelle.", "cv-final.pdf",
-             type="pdf", title="Résumé de Jeanne"),
+    make_doc(
+        "budget", "Quarterly budget report for the marketing department.", "budget-2024.xlsx", type="xlsx"
+    ),
+    make_doc(
+        "garden",
+        "Notes about the garden: tomatoes, basil and a lazy cat.",
+        "garden_notes.md",
+        type="markdown",
+    ),
+    make_doc(
+        "cv",
+        "Curriculum vitae : mon résumé, expérience professionnelle.",
+        "cv-final.pdf",
+        type="pdf",
+        title="Résumé de Jeanne",
+    ),
     make_doc("download", "Please resume the download when the network is back.", "howto.txt"),
     make_doc("i18n", "An internationalization guide for developers.", "i18n.txt"),
-    make_doc("minutes", "Meeting minutes. Action items: call the plumber.", "minutes.txt",
-             source_id="other"),
-    make_doc("hostile", "<script>alert('pwned')</script> & invoice total due <b>now</b>",
-             "2024-invoice_acme.pdf", type="pdf"),
+    make_doc("minutes", "Meeting minutes. Action items: call the plumber.", "minutes.txt", source_id="other"),
+    make_doc(
+        "hostile",
+        "<script>alert('pwned')</script> & invoice total due <b>now</b>",
+        "2024-invoice_acme.pdf",
+        type="pdf",
+    ),
     make_doc("receipt", "Thank you for shopping with us.", "2023-receipt_globex.pdf", type="pdf"),
 ]
 
@@ -54,7 +75,8 @@ def _backend_params():
     return [
         pytest.param("tantivy", id="tantivy"),
         pytest.param(
-            "meilisearch", id="meilisearch",
+            "meilisearch",
+            id="meilisearch",
             marks=pytest.mark.skipif(not os.environ.get("MEILI_URL"), reason=MEILI_SKIP),
         ),
     ]
@@ -68,8 +90,10 @@ def backend(request, tmp_path):
         return
     index = f"trawl-test-{uuid.uuid4().hex[:10]}"
     settings = {
-        "SEARCH_BACKEND": "meilisearch", "MEILI_URL": os.environ["MEILI_URL"],
-        "MEILI_MASTER_KEY": os.environ.get("MEILI_MASTER_KEY"), "MEILI_INDEX": index,
+        "SEARCH_BACKEND": "meilisearch",
+        "MEILI_URL": os.environ["MEILI_URL"],
+        "MEILI_MASTER_KEY": os.environ.get("MEILI_MASTER_KEY"),
+        "MEILI_INDEX": index,
     }
     b = make_backend(settings)
     yield b
@@ -141,21 +165,25 @@ def test_file_name_parts_are_words(corpus):
 
 
 def test_exact_match_ranks_above_typo_match(backend):
-    backend.upsert([
-        make_doc("typo", "The raport is ready for review today."),
-        make_doc("exact", "The report is ready for review today, with a long tail of words."),
-    ])
+    backend.upsert(
+        [
+            make_doc("typo", "The raport is ready for review today."),
+            make_doc("exact", "The report is ready for review today, with a long tail of words."),
+        ]
+    )
     results = backend.search(SearchQuery(q="report ready")).results
     assert [r["id"] for r in results] == ["docs--exact", "docs--typo"]
     assert results[0]["score"] > results[1]["score"]
 
 
 def test_title_and_file_name_matches_rank_first(backend):
-    backend.upsert([
-        make_doc("body", "A zebra appears once in this text about animals."),
-        make_doc("named", "A list of animals seen at the park.", "zebra.txt"),
-        make_doc("titled", "Animals of the savanna and the park.", title="Zebra migration"),
-    ])
+    backend.upsert(
+        [
+            make_doc("body", "A zebra appears once in this text about animals."),
+            make_doc("named", "A list of animals seen at the park.", "zebra.txt"),
+            make_doc("titled", "Animals of the savanna and the park.", title="Zebra migration"),
+        ]
+    )
     ranked = ids_of(backend, "zebra")
     assert ranked[-1] == "body"
     assert set(ranked) == {"body", "named", "titled"}
@@ -175,12 +203,17 @@ def test_default_strategy_finds_documents_matching_some_words(corpus):
 
 
 def test_more_matched_words_rank_above_fewer_in_every_strategy(backend):
-    backend.upsert([
-        make_doc("one", "Otter. Otter otter otter, the otter."),
-        make_doc("both", "A long report on rivers, with one otter and one heron among many "
-                         "other animals and plants described over several pages of text."),
-        make_doc("none", "Nothing to see here."),
-    ])
+    backend.upsert(
+        [
+            make_doc("one", "Otter. Otter otter otter, the otter."),
+            make_doc(
+                "both",
+                "A long report on rivers, with one otter and one heron among many "
+                "other animals and plants described over several pages of text.",
+            ),
+            make_doc("none", "Nothing to see here."),
+        ]
+    )
     for strategy in ("last", "frequency"):
         page = backend.search(SearchQuery(q="otter heron", matching_strategy=strategy))
         assert [r["id"] for r in page.results] == ["docs--both", "docs--one"], strategy
@@ -191,10 +224,12 @@ def test_more_matched_words_rank_above_fewer_in_every_strategy(backend):
 def test_last_strategy_prefers_the_first_words(backend):
     if _meili(backend):
         pytest.skip("Meilisearch's `last` leaves out documents without the first word")
-    backend.upsert([
-        make_doc("first", "The kestrel hunted over the field."),
-        make_doc("second", "The lapwing nested in the field."),
-    ])
+    backend.upsert(
+        [
+            make_doc("first", "The kestrel hunted over the field."),
+            make_doc("second", "The lapwing nested in the field."),
+        ]
+    )
     assert ids_of(backend, "kestrel lapwing", matching_strategy="last") == ["first", "second"]
     assert ids_of(backend, "lapwing kestrel", matching_strategy="last") == ["second", "first"]
 
@@ -202,32 +237,43 @@ def test_last_strategy_prefers_the_first_words(backend):
 def test_exact_form_ranks_above_its_stem_and_stems_match(backend):
     if _meili(backend):
         pytest.skip("Meilisearch does not stem English words")
-    backend.upsert([
-        make_doc("stem", "The server connected to the network at noon."),
-        make_doc("exact", "Network connections are watched at noon, all of them, all day."),
-        make_doc("other", "Gardens and tomatoes."),
-    ])
+    backend.upsert(
+        [
+            make_doc("stem", "The server connected to the network at noon."),
+            make_doc("exact", "Network connections are watched at noon, all of them, all day."),
+            make_doc("other", "Gardens and tomatoes."),
+        ]
+    )
     results = backend.search(SearchQuery(q="connections ")).results
     assert [r["id"] for r in results] == ["docs--exact", "docs--stem"]
     assert "<em>connected</em>" in results[1]["snippet"]
     assert sorted(ids_of(backend, "connecting network ", matching_strategy="all")) == [
-        "exact", "stem"]  # neither has `connecting`: both by their stem
+        "exact",
+        "stem",
+    ]  # neither has `connecting`: both by their stem
 
 
 def test_exact_ranks_above_typo_with_a_partial_match(backend):
-    backend.upsert([
-        make_doc("typo", "Falcons seen: peregrine faclons near the tower."),
-        make_doc("exact", "One falcon near the tower, and a long list of other birds seen there."),
-    ])
+    backend.upsert(
+        [
+            make_doc("typo", "Falcons seen: peregrine faclons near the tower."),
+            make_doc("exact", "One falcon near the tower, and a long list of other birds seen there."),
+        ]
+    )
     assert ids_of(backend, "falcon tower ") == ["exact", "typo"]
 
 
 def test_score_reflects_term_frequency_and_length(backend):
-    backend.upsert([
-        make_doc("dense", "walrus walrus walrus colony"),
-        make_doc("sparse", "a walrus colony mentioned once in a much longer text about the "
-                           "northern coast, its weather, its birds and its fishing boats"),
-    ])
+    backend.upsert(
+        [
+            make_doc("dense", "walrus walrus walrus colony"),
+            make_doc(
+                "sparse",
+                "a walrus colony mentioned once in a much longer text about the "
+                "northern coast, its weather, its birds and its fishing boats",
+            ),
+        ]
+    )
     results = backend.search(SearchQuery(q="walrus colony")).results
     assert [r["id"] for r in results] == ["docs--dense", "docs--sparse"]
     assert results[0]["score"] > results[1]["score"] > 0
@@ -236,11 +282,9 @@ def test_score_reflects_term_frequency_and_length(backend):
 def test_or_fills_one_word_place(corpus):
     if _meili(corpus):
         pytest.skip("Meilisearch has no OR: the adapter sends both words")
-    assert sorted(ids_of(corpus, "tomatoes OR plumber", matching_strategy="all")) == [
-        "garden", "minutes"]
+    assert sorted(ids_of(corpus, "tomatoes OR plumber", matching_strategy="all")) == ["garden", "minutes"]
     assert ids_of(corpus, "lazy OR plumber cat", matching_strategy="all") == ["garden"]
-    assert sorted(ids_of(corpus, '"action items" OR basil', matching_strategy="all")) == [
-        "garden", "minutes"]
+    assert sorted(ids_of(corpus, '"action items" OR basil', matching_strategy="all")) == ["garden", "minutes"]
     assert ids_of(corpus, "tomatoes or plumber", matching_strategy="all") == []  # `or`: a word
 
 
@@ -257,8 +301,7 @@ def test_cjk_runs_are_found_inside_longer_runs_in_content_and_file_names(backend
     assert sorted(ids_of(backend, "说明书")) == ["named", "prospectus"]
     results = {r["id"]: r for r in backend.search(SearchQuery(q="说明书")).results}
     assert "募集<em>说明书</em>" in results["docs--prospectus"]["snippet"]
-    assert sorted(ids_of(backend, "说明书 annual", matching_strategy="all")) == [
-        "named", "prospectus"]
+    assert sorted(ids_of(backend, "说明书 annual", matching_strategy="all")) == ["named", "prospectus"]
     if not _meili(backend):  # any run of two letters, not only dictionary words
         assert sorted(ids_of(backend, "集说")) == ["named", "prospectus"]
         assert ids_of(backend, "annual report ", matching_strategy="all") == ["named"]
@@ -289,8 +332,13 @@ def test_granted_sources_limit_results_totals_facets_and_sorts(corpus):
 
 
 LOREM = [
-    make_doc(f"l{i:02d}", f"lorem ipsum {'dolor ' * (i % 5)} entry {i}", f"{name}-{i}.txt",
-             size_bytes=(i * 37) % 101, modified_at=1_600_000_000 + (i * 7919) % 1000)
+    make_doc(
+        f"l{i:02d}",
+        f"lorem ipsum {'dolor ' * (i % 5)} entry {i}",
+        f"{name}-{i}.txt",
+        size_bytes=(i * 37) % 101,
+        modified_at=1_600_000_000 + (i * 7919) % 1000,
+    )
     for i, name in enumerate(["Alpha", "beta", "Gamma", "delta", "epsilon", "Zeta"] * 5)
 ]
 
@@ -426,9 +474,9 @@ def test_health(backend):
 def _write_batches(index_dir: str, worker: str) -> None:
     backend = TantivyBackend(index_dir)
     for batch in range(10):
-        backend.upsert([
-            make_doc(f"w{worker}-{batch}-{n}", f"the {worker} worker wrote this") for n in range(5)
-        ])
+        backend.upsert(
+            [make_doc(f"w{worker}-{batch}-{n}", f"the {worker} worker wrote this") for n in range(5)]
+        )
 
 
 def test_two_processes_writing_lose_no_documents(tmp_path):
@@ -477,8 +525,10 @@ def test_text_lives_in_the_content_store_not_in_merged_segments(tmp_path):
     backend = TantivyBackend(tmp_path / "ix")
     backend.upsert(CORPUS)
     searcher = backend._searcher()
-    stored = [json.loads(searcher.doc(a).get_first("doc"))
-              for _, a in searcher.search(tantivy.Query.all_query(), 100).hits]
+    stored = [
+        json.loads(searcher.doc(a).get_first("doc"))
+        for _, a in searcher.search(tantivy.Query.all_query(), 100).hits
+    ]
     assert stored and all("content" not in doc for doc in stored)
     assert (tmp_path / "ix" / "content.sqlite3").exists()
     assert "tomatoes" in backend.get("docs--garden")["content"]
@@ -509,8 +559,13 @@ def test_meilisearch_chunks_keep_every_word_under_the_position_limit():
 
 def test_members_carry_their_container_id(backend):
     archive = make_doc("zip", "reports/q1.txt", "backup.zip")
-    member = make_doc("member", "quarterly grebe figures", "q1.txt",
-                      path="/data/docs/backup.zip!/reports/q1.txt", container_id="docs--zip")
+    member = make_doc(
+        "member",
+        "quarterly grebe figures",
+        "q1.txt",
+        path="/data/docs/backup.zip!/reports/q1.txt",
+        container_id="docs--zip",
+    )
     backend.upsert([archive, member])
     hits = backend.search(SearchQuery(q="grebe")).results
     assert [(h["id"], h["container_id"]) for h in hits] == [("docs--member", "docs--zip")]
@@ -522,7 +577,6 @@ def test_within_ids_keeps_only_those_documents_under_the_query_and_its_filters(c
     some = ("docs--garden", "docs--hostile", "other--minutes")
     assert sorted(ids_of(corpus, "", within_ids=some)) == ["garden", "hostile", "minutes"]
     assert ids_of(corpus, "type:pdf", within_ids=some) == ["hostile"]
-    assert sorted(ids_of(corpus, "", within_ids=some, source_ids=("docs",))) == [
-        "garden", "hostile"]
+    assert sorted(ids_of(corpus, "", within_ids=some, source_ids=("docs",))) == ["garden", "hostile"]
     assert ids_of(corpus, "cat", within_ids=some) == ["garden"]
     assert ids_of(corpus, "", within_ids=()) == []

@@ -25,18 +25,58 @@ def doc(key: str, content: str, basename: str, folder: str = "", **extra) -> dic
 
 
 LIBRARY = [
-    doc("plan24", "The budget plan for the new office.", "plan.pdf", "projects/2024",
-        type="pdf", modified_at=ts(2024, 3, 15, 10), size_bytes=2 * MB),
-    doc("plan23", "Last year's budget plan, a draft.", "plan-old.pdf", "projects/2023",
-        type="pdf", modified_at=ts(2023, 6, 1), size_bytes=300 * 1024),
-    doc("letter", "A budget letter to the bank about the office loan.", "letter.docx",
-        "letters", type="docx", modified_at=ts(2024, 1, 1), size_bytes=40 * 1024),
-    doc("sheet", "Budget numbers, final version.", "numbers.xlsx", type="xlsx",
-        title="Annual budget", modified_at=ts(2024, 12, 31, 23, 59), size_bytes=12 * MB),
-    doc("minutes", "Meeting minutes: the budget was approved.", "minutes.txt",
-        source_id="other", modified_at=ts(2022, 5, 5), size_bytes=800),
-    doc("member", "Quarterly budget inside an archive.", "q1.txt", "backup.zip!/reports",
-        modified_at=ts(2021, 2, 2), size_bytes=1000),
+    doc(
+        "plan24",
+        "The budget plan for the new office.",
+        "plan.pdf",
+        "projects/2024",
+        type="pdf",
+        modified_at=ts(2024, 3, 15, 10),
+        size_bytes=2 * MB,
+    ),
+    doc(
+        "plan23",
+        "Last year's budget plan, a draft.",
+        "plan-old.pdf",
+        "projects/2023",
+        type="pdf",
+        modified_at=ts(2023, 6, 1),
+        size_bytes=300 * 1024,
+    ),
+    doc(
+        "letter",
+        "A budget letter to the bank about the office loan.",
+        "letter.docx",
+        "letters",
+        type="docx",
+        modified_at=ts(2024, 1, 1),
+        size_bytes=40 * 1024,
+    ),
+    doc(
+        "sheet",
+        "Budget numbers, final version.",
+        "numbers.xlsx",
+        type="xlsx",
+        title="Annual budget",
+        modified_at=ts(2024, 12, 31, 23, 59),
+        size_bytes=12 * MB,
+    ),
+    doc(
+        "minutes",
+        "Meeting minutes: the budget was approved.",
+        "minutes.txt",
+        source_id="other",
+        modified_at=ts(2022, 5, 5),
+        size_bytes=800,
+    ),
+    doc(
+        "member",
+        "Quarterly budget inside an archive.",
+        "q1.txt",
+        "backup.zip!/reports",
+        modified_at=ts(2021, 2, 2),
+        size_bytes=1000,
+    ),
 ]
 
 
@@ -55,10 +95,8 @@ def keys(engine, q: str, **kw) -> list[str]:
 
 
 def test_excluded_word_and_phrase_leave_documents_out(library):
-    assert sorted(keys(library, "budget -draft")) == ["letter", "member", "minutes", "plan24",
-                                                      "sheet"]
-    assert sorted(keys(library, 'budget -"office loan" -archive')) == [
-        "minutes", "plan23", "plan24", "sheet"]
+    assert sorted(keys(library, "budget -draft")) == ["letter", "member", "minutes", "plan24", "sheet"]
+    assert sorted(keys(library, 'budget -"office loan" -archive')) == ["minutes", "plan23", "plan24", "sheet"]
     # an excluded word in the file name counts too
     assert "sheet" not in keys(library, "budget -numbers")
 
@@ -85,15 +123,17 @@ def test_type_ext_and_source_filters_or_within_a_field(library):
 
 def test_request_type_and_source_id_combine_with_the_query(library):
     assert keys(library, "budget type:pdf", source_id="other") == []
-    assert keys(library, "budget ext:pdf", type="pdf", sort="modified_at:desc") == [
-        "plan24", "plan23"]
+    assert keys(library, "budget ext:pdf", type="pdf", sort="modified_at:desc") == ["plan24", "plan23"]
 
 
 def test_path_filter_takes_the_folder_and_everything_below(library):
     assert keys(library, "budget path:/data/docs/projects/2024") == ["plan24"]
     assert sorted(keys(library, "budget path:/data/docs/projects")) == ["plan23", "plan24"]
     assert sorted(keys(library, "budget path:/data/docs/projects/ path:/data/docs/letters")) == [
-        "letter", "plan23", "plan24"]
+        "letter",
+        "plan23",
+        "plan24",
+    ]
     assert keys(library, "budget path:/data/docs/proj") == []  # whole folder names only
     assert keys(library, "budget path:/data/docs/backup.zip") == ["member"]  # an archive's members
 
@@ -110,8 +150,7 @@ def test_modified_years_months_days_and_ranges(library):
     assert keys(library, "budget modified:2024-03") == ["plan24"]
     assert keys(library, "budget modified:2024-12-31") == ["sheet"]
     assert sorted(keys(library, "budget modified:<2023")) == ["member", "minutes"]
-    assert sorted(keys(library, "budget modified:>=2024-01-01 modified:<2024-06")) == [
-        "letter", "plan24"]
+    assert sorted(keys(library, "budget modified:>=2024-01-01 modified:<2024-06")) == ["letter", "plan24"]
     assert sorted(keys(library, "budget modified:2022..2023-06")) == ["minutes", "plan23"]
     assert keys(library, "budget modified:>2024-12-31") == []
 

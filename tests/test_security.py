@@ -48,8 +48,13 @@ def indexed(client, auth, make_tree, make_source, run_jobs):
 
 # -- tokens on every non-public endpoint ----------------------------------------------------------
 
-PUBLIC = {"GET /api/auth/status", "POST /api/auth/setup", "POST /api/auth/login",
-          "GET /api/health", "GET /api/documents/{doc_id}/download"}
+PUBLIC = {
+    "GET /api/auth/status",
+    "POST /api/auth/setup",
+    "POST /api/auth/login",
+    "GET /api/health",
+    "GET /api/documents/{doc_id}/download",
+}
 
 
 def _secured_operations(client) -> list[tuple[str, str]]:
@@ -73,8 +78,15 @@ def _forge(claims: dict, key: str, alg: str = "HS256") -> str:
 
 def _claims(app, **changes) -> dict:
     now = int(time.time())
-    claims = {"sub": "1", "jti": os.urandom(8).hex(), "iat": now, "nbf": now, "exp": now + 3600,
-              "type": "access", "fresh": False}
+    claims = {
+        "sub": "1",
+        "jti": os.urandom(8).hex(),
+        "iat": now,
+        "nbf": now,
+        "exp": now + 3600,
+        "type": "access",
+        "fresh": False,
+    }
     claims.update(changes)
     return claims
 
@@ -83,11 +95,14 @@ def _bad_token(kind: str, app, client, token: str, doc_id: str) -> str:
     """A token of the given kind of wrongness."""
     secret = app.config["SECRET_KEY"]
     if kind == "expired":
-        return _forge(_claims(app, iat=int(time.time()) - 7200, nbf=int(time.time()) - 7200,
-                              exp=int(time.time()) - 60), secret)
+        return _forge(
+            _claims(app, iat=int(time.time()) - 7200, nbf=int(time.time()) - 7200, exp=int(time.time()) - 60),
+            secret,
+        )
     if kind == "revoked":
-        assert client.post("/api/auth/logout",
-                           headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        assert (
+            client.post("/api/auth/logout", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        )
         return token
     if kind == "tampered":
         head, body, sig = token.split(".")
@@ -102,9 +117,13 @@ def _bad_token(kind: str, app, client, token: str, doc_id: str) -> str:
     if kind == "refresh-type":
         return _forge(_claims(app, type="refresh"), secret)
     if kind == "download-token":
-        return client.post(f"/api/documents/{doc_id}/download-link",
-                           headers={"Authorization": f"Bearer {token}"}).get_json()["url"] \
+        return (
+            client.post(
+                f"/api/documents/{doc_id}/download-link", headers={"Authorization": f"Bearer {token}"}
+            )
+            .get_json()["url"]
             .split("token=")[1]
+        )
     if kind == "unknown-user":
         return _forge(_claims(app, sub="999"), secret)
     if kind == "garbage":
@@ -112,8 +131,18 @@ def _bad_token(kind: str, app, client, token: str, doc_id: str) -> str:
     raise AssertionError(kind)
 
 
-TOKEN_KINDS = ["missing", "expired", "revoked", "tampered", "wrong-key", "alg-none",
-               "refresh-type", "download-token", "unknown-user", "garbage"]
+TOKEN_KINDS = [
+    "missing",
+    "expired",
+    "revoked",
+    "tampered",
+    "wrong-key",
+    "alg-none",
+    "refresh-type",
+    "download-token",
+    "unknown-user",
+    "garbage",
+]
 
 
 @pytest.mark.parametrize("kind", TOKEN_KINDS)
@@ -123,10 +152,16 @@ def test_every_secured_endpoint_refuses_bad_tokens(app, client, token, auth, ind
     bad = None if kind == "missing" else _bad_token(kind, app, client, token, doc_id)
     headers = {"Authorization": f"Bearer {bad}"} if bad else {}
     for method, path in _secured_operations(client):
-        url = (path.replace("{source_id}", "docs").replace("{doc_id}", doc_id)
-               .replace("{user_id}", "1").replace("{token_id}", "1").replace("{saved_id}", "1"))
-        resp = client.open(url, method=method.upper(), headers=headers,
-                           json={"q": "zanzibar", "name": "x", "root_path": "/"})
+        url = (
+            path.replace("{source_id}", "docs")
+            .replace("{doc_id}", doc_id)
+            .replace("{user_id}", "1")
+            .replace("{token_id}", "1")
+            .replace("{saved_id}", "1")
+        )
+        resp = client.open(
+            url, method=method.upper(), headers=headers, json={"q": "zanzibar", "name": "x", "root_path": "/"}
+        )
         assert resp.status_code == 401, (kind, method, url, resp.get_json())
         assert set(resp.get_json()) == {"detail"}
     # nothing was done on the attacker's behalf
@@ -141,8 +176,11 @@ def test_a_valid_token_is_accepted_on_the_same_endpoints(client, auth, indexed):
     for method, path in _secured_operations(client):
         if method != "get":
             continue
-        url = (path.replace("{source_id}", "docs").replace("{doc_id}", ids["script.txt"])
-               .replace("{user_id}", "1"))
+        url = (
+            path.replace("{source_id}", "docs")
+            .replace("{doc_id}", ids["script.txt"])
+            .replace("{user_id}", "1")
+        )
         resp = client.get(url, headers=auth)
         if url.endswith("/thumbnail"):  # past the token: a text file has no thumbnail
             assert resp.status_code == 404 and "no thumbnail" in resp.get_json()["detail"]
@@ -151,6 +189,7 @@ def test_a_valid_token_is_accepted_on_the_same_endpoints(client, auth, indexed):
 
 
 # -- download links ------------------------------------------------------------------------------
+
 
 def _link(client, auth, doc_id: str) -> str:
     resp = client.post(f"/api/documents/{doc_id}/download-link", headers=auth)
@@ -190,6 +229,7 @@ def test_download_link_dies_with_its_user(app, client, auth, indexed):
 
 # -- symlinks swapped in after indexing ----------------------------------------------------------
 
+
 def test_file_swapped_for_a_symlink_outside_is_refused(client, auth, indexed, scratch):
     root, ids = indexed
     secret = scratch / "secret.txt"
@@ -221,10 +261,12 @@ def _scanned_report(client, auth, make_tree, make_source, run_jobs, name, relpat
     return root, doc_id, _link(client, auth, doc_id)
 
 
-def test_directory_swapped_for_a_symlink_outside_is_refused(client, auth, make_tree, make_source,
-                                                           run_jobs, scratch):
-    root, _, url = _scanned_report(client, auth, make_tree, make_source, run_jobs, "nested",
-                                   "inner/report.txt", "quokka")
+def test_directory_swapped_for_a_symlink_outside_is_refused(
+    client, auth, make_tree, make_source, run_jobs, scratch
+):
+    root, _, url = _scanned_report(
+        client, auth, make_tree, make_source, run_jobs, "nested", "inner/report.txt", "quokka"
+    )
     (scratch / "inner").mkdir()
     (scratch / "inner" / "report.txt").write_text("quokka OUTSIDE secret")
     (root / "inner").rename(root / "moved")
@@ -235,17 +277,21 @@ def test_directory_swapped_for_a_symlink_outside_is_refused(client, auth, make_t
 
 # -- nothing disclosed outside the allowed roots -------------------------------------------------
 
+
 def _outside_pairs(roots, scratch) -> list[tuple[str, str]]:
     """(existing, missing) paths outside the allowed roots, reached in several ways."""
     (scratch / "real-dir").mkdir()
     (scratch / "real-file").write_text("x")
     (roots / "link-out").symlink_to(scratch / "real-dir")
     (roots / "link-missing").symlink_to(scratch / "no-such-dir")
-    return [("/etc", "/etc-does-not-exist"), ("/etc/passwd", "/etc/no-such-file"),
-            (str(scratch / "real-dir"), str(scratch / "no-such-dir")),
-            (str(scratch / "real-file"), str(scratch / "no-such-file")),
-            (f"{roots}/../../{scratch.name}", f"{roots}/../../no-such-{scratch.name}"),
-            (str(roots / "link-out"), str(roots / "link-missing"))]
+    return [
+        ("/etc", "/etc-does-not-exist"),
+        ("/etc/passwd", "/etc/no-such-file"),
+        (str(scratch / "real-dir"), str(scratch / "no-such-dir")),
+        (str(scratch / "real-file"), str(scratch / "no-such-file")),
+        (f"{roots}/../../{scratch.name}", f"{roots}/../../no-such-{scratch.name}"),
+        (str(roots / "link-out"), str(roots / "link-missing")),
+    ]
 
 
 def _masked(body: dict, *paths: str) -> str:
@@ -263,11 +309,9 @@ def test_test_path_and_source_creation_disclose_nothing_outside(client, auth, ro
             assert probe.status_code == 200
             body = probe.get_json()
             assert not (body["exists"] or body["is_directory"] or body["readable"]), body
-            created = client.post("/api/sources", headers=auth,
-                                  json={"name": "probe", "root_path": path})
+            created = client.post("/api/sources", headers=auth, json={"name": "probe", "root_path": path})
             assert created.status_code == 400
-            answers.append((_masked(body, existing, missing),
-                            _masked(created.get_json(), existing, missing)))
+            answers.append((_masked(body, existing, missing), _masked(created.get_json(), existing, missing)))
         assert answers[0] == answers[1], (existing, missing, answers)
     assert client.get("/api/sources", headers=auth).get_json() == []
 
@@ -275,22 +319,29 @@ def test_test_path_and_source_creation_disclose_nothing_outside(client, auth, ro
 def test_test_path_does_report_inside_the_roots(client, auth, roots):
     """The same probe is informative inside the roots (so the check above can fail)."""
     (roots / "here").mkdir()
-    inside = client.post("/api/sources/test-path", headers=auth,
-                         json={"root_path": str(roots / "here")}).get_json()
+    inside = client.post(
+        "/api/sources/test-path", headers=auth, json={"root_path": str(roots / "here")}
+    ).get_json()
     assert inside["ok"] and inside["exists"] and inside["is_directory"]
-    missing = client.post("/api/sources/test-path", headers=auth,
-                          json={"root_path": str(roots / "nope")}).get_json()
+    missing = client.post(
+        "/api/sources/test-path", headers=auth, json={"root_path": str(roots / "nope")}
+    ).get_json()
     assert not missing["exists"] and missing["inside_allowed_roots"]
 
 
 # -- rate limit key ------------------------------------------------------------------------------
 
+
 def _failed_logins(client, n: int, peer: str, forwarded: list[str]) -> list[int]:
     codes = []
     for i in range(n):
         headers = {"X-Forwarded-For": forwarded[i % len(forwarded)]} if forwarded else {}
-        resp = client.post("/api/auth/login", json={"username": "admin", "password": "wrong-pw"},
-                           headers=headers, environ_base={"REMOTE_ADDR": peer})
+        resp = client.post(
+            "/api/auth/login",
+            json={"username": "admin", "password": "wrong-pw"},
+            headers=headers,
+            environ_base={"REMOTE_ADDR": peer},
+        )
         codes.append(resp.status_code)
     return codes
 
@@ -313,6 +364,7 @@ def test_forwarded_for_from_a_trusted_proxy_is_believed(app, client, token):
 
 # -- security headers ----------------------------------------------------------------------------
 
+
 def _csp(resp) -> dict[str, list[str]]:
     policy = resp.headers.get("Content-Security-Policy", "")
     out = {}
@@ -333,19 +385,35 @@ def _assert_headers(resp, what: str) -> None:
             assert not (directive == "script-src" and source == "'unsafe-inline'"), what
     assert "'unsafe-eval'" not in resp.headers["Content-Security-Policy"]
     assert resp.headers.get("X-Content-Type-Options") == "nosniff", what
-    assert resp.headers.get("Referrer-Policy") in {"no-referrer", "same-origin",
-                                                   "strict-origin-when-cross-origin",
-                                                   "strict-origin"}, what
+    assert resp.headers.get("Referrer-Policy") in {
+        "no-referrer",
+        "same-origin",
+        "strict-origin-when-cross-origin",
+        "strict-origin",
+    }, what
 
 
 def test_security_headers_on_api_ui_and_docs(client, auth, indexed):
     _, ids = indexed
-    pages = ["/api/health", "/api/sources", "/api/nope", "/openapi.json", "/docs", "/redoc",
-             "/login", "/", "/no-such-page", "/static/css/app.css"]
+    pages = [
+        "/api/health",
+        "/api/sources",
+        "/api/nope",
+        "/openapi.json",
+        "/docs",
+        "/redoc",
+        "/login",
+        "/",
+        "/no-such-page",
+        "/static/css/app.css",
+    ]
     for path in pages:
         _assert_headers(client.get(path), path)
-    for path in ("/api/sources", f"/api/documents/{ids['script.txt']}/preview",
-                 f"/api/documents/{ids['zanzibar-photo.png']}/preview"):
+    for path in (
+        "/api/sources",
+        f"/api/documents/{ids['script.txt']}/preview",
+        f"/api/documents/{ids['zanzibar-photo.png']}/preview",
+    ):
         _assert_headers(client.get(path, headers=auth), path)
     _assert_headers(client.get(_link(client, auth, ids["script.txt"])), "download")
 
@@ -358,6 +426,7 @@ def test_docs_pages_load_only_our_own_assets(client):
 
 
 # -- markup from file contents -------------------------------------------------------------------
+
 
 class _Tags(HTMLParser):
     def __init__(self):
@@ -377,8 +446,7 @@ def _tags(html: str) -> _Tags:
 
 
 def test_snippets_carry_no_markup_but_em(client, auth, indexed):
-    body = client.post("/api/search", headers=auth,
-                       json={"q": "zanzibar", "limit": 100}).get_json()
+    body = client.post("/api/search", headers=auth, json={"q": "zanzibar", "limit": 100}).get_json()
     assert body["total"] == len(PAYLOADS) + 1
     for hit in body["results"]:
         bare = hit["snippet"].replace("<em>", "").replace("</em>", "")
@@ -406,8 +474,9 @@ def test_ui_document_page_carries_no_markup_from_files(client, auth, indexed):
     _, ids = indexed
     setup_client = client.application.test_client()
     token = csrf(setup_client, "/login")
-    resp = setup_client.post("/login", data={"csrf_token": token, "username": "admin",
-                                             "password": "correct horse battery"})
+    resp = setup_client.post(
+        "/login", data={"csrf_token": token, "username": "admin", "password": "correct horse battery"}
+    )
     assert resp.status_code == 302
     for name in PAYLOADS:
         html = setup_client.get(f"/documents/{ids[name]}?q=zanzibar").get_data(as_text=True)
@@ -419,9 +488,13 @@ def test_ui_document_page_carries_no_markup_from_files(client, auth, indexed):
 
 # -- CSRF of the UI forms ------------------------------------------------------------------------
 
+
 def test_setup_and_login_posts_need_the_csrf_token(client):
-    creds = {"username": "admin", "password": "correct horse battery",
-             "password_confirm": "correct horse battery"}
+    creds = {
+        "username": "admin",
+        "password": "correct horse battery",
+        "password_confirm": "correct horse battery",
+    }
     assert client.post("/setup", data=creds).status_code == 400
     assert client.post("/setup", data={**creds, "csrf_token": "forged"}).status_code == 400
     assert client.get("/api/auth/status").get_json() == {"setup_required": True}
@@ -436,17 +509,29 @@ def test_setup_and_login_posts_need_the_csrf_token(client):
 def test_every_ui_post_route_refuses_a_missing_csrf_token(app, client, make_tree, run_jobs):
     setup_admin(client)
     root = make_tree("csrf", {"a.txt": "x"})
-    ok = client.post("/sources/new", data={"csrf_token": csrf(client, "/sources/new"),
-                                           "name": "Csrf", "id": "csrf", "root_path": str(root),
-                                           "schedule_choice": "manual"})
+    ok = client.post(
+        "/sources/new",
+        data={
+            "csrf_token": csrf(client, "/sources/new"),
+            "name": "Csrf",
+            "id": "csrf",
+            "root_path": str(root),
+            "schedule_choice": "manual",
+        },
+    )
     assert ok.status_code in (302, 303), ok.get_data(as_text=True)[:500]
-    rules = [r for r in app.url_map.iter_rules()
-             if r.endpoint.startswith("ui.") and "POST" in (r.methods or ())]
+    rules = [
+        r for r in app.url_map.iter_rules() if r.endpoint.startswith("ui.") and "POST" in (r.methods or ())
+    ]
     assert len(rules) >= 5
     for rule in rules:
-        url = (rule.rule.replace("<source_id>", "csrf").replace("<doc_id>", "csrf--000000000000")
-               .replace("<int:user_id>", "1").replace("<int:token_id>", "1")
-               .replace("<int:saved_id>", "1"))
+        url = (
+            rule.rule.replace("<source_id>", "csrf")
+            .replace("<doc_id>", "csrf--000000000000")
+            .replace("<int:user_id>", "1")
+            .replace("<int:token_id>", "1")
+            .replace("<int:saved_id>", "1")
+        )
         resp = client.post(url, data={"name": "Hacked", "root_path": str(root)})
         assert resp.status_code in (400, 403), (url, resp.status_code)
     assert client.get("/sources/csrf/edit").status_code == 200  # the source is still there
@@ -463,13 +548,17 @@ def test_session_cookie_does_not_authenticate_the_api(client):
 
 # -- odd requests --------------------------------------------------------------------------------
 
+
 def test_odd_requests_get_clean_errors(client, auth, indexed):
-    cases = [("get", "/api/documents/..%2F..%2Fetc%2Fpasswd", 404),
-             ("get", "/api/documents/docs--%00/preview", 404),
-             ("post", "/api/search", 413)]
+    cases = [
+        ("get", "/api/documents/..%2F..%2Fetc%2Fpasswd", 404),
+        ("get", "/api/documents/docs--%00/preview", 404),
+        ("post", "/api/search", 413),
+    ]
     for method, url, status in cases:
-        kwargs = {"data": "x" * (2 * 1024 * 1024), "content_type": "application/json"} \
-            if status == 413 else {}
+        kwargs = (
+            {"data": "x" * (2 * 1024 * 1024), "content_type": "application/json"} if status == 413 else {}
+        )
         resp = getattr(client, method)(url, headers=auth, **kwargs)
         assert resp.status_code == status and set(resp.get_json()) == {"detail"}, url
     evil_id = client.get("/api/health", headers={"X-Request-ID": "a\x1b[31m\x07"})
@@ -487,8 +576,9 @@ def test_token_lifetime_follows_the_setting(app, client, token):
 
 def _swap_root(client, auth, make_tree, make_source, run_jobs, scratch):
     """A scanned source whose root folder is then replaced by a symlink to a folder outside."""
-    root, doc_id, url = _scanned_report(client, auth, make_tree, make_source, run_jobs, "shared",
-                                        "report.txt", "wombat")
+    root, doc_id, url = _scanned_report(
+        client, auth, make_tree, make_source, run_jobs, "shared", "report.txt", "wombat"
+    )
     (scratch / "report.txt").write_text("wombat OUTSIDE secret")
     (scratch / "passwords.txt").write_text("wombat OUTSIDE passwords")
     root.rename(root.parent / "shared-old")
@@ -496,8 +586,9 @@ def _swap_root(client, auth, make_tree, make_source, run_jobs, scratch):
     return doc_id, url
 
 
-def test_source_root_swapped_for_a_symlink_outside_is_refused(app, client, auth, make_tree,
-                                                             make_source, run_jobs, scratch):
+def test_source_root_swapped_for_a_symlink_outside_is_refused(
+    app, client, auth, make_tree, make_source, run_jobs, scratch
+):
     doc_id, url = _swap_root(client, auth, make_tree, make_source, run_jobs, scratch)
     resp = client.get(url)
     assert resp.status_code == 403 and b"OUTSIDE" not in resp.data
@@ -510,12 +601,14 @@ def test_source_root_swapped_for_a_symlink_outside_is_refused(app, client, auth,
 
 
 def test_scan_of_a_root_swapped_for_a_symlink_outside_indexes_nothing_outside(
-        client, auth, make_tree, make_source, run_jobs, scratch):
+    client, auth, make_tree, make_source, run_jobs, scratch
+):
     _swap_root(client, auth, make_tree, make_source, run_jobs, scratch)
     client.post("/api/sources/shared/reindex", headers=auth)
     run_jobs()
-    hits = client.post("/api/search", headers=auth,
-                       json={"q": "wombat outside", "matching_strategy": "all"}).get_json()
+    hits = client.post(
+        "/api/search", headers=auth, json={"q": "wombat outside", "matching_strategy": "all"}
+    ).get_json()
     assert hits["total"] == 0
 
 
@@ -531,8 +624,7 @@ def _until(check, timeout: float = 30.0):
     return value
 
 
-def test_status_queue_is_the_users_part_and_counts_live_workers(app, client, auth, make_tree,
-                                                                make_source):
+def test_status_queue_is_the_users_part_and_counts_live_workers(app, client, auth, make_tree, make_source):
     """A user sees the queued jobs of their own sources only (another source's reindex does
     not show); the worker count drops at once when a real worker is killed with SIGKILL
     (RQ kept counting it until its key expired, minutes later)."""
@@ -557,15 +649,17 @@ def test_status_queue_is_the_users_part_and_counts_live_workers(app, client, aut
 
 
 def test_what_a_user_finds_does_not_depend_on_words_in_sources_they_cannot_see(
-        client, auth, make_tree, make_source, run_jobs):
+    client, auth, make_tree, make_source, run_jobs
+):
     """A word of a longer query that the files hold is searched without typo forms. Counted
     over every source, hidden documents holding `quillwortzyx` made the user's search for it
     miss their own `quillwortzyv` (1 typo), which `quillwortzyq` (in no file) still found: the
     word's presence in a source they may not see showed in their results."""
     from tests.test_access import bearer, create_user, login
 
-    hidden = make_source(make_tree("hidden", {f"h{i}.txt": "quillwortzyx and more"
-                                              for i in range(60)}), name="Hidden")["id"]
+    hidden = make_source(
+        make_tree("hidden", {f"h{i}.txt": "quillwortzyx and more" for i in range(60)}), name="Hidden"
+    )["id"]
     mine = make_source(make_tree("mine", {"v.txt": "quillwortzyv here"}), name="Mine")["id"]
     for sid in (hidden, mine):
         client.post(f"/api/sources/{sid}/reindex", headers=auth)

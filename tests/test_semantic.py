@@ -21,8 +21,7 @@ PETS = {
     "quote.txt": "Invoice INV-2024-017 for desks and lamps, total 1200 EUR.",
     "recipe.txt": "Knead the dough, let it rise for an hour and bake the bread at 220 degrees.",
 }
-ENGINES = {"engine.txt": "The car engine overheated because the coolant pump failed on the "
-                         "motorway."}
+ENGINES = {"engine.txt": "The car engine overheated because the coolant pump failed on the motorway."}
 
 
 @pytest.fixture
@@ -85,10 +84,13 @@ def test_an_invoice_number_finds_its_exact_match_first(client, auth, indexed):
 
 
 def test_hybrid_argument_is_validated(client, auth, indexed):
-    for bad, field in (({"semantic_ratio": 1.5}, "semantic_ratio"),
-                       ({"semantic_ratio": -0.1}, "semantic_ratio"),
-                       ({"semantic_ratio": 0.5, "embedder": "x"}, "embedder"),
-                       ({}, "semantic_ratio"), ("much", "hybrid")):
+    for bad, field in (
+        ({"semantic_ratio": 1.5}, "semantic_ratio"),
+        ({"semantic_ratio": -0.1}, "semantic_ratio"),
+        ({"semantic_ratio": 0.5, "embedder": "x"}, "embedder"),
+        ({}, "semantic_ratio"),
+        ("much", "hybrid"),
+    ):
         resp = client.post("/api/search", headers=auth, json={"q": "cat", "hybrid": bad})
         assert resp.status_code == 400, bad
         assert field in resp.get_json()["detail"]
@@ -101,25 +103,29 @@ def test_meaning_and_similar_follow_the_grants(client, auth, indexed):
     assert "engine.txt" not in _names(seen)
     ids = {r["basename"]: r["id"] for r in _search(client, auth, "type:text", limit=50)["results"]}
     # the car document does not exist for alice, /similar included
-    assert client.get(f"/api/documents/{ids['engine.txt']}/similar",
-                      headers=alice).status_code == 404
+    assert client.get(f"/api/documents/{ids['engine.txt']}/similar", headers=alice).status_code == 404
     similar = client.get(f"/api/documents/{ids['invoice.txt']}/similar?limit=3", headers=alice)
     assert similar.status_code == 200
     names = [r["basename"] for r in similar.get_json()["results"]]
     assert names[0] == "quote.txt" and "invoice.txt" not in names
-    assert "engine.txt" not in [r["basename"] for r in client.get(
-        f"/api/documents/{ids['invoice.txt']}/similar?limit=10", headers=alice
-    ).get_json()["results"]]
+    assert "engine.txt" not in [
+        r["basename"]
+        for r in client.get(
+            f"/api/documents/{ids['invoice.txt']}/similar?limit=10", headers=alice
+        ).get_json()["results"]
+    ]
     bad = client.get(f"/api/documents/{ids['invoice.txt']}/similar?limit=0", headers=alice)
     assert bad.status_code == 400
 
 
-def test_deleting_files_and_sources_removes_their_vectors(app, client, auth, indexed, roots,
-                                                          run_ocr):
+def test_deleting_files_and_sources_removes_their_vectors(app, client, auth, indexed, roots, run_ocr):
     with app.app_context():
         store = get_vectors()
-        invoice = next(r["id"] for r in _search(client, auth, "INV-2024-001")["results"]
-                       if r["basename"] == "invoice.txt")
+        invoice = next(
+            r["id"]
+            for r in _search(client, auth, "INV-2024-001")["results"]
+            if r["basename"] == "invoice.txt"
+        )
         assert store.vectors_of(invoice) is not None
         (roots / "pets" / "invoice.txt").unlink()
         assert client.post("/api/sources/pets/reindex", headers=auth).status_code == 200
@@ -138,17 +144,16 @@ def test_switching_meaning_off_leaves_words_only(client, auth, indexed, run_ocr)
     answer = _search(client, auth, "feline napping")
     assert "kitten.txt" not in _names(answer)
     assert {r["match"] for r in _search(client, auth, "bread")["results"]} == {"words"}
-    assert client.put("/api/sources/pets", headers=auth,
-                        json={"semantic": "maybe"}).status_code == 400
+    assert client.put("/api/sources/pets", headers=auth, json={"semantic": "maybe"}).status_code == 400
     client.put("/api/sources/pets", headers=auth, json={"semantic": True})
     run_ocr()
     assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
 
 
-def test_a_document_not_embedded_yet_is_found_by_words(client, auth, make_tree, make_source,
-                                                       run_jobs):
-    make_source(make_tree("fresh", {"note.txt": "Quarterly figures for the bakery"}),
-                name="Fresh", id="fresh")
+def test_a_document_not_embedded_yet_is_found_by_words(client, auth, make_tree, make_source, run_jobs):
+    make_source(
+        make_tree("fresh", {"note.txt": "Quarterly figures for the bakery"}), name="Fresh", id="fresh"
+    )
     assert client.post("/api/sources/fresh/reindex", headers=auth).status_code == 200
     run_jobs()  # the scan only: the embedding job waits on the low-priority queue
     status = client.get("/api/status/fresh", headers=auth).get_json()["semantic"]
@@ -156,8 +161,7 @@ def test_a_document_not_embedded_yet_is_found_by_words(client, auth, make_tree, 
     answer = _search(client, auth, "bakery figures")
     assert _names(answer) == ["note.txt"] and answer["results"][0]["match"] == "words"
     doc = answer["results"][0]["id"]
-    assert client.get(f"/api/documents/{doc}/similar", headers=auth).get_json() == {
-        "results": []}
+    assert client.get(f"/api/documents/{doc}/similar", headers=auth).get_json() == {"results": []}
 
 
 def test_health_names_the_model(client):

@@ -23,8 +23,7 @@ def doc_id(client, auth, make_tree, make_source, run_jobs) -> str:
     src = make_source(root)
     assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
     run_jobs()
-    return client.post("/api/search", headers=auth, json={"q": "quokka"}).get_json()[
-        "results"][0]["id"]
+    return client.post("/api/search", headers=auth, json={"q": "quokka"}).get_json()["results"][0]["id"]
 
 
 def _ui_session(app):
@@ -48,8 +47,7 @@ def _logged_in(client) -> bool:
 
 
 def _ui_download_url(ui, doc_id: str) -> str:
-    resp = ui.post(f"/documents/{doc_id}/download",
-                   data={"csrf_token": csrf(ui, f"/documents/{doc_id}")})
+    resp = ui.post(f"/documents/{doc_id}/download", data={"csrf_token": csrf(ui, f"/documents/{doc_id}")})
     assert resp.status_code == 303
     return resp.headers["Location"]
 
@@ -69,8 +67,9 @@ def test_ui_logout_ends_a_copied_session_cookie(app, token):
 def test_api_logout_ends_the_download_links_of_that_token(client, token, auth, doc_id):
     url = client.post(f"/api/documents/{doc_id}/download-link", headers=auth).get_json()["url"]
     other = client.post("/api/auth/login", json=ADMIN).get_json()["access_token"]
-    other_url = client.post(f"/api/documents/{doc_id}/download-link",
-                            headers={"Authorization": f"Bearer {other}"}).get_json()["url"]
+    other_url = client.post(
+        f"/api/documents/{doc_id}/download-link", headers={"Authorization": f"Bearer {other}"}
+    ).get_json()["url"]
     assert client.get(url).status_code == 200
     assert client.post("/api/auth/logout", headers=auth).status_code == 200
     ended = client.get(url)
@@ -91,8 +90,7 @@ def test_password_change_ends_tokens_sessions_and_links(app, client, token, auth
     ui = _ui_session(app)
     ui_link = _ui_download_url(ui, doc_id)
     api_link = client.post(f"/api/documents/{doc_id}/download-link", headers=auth).get_json()["url"]
-    result = app.test_cli_runner().invoke(args=["set-password", "admin", "--password",
-                                                NEW_PASSWORD])
+    result = app.test_cli_runner().invoke(args=["set-password", "admin", "--password", NEW_PASSWORD])
     assert result.exit_code == 0, result.output
     assert client.get("/api/auth/me", headers=auth).status_code == 401
     assert not _logged_in(ui)
@@ -100,15 +98,19 @@ def test_password_change_ends_tokens_sessions_and_links(app, client, token, auth
     assert client.post("/api/auth/login", json=ADMIN).status_code == 401
     fresh = client.post("/api/auth/login", json={"username": "admin", "password": NEW_PASSWORD})
     assert fresh.status_code == 200
-    me = client.get("/api/auth/me",
-                    headers={"Authorization": f"Bearer {fresh.get_json()['access_token']}"})
+    me = client.get("/api/auth/me", headers={"Authorization": f"Bearer {fresh.get_json()['access_token']}"})
     assert me.status_code == 200
 
 
 def test_a_token_without_exp_is_refused(app, client, token):
     claims = pyjwt.decode(token, app.config["SECRET_KEY"], algorithms=["HS256"])
-    assert client.get("/api/auth/me", headers={
-        "Authorization": f"Bearer {pyjwt.encode(claims, app.config['SECRET_KEY'])}"}).status_code == 200
+    assert (
+        client.get(
+            "/api/auth/me",
+            headers={"Authorization": f"Bearer {pyjwt.encode(claims, app.config['SECRET_KEY'])}"},
+        ).status_code
+        == 200
+    )
     del claims["exp"]
     claims["jti"] = os.urandom(8).hex()
     forever = pyjwt.encode(claims, app.config["SECRET_KEY"], algorithm="HS256")
@@ -132,14 +134,19 @@ def test_the_address_limit_is_a_moving_window(app, client, token):
 def test_login_is_limited_per_username_across_addresses(app, client, token):
     app.config["LOGIN_USER_RATE_LIMIT"] = "3/minute"
     wrong = {"username": "Admin ", "password": "guess guess"}  # same account, other spelling
-    codes = [client.post("/api/auth/login", json=wrong,
-                         environ_base={"REMOTE_ADDR": f"10.9.0.{n}"}).status_code
-             for n in range(1, 6)]
+    codes = [
+        client.post("/api/auth/login", json=wrong, environ_base={"REMOTE_ADDR": f"10.9.0.{n}"}).status_code
+        for n in range(1, 6)
+    ]
     assert codes[:3] == [401] * 3 and codes[3:] == [429, 429]
     ui = app.test_client()
-    blocked = ui.post("/login", data={"csrf_token": csrf(ui, "/login"), **ADMIN},
-                      environ_base={"REMOTE_ADDR": "10.9.0.99"})
+    blocked = ui.post(
+        "/login", data={"csrf_token": csrf(ui, "/login"), **ADMIN}, environ_base={"REMOTE_ADDR": "10.9.0.99"}
+    )
     assert blocked.status_code == 429  # the UI's login shares the username budget
-    other = client.post("/api/auth/login", json={"username": "someone", "password": "x" * 8},
-                        environ_base={"REMOTE_ADDR": "10.9.0.1"})
+    other = client.post(
+        "/api/auth/login",
+        json={"username": "someone", "password": "x" * 8},
+        environ_base={"REMOTE_ADDR": "10.9.0.1"},
+    )
     assert other.status_code == 401  # another name from a used address is not blocked

@@ -9,19 +9,22 @@ import pytest
 from webapp.slugs import SOURCE_ID_RE, is_valid_source_id, slugify, unique_slug
 
 
-@pytest.mark.parametrize(("name", "slug"), [
-    ("Café Photos", "cafe-photos"),
-    ("My Documents", "my-documents"),
-    ("  --Hello,   World!!--  ", "hello-world"),
-    ("Straße & Ærø", "strasse-aero"),
-    ("Ångström über naïve", "angstrom-uber-naive"),
-    ("snake_case name", "snake-case-name"),
-    ("Tax 2025 (final)", "tax-2025-final"),
-    ("日本語", "source"),
-    ("", "source"),
-    ("!!!", "source"),
-    ("ﬁle №5", "file-no5"),  # compatibility forms fold too
-])
+@pytest.mark.parametrize(
+    ("name", "slug"),
+    [
+        ("Café Photos", "cafe-photos"),
+        ("My Documents", "my-documents"),
+        ("  --Hello,   World!!--  ", "hello-world"),
+        ("Straße & Ærø", "strasse-aero"),
+        ("Ångström über naïve", "angstrom-uber-naive"),
+        ("snake_case name", "snake-case-name"),
+        ("Tax 2025 (final)", "tax-2025-final"),
+        ("日本語", "source"),
+        ("", "source"),
+        ("!!!", "source"),
+        ("ﬁle №5", "file-no5"),  # compatibility forms fold too
+    ],
+)
 def test_slugify(name: str, slug: str) -> None:
     assert slugify(name) == slug
 
@@ -51,10 +54,23 @@ def test_unique_slug_stays_within_63_chars() -> None:
     assert is_valid_source_id(result)
 
 
-@pytest.mark.parametrize(("value", "valid"), [
-    ("docs", True), ("0-start", True), ("a_b-c", True), ("a" * 63, True),
-    ("a" * 64, False), ("-docs", False), ("_docs", False), ("Docs", False), ("", False),
-    ("a b", False), ("docs\n", False), ("café", False), (None, False),
-])
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [
+        ("docs", True),
+        ("0-start", True),
+        ("a_b-c", True),
+        ("a" * 63, True),
+        ("a" * 64, False),
+        ("-docs", False),
+        ("_docs", False),
+        ("Docs", False),
+        ("", False),
+        ("a b", False),
+        ("docs\n", False),
+        ("café", False),
+        (None, False),
+    ],
+)
 def test_is_valid_source_id(value: object, valid: bool) -> None:
     assert is_valid_source_id(value) is valid

@@ -23,9 +23,7 @@ FILLER = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 40
 
 
 def test_short_text_is_returned_whole_with_marks():
-    assert build_snippet("The quick brown fox", matcher("quick"), 300) == (
-        "The <em>quick</em> brown fox"
-    )
+    assert build_snippet("The quick brown fox", matcher("quick"), 300) == ("The <em>quick</em> brown fox")
 
 
 def test_markup_in_text_is_escaped_and_only_em_is_markup():
@@ -128,16 +126,12 @@ def test_parts_of_file_names_are_words():
 
 
 def test_a_match_inside_a_longer_word_is_not_marked():
-    assert build_snippet("preacme acmeco", matcher("acme "), 300) == (
-        "preacme acmeco"
-    )
+    assert build_snippet("preacme acmeco", matcher("acme "), 300) == ("preacme acmeco")
 
 
 def test_falls_back_to_title_then_file_name():
     m = matcher("acme")
-    assert build_snippet("nothing relevant", m, 300, ["Acme report", "a.txt"]) == (
-        "<em>Acme</em> report"
-    )
+    assert build_snippet("nothing relevant", m, 300, ["Acme report", "a.txt"]) == ("<em>Acme</em> report")
     assert build_snippet("", m, 300, [None, "acme.pdf"]) == "<em>acme</em>.pdf"
 
 
@@ -178,13 +172,32 @@ def test_random_texts_every_shown_match_is_marked_and_nothing_else():
     from webapp.search.query import TOKEN_RE
 
     rng = random.Random(11)
-    vocab = ["invoice", "invoices", "invoce", "Invoice", "budget", "budgte", "report", "reports",
-             "café", "cafe", "naïve", "2024", "x1", "meeting", "lorem", "ipsum", "dolor", "amet"]
+    vocab = [
+        "invoice",
+        "invoices",
+        "invoce",
+        "Invoice",
+        "budget",
+        "budgte",
+        "report",
+        "reports",
+        "café",
+        "cafe",
+        "naïve",
+        "2024",
+        "x1",
+        "meeting",
+        "lorem",
+        "ipsum",
+        "dolor",
+        "amet",
+    ]
     for case in range(300):
         words = [rng.choice(vocab) for _ in range(rng.randint(1, 3000))]
         text = "".join(w + rng.choice([" ", "  ", ", ", ".\n", "-", "_"]) for w in words)
-        q = " ".join(rng.sample(["invoice", "budget", "report", "cafe", "naive", "2024", "meet"],
-                                rng.randint(1, 3)))
+        q = " ".join(
+            rng.sample(["invoice", "budget", "report", "cafe", "naive", "2024", "meet"], rng.randint(1, 3))
+        )
         m = matcher(q)
         out = build_snippet(text, m, rng.choice([60, 120, 300]))
         shown = visible(out).strip("…")

@@ -48,9 +48,21 @@ def holder(app, app_config):
     def start(kind: str) -> subprocess.Popen:
         url = app.config["DATABASE_URL"]
         proc = subprocess.Popen(
-            [sys.executable, "-c", HOLDER, kind, app_config["DATA_DIR"], app.config["REDIS_URL"],
-             url, str(TTL)], cwd=REPO, stdout=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": str(REPO)})
+            [
+                sys.executable,
+                "-c",
+                HOLDER,
+                kind,
+                app_config["DATA_DIR"],
+                app.config["REDIS_URL"],
+                url,
+                str(TTL),
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
         procs.append(proc)
         assert proc.stdout.readline().strip() == "held"
         return proc
@@ -72,8 +84,7 @@ def _kill(proc: subprocess.Popen) -> float:
     return time.monotonic()
 
 
-def test_a_writer_lock_held_by_a_killed_process_is_taken_over_after_its_expiry(app, docs,
-                                                                                holder):
+def test_a_writer_lock_held_by_a_killed_process_is_taken_over_after_its_expiry(app, docs, holder):
     from webapp.indexing.state import writer_lock
 
     app.config["SCAN_LOCK_SECONDS"] = TTL
@@ -90,7 +101,8 @@ def test_a_writer_lock_held_by_a_killed_process_is_taken_over_after_its_expiry(a
 
 
 def test_a_scan_lock_held_by_a_killed_worker_is_taken_over_and_its_run_interrupted(
-        app, client, auth, docs, holder):
+    app, client, auth, docs, holder
+):
     app.config["SCAN_LOCK_SECONDS"] = TTL
     proc = holder("scan")
     time.sleep(TTL + 1)
@@ -156,8 +168,7 @@ def test_a_status_read_writes_nothing_and_shows_a_dead_run_interrupted(app, clie
     assert [(r["state"], r["total_scanned"]) for r in runs] == [("interrupted", 7)]
 
 
-def test_a_queued_lock_whose_job_is_gone_reads_idle_and_is_freed_by_the_next_request(
-        app, client, auth, docs):
+def test_a_queued_lock_whose_job_is_gone_reads_idle_and_is_freed_by_the_next_request(app, client, auth, docs):
     import json
 
     from webapp.runtime import get_redis

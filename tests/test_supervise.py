@@ -41,19 +41,33 @@ class Launcher:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = folder / "launcher.log"
         self.env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
-        self.env.update({"DATA_DIR": str(self.data), "ALLOWED_ROOTS": str(self.roots),
-                         "HOST": "127.0.0.1", "PORT": str(self.port), "WORKERS": "2",
-                         "WEB_CONCURRENCY": "1", "LOG_LEVEL": "INFO",
-                         "SEARCH_BACKEND": "tantivy", "SEARCH_INDEX_DIR": ""})
+        self.env.update(
+            {
+                "DATA_DIR": str(self.data),
+                "ALLOWED_ROOTS": str(self.roots),
+                "HOST": "127.0.0.1",
+                "PORT": str(self.port),
+                "WORKERS": "2",
+                "WEB_CONCURRENCY": "1",
+                "LOG_LEVEL": "INFO",
+                "SEARCH_BACKEND": "tantivy",
+                "SEARCH_INDEX_DIR": "",
+            }
+        )
         if database_url:
             self.env["DATABASE_URL"] = database_url
         self.session = requests.Session()
 
     def start(self) -> None:
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "webapp.launcher"], cwd=REPO,
-                                         env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "webapp.launcher"],
+                cwd=REPO,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.wait_healthy(90)
 
     def wait_healthy(self, timeout: float = RECOVERY_LIMIT) -> float:
@@ -125,8 +139,7 @@ def api(launcher) -> requests.Session:
     docs = launcher.roots / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text("an aardvark in a supervised tree")
-    resp = session.post(launcher.url + "/api/sources", json={"name": "Docs",
-                                                             "root_path": str(docs)})
+    resp = session.post(launcher.url + "/api/sources", json={"name": "Docs", "root_path": str(docs)})
     assert resp.status_code == 201, resp.text
     assert _scan(launcher, session)["state"] == "finished"
     return session
@@ -171,8 +184,7 @@ def test_killed_embedded_redis_is_restarted_and_search_works(launcher, api):
     started = time.monotonic()
     while True:  # without a person: no step of ours between the kill and the answers
         try:
-            if api.post(launcher.url + "/api/search", json={"q": "aardvark"},
-                        timeout=5).status_code == 200:
+            if api.post(launcher.url + "/api/search", json={"q": "aardvark"}, timeout=5).status_code == 200:
                 break
         except requests.RequestException:
             pass
@@ -194,8 +206,7 @@ def test_revocation_survives_a_redis_crash(launcher, api):
     token = resp.json()["access_token"]
     headers = {"Authorization": f"Bearer {token}"}
     assert requests.get(launcher.url + "/api/sources", headers=headers).status_code == 200
-    assert requests.post(launcher.url + "/api/auth/logout", headers=headers).status_code in (
-        200, 204)
+    assert requests.post(launcher.url + "/api/auth/logout", headers=headers).status_code in (200, 204)
     time.sleep(1.5)  # the append-only file is flushed once a second
     launcher.child("redis-server").kill()
     time.sleep(0.5)
@@ -227,8 +238,7 @@ def test_killed_pool_parent_leaves_no_worker(launcher, api):
     (launcher.roots / "docs" / "b.txt").write_text("a second aardvark")
     assert _scan(launcher, api)["state"] == "finished"  # served by the new pool
     assert _search_total(launcher, api) == 2
-    assert any(f"workers (pid {pool.pid}) was killed by SIGKILL" in x
-               for x in launcher.launcher_lines())
+    assert any(f"workers (pid {pool.pid}) was killed by SIGKILL" in x for x in launcher.launcher_lines())
 
 
 def test_sigterm_to_gunicorn_master_restarts_the_web_server(launcher, api):
@@ -237,8 +247,10 @@ def test_sigterm_to_gunicorn_master_restarts_the_web_server(launcher, api):
     after it exited (28.7 s of outage were measured under load)."""
     master = launcher.child("gunicorn")
     with socket.create_connection(("127.0.0.1", launcher.port)) as slow:
-        slow.sendall(b"POST /api/search HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                     b"application/json\r\nContent-Length: 100\r\n\r\n{")  # in flight
+        slow.sendall(
+            b"POST /api/search HTTP/1.1\r\nHost: x\r\nContent-Type: "
+            b"application/json\r\nContent-Length: 100\r\n\r\n{"
+        )  # in flight
         time.sleep(1)
         master.terminate()
         sent = time.monotonic()
@@ -248,8 +260,7 @@ def test_sigterm_to_gunicorn_master_restarts_the_web_server(launcher, api):
             time.sleep(0.1)
         time.sleep(1.5)  # the old workers stopped listening (they check once a second)
         launcher.wait_healthy()
-        print(f"web server answered again {time.monotonic() - sent:.2f} s after its master "
-              "got SIGTERM")
+        print(f"web server answered again {time.monotonic() - sent:.2f} s after its master got SIGTERM")
         assert master.is_running() and master.status() != psutil.STATUS_ZOMBIE  # draining
         assert _search_total(launcher, api) == 2  # the new master serves
     master.wait(timeout=40)

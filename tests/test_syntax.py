@@ -61,33 +61,39 @@ def test_title_words_and_phrases():
     assert spec.text == "2024" and not spec.is_filter_only
 
 
-@pytest.mark.parametrize(("term", "expected"), [
-    ("modified:2024", Range(ts(2024, 1, 1), ts(2025, 1, 1))),
-    ("modified:2024-02", Range(ts(2024, 2, 1), ts(2024, 3, 1))),  # a leap year
-    ("modified:2023-12", Range(ts(2023, 12, 1), ts(2024, 1, 1))),
-    ("modified:2024-03-15", Range(ts(2024, 3, 15), ts(2024, 3, 16))),
-    ("modified:>2024-01-01", Range(ts(2024, 1, 2), None)),
-    ("modified:>=2024-01-01", Range(ts(2024, 1, 1), None)),
-    ("modified:<2024", Range(None, ts(2024, 1, 1))),
-    ("modified:<=2023", Range(None, ts(2024, 1, 1))),
-    ("modified:>2023", Range(ts(2024, 1, 1), None)),
-    ("modified:2023-01..2023-06", Range(ts(2023, 1, 1), ts(2023, 7, 1))),
-    ("modified:2023..", Range(ts(2023, 1, 1), None)),
-    ("Modified:..2022-06-30", Range(None, ts(2022, 7, 1))),
-])
+@pytest.mark.parametrize(
+    ("term", "expected"),
+    [
+        ("modified:2024", Range(ts(2024, 1, 1), ts(2025, 1, 1))),
+        ("modified:2024-02", Range(ts(2024, 2, 1), ts(2024, 3, 1))),  # a leap year
+        ("modified:2023-12", Range(ts(2023, 12, 1), ts(2024, 1, 1))),
+        ("modified:2024-03-15", Range(ts(2024, 3, 15), ts(2024, 3, 16))),
+        ("modified:>2024-01-01", Range(ts(2024, 1, 2), None)),
+        ("modified:>=2024-01-01", Range(ts(2024, 1, 1), None)),
+        ("modified:<2024", Range(None, ts(2024, 1, 1))),
+        ("modified:<=2023", Range(None, ts(2024, 1, 1))),
+        ("modified:>2023", Range(ts(2024, 1, 1), None)),
+        ("modified:2023-01..2023-06", Range(ts(2023, 1, 1), ts(2023, 7, 1))),
+        ("modified:2023..", Range(ts(2023, 1, 1), None)),
+        ("Modified:..2022-06-30", Range(None, ts(2022, 7, 1))),
+    ],
+)
 def test_modified_days_months_years_and_ranges_in_utc(term, expected):
     assert parse_syntax(term).modified == (expected,)
 
 
-@pytest.mark.parametrize(("term", "expected"), [
-    ("size:>10MB", Range(10 * MB + 1, None)),
-    ("size:>=10mb", Range(10 * MB, None)),
-    ("size:<1k", Range(None, KB)),
-    ("size:<=1KB", Range(None, KB + 1)),
-    ("size:1MB..5MB", Range(MB, 5 * MB + 1)),
-    ("size:1.5GB..", Range(round(1.5 * GB), None)),
-    ("size:500", Range(500, 501)),
-])
+@pytest.mark.parametrize(
+    ("term", "expected"),
+    [
+        ("size:>10MB", Range(10 * MB + 1, None)),
+        ("size:>=10mb", Range(10 * MB, None)),
+        ("size:<1k", Range(None, KB)),
+        ("size:<=1KB", Range(None, KB + 1)),
+        ("size:1MB..5MB", Range(MB, 5 * MB + 1)),
+        ("size:1.5GB..", Range(round(1.5 * GB), None)),
+        ("size:500", Range(500, 501)),
+    ],
+)
 def test_size_ranges_with_units(term, expected):
     assert parse_syntax(term).size == (expected,)
 
@@ -98,22 +104,25 @@ def test_unknown_field_is_plain_text():
         assert spec.text == q and not spec.has_syntax, q
 
 
-@pytest.mark.parametrize(("q", "detail"), [
-    ("report modified:>zz", "q: modified:>zz is not a date (use 2024, 2024-03 or 2024-03-15)"),
-    ("modified:2024-13", "q: modified:2024-13 is not a date"),
-    ("modified:2023-02-29", "q: modified:2023-02-29 is not a date"),
-    ("modified:..", "q: modified:.. is not a date"),
-    ("modified:2024..2023", "q: modified:2024..2023 ends before it starts"),
-    ("size:>big", "q: size:>big is not a size (use 500, 10k, 2MB or 1GB)"),
-    ("size:10parsecs", "q: size:10parsecs is not a size"),
-    ("size:>99999999999999999999TB", "q: size:>99999999999999999999TB is not a size"),
-    ("modified:99999", "q: modified:99999 is not a date"),
-    ("modified:0000", "q: modified:0000 is not a date"),
-    ("type:", "q: type: needs a value, e.g. type:pdf"),
-    ('path:""', 'q: path:"" needs a value'),
-    ("title:!!!", "q: title:!!! has no word to look for"),
-    ("-type:pdf", "q: -type:pdf: a filter cannot be excluded"),
-])
+@pytest.mark.parametrize(
+    ("q", "detail"),
+    [
+        ("report modified:>zz", "q: modified:>zz is not a date (use 2024, 2024-03 or 2024-03-15)"),
+        ("modified:2024-13", "q: modified:2024-13 is not a date"),
+        ("modified:2023-02-29", "q: modified:2023-02-29 is not a date"),
+        ("modified:..", "q: modified:.. is not a date"),
+        ("modified:2024..2023", "q: modified:2024..2023 ends before it starts"),
+        ("size:>big", "q: size:>big is not a size (use 500, 10k, 2MB or 1GB)"),
+        ("size:10parsecs", "q: size:10parsecs is not a size"),
+        ("size:>99999999999999999999TB", "q: size:>99999999999999999999TB is not a size"),
+        ("modified:99999", "q: modified:99999 is not a date"),
+        ("modified:0000", "q: modified:0000 is not a date"),
+        ("type:", "q: type: needs a value, e.g. type:pdf"),
+        ('path:""', 'q: path:"" needs a value'),
+        ("title:!!!", "q: title:!!! has no word to look for"),
+        ("-type:pdf", "q: -type:pdf: a filter cannot be excluded"),
+    ],
+)
 def test_bad_values_name_the_term(q, detail):
     with pytest.raises(QuerySyntaxError) as caught:
         parse_syntax(q)
@@ -144,10 +153,34 @@ def test_any_text_parses_or_names_a_bad_term_and_the_engine_takes_it():
 
     backend = TantivyBackend(None)
     backend.upsert(CORPUS)
-    pieces = st.sampled_from([
-        "type:", "ext:", "source:", "path:", "title:", "modified:", "size:", "-", '"', "OR",
-        "..", ">", "<=", "2024", "-03", "10MB", "k", "/", "pdf", "budget", "é", "说明", ":", " ",
-    ])
+    pieces = st.sampled_from(
+        [
+            "type:",
+            "ext:",
+            "source:",
+            "path:",
+            "title:",
+            "modified:",
+            "size:",
+            "-",
+            '"',
+            "OR",
+            "..",
+            ">",
+            "<=",
+            "2024",
+            "-03",
+            "10MB",
+            "k",
+            "/",
+            "pdf",
+            "budget",
+            "é",
+            "说明",
+            ":",
+            " ",
+        ]
+    )
 
     @settings(max_examples=300, deadline=None)
     @given(st.lists(pieces, max_size=12).map("".join))

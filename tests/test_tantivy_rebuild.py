@@ -45,8 +45,7 @@ def write_old_index(directory: Path) -> None:
     writer = index.writer(32_000_000, 1)
     for doc in CORPUS:
         fields = shaper._to_document(dict(doc, title=doc.get("title"))).to_dict()
-        writer.add_document(tantivy.Document(
-            **{k: v for k, v in fields.items() if k not in NEW_FIELDS}))
+        writer.add_document(tantivy.Document(**{k: v for k, v in fields.items() if k not in NEW_FIELDS}))
     writer.commit()
     writer.wait_merging_threads()
     ContentStore(directory).put(CORPUS)
@@ -141,5 +140,6 @@ def test_an_index_of_an_older_version_is_rebuilt_once_with_stems(tmp_path, caplo
     assert index_version(directory) == INDEX_VERSION
     backend = TantivyBackend(directory)  # opens at once: nothing more to rebuild
     assert sorted(r["id"] for r in backend.search(SearchQuery(q="notes ")).results) == [
-        "docs--garden"]  # `notes` by its stem in the text, `garden_notes.md` by name
+        "docs--garden"
+    ]  # `notes` by its stem in the text, `garden_notes.md` by name
     assert backend.search(SearchQuery(q="shopped ")).total == 1  # `shopping`, by its stem

@@ -16,8 +16,12 @@ FILES = {
     "photo.jpg": samples.picture((800, 600), samples.RED),
     "report.pdf": samples.pdf(["The budget forecast for 2027", "A second page"]),
     "novel.epub": samples.epub(samples.picture((300, 450), samples.GREEN, "PNG")),
-    "strip.cbz": samples.cbz([samples.picture((400, 600), samples.MAGENTA, "PNG"),
-                              samples.picture((400, 600), samples.BLUE, "PNG")]),
+    "strip.cbz": samples.cbz(
+        [
+            samples.picture((400, 600), samples.MAGENTA, "PNG"),
+            samples.picture((400, 600), samples.BLUE, "PNG"),
+        ]
+    ),
     "notes.txt": "plain words without a picture",
 }
 
@@ -32,8 +36,9 @@ def scanned(client, auth, make_tree, make_source, run_jobs):
         resp = client.post(f"/api/sources/{source['id']}/reindex", headers=auth)
         assert resp.status_code == 200
         run_jobs()
-        hits = client.post("/api/search", headers=auth,
-                           json={"q": f"source:{source['id']}", "limit": 50}).get_json()
+        hits = client.post(
+            "/api/search", headers=auth, json={"q": f"source:{source['id']}", "limit": 50}
+        ).get_json()
         return {h["basename"]: h for h in hits["results"]}
 
     return source, root, scan
@@ -47,8 +52,11 @@ def test_the_scan_makes_thumbnails_of_pictures_pages_and_covers(client, auth, sc
     _, _, scan = scanned
     hits = scan()
     assert hits["notes.txt"]["thumbnail_url"] is None
-    expected = {"photo.jpg": samples.RED, "novel.epub": samples.GREEN,
-                "strip.cbz": samples.MAGENTA}  # page1, not page10 (natural order)
+    expected = {
+        "photo.jpg": samples.RED,
+        "novel.epub": samples.GREEN,
+        "strip.cbz": samples.MAGENTA,
+    }  # page1, not page10 (natural order)
     for name, color in expected.items():
         url = hits[name]["thumbnail_url"]
         assert url == f"/api/documents/{hits[name]['id']}/thumbnail", name
@@ -112,8 +120,7 @@ def test_thumbnails_follow_changes_and_deletions(app, client, auth, scanned, dat
     assert (root / "report.pdf").exists()  # the files themselves are never touched
 
 
-def test_a_full_scan_prunes_thumbnails_left_without_a_file(client, auth, scanned, data_dir,
-                                                           run_jobs):
+def test_a_full_scan_prunes_thumbnails_left_without_a_file(client, auth, scanned, data_dir, run_jobs):
     from webapp.indexing import thumbstore
 
     source, _, scan = scanned
@@ -121,8 +128,7 @@ def test_a_full_scan_prunes_thumbnails_left_without_a_file(client, auth, scanned
     stray = thumbstore.path_for(str(data_dir), f"{source['id']}--0123456789ab")
     os.makedirs(os.path.dirname(stray), exist_ok=True)
     Path(stray).write_bytes(b"left by a cancelled scan")
-    assert client.post(f"/api/sources/{source['id']}/reindex?full=true",
-                       headers=auth).status_code == 200
+    assert client.post(f"/api/sources/{source['id']}/reindex?full=true", headers=auth).status_code == 200
     run_jobs()
     assert not os.path.exists(stray)
     assert len(list(Path(data_dir, "thumbs", source["id"]).rglob("*.jpg"))) == 4

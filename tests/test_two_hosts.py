@@ -56,8 +56,7 @@ class Api:
         import requests
 
         def go():
-            resp = requests.request(method, self.base + path, headers=self.headers, timeout=30,
-                                    **kwargs)
+            resp = requests.request(method, self.base + path, headers=self.headers, timeout=30, **kwargs)
             return resp.status_code, resp.text
 
         code, text = self.net.on_a(go)
@@ -70,8 +69,9 @@ class Api:
 class Deployment:
     """Everything the test made, for the test to use and for the fixture to remove."""
 
-    def __init__(self, net: Network, procs: Processes, pg: Postgres, redis: Redis, api: Api,
-                 folder: Path, roots: Path):
+    def __init__(
+        self, net: Network, procs: Processes, pg: Postgres, redis: Redis, api: Api, folder: Path, roots: Path
+    ):
         self.net, self.procs, self.pg, self.redis, self.api = net, procs, pg, redis, api
         self.folder, self.roots = folder, roots
 
@@ -113,15 +113,27 @@ def deployment():
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, folder, ignore_errors=True)
         if os.environ.get("TRAWL_TEST_KEEP_LOGS"):  # a folder to copy the processes' logs to
-            stack.callback(shutil.copytree, folder / "logs", os.environ["TRAWL_TEST_KEEP_LOGS"],
-                           dirs_exist_ok=True)
+            stack.callback(
+                shutil.copytree, folder / "logs", os.environ["TRAWL_TEST_KEEP_LOGS"], dirs_exist_ok=True
+            )
         net = stack.enter_context(Network())
         for name in ("a", "b", "logs", "roots", "redis"):
             (folder / name).mkdir()
         roots = folder / "roots"
-        base = {k: v for k, v in os.environ.items()
-                if k not in ("REDIS_URL", "DATABASE_URL", "DATA_DIR", "SEARCH_INDEX_DIR",
-                             "QUEUE_NAME", "SECRET_KEY", "ALLOWED_ROOTS")}
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if k
+            not in (
+                "REDIS_URL",
+                "DATABASE_URL",
+                "DATA_DIR",
+                "SEARCH_INDEX_DIR",
+                "QUEUE_NAME",
+                "SECRET_KEY",
+                "ALLOWED_ROOTS",
+            )
+        }
         env = {"a": dict(base), "b": dict(base)}
         procs = Processes(net, folder / "logs", env)
         pg = Postgres(procs, "a", net.addr["a"])
@@ -131,36 +143,48 @@ def deployment():
         redis = Redis(procs, "a", net.addr["a"], folder / "redis")
         redis.start()
         secret_key = os.urandom(24).hex()
-        shared = {"DATABASE_URL": pg.url, "REDIS_URL": redis.url, "SECRET_KEY": secret_key,
-                  "ALLOWED_ROOTS": str(roots), "QUEUE_NAME": "trawl", "SEARCH_BACKEND": "tantivy",
-                  "SCAN_BATCH_SIZE": str(BATCH), "LOG_LEVEL": "INFO", "OCR_ENABLED": "false"}
-        env["a"].update(shared, DATA_DIR=str(folder / "a"), HOST=net.addr["a"],
-                        PORT=str(WEB_PORT), WEB_CONCURRENCY="2")
+        shared = {
+            "DATABASE_URL": pg.url,
+            "REDIS_URL": redis.url,
+            "SECRET_KEY": secret_key,
+            "ALLOWED_ROOTS": str(roots),
+            "QUEUE_NAME": "trawl",
+            "SEARCH_BACKEND": "tantivy",
+            "SCAN_BATCH_SIZE": str(BATCH),
+            "LOG_LEVEL": "INFO",
+            "OCR_ENABLED": "false",
+        }
+        env["a"].update(
+            shared, DATA_DIR=str(folder / "a"), HOST=net.addr["a"], PORT=str(WEB_PORT), WEB_CONCURRENCY="2"
+        )
         env["b"].update(shared, DATA_DIR=str(folder / "b"))
-        dep = Deployment(net, procs, pg, redis, Api(net, f"http://{net.addr['a']}:{WEB_PORT}"),
-                         folder, roots)
+        dep = Deployment(net, procs, pg, redis, Api(net, f"http://{net.addr['a']}:{WEB_PORT}"), folder, roots)
         dep.secret_key = secret_key
         _wait("redis answers", lambda: dep.on_redis(lambda r: r.ping()), 20, procs)
         _assert_password_required(dep)
         py = sys.executable
         for side in ("a", "b"):  # each host's data folder; the schema once, in the shared database
-            procs.run(side, py, "-m", "flask", "--app", "wsgi", "trawl", "init", cwd=REPO,
-                      timeout=120)
-        procs.start("web", "a", py, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf",
-                    "wsgi:app", cwd=REPO)
+            procs.run(side, py, "-m", "flask", "--app", "wsgi", "trawl", "init", cwd=REPO, timeout=120)
+        procs.start(
+            "web", "a", py, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf", "wsgi:app", cwd=REPO
+        )
         procs.start("scheduler", "a", py, "worker.py", "scheduler", cwd=REPO)
         procs.start("watcher", "a", py, "worker.py", "watcher", cwd=REPO)
         procs.start("worker-a", "a", py, "worker.py", cwd=REPO)
-        procs.start("workers-b", "b", py, "worker.py", "--workers", str(B_WORKERS),
-                    "--extract-only", cwd=REPO)
+        procs.start(
+            "workers-b", "b", py, "worker.py", "--workers", str(B_WORKERS), "--extract-only", cwd=REPO
+        )
         dep.trees = _trees(roots)  # while they start
         _wait("web answers", lambda: dep.api.call("GET", "/api/health")[0] == 200, 60, procs)
         code, body = dep.api.call("POST", "/api/auth/setup", json=ADMIN)
         assert code == 201, body
         dep.api.headers = {"Authorization": f"Bearer {body['access_token']}"}
-        _wait("1 + 2 workers registered",
-              lambda: dep.api.call("GET", "/api/status")[1]["queue"]["workers"] == 1 + B_WORKERS,
-              60, procs)
+        _wait(
+            "1 + 2 workers registered",
+            lambda: dep.api.call("GET", "/api/status")[1]["queue"]["workers"] == 1 + B_WORKERS,
+            60,
+            procs,
+        )
         yield dep
 
 
@@ -210,8 +234,11 @@ def _b_workers(dep: Deployment) -> dict[str, int]:
     from rq import Worker
 
     def read(r):
-        return {w.name: w.pid for w in Worker.all(connection=r)
-                if w.hostname and w.queue_names() == ["trawl-extract"]}
+        return {
+            w.name: w.pid
+            for w in Worker.all(connection=r)
+            if w.hostname and w.queue_names() == ["trawl-extract"]
+        }
 
     return dep.on_redis(read)
 
@@ -220,8 +247,7 @@ def test_workers_cut_off_mid_scan_come_back_and_nothing_is_lost(deployment):
     dep = deployment
     api = dep.api
     top = dep.trees[0]
-    code, source = api.call("POST", "/api/sources", json={"name": "Ledgers",
-                                                           "root_path": str(top)})
+    code, source = api.call("POST", "/api/sources", json={"name": "Ledgers", "root_path": str(top)})
     assert code == 201, source
     sid = source["id"]
     b_before = _b_workers(dep)
@@ -237,11 +263,16 @@ def test_workers_cut_off_mid_scan_come_back_and_nothing_is_lost(deployment):
         assert code == 200, status
         _, overall = api.call("GET", "/api/status")
         run = status.get("last_run") or {}
-        entry = {"t": round(time.monotonic() - started, 1), "phase": phase,
-                 "state": status["state"], "run": run.get("state"),
-                 "done": (run.get("progress") or {}).get("done"),
-                 "total": (run.get("progress") or {}).get("total"),
-                 "records": status["total_files"], "workers": overall["queue"]["workers"]}
+        entry = {
+            "t": round(time.monotonic() - started, 1),
+            "phase": phase,
+            "state": status["state"],
+            "run": run.get("state"),
+            "done": (run.get("progress") or {}).get("done"),
+            "total": (run.get("progress") or {}).get("total"),
+            "records": status["total_files"],
+            "workers": overall["queue"]["workers"],
+        }
         timeline.append(entry)
         print(entry)
         return entry
@@ -253,8 +284,7 @@ def test_workers_cut_off_mid_scan_come_back_and_nothing_is_lost(deployment):
         return r.hlen(f"trawl:run:{json.loads(lock)['run_id']}:inflight")
 
     # cut when host b is in the middle of batches (its helpers mark the batches they hold)
-    _wait("host b extracting", lambda: poll("before")["done"] and dep.on_redis(inflight_on_b),
-          60, dep.procs)
+    _wait("host b extracting", lambda: poll("before")["done"] and dep.on_redis(inflight_on_b), 60, dep.procs)
     cut_at = time.monotonic()
     dep.net.cut(os.environ.get("TRAWL_TEST_CUT", "drop"))
     try:
@@ -264,20 +294,22 @@ def test_workers_cut_off_mid_scan_come_back_and_nothing_is_lost(deployment):
     finally:
         dep.net.restore()
     restored_at, restored_wall = time.monotonic(), datetime.now(UTC)
-    last = _wait("scan finished", lambda: (lambda e: e if e["state"] == "idle" else None)(
-        poll("after")), 60, dep.procs)
+    last = _wait(
+        "scan finished", lambda: (lambda e: e if e["state"] == "idle" else None)(poll("after")), 60, dep.procs
+    )
     finished_at = time.monotonic()
 
     print("\ntimeline (t from the scan request, s):")
     for entry in timeline:
         print("  ", entry)
-    print(f"cut at {cut_at - started:.1f} s, restored at {restored_at - started:.1f} s, "
-          f"finished at {finished_at - started:.1f} s")
+    print(
+        f"cut at {cut_at - started:.1f} s, restored at {restored_at - started:.1f} s, "
+        f"finished at {finished_at - started:.1f} s"
+    )
 
     # the status told the truth: running until every file was written, then finished
     during = [e for e in timeline if e["phase"] == "cut"]
-    assert during and all(e["state"] == "indexing" and e["run"] == "indexing" for e in during), \
-        during
+    assert during and all(e["state"] == "indexing" and e["run"] == "indexing" for e in during), during
     assert all(e["done"] < FILES for e in during), during
     assert all(e["state"] != "idle" for e in timeline[:-1]), timeline
     assert last["run"] == "finished" and last["done"] == FILES, last
@@ -322,8 +354,7 @@ def _scan_again_with_host_b(dep: Deployment) -> None:
     (the index host's worker coordinates, so batches done by b came through b's own
     connections to Redis and PostgreSQL)."""
     top = dep.trees[1]
-    code, source = dep.api.call("POST", "/api/sources", json={"name": "Later",
-                                                               "root_path": str(top)})
+    code, source = dep.api.call("POST", "/api/sources", json={"name": "Later", "root_path": str(top)})
     assert code == 201, source
     since = datetime.now(UTC)
     code, body = dep.api.call("POST", f"/api/sources/{source['id']}/reindex?wait=60")
@@ -343,34 +374,35 @@ def _assert_index_matches_folder(dep: Deployment, sid: str, top: Path) -> None:
 
         url = dep.pg.url.replace("postgresql+psycopg://", "postgresql://")
         with psycopg.connect(url) as conn:
-            return conn.execute("SELECT path, status FROM indexed_files WHERE source_id = %s",
-                                (sid,)).fetchall()
+            return conn.execute(
+                "SELECT path, status FROM indexed_files WHERE source_id = %s", (sid,)
+            ).fetchall()
 
     records = dep.net.on_a(rows)
     assert len(records) == FILES, len(records)
     assert {p for p, _ in records} == on_disk
     assert {s for _, s in records} == {"success"}
-    report = dep.procs.run("a", sys.executable, "-m", "flask", "--app", "wsgi", "trawl", "verify",
-                           sid, cwd=REPO, check=False)
+    report = dep.procs.run(
+        "a", sys.executable, "-m", "flask", "--app", "wsgi", "trawl", "verify", sid, cwd=REPO, check=False
+    )
     assert report.returncode == 0, report.stdout + report.stderr
     verified = json.loads(report.stdout)
     assert verified["problems"] == 0, verified
     assert verified["records"] == verified["documents"] == verified["files_on_disk"] == FILES
-    code, hits = dep.api.call("POST", "/api/search", json={"q": "walrus partition",
-                                                            "source_id": sid, "limit": 1})
+    code, hits = dep.api.call(
+        "POST", "/api/search", json={"q": "walrus partition", "source_id": sid, "limit": 1}
+    )
     books = FILES - FILES // 4
     assert code == 200 and hits["total"] == books, hits  # a document twice would count twice
     # thumbnails, wherever the picture was extracted, are on host a, where the web server is
     pictures = sorted(p for p in on_disk if p.endswith(".png"))
-    served = [dep.api.call("GET", f"/api/documents/{doc_id(sid, p)}/thumbnail")[0]
-              for p in pictures]
+    served = [dep.api.call("GET", f"/api/documents/{doc_id(sid, p)}/thumbnail")[0] for p in pictures]
     assert served == [200] * len(pictures), dict(zip(pictures, served, strict=True))
     assert not (dep.folder / "b" / "thumbs").exists(), "host b kept thumbnails of its own"
 
 
 def _assert_no_secret_shown(dep: Deployment, sid: str) -> None:
-    shown = [dep.api.call("GET", path)[1] for path in
-             ("/api/health", "/api/status", f"/api/status/{sid}")]
+    shown = [dep.api.call("GET", path)[1] for path in ("/api/health", "/api/status", f"/api/status/{sid}")]
     shown.append(dep.procs.all_logs())
     for path in [*dep.folder.rglob("*.log"), *dep.pg.folder.rglob("*.log")]:
         shown.append(path.read_text(errors="replace"))

@@ -22,13 +22,15 @@ def ui(client):
 @pytest.fixture
 def indexed(ui, make_tree, run_jobs):
     """A source over a few files, scanned by a real RQ worker; returns its id."""
-    root = make_tree("notes", {
-        "hello.txt": "hello wonderful world of searching",
-        "xss.md": "# Danger\n\nthis file says <script>alert(1)</script> to the wonderful reader",
-        "deep/plan.txt": "the quarterly plan " + "filler words here. " * 40,
-    })
-    resp = post(ui, "/sources/new", {"name": "Notes", "root_path": str(root),
-                                     "schedule_choice": "manual"})
+    root = make_tree(
+        "notes",
+        {
+            "hello.txt": "hello wonderful world of searching",
+            "xss.md": "# Danger\n\nthis file says <script>alert(1)</script> to the wonderful reader",
+            "deep/plan.txt": "the quarterly plan " + "filler words here. " * 40,
+        },
+    )
+    resp = post(ui, "/sources/new", {"name": "Notes", "root_path": str(root), "schedule_choice": "manual"})
     assert resp.status_code == 302
     assert post(ui, "/sources/notes/reindex").status_code == 302
     run_jobs()
@@ -40,6 +42,7 @@ def _text(resp) -> str:
 
 
 # -- first run, login, logout, sessions ---------------------------------------------------------
+
 
 def test_first_visit_goes_to_setup_and_setup_logs_in(client):
     resp = client.get("/sources")
@@ -56,12 +59,18 @@ def test_first_visit_goes_to_setup_and_setup_logs_in(client):
 def test_setup_shows_inline_errors(client):
     token = csrf(client, "/setup")
     cases = [
-        ({"username": "admin", "password": "long enough 1", "password_confirm": "different 12"},
-         "do not match"),
-        ({"username": "a", "password": "long enough 1", "password_confirm": "long enough 1"},
-         "User name must be 3-50 characters"),  # the form's words, not the field's name
-        ({"username": "admin", "password": "short", "password_confirm": "short"},
-         "Password must be at least 8 characters"),
+        (
+            {"username": "admin", "password": "long enough 1", "password_confirm": "different 12"},
+            "do not match",
+        ),
+        (
+            {"username": "a", "password": "long enough 1", "password_confirm": "long enough 1"},
+            "User name must be 3-50 characters",
+        ),  # the form's words, not the field's name
+        (
+            {"username": "admin", "password": "short", "password_confirm": "short"},
+            "Password must be at least 8 characters",
+        ),
     ]
     for data, message in cases:
         resp = client.post("/setup", data={"csrf_token": token, **data})
@@ -87,15 +96,17 @@ def test_htmx_requests_get_hx_redirect_instead(ui):
     resp = ui.get("/?q=lighthouse+kee", headers=HX)
     assert resp.status_code == 401
     assert resp.headers["HX-Redirect"] == "/login?next=/?q%3Dlighthouse%2Bkee"
-    polled = ui.get("/sources/docs/status",
-                    headers={**HX, "HX-Current-URL": "http://localhost/sources"})
+    polled = ui.get("/sources/docs/status", headers={**HX, "HX-Current-URL": "http://localhost/sources"})
     assert polled.headers["HX-Redirect"] == "/login?next=/sources"
-    other = ui.get("/sources/docs/status",
-                   headers={**HX, "HX-Current-URL": "http://evil.example/sources"})
+    other = ui.get("/sources/docs/status", headers={**HX, "HX-Current-URL": "http://evil.example/sources"})
     assert other.headers["HX-Redirect"] == "/login"
     assert ui.get("/", headers=HX).headers["HX-Redirect"] == "/login"
-    back = post(ui, "/login", {"username": "admin", "password": "correct horse battery",
-                               "next": "/?q=lighthouse+kee"}, page="/login")
+    back = post(
+        ui,
+        "/login",
+        {"username": "admin", "password": "correct horse battery", "next": "/?q=lighthouse+kee"},
+        page="/login",
+    )
     assert back.headers["Location"].endswith("/?q=lighthouse+kee")
 
 
@@ -145,9 +156,12 @@ def test_login_shares_the_api_rate_limit(client):
     setup_admin(client)
     post(client, "/logout")
     token = csrf(client, "/login")
-    codes = [client.post("/login", data={"csrf_token": token, "username": "admin",
-                                         "password": "wrong password"}).status_code
-             for _ in range(4)]  # setup already used one of the five attempts
+    codes = [
+        client.post(
+            "/login", data={"csrf_token": token, "username": "admin", "password": "wrong password"}
+        ).status_code
+        for _ in range(4)
+    ]  # setup already used one of the five attempts
     assert codes == [401, 401, 401, 401]
     blocked = client.post("/login", data={"csrf_token": token, **ADMIN})
     assert blocked.status_code == 429 and "Too many login attempts" in _text(blocked)
@@ -156,6 +170,7 @@ def test_login_shares_the_api_rate_limit(client):
 
 
 # -- CSRF -----------------------------------------------------------------------------------------
+
 
 def test_state_changing_requests_need_the_csrf_token(ui, make_tree):
     root = make_tree("docs", {"a.txt": "x"})
@@ -172,8 +187,11 @@ def test_state_changing_requests_need_the_csrf_token(ui, make_tree):
             assert "security token" in _text(resp)
     assert ui.get("/sources").status_code == 200  # still logged in
     assert "Docs" not in _text(ui.get("/sources"))
-    header = ui.post("/sources/test-path", data={"root_path": str(root)},
-                     headers={**HX, "X-CSRF-Token": csrf(ui, "/sources")})
+    header = ui.post(
+        "/sources/test-path",
+        data={"root_path": str(root)},
+        headers={**HX, "X-CSRF-Token": csrf(ui, "/sources")},
+    )
     assert header.status_code == 200 and "can be indexed" in _text(header)
 
 
@@ -191,6 +209,7 @@ def test_body_carries_the_token_for_htmx(ui):
 
 
 # -- search ---------------------------------------------------------------------------------------
+
 
 def test_search_page_renders_results_with_escaping(ui, indexed):
     resp = ui.get("/?q=wonderfull")  # one typo
@@ -251,9 +270,11 @@ def test_search_states(ui, indexed):
     assert "Search 3 files" in empty
     none = ui.get("/?q=zzzqqqxxx")
     assert none.status_code == 200 and "No results for “zzzqqqxxx”" in _text(none)
-    for query, message in (("q=a&limit=0", "limit: must be between 1 and 100"),
-                           ("q=a&sort=size", "sort: must be one of"),
-                           ("q=a&page=abc", "page: must be a whole number")):
+    for query, message in (
+        ("q=a&limit=0", "limit: must be between 1 and 100"),
+        ("q=a&sort=size", "sort: must be one of"),
+        ("q=a&page=abc", "page: must be a whole number"),
+    ):
         bad = ui.get("/?" + query)
         assert bad.status_code == 400 and message in _text(bad), query
         assert "Cannot search" in _text(bad)
@@ -267,6 +288,7 @@ def test_search_page_without_sources_points_to_setup_of_one(ui):
 
 
 # -- documents ------------------------------------------------------------------------------------
+
 
 def _doc_id(ui, q: str) -> str:
     html = _text(ui.get(f"/?q={q}"))
@@ -326,19 +348,29 @@ def test_image_documents_get_an_image_preview(ui, make_tree, run_jobs):
 
 # -- sources --------------------------------------------------------------------------------------
 
+
 def test_add_source_form_shows_defaults_and_inline_errors(ui, make_tree):
     form = _text(ui.get("/sources/new"))
     assert "**/.git/**" in form and "**/*" in form and "Manual only" in form
     root = make_tree("docs", {"a.txt": "x"})
     cases = [
         ({"name": "", "root_path": str(root)}, "name", "Name: must be 1 to 200 characters"),
-        ({"name": "Docs", "root_path": str(root) + "/missing"}, "root_path",
-         "Folder: the path does not exist"),
+        (
+            {"name": "Docs", "root_path": str(root) + "/missing"},
+            "root_path",
+            "Folder: the path does not exist",
+        ),
         ({"name": "Docs", "root_path": "/etc"}, "root_path", "Folder: the path is outside"),
-        ({"name": "Docs", "root_path": str(root), "include_patterns": "/abs/**"},
-         "include_patterns", "Include patterns: &#39;/abs/**&#39;"),
-        ({"name": "Docs", "root_path": str(root), "schedule_choice": "custom",
-          "cron": "61 * * * *"}, "cron", "Cron expression: minute: 61 is out of range"),
+        (
+            {"name": "Docs", "root_path": str(root), "include_patterns": "/abs/**"},
+            "include_patterns",
+            "Include patterns: &#39;/abs/**&#39;",
+        ),
+        (
+            {"name": "Docs", "root_path": str(root), "schedule_choice": "custom", "cron": "61 * * * *"},
+            "cron",
+            "Cron expression: minute: 61 is out of range",
+        ),
     ]
     for data, field, message in cases:
         resp = post(ui, "/sources/new", data, page="/sources/new")
@@ -354,19 +386,37 @@ def test_add_source_form_shows_defaults_and_inline_errors(ui, make_tree):
 
 def test_add_edit_and_delete_a_source(ui, make_tree):
     root = make_tree("docs", {"a.txt": "x"})
-    resp = post(ui, "/sources/new", {
-        "name": "Team Docs", "root_path": str(root), "include_patterns": "**/*.txt\n\n**/*.md",
-        "exclude_patterns": "", "schedule_choice": "daily"}, page="/sources/new")
+    resp = post(
+        ui,
+        "/sources/new",
+        {
+            "name": "Team Docs",
+            "root_path": str(root),
+            "include_patterns": "**/*.txt\n\n**/*.md",
+            "exclude_patterns": "",
+            "schedule_choice": "daily",
+        },
+        page="/sources/new",
+    )
     assert resp.status_code == 302
     page = _text(ui.get("/sources"))
     assert "Team Docs" in page and "Every day at 02:00" in page and "Never scanned" in page
     edit = _text(ui.get("/sources/team-docs/edit"))
     assert "**/*.txt\n**/*.md</textarea>" in edit and "**/node_modules/**" in edit
     assert re.search(r'value="daily"\s+checked', edit)
-    resp = post(ui, "/sources/team-docs/edit", {
-        "name": "Renamed", "root_path": str(root), "include_patterns": "**/*",
-        "exclude_patterns": "**/tmp/**", "schedule_choice": "custom", "cron": "30 1 * * 1-5"},
-        page="/sources/team-docs/edit")
+    resp = post(
+        ui,
+        "/sources/team-docs/edit",
+        {
+            "name": "Renamed",
+            "root_path": str(root),
+            "include_patterns": "**/*",
+            "exclude_patterns": "**/tmp/**",
+            "schedule_choice": "custom",
+            "cron": "30 1 * * 1-5",
+        },
+        page="/sources/team-docs/edit",
+    )
     assert resp.status_code == 302
     page = _text(ui.get("/sources"))
     assert "Renamed" in page and "Monday to Friday at 01:30" in page
@@ -380,12 +430,10 @@ def test_add_edit_and_delete_a_source(ui, make_tree):
 def test_test_path_fragment(ui, make_tree):
     root = make_tree("docs", {"a.txt": "x"})
     token = csrf(ui, "/sources/new")
-    ok = ui.post("/sources/test-path", data={"csrf_token": token, "root_path": str(root)},
-                 headers=HX)
+    ok = ui.post("/sources/test-path", data={"csrf_token": token, "root_path": str(root)}, headers=HX)
     html = _text(ok)
     assert html.startswith('<div id="path-test"') and "The path can be indexed" in html
-    bad = _text(ui.post("/sources/test-path", data={"csrf_token": token, "root_path": "/etc"},
-                        headers=HX))
+    bad = _text(ui.post("/sources/test-path", data={"csrf_token": token, "root_path": "/etc"}, headers=HX))
     assert "outside the allowed roots" in bad and "Inside the allowed roots" in bad
     page = ui.post("/sources/test-path", data={"csrf_token": token, "root_path": "/etc"})
     assert "<html" in _text(page)  # without JavaScript: a page
@@ -394,12 +442,10 @@ def test_test_path_fragment(ui, make_tree):
 def test_schedule_preview_fragment(ui):
     daily = _text(ui.get("/sources/schedule-preview?schedule_choice=daily", headers=HX))
     assert daily.startswith('<div id="schedule-preview"')
-    assert "Every day at 02:00 (UTC)" in daily and daily.count("02:00 UTC\" data-local>") == 3
-    custom = _text(ui.get("/sources/schedule-preview?schedule_choice=custom&cron=*/15+*+*+*+*",
-                          headers=HX))
+    assert "Every day at 02:00 (UTC)" in daily and daily.count('02:00 UTC" data-local>') == 3
+    custom = _text(ui.get("/sources/schedule-preview?schedule_choice=custom&cron=*/15+*+*+*+*", headers=HX))
     assert custom.count("<li>") == 3
-    bad = _text(ui.get("/sources/schedule-preview?schedule_choice=custom&cron=99+*+*+*+*",
-                       headers=HX))
+    bad = _text(ui.get("/sources/schedule-preview?schedule_choice=custom&cron=99+*+*+*+*", headers=HX))
     assert "Invalid schedule: minute: 99 is out of range 0-59" in bad
     manual = _text(ui.get("/sources/schedule-preview?schedule_choice=manual", headers=HX))
     assert "only when you start them" in manual
@@ -414,8 +460,7 @@ def test_reindex_progress_polls_until_done_and_conflict_is_a_message(ui, make_tr
     queued = ui.post("/sources/docs/reindex", data={"csrf_token": token}, headers=HX)
     html = _text(queued)
     assert html.startswith('<div id="status-docs"') and 'hx-trigger="every 1s"' in html
-    assert json.loads(queued.headers["HX-Trigger"])["trawl:notify"]["message"] == \
-        "Scan of “Docs” queued"
+    assert json.loads(queued.headers["HX-Trigger"])["trawl:notify"]["message"] == "Scan of “Docs” queued"
     again = ui.post("/sources/docs/reindex", data={"csrf_token": token}, headers=HX)
     note = json.loads(again.headers["HX-Trigger"])["trawl:notify"]
     assert note == {"message": "“Docs” is already queued", "level": "error"}
@@ -434,6 +479,7 @@ def test_unknown_source_pages_are_404(ui):
 
 
 # -- status ---------------------------------------------------------------------------------------
+
 
 def test_status_page_shows_health_counts_failures_and_links(ui, make_tree, run_jobs):
     root = make_tree("docs", {"good.txt": "fine", "broken.pdf": b"%PDF-1.4 not really a pdf"})
@@ -470,7 +516,7 @@ def test_search_page_has_syntax_help_and_shows_a_bad_term_inline(ui, indexed):
 
 def test_search_facets_are_links_with_counts_kept_in_the_url(ui, indexed):
     html = _text(ui.get("/?q=wonderful"))
-    facets = html[html.index('<aside class="facets'):html.index("</aside>")]
+    facets = html[html.index('<aside class="facets') : html.index("</aside>")]
     assert re.search(r'data-value="markdown">Markdown</a>\s*<span class="count">1</span>', facets)
     assert re.search(r'data-value="text">Text</a>\s*<span class="count">1</span>', facets)
     assert re.search(r'data-value="md">md</a>\s*<span class="count">1</span>', facets)
@@ -479,7 +525,7 @@ def test_search_facets_are_links_with_counts_kept_in_the_url(ui, indexed):
     filtered = _text(ui.get("/?q=wonderful&ext=md"))
     assert "xss.md" in filtered and "hello.txt" not in filtered
     assert '<input type="hidden" name="ext" value="md">' in filtered  # typing keeps the filter
-    chosen = filtered[filtered.index('<aside class="facets'):filtered.index("</aside>")]
+    chosen = filtered[filtered.index('<aside class="facets') : filtered.index("</aside>")]
     assert 'href="/?q=wonderful" aria-current="true"' in chosen  # a second click removes it
     # facets alone (no words) list the matching files, newest first
     listed = _text(ui.get("/?type=text"))
@@ -493,7 +539,8 @@ def test_search_date_range_is_kept_in_the_url(ui, indexed):
     inside = ui.get(f"/?q=wonderful&from=2000-01-01&to={today}&sort=modified_at:desc", headers=HX)
     assert inside.status_code == 200 and "hello.txt" in _text(inside)
     assert inside.headers["HX-Push-Url"] == (
-        f"/?q=wonderful&from=2000-01-01&to={today}&sort=modified_at:desc")
+        f"/?q=wonderful&from=2000-01-01&to={today}&sort=modified_at:desc"
+    )
     before = _text(ui.get("/?q=wonderful&to=2000-12-31"))
     assert "No results for “wonderful”" in before and "remove the filters" in before
     page = _text(ui.get("/?q=wonderful&from=2001-02-03"))
@@ -504,12 +551,21 @@ def test_search_date_range_is_kept_in_the_url(ui, indexed):
 
 def test_messages_name_fields_as_the_form_does(ui):
     """A wrong current password reads "Current password is wrong", not the field's name."""
-    resp = post(ui, "/account", {"current_password": "not it", "new_password": "a new one 123",
-                                 "new_password_confirm": "a new one 123"}, page="/account")
+    resp = post(
+        ui,
+        "/account",
+        {
+            "current_password": "not it",
+            "new_password": "a new one 123",
+            "new_password_confirm": "a new one 123",
+        },
+        page="/account",
+    )
     text = _text(resp)
     assert resp.status_code == 400 and "Current password is wrong" in text
     assert "current_password" not in text.replace('name="current_password"', "").replace(
-        'id="current_password"', "").replace('for="current_password"', "")
+        'id="current_password"', ""
+    ).replace('for="current_password"', "")
     bad = post(ui, "/account/tokens", {"name": "", "scope": "read"}, page="/account/tokens")
     assert bad.status_code == 400 and "Name must be" in _text(bad)
 
@@ -534,8 +590,7 @@ def test_the_status_badge_names_a_missing_source_folder(ui, indexed, make_tree):
 
 
 def test_a_path_test_shows_the_checks_it_did_not_run(ui):
-    text = _text(post(ui, "/sources/test-path", {"root_path": "/etc"}, page="/sources/new",
-                      headers=HX))
+    text = _text(post(ui, "/sources/test-path", {"root_path": "/etc"}, page="/sources/new", headers=HX))
     assert 'class="bad" data-check="inside_allowed_roots"' in text
     assert text.count("not checked") == 4 and "Exists: not checked" in text
 
@@ -564,8 +619,16 @@ def test_titles_people_can_read():
     """A placeholder or over-long metadata title gives way to the file name."""
     from webapp.ui.filters import doc_title, type_label
 
-    for title in ("Slide 1", "  untitled ", "Microsoft Word - draft.doc", "PowerPoint Presentation",
-                  "x" * 170, "", None, "---"):
+    for title in (
+        "Slide 1",
+        "  untitled ",
+        "Microsoft Word - draft.doc",
+        "PowerPoint Presentation",
+        "x" * 170,
+        "",
+        None,
+        "---",
+    ):
         assert doc_title({"title": title, "basename": "deck.pptx"}) == "deck.pptx", title
     assert doc_title({"title": "Harbour plan 2024", "basename": "p.pdf"}) == "Harbour plan 2024"
     assert type_label("raw_image") == "RAW photo" and type_label("pdf") == "PDF"

@@ -15,9 +15,10 @@ from tests import samples
 from tests.test_healing import _fail_records, _hits, _scan
 from tests.workers import records, verify
 
-FILES = {"report.pdf": samples.pdf(["quokka figures"]),
-         "book.epub": samples.epub(samples.picture((40, 60), samples.RED, "PNG"),
-                                    "Chapter of the wombat.")}
+FILES = {
+    "report.pdf": samples.pdf(["quokka figures"]),
+    "book.epub": samples.epub(samples.picture((40, 60), samples.RED, "PNG"), "Chapter of the wombat."),
+}
 
 
 def _extract_error(app, path: str) -> str:
@@ -39,7 +40,8 @@ def test_a_pdf_or_epub_gone_when_opened_is_a_vanished_file(app, tmp_path):
 
 
 def test_a_file_back_after_vanishing_mid_read_is_retried_and_verify_reports_it(
-        app, client, auth, make_tree, make_source, run_jobs, tmp_path):
+    app, client, auth, make_tree, make_source, run_jobs, tmp_path
+):
     root = make_tree("docs", FILES)
     sid = make_source(root)["id"]
     _scan(client, auth, sid)

@@ -21,9 +21,15 @@ def csrf(client: FlaskClient, path: str = "/login") -> str:
 def setup_admin(client: FlaskClient) -> None:
     """Create the admin through the setup page (the session is then logged in)."""
     token = csrf(client, "/setup")
-    resp = client.post("/setup", data={"csrf_token": token, "username": ADMIN["username"],
-                                       "password": ADMIN["password"],
-                                       "password_confirm": ADMIN["password"]})
+    resp = client.post(
+        "/setup",
+        data={
+            "csrf_token": token,
+            "username": ADMIN["username"],
+            "password": ADMIN["password"],
+            "password_confirm": ADMIN["password"],
+        },
+    )
     assert resp.status_code == 302, resp.get_data(as_text=True)
 
 
@@ -32,9 +38,7 @@ def post(client: FlaskClient, path: str, data: dict | None = None, page: str = "
     return client.post(path, data={"csrf_token": csrf(client, page), **(data or {})}, **kwargs)
 
 
-def login(client: FlaskClient, username: str = ADMIN["username"],
-          password: str = ADMIN["password"]):
+def login(client: FlaskClient, username: str = ADMIN["username"], password: str = ADMIN["password"]):
     """Log this client's session in through the login form; returns the response."""
     token = csrf(client, "/login")
-    return client.post("/login", data={"csrf_token": token, "username": username,
-                                       "password": password})
+    return client.post("/login", data={"csrf_token": token, "username": username, "password": password})

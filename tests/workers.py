@@ -15,24 +15,50 @@ import psutil
 
 from tests.conftest import REPO
 
-SETTING_KEYS = ("DATA_DIR", "REDIS_URL", "DATABASE_URL", "SECRET_KEY", "SCAN_BATCH_SIZE",
-                "SCAN_LOCK_SECONDS", "MAX_FILE_SIZE_MB", "EXTRACT_TIMEOUT_PDF",
-                "EXTRACT_TIMEOUT_TEXT", "EXTRACT_TIMEOUT_DEFAULT", "EXTRACT_MEMORY_MB",
-                "QUEUE_NAME", "SEARCH_BACKEND", "SEARCH_INDEX_DIR", "OCR_ENABLED", "OCR_LANGUAGES",
-                "LIVE_MAX_PATHS")
+SETTING_KEYS = (
+    "DATA_DIR",
+    "REDIS_URL",
+    "DATABASE_URL",
+    "SECRET_KEY",
+    "SCAN_BATCH_SIZE",
+    "SCAN_LOCK_SECONDS",
+    "MAX_FILE_SIZE_MB",
+    "EXTRACT_TIMEOUT_PDF",
+    "EXTRACT_TIMEOUT_TEXT",
+    "EXTRACT_TIMEOUT_DEFAULT",
+    "EXTRACT_MEMORY_MB",
+    "QUEUE_NAME",
+    "SEARCH_BACKEND",
+    "SEARCH_INDEX_DIR",
+    "OCR_ENABLED",
+    "OCR_LANGUAGES",
+    "LIVE_MAX_PATHS",
+)
 WORKER_RSS_LIMIT_MB = 1024  # worker + work horse + extraction child, all together
 
 
-DROP_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search",
-            "--inh-caps", "-dac_override,-dac_read_search"]
+DROP_DAC = [
+    "setpriv",
+    "--bounding-set",
+    "-dac_override,-dac_read_search",
+    "--inh-caps",
+    "-dac_override,-dac_read_search",
+]
 
 
 def inotify_limit(watches: int) -> list[str] | None:
     """A Worker prefix that runs it in a user namespace of its own whose kernel limit on inotify
     watches is `watches` (/proc/sys/user/max_inotify_watches is per user namespace): the real
     limit, not the machine's. None when this machine cannot make user namespaces."""
-    command = ["unshare", "--user", "--map-root-user", "sh", "-c",
-               f'echo {watches} > /proc/sys/user/max_inotify_watches && exec "$@"', "sh"]
+    command = [
+        "unshare",
+        "--user",
+        "--map-root-user",
+        "sh",
+        "-c",
+        f'echo {watches} > /proc/sys/user/max_inotify_watches && exec "$@"',
+        "sh",
+    ]
     if not shutil.which("unshare"):
         return None
     probe = subprocess.run([*command, "true"], capture_output=True, check=False)
@@ -56,8 +82,11 @@ class Worker:
         self.args = args  # e.g. "watcher": `python worker.py watcher`
         self.output = output  # a file for the worker's stdout and stderr (else the test's)
         self.prefix = prefix  # a command to run it through (else setpriv when root, see below)
-        self.env = {**os.environ, "LOG_LEVEL": "WARNING",
-                    "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"])}
+        self.env = {
+            **os.environ,
+            "LOG_LEVEL": "WARNING",
+            "ALLOWED_ROOTS": ",".join(app.config["ALLOWED_ROOTS"]),
+        }
         self.env.update({k: str(app.config[k]) for k in SETTING_KEYS})
         self.env.update(env)
         self.peak_rss = 0
@@ -67,9 +96,14 @@ class Worker:
         prefix = self.prefix
         if prefix is None:
             prefix = DROP_DAC if os.geteuid() == 0 and shutil.which("setpriv") else []
-        self.proc = subprocess.Popen([*prefix, sys.executable, "worker.py", *self.args], cwd=REPO,
-                                     env=self.env, start_new_session=True, stdout=self.output,
-                                     stderr=subprocess.STDOUT if self.output else None)
+        self.proc = subprocess.Popen(
+            [*prefix, sys.executable, "worker.py", *self.args],
+            cwd=REPO,
+            env=self.env,
+            start_new_session=True,
+            stdout=self.output,
+            stderr=subprocess.STDOUT if self.output else None,
+        )
         self._sampler = threading.Thread(target=self._sample, daemon=True)
         self._sampler.start()
         return self
@@ -136,8 +170,11 @@ def records(app, sid: str) -> dict[str, tuple[str, str | None]]:
     from webapp.models import IndexedFile
 
     with app.app_context():
-        rows = db.session.query(IndexedFile.path, IndexedFile.status,
-                                IndexedFile.error_message).filter_by(source_id=sid).all()
+        rows = (
+            db.session.query(IndexedFile.path, IndexedFile.status, IndexedFile.error_message)
+            .filter_by(source_id=sid)
+            .all()
+        )
         db.session.remove()
     return {p: (s, e) for p, s, e in rows}
 

@@ -23,8 +23,7 @@ SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@+=/-]{1,128}")
 
 def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
     """Build the app: config -> extensions -> services -> blueprints -> errors -> cli."""
-    app = Flask(__name__, template_folder=str(ROOT / "templates"),
-                static_folder=str(ROOT / "static"))
+    app = Flask(__name__, template_folder=str(ROOT / "templates"), static_folder=str(ROOT / "static"))
     from webapp.validation import JSONProvider
 
     app.json = JSONProvider(app)  # one reader of request bodies (see validation.load_json)
@@ -81,7 +80,7 @@ def _flask_settings(app: Flask) -> None:
 def _limits_uri(redis_url: str) -> str:
     """flask-limiter spells a unix-socket Redis URL differently from redis-py."""
     if redis_url.startswith("unix://"):
-        return "redis+unix://" + redis_url[len("unix://"):]
+        return "redis+unix://" + redis_url[len("unix://") :]
     return redis_url
 
 
@@ -99,16 +98,24 @@ def _init_extensions(app: Flask) -> None:
     htmx.init_app(app)
     api.init_app(app, spec_kwargs={"info": {"description": _api_description()}})
     api.spec.components.security_scheme(
-        "bearerAuth", {"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
-                       "description": "An access token from login, or an API token trawl_..."})
+        "bearerAuth",
+        {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "An access token from login, or an API token trawl_...",
+        },
+    )
 
 
 def _api_description() -> str:
-    return ("Full-text search over the files of your server folders. Log in with "
-            "`POST /api/auth/login`, then send `Authorization: Bearer <token>`; scripts may use "
-            "an API token (`POST /api/tokens`, `trawl_...`) the same way. In this page use "
-            "**Authorize**. Users see only the sources granted to them; managing sources and "
-            "users needs an admin. Errors are `{\"detail\": \"...\"}`.")
+    return (
+        "Full-text search over the files of your server folders. Log in with "
+        "`POST /api/auth/login`, then send `Authorization: Bearer <token>`; scripts may use "
+        "an API token (`POST /api/tokens`, `trawl_...`) the same way. In this page use "
+        "**Authorize**. Users see only the sources granted to them; managing sources and "
+        'users needs an admin. Errors are `{"detail": "..."}`.'
+    )
 
 
 def _init_services(app: Flask) -> None:
@@ -148,5 +155,6 @@ def _request_hooks(app: Flask) -> None:
             "Content-Security-Policy",
             "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; "
             "script-src 'self'; worker-src 'self' blob:; frame-ancestors 'none'; base-uri 'self'; "
-            "form-action 'self'")
+            "form-action 'self'",
+        )
         return resp

@@ -57,12 +57,19 @@ def _data_folder_check() -> None:
         click.echo(f"Data folder: {folder}", err=True)
     problem = not_initialised(current_app)
     default = Path(config.Settings.DATA_DIR).expanduser().resolve()
-    if Path(folder) == default and not config.env_value("DATA_DIR") and (
-            problem or (db.session.query(User.id).first() is None
-                        and db.session.query(Source.id).first() is None)):
-        _fail(f"the data folder {folder} holds no Trawl data (no account, no source). Set "
-              "DATA_DIR (in .env or the environment) to the folder `make run` uses, or run "
-              "this command in the folder you start `make run` from.")
+    if (
+        Path(folder) == default
+        and not config.env_value("DATA_DIR")
+        and (
+            problem
+            or (db.session.query(User.id).first() is None and db.session.query(Source.id).first() is None)
+        )
+    ):
+        _fail(
+            f"the data folder {folder} holds no Trawl data (no account, no source). Set "
+            "DATA_DIR (in .env or the environment) to the folder `make run` uses, or run "
+            "this command in the folder you start `make run` from."
+        )
     if problem:
         _fail(problem)
 
@@ -87,10 +94,15 @@ def _redis_check() -> None:
         get_redis().ping()
     except redis.RedisError as exc:
         embedded = url == config.embedded_redis_url(Path(current_app.config["DATA_DIR"]))
-        hint = ("Start Trawl first: `make run` starts it." if embedded else
-                "Start that Redis, or set REDIS_URL to the one your Trawl uses.")
-        _fail(f"Trawl's Redis does not answer at {url} ({exc}). {hint} "
-              f"(data folder: {current_app.config['DATA_DIR']})")
+        hint = (
+            "Start Trawl first: `make run` starts it."
+            if embedded
+            else "Start that Redis, or set REDIS_URL to the one your Trawl uses."
+        )
+        _fail(
+            f"Trawl's Redis does not answer at {url} ({exc}). {hint} "
+            f"(data folder: {current_app.config['DATA_DIR']})"
+        )
     _learn_service_settings()
 
 
@@ -106,17 +118,19 @@ def publish_service_settings(app: Flask) -> None:
     it started), so the CLI beside it acts on the same ones."""
     from webapp.runtime import get_redis
 
-    settings = {"ALLOWED_ROOTS": app.config["ALLOWED_ROOTS"], "DATA_DIR": app.config["DATA_DIR"],
-                "DATABASE_URL": _database_name(app.config["DATABASE_URL"]),
-                "SEARCH_BACKEND": app.config["SEARCH_BACKEND"],
-                "started_at": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    settings = {
+        "ALLOWED_ROOTS": app.config["ALLOWED_ROOTS"],
+        "DATA_DIR": app.config["DATA_DIR"],
+        "DATABASE_URL": _database_name(app.config["DATABASE_URL"]),
+        "SEARCH_BACKEND": app.config["SEARCH_BACKEND"],
+        "started_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
     get_redis(app).set(SERVICE_SETTINGS_KEY, json.dumps(settings))
 
 
 def _setting_origin(name: str) -> str:
     """Where this command's value of a setting came from."""
-    return f"{name} from the environment or .env" if config.env_value(name) else \
-        f"{name} unset: the default"
+    return f"{name} from the environment or .env" if config.env_value(name) else f"{name} unset: the default"
 
 
 def _learn_service_settings() -> None:
@@ -130,24 +144,26 @@ def _learn_service_settings() -> None:
     service = json.loads(raw)
     mine = _database_name(current_app.config["DATABASE_URL"])
     if service["DATABASE_URL"] != mine:
-        _fail(f"the running service (started {service['started_at']}) uses the database "
-              f"{service['DATABASE_URL']} (data folder {service['DATA_DIR']}); this command "
-              f"uses {mine} ({_setting_origin('DATABASE_URL')}, data folder "
-              f"{current_app.config['DATA_DIR']}). Set DATA_DIR or DATABASE_URL as the service "
-              "has them.")
+        _fail(
+            f"the running service (started {service['started_at']}) uses the database "
+            f"{service['DATABASE_URL']} (data folder {service['DATA_DIR']}); this command "
+            f"uses {mine} ({_setting_origin('DATABASE_URL')}, data folder "
+            f"{current_app.config['DATA_DIR']}). Set DATA_DIR or DATABASE_URL as the service "
+            "has them."
+        )
     if service["ALLOWED_ROOTS"] != current_app.config["ALLOWED_ROOTS"]:
         current_app.config["ALLOWED_ROOTS"] = service["ALLOWED_ROOTS"]
         current_app.config["ALLOWED_ROOTS_ORIGIN"] = "learnt from the running service"
         if sys.stderr.isatty():
-            click.echo("Allowed roots of the running service: "
-                       + ", ".join(service["ALLOWED_ROOTS"]), err=True)
+            click.echo(
+                "Allowed roots of the running service: " + ", ".join(service["ALLOWED_ROOTS"]), err=True
+            )
 
 
 def _roots_note() -> str:
     """Which allowed roots this command used, and where they came from (for its refusals)."""
     origin = current_app.config.get("ALLOWED_ROOTS_ORIGIN") or _setting_origin("ALLOWED_ROOTS")
-    return (f" (allowed roots: {', '.join(current_app.config['ALLOWED_ROOTS'])}; "
-            f"{origin})")
+    return f" (allowed roots: {', '.join(current_app.config['ALLOWED_ROOTS'])}; {origin})"
 
 
 def needs_trawl(func: Callable) -> Callable:
@@ -173,15 +189,21 @@ def needs_data(func: Callable) -> Callable:
     return wrapper
 
 
-trawl = AppGroup("trawl", help="Manage sources, scans and searches from the shell, beside `make "
-                               "run` (same .env and DATA_DIR).")
+trawl = AppGroup(
+    "trawl",
+    help="Manage sources, scans and searches from the shell, beside `make run` (same .env and DATA_DIR).",
+)
 
 
 @click.command("create-admin")
 @with_appcontext
 @click.option("--username", prompt=True)
-@click.option("--password", default=None, help="Read from the prompt (or TRAWL_ADMIN_PASSWORD).",
-              envvar="TRAWL_ADMIN_PASSWORD")
+@click.option(
+    "--password",
+    default=None,
+    help="Read from the prompt (or TRAWL_ADMIN_PASSWORD).",
+    envvar="TRAWL_ADMIN_PASSWORD",
+)
 def create_admin(username: str, password: str | None) -> None:
     """Create an admin account (for headless installs)."""
     _initialised_check()
@@ -199,8 +221,12 @@ def create_admin(username: str, password: str | None) -> None:
 @click.command("set-password")
 @with_appcontext
 @click.argument("username")
-@click.option("--password", default=None, help="Read from the prompt (or TRAWL_NEW_PASSWORD).",
-              envvar="TRAWL_NEW_PASSWORD")
+@click.option(
+    "--password",
+    default=None,
+    help="Read from the prompt (or TRAWL_NEW_PASSWORD).",
+    envvar="TRAWL_NEW_PASSWORD",
+)
 def set_password(username: str, password: str | None) -> None:
     """Give an account a new password; its tokens, sessions and download links end."""
     _initialised_check()
@@ -238,18 +264,37 @@ def init() -> None:
 @click.option("--schedule", default=None, help="cron expression or @hourly/@daily/@weekly")
 @click.option("--scan-now", is_flag=True, help="Queue the first scan at once.")
 @click.option("--watch/--no-watch", default=True, help="Index changes as they happen (default).")
-@click.option("--allow-overlap", is_flag=True, help="Accept a folder that is, lies inside or "
-              "holds another source's (refused otherwise; search shows each file once).")
+@click.option(
+    "--allow-overlap",
+    is_flag=True,
+    help="Accept a folder that is, lies inside or "
+    "holds another source's (refused otherwise; search shows each file once).",
+)
 @needs_trawl
-def add_source(name: str, root_path: str, source_id: str | None, schedule: str | None,
-               scan_now: bool, watch: bool, allow_overlap: bool) -> None:
+def add_source(
+    name: str,
+    root_path: str,
+    source_id: str | None,
+    schedule: str | None,
+    scan_now: bool,
+    watch: bool,
+    allow_overlap: bool,
+) -> None:
     """Add a source folder (prints it as JSON)."""
     from webapp.services import sources
 
     try:
-        source = sources.create({"name": name, "root_path": root_path, "id": source_id,
-                                 "scan_schedule": schedule, "watch": watch,
-                                 "allow_overlap": allow_overlap}, scan_now=scan_now)
+        source = sources.create(
+            {
+                "name": name,
+                "root_path": root_path,
+                "id": source_id,
+                "scan_schedule": schedule,
+                "watch": watch,
+                "allow_overlap": allow_overlap,
+            },
+            scan_now=scan_now,
+        )
     except TrawlError as exc:
         outside = exc.detail.startswith("root_path: the path is outside the allowed roots")
         _fail(exc.detail + (_roots_note() if outside else ""))
@@ -270,8 +315,10 @@ def list_sources(as_json: bool) -> None:
     if not rows:
         click.echo("No sources yet (add one with `flask --app wsgi trawl add-source`).")
     for s in rows:
-        click.echo(f"{s['id']:<24} {s['state']:<9} {s['document_count']:>8} docs  "
-                   f"{s['failed_count']:>5} failed  {s['root_path']}")
+        click.echo(
+            f"{s['id']:<24} {s['state']:<9} {s['document_count']:>8} docs  "
+            f"{s['failed_count']:>5} failed  {s['root_path']}"
+        )
 
 
 @trawl.command("jobs")
@@ -288,9 +335,11 @@ def jobs(as_json: bool, limit: int) -> None:
         return
     for r in runs:
         took = f"{r['duration_seconds']:.0f} s" if r["duration_seconds"] is not None else "-"
-        click.echo(f"{r['finished_at']}  {r['source_id']:<20} {r['state']:<11} {took:>7}  "
-                   f"{r['total_scanned']} seen, {r['new_files']} new, {r['modified_files']} "
-                   f"changed, {r['deleted_files']} removed, {r['failed']} failed")
+        click.echo(
+            f"{r['finished_at']}  {r['source_id']:<20} {r['state']:<11} {took:>7}  "
+            f"{r['total_scanned']} seen, {r['new_files']} new, {r['modified_files']} "
+            f"changed, {r['deleted_files']} removed, {r['failed']} failed"
+        )
 
 
 def _no_worker() -> bool:
@@ -329,8 +378,10 @@ def scan(source_id: str, full: bool, no_wait: bool, as_json: bool) -> None:
     from webapp.services import scans
 
     if not no_wait and _no_worker():
-        _fail("no worker is running, so the scan would never start. Start Trawl with "
-              "`make run` (or `python worker.py`), or pass --no-wait to only queue it.")
+        _fail(
+            "no worker is running, so the scan would never start. Start Trawl with "
+            "`make run` (or `python worker.py`), or pass --no-wait to only queue it."
+        )
     try:
         started = scans.request_scan(source_id, full=full)
     except TrawlError as exc:
@@ -348,15 +399,20 @@ def scan(source_id: str, full: bool, no_wait: bool, as_json: bool) -> None:
     if as_json:
         _print_json(shown)
     else:
-        click.echo(f"Scan {stats.state}: {stats.total_scanned} seen, {stats.new_files} new, "
-                   f"{stats.modified_files} changed, {stats.deleted_files} removed, "
-                   f"{stats.failed} failed" + (f" ({stats.message})" if stats.message else ""))
+        click.echo(
+            f"Scan {stats.state}: {stats.total_scanned} seen, {stats.new_files} new, "
+            f"{stats.modified_files} changed, {stats.deleted_files} removed, "
+            f"{stats.failed} failed" + (f" ({stats.message})" if stats.message else "")
+        )
     if stats.state != "finished":
         sys.exit(2)
     if stats.failed:
-        click.echo(f"Error: {stats.failed} file{'' if stats.failed == 1 else 's'} failed; "
-                   f"see /sources/{source_id}/failed or `flask --app wsgi trawl failed "
-                   f"{source_id}`", err=True)
+        click.echo(
+            f"Error: {stats.failed} file{'' if stats.failed == 1 else 's'} failed; "
+            f"see /sources/{source_id}/failed or `flask --app wsgi trawl failed "
+            f"{source_id}`",
+            err=True,
+        )
         sys.exit(1)
 
 
@@ -390,17 +446,37 @@ def failed(source_id: str, page: int, as_json: bool) -> None:
 @click.option("--source", "source_id", default=None, help="Only this source (id).")
 @click.option("--type", "doc_type", default=None, help="Only this document type.")
 @click.option("--sort", default="relevance", help="relevance, modified_at:desc, ...")
-@click.option("--facet", "facets", multiple=True, help="Count matches per type, extension, "
-              "source_id or year (repeatable).")
+@click.option(
+    "--facet",
+    "facets",
+    multiple=True,
+    help="Count matches per type, extension, source_id or year (repeatable).",
+)
 @JSON_OPTION
 @needs_data
-def search(query: str, limit: str, offset: str, source_id: str | None, doc_type: str | None,
-           sort: str, facets: tuple[str, ...], as_json: bool) -> None:
+def search(
+    query: str,
+    limit: str,
+    offset: str,
+    source_id: str | None,
+    doc_type: str | None,
+    sort: str,
+    facets: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Search from the shell, with the query language and checks of the API."""
     from webapp.services import documents, search_args
 
-    raw = {"q": query, "limit": limit, "offset": offset, "source_id": source_id,
-           "type": doc_type, "sort": sort, "snippet_length": 160, "facets": list(facets)}
+    raw = {
+        "q": query,
+        "limit": limit,
+        "offset": offset,
+        "source_id": source_id,
+        "type": doc_type,
+        "sort": sort,
+        "snippet_length": 160,
+        "facets": list(facets),
+    }
     try:
         page = documents.search(search_args.load(raw), None)
     except TrawlError as exc:
@@ -418,10 +494,13 @@ def search(query: str, limit: str, offset: str, source_id: str | None, doc_type:
 @trawl.command("create-token")
 @click.argument("username")
 @click.option("--name", required=True, help="What the token is for (shown in its list).")
-@click.option("--scope", default="read", show_default=True,
-              help="read: GET endpoints and search; full: everything the user may do.")
-@click.option("--expires-days", type=int, default=None, help="Days until it stops working "
-              "(default: never).")
+@click.option(
+    "--scope",
+    default="read",
+    show_default=True,
+    help="read: GET endpoints and search; full: everything the user may do.",
+)
+@click.option("--expires-days", type=int, default=None, help="Days until it stops working (default: never).")
 def create_token(username: str, name: str, scope: str, expires_days: int | None) -> None:
     """Create an API token for USERNAME and print it (shown only this once)."""
     from webapp.extensions import db
@@ -436,15 +515,19 @@ def create_token(username: str, name: str, scope: str, expires_days: int | None)
         made = tokens.create(user, name, scope, expires_days)
     except TrawlError as exc:
         _fail(exc)
-    click.echo(f"API token '{made['name']}' ({made['scope']}) of '{username}', expires "
-               f"{made['expires_at'] or 'never'}; it is shown only now:", err=True)
+    click.echo(
+        f"API token '{made['name']}' ({made['scope']}) of '{username}', expires "
+        f"{made['expires_at'] or 'never'}; it is shown only now:",
+        err=True,
+    )
     click.echo(made["token"])
 
 
 @trawl.command("verify")
 @click.argument("source_id")
-@click.option("--repair/--no-repair", default=False,
-              help="Fix what disagrees (without it the command only reports).")
+@click.option(
+    "--repair/--no-repair", default=False, help="Fix what disagrees (without it the command only reports)."
+)
 @needs_trawl
 def verify(source_id: str, repair: bool) -> None:
     """Compare records, index and disk for a source and report (JSON); exit status 2 when they

@@ -136,11 +136,9 @@ def _derive(cfg: dict) -> dict:
         cfg["DATABASE_URL"] = f"sqlite:///{data_dir / 'trawl.db'}"
     if not cfg["REDIS_URL"]:
         cfg["REDIS_URL"] = embedded_redis_url(data_dir)
-    cfg["METRICS_DIR"] = os.path.realpath(os.path.expanduser(
-        cfg["METRICS_DIR"] or data_dir / "metrics"))
+    cfg["METRICS_DIR"] = os.path.realpath(os.path.expanduser(cfg["METRICS_DIR"] or data_dir / "metrics"))
     if cfg["LOG_FORMAT"] not in LOG_FORMATS:
-        raise SystemExit(f"Setting LOG_FORMAT: {cfg['LOG_FORMAT']!r} is not one of "
-                         f"{', '.join(LOG_FORMATS)}")
+        raise SystemExit(f"Setting LOG_FORMAT: {cfg['LOG_FORMAT']!r} is not one of {', '.join(LOG_FORMATS)}")
     if not cfg["SEARCH_INDEX_DIR"]:
         cfg["SEARCH_INDEX_DIR"] = str(data_dir / "index")
     roots = cfg["ALLOWED_ROOTS"]
@@ -169,7 +167,8 @@ def export_metrics_dir() -> str:
     """
     env = _environment()
     base = env.get("METRICS_DIR") or os.path.join(
-        os.path.realpath(os.path.expanduser(env.get("DATA_DIR") or Settings.DATA_DIR)), "metrics")
+        os.path.realpath(os.path.expanduser(env.get("DATA_DIR") or Settings.DATA_DIR)), "metrics"
+    )
     path = os.path.join(os.path.realpath(os.path.expanduser(base)), socket.gethostname())
     os.makedirs(path, exist_ok=True)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
@@ -191,7 +190,8 @@ def _check_secret(key: str) -> None:
             f"SECRET_KEY is {len(str(key).encode())} bytes; it must be at least "
             f"{MIN_SECRET_BYTES}. Set a long random value (python -c 'import secrets; "
             f"print(secrets.token_urlsafe(48))') or leave it empty to have one generated "
-            f"into DATA_DIR/secret_key.")
+            f"into DATA_DIR/secret_key."
+        )
 
 
 def stored_secret(data_dir: Path) -> str:

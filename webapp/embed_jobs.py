@@ -32,8 +32,14 @@ def enqueue_embed(source_id: str) -> None:
     source = db.session.get(Source, source_id)
     if source is None or not source.semantic or not pending_count(source_id):
         return
-    enqueue_once(embed_job, source_id, keys.embed_queued(source_id), keys.EMBED_JOB_TIMEOUT,
-                 keys.EMBED_RESULT_TTL, keys.EMBED_FAILURE_TTL)
+    enqueue_once(
+        embed_job,
+        source_id,
+        keys.embed_queued(source_id),
+        keys.EMBED_JOB_TIMEOUT,
+        keys.EMBED_RESULT_TTL,
+        keys.EMBED_FAILURE_TTL,
+    )
 
 
 def resume_embed(app: Flask) -> int:

@@ -49,13 +49,12 @@ def error_response(status: int, detail: str, headers: dict | None = None):
         resp = jsonify(detail=detail)
     else:
         resp = current_app.make_response(
-            (render_template("error.html", status=status, detail=detail), status))
+            (render_template("error.html", status=status, detail=detail), status)
+        )
     resp.status_code = status
     for key, value in (headers or {}).items():
         resp.headers[key] = value
     return resp
-
-
 
 
 def _retry_after() -> int:
@@ -70,8 +69,9 @@ def handle_http_exception(error: HTTPException):
     """Every HTTP error (404, 405, 413, 422, 429 ...) becomes one body shape."""
     if isinstance(error, RateLimitExceeded):
         wait = _retry_after()
-        return error_response(429, f"Too many login attempts, try again in {wait} seconds",
-                              {"Retry-After": str(wait)})
+        return error_response(
+            429, f"Too many login attempts, try again in {wait} seconds", {"Retry-After": str(wait)}
+        )
     code = error.code or 500
     data = getattr(error, "data", None) or {}
     if code == 422 or "messages" in data or "errors" in data:
@@ -139,5 +139,4 @@ def register(app: Flask) -> None:
     jwt.revoked_token_loader(lambda header, payload: _jwt_401("Authentication token has been revoked"))
     jwt.needs_fresh_token_loader(lambda header, payload: _jwt_401("Fresh token required"))
     jwt.user_lookup_error_loader(lambda header, payload: _jwt_401("User no longer exists"))
-    jwt.token_verification_failed_loader(
-        lambda header, payload: _jwt_401("Invalid authentication token"))
+    jwt.token_verification_failed_loader(lambda header, payload: _jwt_401("Invalid authentication token"))

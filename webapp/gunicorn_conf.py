@@ -58,8 +58,7 @@ def gunicorn_settings(cfg: Mapping[str, Any], cores: int | None = None) -> dict[
         "accesslog": "-",
         "errorlog": "-",
         "loglevel": str(cfg["LOG_LEVEL"]).lower(),
-        "access_log_format": ('%(h)s "%(r)s" %(s)s %(B)s %(M)sms "%(a)s" '
-                              'rid=%({x-request-id}o)s'),
+        "access_log_format": ('%(h)s "%(r)s" %(s)s %(B)s %(M)sms "%(a)s" rid=%({x-request-id}o)s'),
         "forwarded_allow_ips": trusted_networks(list(cfg["TRUSTED_PROXIES"])),
         "preload_app": False,  # each worker opens its own index reader and database pool
         "worker_tmp_dir": "/dev/shm" if os.path.isdir("/dev/shm") else None,
@@ -67,8 +66,7 @@ def gunicorn_settings(cfg: Mapping[str, Any], cores: int | None = None) -> dict[
         "control_socket": os.path.join(cfg["DATA_DIR"], "gunicorn.ctl"),
         # gunicorn's maximum: long search URLs of the UI (GET forms) still reach Flask
         "limit_request_line": MAX_REQUEST_LINE,
-        "logconfig_dict": (json_logconfig(str(cfg["LOG_LEVEL"]))
-                           if cfg.get("LOG_FORMAT") == "json" else {}),
+        "logconfig_dict": (json_logconfig(str(cfg["LOG_LEVEL"])) if cfg.get("LOG_FORMAT") == "json" else {}),
     }
 
 
@@ -78,14 +76,15 @@ def json_logconfig(level: str) -> dict[str, Any]:
     The root logger gets no handler here: the app installs its own in each worker
     (`logs.configure`), so a line is never printed twice.
     """
-    json_handler = {"class": "logging.StreamHandler", "formatter": "json",
-                    "stream": "ext://sys.stdout"}
+    json_handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"}
     return {
         "version": 1,
         "disable_existing_loggers": False,
         "root": {"level": level.upper(), "handlers": []},
-        "loggers": {name: {"level": level.upper(), "handlers": ["json"], "propagate": False}
-                    for name in ("gunicorn.error", "gunicorn.access")},
+        "loggers": {
+            name: {"level": level.upper(), "handlers": ["json"], "propagate": False}
+            for name in ("gunicorn.error", "gunicorn.access")
+        },
         "handlers": {"json": json_handler},
         "formatters": {"json": {"()": "webapp.logs.JsonFormatter"}},
     }
@@ -97,9 +96,11 @@ def write_json_error(sock, status_int: int, reason: str, mesg: str) -> None:
 
     detail = f"{reason}: {mesg}"[:300] if mesg else reason
     body = json.dumps({"detail": detail}).encode()
-    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
-            f"Content-Type: application/json\r\nX-Content-Type-Options: nosniff\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1")
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
+        f"Content-Type: application/json\r\nX-Content-Type-Options: nosniff\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode("latin-1")
     util.write_nonblock(sock, head + body)
 
 
@@ -114,8 +115,16 @@ def post_worker_init(worker) -> None:
 # what create_app imports: loaded once by the master, so a worker (forked with them) only
 # builds the app. Imported in each of 3 workers at once on 2 busy cores it took 11 s, most of
 # the 20-38 s a SIGTERM to the master kept the service down (docs/operations.md)
-PRELOADED = ("webapp.models", "webapp.api", "webapp.ui", "webapp.errors", "webapp.cli",
-             "webapp.runtime", "webapp.rqdash", "webapp.logs")
+PRELOADED = (
+    "webapp.models",
+    "webapp.api",
+    "webapp.ui",
+    "webapp.errors",
+    "webapp.cli",
+    "webapp.runtime",
+    "webapp.rqdash",
+    "webapp.logs",
+)
 
 
 def on_starting(server) -> None:

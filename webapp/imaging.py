@@ -75,7 +75,8 @@ def check_pixels(size: tuple[int, int], max_pixels: int) -> None:
     if width * height > max_pixels:
         raise ImageRefused(
             f"Image is too large to preview ({width}x{height} pixels; the limit is "
-            f"{max_pixels / 1e6:g} megapixels)")
+            f"{max_pixels / 1e6:g} megapixels)"
+        )
 
 
 def scale(img: Any, max_side: int, max_pixels: int) -> Any:

@@ -36,6 +36,7 @@ def _app() -> Flask:
 
 # -- jobs ---------------------------------------------------------------------------------------
 
+
 def scan_job(source_id: str, run_id: str, full: bool = False) -> dict:
     """Coordinate one scan of a source (the queued run identified by run_id)."""
     app = _app()
@@ -100,8 +101,7 @@ def scheduled_scan(source_id: str) -> str:
         source = db.session.get(Source, source_id)
         if source is None or not source.scan_schedule:
             return "no schedule"
-        source.next_scan_at = cron.next_scan(source.scan_schedule, utcnow(),
-                                             app.config["SCHEDULE_TIMEZONE"])
+        source.next_scan_at = cron.next_scan(source.scan_schedule, utcnow(), app.config["SCHEDULE_TIMEZONE"])
         db.session.commit()
         schedule_source(source_id, source.next_scan_at)
         job = get_current_job()
@@ -126,18 +126,33 @@ def rename_documents(source_id: str) -> int:
 
 # -- enqueueing ---------------------------------------------------------------------------------
 
+
 def enqueue_scan(source_id: str, run_id: str, full: bool, job_id: str) -> None:
     """Queue the coordinator of a run whose lock was taken."""
-    get_queue().enqueue(scan_job, source_id, run_id, full, job_id=job_id,
-                        job_timeout=keys.SCAN_JOB_TIMEOUT, result_ttl=keys.SCAN_RESULT_TTL,
-                        failure_ttl=keys.SCAN_FAILURE_TTL)
+    get_queue().enqueue(
+        scan_job,
+        source_id,
+        run_id,
+        full,
+        job_id=job_id,
+        job_timeout=keys.SCAN_JOB_TIMEOUT,
+        result_ttl=keys.SCAN_RESULT_TTL,
+        failure_ttl=keys.SCAN_FAILURE_TTL,
+    )
 
 
 def enqueue_live(source_id: str, run_id: str, job_id: str) -> None:
     """Queue a live update ahead of waiting scans: it is small and someone waits for it."""
-    get_queue().enqueue(live_job, source_id, run_id, job_id=job_id, at_front=True,
-                        job_timeout=keys.LIVE_JOB_TIMEOUT, result_ttl=keys.LIVE_RESULT_TTL,
-                        failure_ttl=keys.SCAN_FAILURE_TTL)
+    get_queue().enqueue(
+        live_job,
+        source_id,
+        run_id,
+        job_id=job_id,
+        at_front=True,
+        job_timeout=keys.LIVE_JOB_TIMEOUT,
+        result_ttl=keys.LIVE_RESULT_TTL,
+        failure_ttl=keys.SCAN_FAILURE_TTL,
+    )
 
 
 def enqueue_helpers(run_id: str, source_id: str, n_batches: int) -> None:
@@ -146,25 +161,38 @@ def enqueue_helpers(run_id: str, source_id: str, n_batches: int) -> None:
     queue = get_extract_queue()
     others = max(0, worker_count(queue) - 1)
     for _ in range(min(others, n_batches - 1)):
-        queue.enqueue(extract_batches, run_id, source_id,
-                      job_timeout=keys.HELPER_JOB_TIMEOUT, result_ttl=keys.HELPER_RESULT_TTL,
-                      failure_ttl=keys.HELPER_FAILURE_TTL)
+        queue.enqueue(
+            extract_batches,
+            run_id,
+            source_id,
+            job_timeout=keys.HELPER_JOB_TIMEOUT,
+            result_ttl=keys.HELPER_RESULT_TTL,
+            failure_ttl=keys.HELPER_FAILURE_TTL,
+        )
 
 
 def enqueue_ocr(source_id: str) -> None:
     """Queue an OCR job for the source when documents wait for OCR and none is queued yet."""
     if pending_count(source_id):
-        enqueue_once(ocr_job, source_id, keys.ocr_queued(source_id), keys.OCR_JOB_TIMEOUT,
-                     keys.OCR_RESULT_TTL, keys.OCR_FAILURE_TTL)
+        enqueue_once(
+            ocr_job,
+            source_id,
+            keys.ocr_queued(source_id),
+            keys.OCR_JOB_TIMEOUT,
+            keys.OCR_RESULT_TTL,
+            keys.OCR_FAILURE_TTL,
+        )
 
 
 def enqueue_rename(source_id: str) -> None:
     """Queue the rewrite of source_name in the source's documents."""
-    get_queue().enqueue(rename_documents, source_id, job_timeout=keys.RENAME_JOB_TIMEOUT,
-                        result_ttl=keys.RENAME_RESULT_TTL)
+    get_queue().enqueue(
+        rename_documents, source_id, job_timeout=keys.RENAME_JOB_TIMEOUT, result_ttl=keys.RENAME_RESULT_TTL
+    )
 
 
 # -- schedules (rq-scheduler) -------------------------------------------------------------------
+
 
 def _scheduler(app: Flask | None = None) -> Scheduler:
     app = app or current_app
@@ -180,8 +208,14 @@ def schedule_source(source_id: str, when: datetime | None, app: Flask | None = N
     scheduler = _scheduler(app)
     scheduler.cancel(_schedule_job_id(source_id))
     if when is not None:
-        scheduler.enqueue_at(when, scheduled_scan, source_id, job_id=_schedule_job_id(source_id),
-                             timeout=keys.SCAN_JOB_TIMEOUT, job_result_ttl=keys.SCHEDULED_RESULT_TTL)
+        scheduler.enqueue_at(
+            when,
+            scheduled_scan,
+            source_id,
+            job_id=_schedule_job_id(source_id),
+            timeout=keys.SCAN_JOB_TIMEOUT,
+            job_result_ttl=keys.SCHEDULED_RESULT_TTL,
+        )
 
 
 def unschedule(source_id: str) -> None:
@@ -210,8 +244,7 @@ def rebuild_schedules(app: Flask) -> int:
         count = 0
         for source in db.session.query(Source).filter(Source.scan_schedule.isnot(None)):
             if source.next_scan_at is None or source.next_scan_at <= now:
-                get_queue(app).enqueue(scheduled_scan, source.id,
-                                       job_timeout=keys.SCAN_JOB_TIMEOUT)
+                get_queue(app).enqueue(scheduled_scan, source.id, job_timeout=keys.SCAN_JOB_TIMEOUT)
             else:
                 schedule_source(source.id, source.next_scan_at, app)
             count += 1

@@ -103,6 +103,7 @@ def run_lists(run_id: str) -> dict[str, str]:
 
 # -- sessions (services/auth.py) -----------------------------------------------------------------
 
+
 def revoked_token(session_id: str) -> str:
     """Set while a logged-out token or UI session would still be valid."""
     return f"trawl:revoked:{session_id}"

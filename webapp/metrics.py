@@ -42,12 +42,18 @@ EXTRACTION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 
 SCAN_OUTCOMES = ("success", "failed", "skipped", "unchanged", "deleted")
 
 search_duration = Histogram(
-    "trawl_search_duration_seconds", "Time to answer a search (API, page or CLI), by backend",
-    ["backend"], buckets=SEARCH_BUCKETS)
+    "trawl_search_duration_seconds",
+    "Time to answer a search (API, page or CLI), by backend",
+    ["backend"],
+    buckets=SEARCH_BUCKETS,
+)
 scan_files = Counter(
-    "trawl_scan_files", "Files seen by scans, by what happened to each", ["source", "outcome"])
-scan_runs = Counter(
-    "trawl_scan_runs", "Scans that ended, by their final state", ["source", "state"])
+    "trawl_scan_files", "Files seen by scans, by what happened to each", ["source", "outcome"]
+)
+scan_runs = Counter("trawl_scan_runs", "Scans that ended, by their final state", ["source", "state"])
 extraction_seconds = Histogram(
-    "trawl_extraction_seconds", "Time to extract one file, by document type", ["type"],
-    buckets=EXTRACTION_BUCKETS)
+    "trawl_extraction_seconds",
+    "Time to extract one file, by document type",
+    ["type"],
+    buckets=EXTRACTION_BUCKETS,
+)

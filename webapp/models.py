@@ -59,10 +59,10 @@ class UserSource(db.Model):
     """A source granted to a user (admins see every source without grants)."""
 
     __tablename__ = "user_sources"
-    user_id: Mapped[int] = mapped_column(
-        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
     source_id: Mapped[str] = mapped_column(
-        String(63), ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True)
+        String(63), ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True
+    )
 
 
 class ApiToken(db.Model):
@@ -111,8 +111,7 @@ class IndexedFile(db.Model):
         Index("ix_indexed_files_source_embedded", "source_id", "embedded"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
-    source_id: Mapped[str] = mapped_column(
-        String(63), ForeignKey("sources.id", ondelete="CASCADE"))
+    source_id: Mapped[str] = mapped_column(String(63), ForeignKey("sources.id", ondelete="CASCADE"))
     path: Mapped[str] = mapped_column(Text)
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     mtime_ns: Mapped[int] = mapped_column(BigInteger)  # exact, for change detection
@@ -137,8 +136,7 @@ class RunRecord(db.Model):
     __tablename__ = "run_records"
     __table_args__ = (Index("ix_run_records_source_finished", "source_id", "finished_at"),)
     id: Mapped[int] = mapped_column(primary_key=True)
-    source_id: Mapped[str] = mapped_column(
-        String(63), ForeignKey("sources.id", ondelete="CASCADE"))
+    source_id: Mapped[str] = mapped_column(String(63), ForeignKey("sources.id", ondelete="CASCADE"))
     state: Mapped[str] = mapped_column(String(16))  # a final RunState
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -38,5 +38,6 @@ def resolve_client(peer: str, forwarded_for: str | None, proxies: Iterable[str])
 def client_address() -> str:
     """Rate-limit key: the real client address of the current request."""
     peer = request.remote_addr or "unknown"
-    return resolve_client(peer, request.headers.get("X-Forwarded-For"),
-                          current_app.config.get("TRUSTED_PROXIES", []))
+    return resolve_client(
+        peer, request.headers.get("X-Forwarded-For"), current_app.config.get("TRUSTED_PROXIES", [])
+    )

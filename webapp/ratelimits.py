@@ -29,9 +29,13 @@ def _username_key() -> str:
     return "user:" + attempted_username()
 
 
-per_address = limiter.shared_limit(lambda: current_app.config["AUTH_RATE_LIMIT"], scope="auth",
-                                   methods=["POST"])
-per_username = limiter.shared_limit(lambda: current_app.config["LOGIN_USER_RATE_LIMIT"],
-                                    scope="login-user", key_func=_username_key,
-                                    exempt_when=lambda: not attempted_username(),
-                                    methods=["POST"])
+per_address = limiter.shared_limit(
+    lambda: current_app.config["AUTH_RATE_LIMIT"], scope="auth", methods=["POST"]
+)
+per_username = limiter.shared_limit(
+    lambda: current_app.config["LOGIN_USER_RATE_LIMIT"],
+    scope="login-user",
+    key_func=_username_key,
+    exempt_when=lambda: not attempted_username(),
+    methods=["POST"],
+)

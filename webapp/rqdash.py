@@ -25,16 +25,21 @@ REGISTRIES = {"queued", "failed", "deferred", "started", "finished", "scheduled"
 ORDERS = {"asc", "dsc"}
 MAX_PER_PAGE = 100
 # its views that count or list jobs: the queues are tidied first so the two agree
-_COUNTED = {f"{BLUEPRINT}.{name}" for name in ("list_queues", "list_jobs", "queues_overview",
-                                               "jobs_overview")}
+_COUNTED = {
+    f"{BLUEPRINT}.{name}" for name in ("list_queues", "list_jobs", "queues_overview", "jobs_overview")
+}
 # a way back to Trawl at the top of its pages (they are its own templates)
-_BACK_BAR = ('<nav style="padding:.4rem 1rem;background:#0a5cb8;font:14px system-ui,sans-serif">'
-             '<a href="/status" style="color:#fff">&larr; Back to Trawl</a></nav>')
+_BACK_BAR = (
+    '<nav style="padding:.4rem 1rem;background:#0a5cb8;font:14px system-ui,sans-serif">'
+    '<a href="/status" style="color:#fff">&larr; Back to Trawl</a></nav>'
+)
 # its templates use inline scripts and underscore's _.template (new Function): only these
 # pages get 'unsafe-inline' and 'unsafe-eval'; the rest of the site keeps script-src 'self'
-_CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-        "script-src 'self' 'unsafe-inline' 'unsafe-eval'; frame-ancestors 'none'; "
-        "base-uri 'self'; form-action 'self'")
+_CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+    "script-src 'self' 'unsafe-inline' 'unsafe-eval'; frame-ancestors 'none'; "
+    "base-uri 'self'; form-action 'self'"
+)
 
 
 def answers_json(path: str, method: str) -> bool:
@@ -64,8 +69,15 @@ def queue_url() -> str:
     """The dashboard's list of Trawl's own queue (where the Status page's link opens)."""
     from webapp.runtime import get_queue
 
-    return url_for(f"{BLUEPRINT}.jobs_overview", instance_number=0, queue_name=get_queue().name,
-                   registry_name="queued", per_page=8, order="asc", page=1)
+    return url_for(
+        f"{BLUEPRINT}.jobs_overview",
+        instance_number=0,
+        queue_name=get_queue().name,
+        registry_name="queued",
+        per_page=8,
+        order="asc",
+        page=1,
+    )
 
 
 def _tidy_queues() -> None:
@@ -114,8 +126,7 @@ def _guard() -> Response | None:
         if not _same_origin() or not _csrf_ok():
             abort(403)  # a cross-site form or script: it cannot read our token
     _check_path_values(request.view_args or {})
-    if request.endpoint == f"{BLUEPRINT}.jobs_overview" and not (request.view_args or {}).get(
-            "queue_name"):
+    if request.endpoint == f"{BLUEPRINT}.jobs_overview" and not (request.view_args or {}).get("queue_name"):
         return redirect(queue_url())  # its Jobs tab opened on RQ's "default" queue, not ours
     if request.method == "GET" and request.endpoint in _COUNTED:
         _tidy_queues()
@@ -158,6 +169,7 @@ def _dashboard_headers(resp: Response) -> Response:
             resp.set_data(page[:at] + _BACK_BAR + page[at:])
     token = session.get("csrf")
     if token and request.method == "GET" and resp.mimetype == "text/html":
-        resp.set_cookie(CSRF_COOKIE, token, path=PREFIX, samesite="Strict",
-                        secure=request.is_secure, httponly=False)
+        resp.set_cookie(
+            CSRF_COOKIE, token, path=PREFIX, samesite="Strict", secure=request.is_secure, httponly=False
+        )
     return resp

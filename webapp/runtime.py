@@ -30,20 +30,22 @@ _lock = threading.Lock()
 def init_app(app: Flask) -> None:
     """Create the Redis client and the queues; search opens on first use. Nothing is written:
     the data folder and the schema are `init_data`'s (`flask trawl init`)."""
-    client = redis.Redis.from_url(app.config["REDIS_URL"], socket_timeout=10,
-                                  socket_connect_timeout=5, health_check_interval=30)
+    client = redis.Redis.from_url(
+        app.config["REDIS_URL"], socket_timeout=10, socket_connect_timeout=5, health_check_interval=30
+    )
     app.extensions["trawl.redis"] = client
-    app.extensions["trawl.queue"] = Queue(app.config["QUEUE_NAME"], connection=client,
-                                          default_timeout=keys.DEFAULT_JOB_TIMEOUT)
+    app.extensions["trawl.queue"] = Queue(
+        app.config["QUEUE_NAME"], connection=client, default_timeout=keys.DEFAULT_JOB_TIMEOUT
+    )
     # OCR jobs: workers serve this queue only when the main one is empty (scans go first)
-    app.extensions["trawl.ocr_queue"] = Queue(f"{app.config['QUEUE_NAME']}-ocr",
-                                              connection=client,
-                                              default_timeout=keys.DEFAULT_JOB_TIMEOUT)
+    app.extensions["trawl.ocr_queue"] = Queue(
+        f"{app.config['QUEUE_NAME']}-ocr", connection=client, default_timeout=keys.DEFAULT_JOB_TIMEOUT
+    )
     # helpers of running scans: served by every worker, and alone by extraction-only workers
     # (`worker.py --extract-only`: hosts that neither coordinate scans nor write the index)
-    app.extensions["trawl.extract_queue"] = Queue(f"{app.config['QUEUE_NAME']}-extract",
-                                                  connection=client,
-                                                  default_timeout=keys.DEFAULT_JOB_TIMEOUT)
+    app.extensions["trawl.extract_queue"] = Queue(
+        f"{app.config['QUEUE_NAME']}-extract", connection=client, default_timeout=keys.DEFAULT_JOB_TIMEOUT
+    )
     app.extensions["trawl.search"] = None
     app.extensions["trawl.previews"] = IsolatedRenderer(app.config["PREVIEW_CONCURRENCY"])
     with app.app_context():
@@ -62,9 +64,11 @@ def _sqlite_pragmas(dbapi_conn, record) -> None:
 
 # -- the data folder and the database schema (Alembic migrations in ROOT/migrations) ---------
 
-NOT_INITIALISED = ("Trawl's data folder {folder} is not initialised ({why}). Run "
-                   "`flask --app wsgi trawl init` once (`make run` and docker compose do it "
-                   "at every start), then start Trawl again.")
+NOT_INITIALISED = (
+    "Trawl's data folder {folder} is not initialised ({why}). Run "
+    "`flask --app wsgi trawl init` once (`make run` and docker compose do it "
+    "at every start), then start Trawl again."
+)
 
 
 def init_data(app: Flask) -> list[str]:
@@ -73,8 +77,7 @@ def init_data(app: Flask) -> list[str]:
     done = []
     data_dir = Path(app.config["DATA_DIR"])
     default_root = data_dir / config.DEFAULT_SOURCES
-    for folder in (data_dir, *([default_root] if str(default_root) in app.config["ALLOWED_ROOTS"]
-                               else [])):
+    for folder in (data_dir, *([default_root] if str(default_root) in app.config["ALLOWED_ROOTS"] else [])):
         if not folder.is_dir():
             folder.mkdir(parents=True)
             done.append(f"created {folder}")
@@ -106,8 +109,7 @@ def not_initialised(app: Flask) -> str | None:
         return NOT_INITIALISED.format(folder=folder, why="no secret key")
     with app.app_context():
         url = db.engine.url
-        if url.get_backend_name() == "sqlite" and url.database and \
-                not Path(url.database).is_file():
+        if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).is_file():
             return NOT_INITIALISED.format(folder=folder, why=f"no database at {url.database}")
         try:
             with db.engine.connect() as conn:
@@ -241,8 +243,7 @@ def get_vectors(app: Flask | None = None) -> VectorStore:
     app = app or current_app
     store = app.extensions.get("trawl.vectors")
     if store is None:
-        store = app.extensions["trawl.vectors"] = VectorStore(
-            os.path.join(app.config["DATA_DIR"], "vectors"))
+        store = app.extensions["trawl.vectors"] = VectorStore(os.path.join(app.config["DATA_DIR"], "vectors"))
     return store
 
 

@@ -27,8 +27,7 @@ PRESETS: dict[str, str] = {
 
 _MONTHS = {name.upper(): i for i, name in enumerate(calendar.month_abbr) if name}
 _DAYS = {"SUN": 0, "MON": 1, "TUE": 2, "WED": 3, "THU": 4, "FRI": 5, "SAT": 6}
-_DAY_PLURALS = ["Sundays", "Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays",
-                "Saturdays"]
+_DAY_PLURALS = ["Sundays", "Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays", "Saturdays"]
 # (name, low, high, names) per field, in cron order
 _FIELDS = (
     ("minute", 0, 59, {}),
@@ -77,14 +76,19 @@ def parse(schedule: str) -> CronSpec:
         raise ValueError(f"unknown preset '{schedule.strip()}': use @hourly, @daily or @weekly")
     parts = text.split()
     if len(parts) != 5:
-        raise ValueError("must be 5 fields (minute hour day-of-month month day-of-week) "
-                         "or one of @hourly, @daily, @weekly")
+        raise ValueError(
+            "must be 5 fields (minute hour day-of-month month day-of-week) or one of @hourly, @daily, @weekly"
+        )
     values = [_parse_field(part, *spec) for part, spec in zip(parts, _FIELDS, strict=True)]
     weekdays = frozenset(d % 7 for d in values[4])
     return CronSpec(
-        minutes=tuple(sorted(values[0])), hours=tuple(sorted(values[1])),
-        days=frozenset(values[2]), months=frozenset(values[3]), weekdays=weekdays,
-        any_day=parts[2].startswith("*"), any_weekday=parts[4].startswith("*"),
+        minutes=tuple(sorted(values[0])),
+        hours=tuple(sorted(values[1])),
+        days=frozenset(values[2]),
+        months=frozenset(values[3]),
+        weekdays=weekdays,
+        any_day=parts[2].startswith("*"),
+        any_weekday=parts[4].startswith("*"),
         any_hour=parts[1] == "*",
     )
 

@@ -13,9 +13,26 @@ FALLBACK = "source"
 _SOURCE_ID = re.compile(SOURCE_ID_RE)
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 # letters that Unicode decomposition does not reduce to ASCII
-_SPECIAL = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe",
-                          "Œ": "OE", "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "þ": "th",
-                          "Þ": "TH", "ð": "d", "Ð": "D", "ı": "i"})
+_SPECIAL = str.maketrans(
+    {
+        "ß": "ss",
+        "æ": "ae",
+        "Æ": "AE",
+        "ø": "o",
+        "Ø": "O",
+        "œ": "oe",
+        "Œ": "OE",
+        "đ": "d",
+        "Đ": "D",
+        "ł": "l",
+        "Ł": "L",
+        "þ": "th",
+        "Þ": "TH",
+        "ð": "d",
+        "Ð": "D",
+        "ı": "i",
+    }
+)
 
 
 def is_valid_source_id(source_id: object) -> bool:
@@ -39,7 +56,7 @@ def unique_slug(base: str, taken: Container[str]) -> str:
     number = 2
     while True:
         suffix = f"-{number}"
-        candidate = base[:MAX_LENGTH - len(suffix)].rstrip("-") + suffix
+        candidate = base[: MAX_LENGTH - len(suffix)].rstrip("-") + suffix
         if candidate not in taken:
             return candidate
         number += 1

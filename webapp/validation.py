@@ -72,8 +72,7 @@ def load_json(raw: str | bytes) -> Any:
     except UnicodeDecodeError:
         raise BodyRefused("the body is not UTF-8 text", "?") from None
     try:
-        data = json.loads(text, parse_int=_integer, parse_float=_real,
-                          parse_constant=_constant)
+        data = json.loads(text, parse_int=_integer, parse_float=_real, parse_constant=_constant)
     except json.JSONDecodeError:
         raise
     except ValueError as exc:
@@ -118,9 +117,11 @@ def validation_detail(messages) -> str:
     if isinstance(messages, list | tuple) and messages:
         return validation_detail(messages[0])
     text = str(messages).rstrip(".")
-    return {"Missing data for required field": "is required",
-            "Unknown field": "unknown field",
-            "Field may not be null": "may not be null"}.get(text, text)
+    return {
+        "Missing data for required field": "is required",
+        "Unknown field": "unknown field",
+        "Field may not be null": "may not be null",
+    }.get(text, text)
 
 
 # letters and symbols that draw nothing: the Hangul fillers, the braille blank, the
@@ -131,8 +132,7 @@ BLANK_GLYPHS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f")
 def invisible(ch: str) -> bool:
     """Whether a character shows nothing: whitespace, control and format characters (the
     zero-width ones, bidi marks), surrogates, unassigned code points, blank glyphs."""
-    return (ch.isspace() or ch in BLANK_GLYPHS
-            or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Cn"))
+    return ch.isspace() or ch in BLANK_GLYPHS or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Cn")
 
 
 def has_visible(text: str) -> bool:
@@ -157,6 +157,7 @@ def display_name(value: Any, limit: int) -> str:
     if any(unicodedata.category(ch) == "Cc" for ch in name):
         raise InvalidInput("name: must not contain control characters")
     if not has_visible(name):
-        raise InvalidInput("name: must contain a visible character (not only spaces, "
-                           "zero-width or format characters)")
+        raise InvalidInput(
+            "name: must contain a visible character (not only spaces, zero-width or format characters)"
+        )
     return name

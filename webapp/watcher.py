@@ -47,8 +47,23 @@ SETTLE = 0.2  # seconds of quiet after which closed files (no writer left) are h
 ALIVE_EVERY = 2.0  # seconds between two renewals of the watcher's alive mark
 CHECK_WAITING_EVERY = 2.0  # how often paths left in Redis (a killed update) are looked for
 # File systems whose changes made elsewhere never reach this kernel's inotify.
-NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "fuse.sshfs", "afs", "ceph",
-              "glusterfs", "fuse.glusterfs", "fuse.rclone", "davfs", "fuse.s3fs", "virtiofs"}
+NETWORK_FS = {
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "9p",
+    "fuse.sshfs",
+    "afs",
+    "ceph",
+    "glusterfs",
+    "fuse.glusterfs",
+    "fuse.rclone",
+    "davfs",
+    "fuse.s3fs",
+    "virtiofs",
+}
 
 
 @dataclass
@@ -89,8 +104,7 @@ def fs_type(path: str) -> str:
                 if len(parts) < 3:
                     continue
                 mount = parts[1].replace("\\040", " ")
-                if (path == mount or path.startswith(mount.rstrip("/") + "/")) and \
-                        len(mount) >= len(best):
+                if (path == mount or path.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best):
                     best, kind = mount, parts[2]
     except OSError:
         return ""
@@ -121,15 +135,20 @@ class Watcher:
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> None:
         """Watch until `stop()` (or SIGTERM in the process)."""
-        log.info("watcher started (inotify %s)", "available" if inotify.supported() else
-                 "not available: every source is polled")
+        log.info(
+            "watcher started (inotify %s)",
+            "available" if inotify.supported() else "not available: every source is polled",
+        )
         try:
             while not self.stopping:
                 try:
                     self.step()
                 except SQLAlchemyError as exc:  # the database is away: keep the watches
-                    log.warning("watcher: database error (%s); trying again in %d s",
-                                str(exc).splitlines()[0], RETRY_EVERY)
+                    log.warning(
+                        "watcher: database error (%s); trying again in %d s",
+                        str(exc).splitlines()[0],
+                        RETRY_EVERY,
+                    )
                     with self.app.app_context():
                         db.session.remove()
                     time.sleep(RETRY_EVERY)
@@ -168,8 +187,7 @@ class Watcher:
             return action()
         except redis.RedisError as exc:
             if self.redis_ok:
-                log.warning("watcher: Redis unreachable (%s); changes are kept until it is back",
-                            exc)
+                log.warning("watcher: Redis unreachable (%s); changes are kept until it is back", exc)
             self.redis_ok = False
             return None
 
@@ -199,9 +217,10 @@ class Watcher:
         """Follow the sources with watch on: start new ones, restart changed ones, drop others."""
         self.next_reload = time.monotonic() + RELOAD_EVERY
         with self.app.app_context():
-            rows = [Followed(s.id, s.root_path, list(s.include_patterns),
-                             list(s.exclude_patterns))
-                    for s in db.session.query(Source).filter(Source.watch.is_(True))]
+            rows = [
+                Followed(s.id, s.root_path, list(s.include_patterns), list(s.exclude_patterns))
+                for s in db.session.query(Source).filter(Source.watch.is_(True))
+            ]
             db.session.remove()
         wanted = {f.id: f for f in rows}
         for sid in list(self.sources):
@@ -231,21 +250,23 @@ class Watcher:
             return
         followed.state = self._watch(followed)
         followed.next_try = time.monotonic() + (
-            self.poll_every if followed.state == "polling" else RETRY_EVERY)
+            self.poll_every if followed.state == "polling" else RETRY_EVERY
+        )
         self._catch_up(followed)  # whatever changed while nobody watched
 
     def _root_moved(self, followed: Followed) -> bool:
         """Whether the root path no longer names the folder being watched (replaced, or a
         folder above it moved), or resolves outside the allowed roots."""
-        return _folder_id(followed.root) != followed.root_id or \
-            root_problem(followed.root, self.allowed_roots) is not None
+        return (
+            _folder_id(followed.root) != followed.root_id
+            or root_problem(followed.root, self.allowed_roots) is not None
+        )
 
     def _catch_up(self, followed: Followed) -> None:
         """Mark the whole source changed, once it has been scanned: the first scan of a new
         source stays the user's to start (scripts create a source, then ask for its scan)."""
         with self.app.app_context():
-            scanned = db.session.query(Source.last_run.isnot(None)).filter(
-                Source.id == followed.id).scalar()
+            scanned = db.session.query(Source.last_run.isnot(None)).filter(Source.id == followed.id).scalar()
             db.session.remove()
         if scanned:
             self._mark(followed, followed.root)
@@ -254,8 +275,12 @@ class Watcher:
         """'watching', or 'polling' (logged with what would allow watching)."""
         kind = fs_type(followed.root)
         if kind in NETWORK_FS:
-            log.warning("watcher: %s is on %s, whose changes the kernel does not report; "
-                        "polling it every %d s", followed.id, kind, self.poll_every)
+            log.warning(
+                "watcher: %s is on %s, whose changes the kernel does not report; polling it every %d s",
+                followed.id,
+                kind,
+                self.poll_every,
+            )
             return "polling"
         if not inotify.supported():
             return "polling"
@@ -267,8 +292,13 @@ class Watcher:
                 raise OSError(f"the root {followed.root} itself takes no watch")
         except inotify.WatchLimit as exc:
             followed.close()
-            log.warning("watcher: %s cannot be watched: %s; polling it every %d s. To watch it, "
-                        "%s", followed.id, exc.strerror, self.poll_every, inotify.LIMIT_HINT)
+            log.warning(
+                "watcher: %s cannot be watched: %s; polling it every %d s. To watch it, %s",
+                followed.id,
+                exc.strerror,
+                self.poll_every,
+                inotify.LIMIT_HINT,
+            )
             return "polling"
         except OSError as exc:
             followed.close()
@@ -282,9 +312,9 @@ class Watcher:
             pipe.set(keys.watcher_alive(), os.getpid(), ex=keys.WATCHER_ALIVE_TTL)
             pipe.delete(keys.watch_states())
             if self.sources:
-                pipe.hset(keys.watch_states(),
-                          mapping={sid: f.state for sid, f in self.sources.items()})
+                pipe.hset(keys.watch_states(), mapping={sid: f.state for sid, f in self.sources.items()})
             pipe.execute()
+
         self._safe(publish)
 
     # -- events and updates --------------------------------------------------------------------
@@ -297,11 +327,14 @@ class Watcher:
         for fd in ready:
             followed = trees[fd]
             try:
-                complete = followed.tree.read(
-                    lambda path, writing, f=followed: self._mark(f, path, writing))
+                complete = followed.tree.read(lambda path, writing, f=followed: self._mark(f, path, writing))
             except inotify.WatchLimit as exc:  # a new folder needed one watch too many
-                log.warning("watcher: %s: %s; polling it from now on. To watch it, %s",
-                            followed.id, exc.strerror, inotify.LIMIT_HINT)
+                log.warning(
+                    "watcher: %s: %s; polling it from now on. To watch it, %s",
+                    followed.id,
+                    exc.strerror,
+                    inotify.LIMIT_HINT,
+                )
                 followed.close()
                 followed.state = "polling"
                 followed.next_try = time.monotonic() + self.poll_every
@@ -327,8 +360,9 @@ class Watcher:
         if followed.state == "watching" and now >= followed.next_try:
             followed.next_try = now + RETRY_EVERY
             if self._root_moved(followed):
-                log.warning("watcher: the root of %s changed under its watches; watching it "
-                            "again", followed.id)
+                log.warning(
+                    "watcher: the root of %s changed under its watches; watching it again", followed.id
+                )
                 self._start(followed)
                 self._publish_states()
         elif followed.state == "polling" and now >= followed.next_try:
@@ -344,8 +378,9 @@ class Watcher:
         if not followed.changed:
             return
         changed = followed.changed
-        if self._safe(lambda: live.add(self.conn, followed.id, followed.root, changed,
-                                       self.max_paths) or True):
+        if self._safe(
+            lambda: live.add(self.conn, followed.id, followed.root, changed, self.max_paths) or True
+        ):
             followed.changed = {}
 
     def _maybe_update(self, followed: Followed, now: float) -> None:
@@ -371,8 +406,10 @@ class Watcher:
         for followed in self.sources.values():
             if followed.waiting_since:
                 continue
-            if self._safe(lambda f=followed: live.count(self.conn, f.id)) and \
-                    ScanLock(self.conn, followed.id).read() is None:
+            if (
+                self._safe(lambda f=followed: live.count(self.conn, f.id))
+                and ScanLock(self.conn, followed.id).read() is None
+            ):
                 followed.waiting_since = now
                 followed.last_event = min(followed.last_event, now - self.debounce)
 

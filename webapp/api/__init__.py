@@ -20,6 +20,5 @@ from webapp.extensions import api
 
 def register_api(app: Flask) -> None:
     """Register every API blueprint on the app's flask-smorest Api."""
-    for module in (auth, users, tokens, sources, search, saved_searches, documents, status,
-                   metrics):
+    for module in (auth, users, tokens, sources, search, saved_searches, documents, status, metrics):
         api.register_blueprint(module.blp)

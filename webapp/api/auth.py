@@ -71,8 +71,7 @@ class Password(MethodView):
     def put(self, body):
         """Change your password. Every session, access token, API token and download link of
         the account ends; the answer is a new access token for this client."""
-        return auth.change_own_password(requester(), body["current_password"],
-                                        body["new_password"])
+        return auth.change_own_password(requester(), body["current_password"], body["new_password"])
 
 
 @blp.route("/logout")

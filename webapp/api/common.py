@@ -84,8 +84,7 @@ def check_requester(admin: bool = False, reads: bool = False) -> User:
     """The checks of `authenticated` for this request (401, or 403 for a scope or role);
     the account asking."""
     user, token = _authenticate()
-    if token is not None and token.scope != "full" and not (
-            reads or request.method in READ_METHODS):
+    if token is not None and token.scope != "full" and not (reads or request.method in READ_METHODS):
         raise Forbidden("This API token has the read scope: it may only read and search")
     if admin and not user.is_admin:
         raise Forbidden("Only an admin may do this")

@@ -16,8 +16,12 @@ from webapp.api.schemas import (
 )
 from webapp.services import documents, similar
 
-blp = Blueprint("documents", __name__, url_prefix="/api/documents",
-                description="Indexed documents and their original files")
+blp = Blueprint(
+    "documents",
+    __name__,
+    url_prefix="/api/documents",
+    description="Indexed documents and their original files",
+)
 
 
 @blp.route("/<string:doc_id>")
@@ -46,9 +50,12 @@ class Similar(MethodView):
 class Preview(MethodView):
     @authenticated(blp)  # outermost: an anonymous request is 401 whatever its arguments
     @blp.arguments(PreviewArgsSchema, location="query")
-    @blp.response(200, description="An image (JPEG/PNG) for images and RAW files, "
-                  "otherwise an HTML page of the text with the ?q= matches in <em>",
-                  content_type="text/html")
+    @blp.response(
+        200,
+        description="An image (JPEG/PNG) for images and RAW files, "
+        "otherwise an HTML page of the text with the ?q= matches in <em>",
+        content_type="text/html",
+    )
     @errors(blp, 400, 403, 404, 422, 503)
     def get(self, args, doc_id):
         """A readable preview: scaled image, or the text page by page."""
@@ -56,8 +63,7 @@ class Preview(MethodView):
         if documents.is_image(doc):
             data, mimetype = documents.image_preview(doc)
             resp = Response(data, mimetype=mimetype)
-            resp.headers["Content-Disposition"] = documents.content_disposition(
-                "inline", doc["basename"])
+            resp.headers["Content-Disposition"] = documents.content_disposition("inline", doc["basename"])
             return resp
         documents.open_path(doc)  # same re-check as for files served: swapped or gone is refused
         page = documents.text_page(doc, args["q"], args["page"])
@@ -68,14 +74,14 @@ class Preview(MethodView):
 @blp.route("/<string:doc_id>/thumbnail")
 class Thumbnail(MethodView):
     @token_or_session(blp)
-    @blp.response(200, description="A small JPEG (made when the file was indexed)",
-                  content_type="image/jpeg")
+    @blp.response(200, description="A small JPEG (made when the file was indexed)", content_type="image/jpeg")
     @errors(blp, 404)
     def get(self, doc_id):
         """The document's thumbnail: images, RAW previews, first PDF pages, book and comic
         covers. 404 when the document has none (search results say so: thumbnail_url null)."""
-        resp = send_file(documents.thumbnail_file(doc_id, requester()), mimetype="image/jpeg",
-                         conditional=True, max_age=0)
+        resp = send_file(
+            documents.thumbnail_file(doc_id, requester()), mimetype="image/jpeg", conditional=True, max_age=0
+        )
         resp.headers["Cache-Control"] = "private, no-cache"  # revalidated by ETag
         return resp
 
@@ -94,16 +100,19 @@ class DownloadLink(MethodView):
 @blp.route("/<string:doc_id>/download")
 class Download(MethodView):
     @blp.arguments(DownloadArgsSchema, location="query")
-    @blp.response(200, description="The original file, streamed",
-                  content_type="application/octet-stream")
+    @blp.response(200, description="The original file, streamed", content_type="application/octet-stream")
     @errors(blp, 401, 403, 404)
     def get(self, args, doc_id):
         """The original file; authenticated by the link's token instead of a bearer token."""
         user = documents.check_download_token(args["token"], doc_id)
         doc = documents.get(doc_id, user)
-        resp = send_file(documents.download_target(doc), mimetype="application/octet-stream",
-                         conditional=True, max_age=0, download_name=doc["basename"],
-                         etag=not doc.get("container_id"))
-        resp.headers["Content-Disposition"] = documents.content_disposition(
-            "attachment", doc["basename"])
+        resp = send_file(
+            documents.download_target(doc),
+            mimetype="application/octet-stream",
+            conditional=True,
+            max_age=0,
+            download_name=doc["basename"],
+            etag=not doc.get("container_id"),
+        )
+        resp.headers["Content-Disposition"] = documents.content_disposition("attachment", doc["basename"])
         return resp

@@ -13,9 +13,15 @@ blp = Blueprint("metrics", __name__, url_prefix="", description="Prometheus metr
 
 @blp.route("/metrics")
 class Metrics(MethodView):
-    @blp.doc(security=[{"bearerAuth": []}], responses={
-        "200": {"description": "Prometheus text format",
-                "content": {"text/plain": {"schema": {"type": "string"}}}}})
+    @blp.doc(
+        security=[{"bearerAuth": []}],
+        responses={
+            "200": {
+                "description": "Prometheus text format",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            }
+        },
+    )
     @errors(blp, 401, 403)
     def get(self):
         """Every series of the web and worker processes; an admin's access or API token

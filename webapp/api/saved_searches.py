@@ -8,8 +8,12 @@ from webapp.api.common import Blueprint, authenticated, errors, requester
 from webapp.api.schemas import SavedSearchCreateSchema, SavedSearchSchema
 from webapp.services import saved_searches
 
-blp = Blueprint("saved-searches", __name__, url_prefix="/api/saved-searches",
-                description="Searches kept under a name, per user")
+blp = Blueprint(
+    "saved-searches",
+    __name__,
+    url_prefix="/api/saved-searches",
+    description="Searches kept under a name, per user",
+)
 
 
 @blp.route("")

@@ -22,6 +22,7 @@ class MessageSchema(ma.Schema):
 
 # --- auth ---------------------------------------------------------------------------------------
 
+
 class AuthStatusSchema(ma.Schema):
     setup_required = fields.Boolean()
 
@@ -43,8 +44,9 @@ class UserSchema(ma.Schema):
     role = fields.String(metadata={"example": "user", "description": "admin or user"})
     is_admin = fields.Boolean()
     active = fields.Boolean()
-    source_ids = fields.List(fields.String(), metadata={
-        "description": "The sources granted (admins see every source regardless)"})
+    source_ids = fields.List(
+        fields.String(), metadata={"description": "The sources granted (admins see every source regardless)"}
+    )
     created_at = fields.String(metadata={"example": "2026-11-21T10:30:00"})
     last_login_at = fields.String(allow_none=True)
 
@@ -58,8 +60,7 @@ class UserCreateSchema(StrictSchema):
     """The rules live in services/users.py (shared with the web page)."""
 
     username = fields.String(required=True)
-    password = fields.String(required=True, load_only=True,
-                             metadata={"description": "At least 8 characters"})
+    password = fields.String(required=True, load_only=True, metadata={"description": "At least 8 characters"})
     role = fields.String(load_default="user", metadata={"description": "admin or user"})
     active = fields.Boolean(load_default=True)
     source_ids = fields.List(fields.String(), load_default=list)
@@ -77,10 +78,14 @@ class UserUpdateSchema(StrictSchema):
 
 class ApiTokenCreateSchema(StrictSchema):
     name = fields.String(required=True, metadata={"example": "backup script"})
-    scope = fields.String(load_default="read", metadata={
-        "description": "read (GET endpoints and search) or full"})
-    expires_in_days = fields.Integer(load_default=None, allow_none=True, metadata={
-        "description": "Days until it stops working (1-3650); null: never"})
+    scope = fields.String(
+        load_default="read", metadata={"description": "read (GET endpoints and search) or full"}
+    )
+    expires_in_days = fields.Integer(
+        load_default=None,
+        allow_none=True,
+        metadata={"description": "Days until it stops working (1-3650); null: never"},
+    )
 
 
 class ApiTokenSchema(ma.Schema):
@@ -100,25 +105,37 @@ _PATTERNS = fields.List(fields.String(), allow_none=True)
 
 
 class SourceCreateSchema(StrictSchema):
-    id = fields.String(load_default=None, allow_none=True,
-                       metadata={"description": "Optional; a slug of name when absent"})
-    name = fields.String(required=True, metadata={  # its rules: services.sources.valid_name
-        "description": "1 to 200 characters (spaces around it are dropped), no control characters"})
+    id = fields.String(
+        load_default=None, allow_none=True, metadata={"description": "Optional; a slug of name when absent"}
+    )
+    name = fields.String(
+        required=True,
+        metadata={  # its rules: services.sources.valid_name
+            "description": "1 to 200 characters (spaces around it are dropped), no control characters"
+        },
+    )
     root_path = fields.String(required=True)
-    include_patterns = fields.List(fields.String(), allow_none=True,
-                                   metadata={"example": ["**/*"]})
-    exclude_patterns = fields.List(fields.String(), allow_none=True,
-                                   metadata={"example": ["**/.git/**"]})
+    include_patterns = fields.List(fields.String(), allow_none=True, metadata={"example": ["**/*"]})
+    exclude_patterns = fields.List(fields.String(), allow_none=True, metadata={"example": ["**/.git/**"]})
     scan_schedule = fields.String(allow_none=True, metadata={"example": "@daily"})
-    scan_now = fields.Boolean(load_default=False, metadata={
-        "description": "Queue the first scan at once (off by default)"})
-    watch = fields.Boolean(load_default=True, metadata={
-        "description": "follow changes under the root and index them within seconds"})
-    allow_overlap = fields.Boolean(load_default=False, metadata={
-        "description": "Accept a root_path that is, lies inside or holds another source's "
-                       "folder (refused with 409 otherwise); search shows a file once"})
-    semantic = fields.Boolean(load_default=True, metadata={
-        "description": "embed the documents' passages so search finds them by meaning too"})
+    scan_now = fields.Boolean(
+        load_default=False, metadata={"description": "Queue the first scan at once (off by default)"}
+    )
+    watch = fields.Boolean(
+        load_default=True,
+        metadata={"description": "follow changes under the root and index them within seconds"},
+    )
+    allow_overlap = fields.Boolean(
+        load_default=False,
+        metadata={
+            "description": "Accept a root_path that is, lies inside or holds another source's "
+            "folder (refused with 409 otherwise); search shows a file once"
+        },
+    )
+    semantic = fields.Boolean(
+        load_default=True,
+        metadata={"description": "embed the documents' passages so search finds them by meaning too"},
+    )
 
 
 class SourceUpdateSchema(StrictSchema):
@@ -147,8 +164,9 @@ class SourceSchema(ma.Schema):
     last_scan_at = fields.String(allow_none=True)
     next_scan_at = fields.String(allow_none=True)
     state = fields.String(metadata={"description": ", ".join(SourceState)})
-    watch_state = fields.String(metadata={
-        "description": "watching, polling, off, starting, or error: <message>"})
+    watch_state = fields.String(
+        metadata={"description": "watching, polling, off, starting, or error: <message>"}
+    )
     document_count = fields.Integer()
     failed_count = fields.Integer()
 
@@ -172,8 +190,9 @@ class PathTestSchema(ma.Schema):
 
 class ReindexArgsSchema(ma.Schema):
     full = fields.Boolean(load_default=False)
-    wait = fields.Integer(load_default=0, validate=validate.Range(
-        min=0, max=300, error="must be between 0 and 300"))
+    wait = fields.Integer(
+        load_default=0, validate=validate.Range(min=0, max=300, error="must be between 0 and 300")
+    )
 
 
 class ErrorEntrySchema(ma.Schema):
@@ -217,6 +236,7 @@ class RemovedSchema(ma.Schema):
 
 # --- status -------------------------------------------------------------------------------------
 
+
 class HealthSchema(ma.Schema):
     status = fields.String(metadata={"description": "ok or degraded"})
     version = fields.String()
@@ -239,16 +259,21 @@ class SourceStatusSchema(ma.Schema):
     failed = fields.Integer()
     skipped = fields.Integer()
     ocr_pending = fields.Integer(metadata={"description": "documents waiting for OCR"})
-    semantic = fields.Nested(SemanticStatusSchema, metadata={
-        "description": "the embedding phase (meaning) of the source"})
+    semantic = fields.Nested(
+        SemanticStatusSchema, metadata={"description": "the embedding phase (meaning) of the source"}
+    )
     last_indexed_at = fields.String(allow_none=True)
     last_scan_at = fields.String(allow_none=True)
     next_scan_at = fields.String(allow_none=True)
     last_run = fields.Nested(RunStatsSchema, allow_none=True)
-    watch_state = fields.String(metadata={
-        "description": "watching, polling, off, starting, or error: <message>"})
-    last_live_update = fields.Nested(RunStatsSchema, allow_none=True, metadata={
-        "description": "the latest live update (changed paths indexed without a scan)"})
+    watch_state = fields.String(
+        metadata={"description": "watching, polling, off, starting, or error: <message>"}
+    )
+    last_live_update = fields.Nested(
+        RunStatsSchema,
+        allow_none=True,
+        metadata={"description": "the latest live update (changed paths indexed without a scan)"},
+    )
     failed_files = fields.List(fields.Nested(ErrorEntrySchema))
 
 
@@ -262,8 +287,9 @@ class QueueSchema(ma.Schema):
 class RecentRunSchema(ma.Schema):
     source_id = fields.String()
     source_name = fields.String()
-    state = fields.String(metadata={"description": "how the scan ended: finished, failed, "
-                                                   "cancelled or interrupted"})
+    state = fields.String(
+        metadata={"description": "how the scan ended: finished, failed, cancelled or interrupted"}
+    )
     started_at = fields.String(allow_none=True)
     finished_at = fields.String()
     duration_seconds = fields.Float(allow_none=True)
@@ -282,8 +308,10 @@ class StatusSchema(ma.Schema):
     search_backend = fields.String()
     documents = fields.Integer()
     sources = fields.List(fields.Nested(SourceStatusSchema))
-    recent_runs = fields.List(fields.Nested(RecentRunSchema), metadata={
-        "description": "The latest scans that ended, newest first (the status page's Jobs)"})
+    recent_runs = fields.List(
+        fields.Nested(RecentRunSchema),
+        metadata={"description": "The latest scans that ended, newest first (the status page's Jobs)"},
+    )
     queue = fields.Nested(QueueSchema)
 
 
@@ -300,21 +328,26 @@ class FailedFilesSchema(ma.Schema):
     page = fields.Integer()
     pages = fields.Integer()
     per_page = fields.Integer()
-    messages = fields.List(fields.Dict(), metadata={
-        "description": "[{message, count}] over all failed files, most frequent first"})
+    messages = fields.List(
+        fields.Dict(),
+        metadata={"description": "[{message, count}] over all failed files, most frequent first"},
+    )
     groups = fields.List(fields.Nested(FailedGroupSchema))
 
 
 class FailedFilesArgsSchema(ma.Schema):
-    page = fields.Integer(load_default=1, validate=validate.Range(
-        min=1, max=1_000_000, error="must be a page number from 1"))
+    page = fields.Integer(
+        load_default=1, validate=validate.Range(min=1, max=1_000_000, error="must be a page number from 1")
+    )
 
 
 # --- saved searches -----------------------------------------------------------------------------
 
+
 class SavedSearchCreateSchema(StrictSchema):
-    name = fields.String(required=True, metadata={"description": "1 to 100 characters, unique "
-                                                                 "among the user's searches"})
+    name = fields.String(
+        required=True, metadata={"description": "1 to 100 characters, unique among the user's searches"}
+    )
     q = fields.String(required=True)
     source_id = fields.String(load_default=None, allow_none=True)
     type = fields.String(load_default=None, allow_none=True)
@@ -334,7 +367,6 @@ class SavedSearchSchema(ma.Schema):
 # --- search and documents -----------------------------------------------------------------------
 
 
-
 class SearchResultSchema(ma.Schema):
     id = fields.String()
     path = fields.String()
@@ -345,13 +377,19 @@ class SearchResultSchema(ma.Schema):
     modified_at = fields.Integer()
     snippet = fields.String()
     score = fields.Float()
-    match = fields.String(metadata={
-        "description": "words, meaning or both: what found this document"})
-    container_id = fields.String(allow_none=True, dump_default=None, metadata={
-        "description": "id of the archive or e-mail holding this member; null for files"})
-    thumbnail_url = fields.String(allow_none=True, metadata={
-        "description": "/api/documents/{id}/thumbnail (a small JPEG, same auth as the "
-                       "document), or null when the document has no thumbnail"})
+    match = fields.String(metadata={"description": "words, meaning or both: what found this document"})
+    container_id = fields.String(
+        allow_none=True,
+        dump_default=None,
+        metadata={"description": "id of the archive or e-mail holding this member; null for files"},
+    )
+    thumbnail_url = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "/api/documents/{id}/thumbnail (a small JPEG, same auth as the "
+            "document), or null when the document has no thumbnail"
+        },
+    )
 
 
 class SearchResponseSchema(ma.Schema):
@@ -361,14 +399,16 @@ class SearchResponseSchema(ma.Schema):
     offset = fields.Integer()
     processing_time_ms = fields.Integer()
     facet_distribution = fields.Dict(
-        keys=fields.String(), values=fields.Dict(keys=fields.String(), values=fields.Integer()),
-        metadata={"description": "Only when `facets` was asked: {facet: {value: count}} "
-                                 "over all matches"})
+        keys=fields.String(),
+        values=fields.Dict(keys=fields.String(), values=fields.Integer()),
+        metadata={"description": "Only when `facets` was asked: {facet: {value: count}} over all matches"},
+    )
 
 
 class SimilarArgsSchema(StrictSchema):
-    limit = fields.Integer(load_default=10, validate=validate.Range(
-        min=1, max=50, error="must be between 1 and 50"))
+    limit = fields.Integer(
+        load_default=10, validate=validate.Range(min=1, max=50, error="must be between 1 and 50")
+    )
 
 
 class SimilarSchema(ma.Schema):
@@ -389,14 +429,18 @@ class DocumentSchema(ma.Schema):
     content = fields.String()
     title = fields.String(allow_none=True)
     metadata = fields.Dict()
-    container_id = fields.String(allow_none=True, dump_default=None, metadata={
-        "description": "id of the archive or e-mail holding this member; null for files"})
+    container_id = fields.String(
+        allow_none=True,
+        dump_default=None,
+        metadata={"description": "id of the archive or e-mail holding this member; null for files"},
+    )
 
 
 class PreviewArgsSchema(ma.Schema):
     q = fields.String(load_default="")
-    page = fields.Integer(load_default=1, validate=validate.Range(
-        min=1, max=1_000_000, error="must be a page number from 1"))
+    page = fields.Integer(
+        load_default=1, validate=validate.Range(min=1, max=1_000_000, error="must be a page number from 1")
+    )
 
 
 class DownloadLinkSchema(ma.Schema):

@@ -17,8 +17,12 @@ from webapp.api.schemas import (
 )
 from webapp.services import access, scans, sources
 
-blp = Blueprint("sources", __name__, url_prefix="/api/sources",
-                description="Folders to index, their patterns and schedules")
+blp = Blueprint(
+    "sources",
+    __name__,
+    url_prefix="/api/sources",
+    description="Folders to index, their patterns and schedules",
+)
 
 
 @blp.route("")

@@ -8,8 +8,12 @@ from webapp.api.common import Blueprint, authenticated, errors, requester
 from webapp.api.schemas import ApiTokenCreateSchema, ApiTokenSchema
 from webapp.services import tokens
 
-blp = Blueprint("tokens", __name__, url_prefix="/api/tokens",
-                description="API tokens for scripts: read or full scope, optional expiry")
+blp = Blueprint(
+    "tokens",
+    __name__,
+    url_prefix="/api/tokens",
+    description="API tokens for scripts: read or full scope, optional expiry",
+)
 
 
 @blp.route("")

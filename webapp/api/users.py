@@ -8,8 +8,12 @@ from webapp.api.common import Blueprint, authenticated, errors
 from webapp.api.schemas import UserCreateSchema, UserSchema, UserUpdateSchema
 from webapp.services import auth, users
 
-blp = Blueprint("users", __name__, url_prefix="/api/users",
-                description="Accounts and the sources they may see (admins only)")
+blp = Blueprint(
+    "users",
+    __name__,
+    url_prefix="/api/users",
+    description="Accounts and the sources they may see (admins only)",
+)
 
 
 @blp.route("")

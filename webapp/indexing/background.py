@@ -70,21 +70,26 @@ def job_waiting(job_id: str) -> bool:
     """Whether an RQ job is still waiting to run (queued, deferred or scheduled)."""
     try:
         return Job.fetch(job_id, connection=get_redis()).get_status() in (
-            JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
+            JobStatus.QUEUED,
+            JobStatus.DEFERRED,
+            JobStatus.SCHEDULED,
+        )
     except NoSuchJobError:
         return False
 
 
-def enqueue_once(func, source_id: str, queued_key: str, timeout: int, result_ttl: int,
-                 failure_ttl: int) -> None:
+def enqueue_once(
+    func, source_id: str, queued_key: str, timeout: int, result_ttl: int, failure_ttl: int
+) -> None:
     """Queue a phase's job for a source on the background queue, unless the one queued before
     (its id kept under `queued_key`) is still waiting."""
     conn = get_redis()
     queued = conn.get(queued_key)
     if queued is not None and job_waiting(queued.decode()):
         return
-    job = get_ocr_queue().enqueue(func, source_id, job_timeout=timeout, result_ttl=result_ttl,
-                                  failure_ttl=failure_ttl)
+    job = get_ocr_queue().enqueue(
+        func, source_id, job_timeout=timeout, result_ttl=result_ttl, failure_ttl=failure_ttl
+    )
     conn.set(queued_key, job.id, ex=keys.OCR_QUEUED_TTL)
 
 
@@ -104,8 +109,11 @@ class Phase:
     # -- the slot ------------------------------------------------------------------------------
     def _take(self) -> bool:
         now = time.time()
-        return bool(self._conn.eval(_TAKE_SLOT, 1, keys.BACKGROUND_SLOTS, now, now + SLOT_TTL,
-                                    slot_limit(self.app), self.holder))
+        return bool(
+            self._conn.eval(
+                _TAKE_SLOT, 1, keys.BACKGROUND_SLOTS, now, now + SLOT_TTL, slot_limit(self.app), self.holder
+            )
+        )
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[bool]:
@@ -122,8 +130,7 @@ class Phase:
         def renew() -> None:
             while not stop.wait(SLOT_TTL / 3):
                 with contextlib.suppress(redis.RedisError):
-                    self._conn.zadd(keys.BACKGROUND_SLOTS, {self.holder: time.time() + SLOT_TTL},
-                                    xx=True)
+                    self._conn.zadd(keys.BACKGROUND_SLOTS, {self.holder: time.time() + SLOT_TTL}, xx=True)
 
         thread = threading.Thread(target=renew, daemon=True, name="background-slot")
         thread.start()
@@ -141,8 +148,7 @@ class Phase:
         now = time.monotonic()
         if not self._gone and now - self._checked >= CHECK_SECONDS:
             self._checked = now
-            self._gone = db.session.scalar(
-                select(Source.id).where(Source.id == self.source_id)) is None
+            self._gone = db.session.scalar(select(Source.id).where(Source.id == self.source_id)) is None
             db.session.rollback()  # no transaction stays open while pages are read
         return self._gone
 

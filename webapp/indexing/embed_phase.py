@@ -47,27 +47,43 @@ IDLE, EMBEDDING, OFF, UNAVAILABLE = "idle", "embedding", "off", "unavailable"
 
 def _waiting():
     """Records waiting for embedding (as a WHERE clause)."""
-    return (IndexedFile.embedded.is_(False),
-            or_(IndexedFile.ocr.is_(None), IndexedFile.ocr != PENDING))
+    return (IndexedFile.embedded.is_(False), or_(IndexedFile.ocr.is_(None), IndexedFile.ocr != PENDING))
 
 
 def pending_count(source_id: str) -> int:
     """Documents of the source waiting for embedding."""
-    return db.session.scalar(select(func.count()).select_from(IndexedFile).where(
-        IndexedFile.source_id == source_id, *_waiting())) or 0
+    return (
+        db.session.scalar(
+            select(func.count())
+            .select_from(IndexedFile)
+            .where(IndexedFile.source_id == source_id, *_waiting())
+        )
+        or 0
+    )
 
 
 def done_count(source_id: str) -> int:
     """Documents of the source embedded (or with no text to embed)."""
-    return db.session.scalar(select(func.count()).select_from(IndexedFile).where(
-        IndexedFile.source_id == source_id, IndexedFile.embedded.is_(True))) or 0
+    return (
+        db.session.scalar(
+            select(func.count())
+            .select_from(IndexedFile)
+            .where(IndexedFile.source_id == source_id, IndexedFile.embedded.is_(True))
+        )
+        or 0
+    )
 
 
 def pending_sources() -> list[str]:
     """Sources with the switch on and documents waiting for embedding."""
-    return list(db.session.scalars(
-        select(IndexedFile.source_id).join(Source, Source.id == IndexedFile.source_id)
-        .where(Source.semantic.is_(True), *_waiting()).distinct()))
+    return list(
+        db.session.scalars(
+            select(IndexedFile.source_id)
+            .join(Source, Source.id == IndexedFile.source_id)
+            .where(Source.semantic.is_(True), *_waiting())
+            .distinct()
+        )
+    )
 
 
 def status(source: Source) -> dict:
@@ -78,7 +94,8 @@ def status(source: Source) -> dict:
     elif not embedder.status()[0]:
         state = UNAVAILABLE
     elif get_redis().exists(keys.embed_running(source.id)) or (
-            pending and get_redis().exists(keys.embed_queued(source.id))):
+        pending and get_redis().exists(keys.embed_queued(source.id))
+    ):
         state = EMBEDDING
     else:
         state = IDLE
@@ -123,8 +140,9 @@ class EmbedRun:
         one is queued."""
         if not self._wanted() or embedder.load() is None:
             return 0
-        lock = held_lock(get_redis(self.app), keys.embed_running(self.source_id),
-                         self.app.config["SCAN_LOCK_SECONDS"])
+        lock = held_lock(
+            get_redis(self.app), keys.embed_running(self.source_id), self.app.config["SCAN_LOCK_SECONDS"]
+        )
         with renewed(lock, blocking=False) as taken:
             if not taken:
                 return 0
@@ -154,9 +172,10 @@ class EmbedRun:
             phase.check()
             rows = db.session.execute(
                 select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
-                .where(IndexedFile.source_id == self.source_id, IndexedFile.path > cursor,
-                       *_waiting())
-                .order_by(IndexedFile.path).limit(DOCS_PER_READ)).all()
+                .where(IndexedFile.source_id == self.source_id, IndexedFile.path > cursor, *_waiting())
+                .order_by(IndexedFile.path)
+                .limit(DOCS_PER_READ)
+            ).all()
             db.session.rollback()  # no transaction stays open while the model runs
             if not rows:
                 return
@@ -183,9 +202,8 @@ class EmbedRun:
             if not self._wanted():
                 return None
             phase.check()  # a queued scan or live update takes the worker back
-            chunk = texts[start:start + PASSAGES_PER_CALL]
-            matrix = _model_thread().submit(
-                embedder.embed_passages, [t for _, t in chunk]).result()
+            chunk = texts[start : start + PASSAGES_PER_CALL]
+            matrix = _model_thread().submit(embedder.embed_passages, [t for _, t in chunk]).result()
             for (id_, _), vector in zip(chunk, matrix, strict=True):
                 out[id_] = np.vstack([out[id_], vector[None, :]])
             self.passages += len(chunk)
@@ -197,20 +215,27 @@ class EmbedRun:
             source = db.session.get(Source, self.source_id)
             if source is None or not source.semantic:
                 return  # deleted or switched off meanwhile: its vectors are gone
-            current = {p: (s, m) for p, s, m in db.session.execute(
-                select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns).where(
-                    IndexedFile.source_id == self.source_id, *_waiting(),
-                    IndexedFile.path.in_([row.path for row in rows])))}
-            kept = [row.path for row in rows
-                    if current.get(row.path) == (row.size_bytes, row.mtime_ns)]
+            current = {
+                p: (s, m)
+                for p, s, m in db.session.execute(
+                    select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns).where(
+                        IndexedFile.source_id == self.source_id,
+                        *_waiting(),
+                        IndexedFile.path.in_([row.path for row in rows]),
+                    )
+                )
+            }
+            kept = [row.path for row in rows if current.get(row.path) == (row.size_bytes, row.mtime_ns)]
             if not kept:
                 return
             store = get_vectors(self.app)
             ids = {doc_id(self.source_id, p): p for p in kept}
             store.add(self.source_id, {i: v for i, v in vectors.items() if i in ids and len(v)})
-            db.session.execute(update(IndexedFile).where(
-                IndexedFile.source_id == self.source_id,
-                IndexedFile.path.in_(kept)).values(embedded=True))
+            db.session.execute(
+                update(IndexedFile)
+                .where(IndexedFile.source_id == self.source_id, IndexedFile.path.in_(kept))
+                .values(embedded=True)
+            )
             db.session.commit()
             if db.session.get(Source, self.source_id) is None:  # deleted meanwhile (no lock)
                 store.delete_source(self.source_id)

@@ -32,20 +32,48 @@ DEFAULT_INCLUDE: list[str] = ["**/*"]
 # "vendor", "bin" and the like are ordinary folder names, so they are left to the user.
 DEFAULT_EXCLUDE: list[str] = [
     # version control
-    "**/.git/**", "**/.hg/**", "**/.svn/**", "**/.bzr/**",
+    "**/.git/**",
+    "**/.hg/**",
+    "**/.svn/**",
+    "**/.bzr/**",
     # dependencies, caches and build by-products of tools
-    "**/node_modules/**", "**/.venv/**", "**/venv/**", "**/__pycache__/**",
-    "**/.tox/**", "**/.mypy_cache/**", "**/.pytest_cache/**", "**/.ruff_cache/**",
-    "**/.gradle/**", "**/.next/**", "**/.nuxt/**", "**/*.egg-info/**",
-    "**/*.pyc", "**/*.pyo",
+    "**/node_modules/**",
+    "**/.venv/**",
+    "**/venv/**",
+    "**/__pycache__/**",
+    "**/.tox/**",
+    "**/.mypy_cache/**",
+    "**/.pytest_cache/**",
+    "**/.ruff_cache/**",
+    "**/.gradle/**",
+    "**/.next/**",
+    "**/.nuxt/**",
+    "**/*.egg-info/**",
+    "**/*.pyc",
+    "**/*.pyo",
     # IDE
-    "**/.idea/**", "**/.vscode/**",
+    "**/.idea/**",
+    "**/.vscode/**",
     # OS junk
-    "**/.DS_Store", "**/._*", "**/Thumbs.db", "**/desktop.ini", "**/.Trash-*/**",
-    "**/.Trashes/**", "**/@eaDir/**", "**/$RECYCLE.BIN/**", "**/.Spotlight-V100/**",
-    "**/.fseventsd/**", "**/System Volume Information/**", "**/lost+found/**",
+    "**/.DS_Store",
+    "**/._*",
+    "**/Thumbs.db",
+    "**/desktop.ini",
+    "**/.Trash-*/**",
+    "**/.Trashes/**",
+    "**/@eaDir/**",
+    "**/$RECYCLE.BIN/**",
+    "**/.Spotlight-V100/**",
+    "**/.fseventsd/**",
+    "**/System Volume Information/**",
+    "**/lost+found/**",
     # temporary and partial files
-    "**/*.tmp", "**/*.swp", "**/*.swo", "**/~$*", "**/.~lock.*#", "**/*.part",
+    "**/*.tmp",
+    "**/*.swp",
+    "**/*.swo",
+    "**/~$*",
+    "**/.~lock.*#",
+    "**/*.part",
     "**/*.crdownload",
 ]
 
@@ -168,7 +196,7 @@ def _star_pieces(seg: str) -> list[str]:
             pieces[-1] += _SEGMENT_ANY
         elif c == "[":
             end = _class_end(seg, i)
-            pieces[-1] += _class_regex(seg[i + 1:end])
+            pieces[-1] += _class_regex(seg[i + 1 : end])
             i = end
         elif c == "\\":
             if i + 1 == len(seg):
@@ -315,8 +343,7 @@ def _exclude_alternatives(patterns: Sequence[CompiledPattern]) -> tuple[list, li
 class PatternSet:
     """A source's include and exclude patterns, ready for fast matching."""
 
-    def __init__(self, include: Sequence[str] | None = None,
-                 exclude: Sequence[str] | None = None) -> None:
+    def __init__(self, include: Sequence[str] | None = None, exclude: Sequence[str] | None = None) -> None:
         self.include = list(DEFAULT_INCLUDE if include is None else include)
         self.exclude = list(DEFAULT_EXCLUDE if exclude is None else exclude)
         included = [compile_pattern(p) for p in self.include]

@@ -31,17 +31,20 @@ def _failed_with(*messages: str, timeouts: bool) -> ColumnElement[bool]:
     """Records of failed files whose message is one of `messages` (or a timeout)."""
     reason = IndexedFile.error_message.in_(messages)
     if timeouts:
-        reason = or_(reason, IndexedFile.error_message.startswith(TIMEOUT_MESSAGE,
-                                                                  autoescape=True))
+        reason = or_(reason, IndexedFile.error_message.startswith(TIMEOUT_MESSAGE, autoescape=True))
     return and_(IndexedFile.status == FileStatus.FAILED, reason)
 
 
 def retry_paths(source_id: str) -> set[str]:
     """Paths the next scan extracts again whatever their size and mtime (a member that timed
     out has its container extracted again)."""
-    return set(db.session.scalars(select(
-        func.coalesce(IndexedFile.container, IndexedFile.path)).where(
-        IndexedFile.source_id == source_id, _failed_with(*ACCESS_FAILURES, timeouts=True))))
+    return set(
+        db.session.scalars(
+            select(func.coalesce(IndexedFile.container, IndexedFile.path)).where(
+                IndexedFile.source_id == source_id, _failed_with(*ACCESS_FAILURES, timeouts=True)
+            )
+        )
+    )
 
 
 def readable_again(source_id: str) -> list[str]:
@@ -49,8 +52,11 @@ def readable_again(source_id: str) -> list[str]:
 
     Timeouts are left out: such a file always reads, and its next try may time out again.
     """
-    paths = db.session.scalars(select(IndexedFile.path).where(
-        IndexedFile.source_id == source_id, _failed_with(*ACCESS_FAILURES, timeouts=False)))
+    paths = db.session.scalars(
+        select(IndexedFile.path).where(
+            IndexedFile.source_id == source_id, _failed_with(*ACCESS_FAILURES, timeouts=False)
+        )
+    )
     return sorted(path for path in paths if reads(path))
 
 

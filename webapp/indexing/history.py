@@ -21,12 +21,24 @@ def record_run(source_id: str, stats: RunStats) -> None:
     """Add an ended run to the session (the caller commits) and drop the source's oldest."""
     kept = stats.to_dict()
     kept.pop("errors", None)  # the failed files are on their records; the count stays
-    db.session.add(RunRecord(source_id=source_id, state=str(stats.state),
-                           started_at=_parse(stats.started_at),
-                           finished_at=_parse(stats.finished_at) or utcnow(), stats=kept))
+    db.session.add(
+        RunRecord(
+            source_id=source_id,
+            state=str(stats.state),
+            started_at=_parse(stats.started_at),
+            finished_at=_parse(stats.finished_at) or utcnow(),
+            stats=kept,
+        )
+    )
     db.session.flush()
-    newest = (select(RunRecord.id).where(RunRecord.source_id == source_id)
-              .order_by(RunRecord.finished_at.desc(), RunRecord.id.desc()).limit(RUNS_KEPT))
-    db.session.execute(delete(RunRecord).where(RunRecord.source_id == source_id,
-                                             RunRecord.id.not_in(newest.scalar_subquery()))
-                       .execution_options(synchronize_session=False))
+    newest = (
+        select(RunRecord.id)
+        .where(RunRecord.source_id == source_id)
+        .order_by(RunRecord.finished_at.desc(), RunRecord.id.desc())
+        .limit(RUNS_KEPT)
+    )
+    db.session.execute(
+        delete(RunRecord)
+        .where(RunRecord.source_id == source_id, RunRecord.id.not_in(newest.scalar_subquery()))
+        .execution_options(synchronize_session=False)
+    )

@@ -40,13 +40,26 @@ IN_ISDIR = 0x40000000
 IN_NONBLOCK = 0o4000
 IN_CLOEXEC = 0o2000000
 
-MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE
-        | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW
-        | IN_EXCL_UNLINK)
+MASK = (
+    IN_MODIFY
+    | IN_ATTRIB
+    | IN_CLOSE_WRITE
+    | IN_MOVED_FROM
+    | IN_MOVED_TO
+    | IN_CREATE
+    | IN_DELETE
+    | IN_DELETE_SELF
+    | IN_MOVE_SELF
+    | IN_ONLYDIR
+    | IN_DONT_FOLLOW
+    | IN_EXCL_UNLINK
+)
 _HEADER = struct.Struct("iIII")  # wd, mask, cookie, len
 READ_SIZE = 64 * 1024
-LIMIT_HINT = ("raise the kernel's limit: sysctl -w fs.inotify.max_user_watches=524288 "
-              "(and fs.inotify.max_user_instances for many sources), then restart the watcher")
+LIMIT_HINT = (
+    "raise the kernel's limit: sysctl -w fs.inotify.max_user_watches=524288 "
+    "(and fs.inotify.max_user_instances for many sources), then restart the watcher"
+)
 
 _libc = None
 
@@ -98,7 +111,7 @@ class Tree:
 
     # -- watches -----------------------------------------------------------------------------
     def _rel(self, path: str) -> str:
-        return path[len(self.root) + 1:] if path != self.root else ""
+        return path[len(self.root) + 1 :] if path != self.root else ""
 
     def watch_all(self, top: str | None = None) -> None:
         """Watch `top` (default: the root) and every folder below it the patterns let in.
@@ -164,7 +177,7 @@ class Tree:
         pos = 0
         while pos + _HEADER.size <= len(data):
             wd, mask, _cookie, length = _HEADER.unpack_from(data, pos)
-            raw = data[pos + _HEADER.size:pos + _HEADER.size + length].rstrip(b"\0")
+            raw = data[pos + _HEADER.size : pos + _HEADER.size + length].rstrip(b"\0")
             pos += _HEADER.size + length
             if mask & IN_Q_OVERFLOW:
                 complete = False
@@ -172,8 +185,7 @@ class Tree:
             self._event(wd, mask, os.fsdecode(raw), on_path)
         return complete
 
-    def _event(self, wd: int, mask: int, name: str,
-               on_path: Callable[[str, bool], None]) -> None:
+    def _event(self, wd: int, mask: int, name: str, on_path: Callable[[str, bool], None]) -> None:
         folder = self.wds.get(wd)
         if folder is None:
             return

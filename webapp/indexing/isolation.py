@@ -84,18 +84,19 @@ class MemberResult:
 def cut_message(limit: int, path: str, where: str) -> str:
     """What the record of a file whose tree passed its member budget says."""
     setting = "MAILBOX_MAX_MEMBERS" if is_mailbox(path) else "ARCHIVE_MAX_MEMBERS"
-    return (f"Cut at {limit:,} members ({setting}, for this file and everything inside it): "
-            f"indexing stopped in {where or 'the file itself'}; what comes after it was not indexed")
+    return (
+        f"Cut at {limit:,} members ({setting}, for this file and everything inside it): "
+        f"indexing stopped in {where or 'the file itself'}; what comes after it was not indexed"
+    )
 
 
 def _format_seconds(seconds: float) -> str:
     return f"{seconds:g}"
 
 
-
-
-def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
-                extra: tuple[ExtractorSpec, ...], parent: int) -> None:
+def _child_main(
+    conn: Any, other_end: Any, settings: ExtractionSettings, extra: tuple[ExtractorSpec, ...], parent: int
+) -> None:
     """Child loop: receive a list of requests (paths, or unpack tuples), send back for each
     (kind, payload, seconds): ("ok", doc), ("error", message), ("bomb", ...) or ("fatal", ...)."""
     die_with_parent(signal.SIGKILL, parent)  # a hanging extraction must not outlive its worker
@@ -124,8 +125,9 @@ def _child_main(conn: Any, other_end: Any, settings: ExtractionSettings,
                 return
 
 
-def _answer_one(request: str | tuple, settings: ExtractionSettings,
-                extra: tuple[ExtractorSpec, ...]) -> tuple[str, Any]:
+def _answer_one(
+    request: str | tuple, settings: ExtractionSettings, extra: tuple[ExtractorSpec, ...]
+) -> tuple[str, Any]:
     """The child's answer to one request: a path to extract, ("unpack", container, spool
     folder, budget) or ("call", module-level function, arguments)."""
     try:
@@ -167,9 +169,12 @@ def remove_stale_spools(spool_dir: str) -> None:
 class Extractor:
     """Owns one extraction child process; use as a context manager or call close()."""
 
-    def __init__(self, settings: ExtractionSettings,
-                 extra_extractors: Iterable[ExtractorSpec] = (),
-                 start_method: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: ExtractionSettings,
+        extra_extractors: Iterable[ExtractorSpec] = (),
+        start_method: str | None = None,
+    ) -> None:
         self.settings = settings
         self.extra = tuple(extra_extractors)  # test seam: specs tried before the registry
         if start_method is None:
@@ -196,17 +201,18 @@ class Extractor:
         """Process id of the current child, if one is running."""
         return self._proc.pid if self._proc is not None and self._proc.is_alive() else None
 
-    def run(self, path: str,
-            on_member: Callable[[MemberResult], None] | None = None) -> FileResult:
+    def run(self, path: str, on_member: Callable[[MemberResult], None] | None = None) -> FileResult:
         """Extract one file; never raises for a bad file. A container's members are handed to
         `on_member` one by one as they are extracted (or collected in `members` without one)."""
         emit = (lambda _path, member: on_member(member)) if on_member else None
         with contextlib.closing(self.run_many([path], emit)) as results:
             return next(results)
 
-    def run_many(self, paths: Iterable[str],
-                 on_member: Callable[[str, MemberResult], None] | None = None,
-                 ) -> Iterator[FileResult]:
+    def run_many(
+        self,
+        paths: Iterable[str],
+        on_member: Callable[[str, MemberResult], None] | None = None,
+    ) -> Iterator[FileResult]:
         """The result of each file in order, as `run` gives it. Plain files (not containers)
         go to the child CHILD_GROUP at a time, so it extracts the next while the parent takes
         an answer. `on_member(path, member)` gets each member of the container at `path`."""
@@ -228,8 +234,9 @@ class Extractor:
                 group = []
         yield from self._plain(group)
 
-    def call(self, function: Callable[..., Any], *args: Any, doc_type: str = "file",
-             path: str = "") -> FileResult:
+    def call(
+        self, function: Callable[..., Any], *args: Any, doc_type: str = "file", path: str = ""
+    ) -> FileResult:
         """Run a module-level function in the child, with the type's timeout and memory cap;
         its return value is the result's `doc` (FAILED with a message if it raised)."""
         return self._ask_child(("call", function, args), doc_type, path)
@@ -261,14 +268,12 @@ class Extractor:
             for _path, _doc_type, known in group:
                 yield known if known is not None else next(answers)
 
-    def _open(self, path: str, doc_type: str,
-              emit: Callable[[MemberResult], None] | None) -> FileResult:
+    def _open(self, path: str, doc_type: str, emit: Callable[[MemberResult], None] | None) -> FileResult:
         """A container's result; its members go to `emit` (or into `members` without one)."""
         collected: list[MemberResult] = []
         budget, cuts = Budget.start(self.settings, path), []
         try:
-            result = self._container(path, doc_type, 1, (budget, cuts),
-                                     emit or collected.append)
+            result = self._container(path, doc_type, 1, (budget, cuts), emit or collected.append)
         except ContainerBomb as exc:  # its members already handed out are dropped by the caller
             return self._failed(doc_type, str(exc))
         result.members = collected
@@ -279,9 +284,15 @@ class Extractor:
         return result
 
     # -- containers ------------------------------------------------------------------------
-    def _container(self, path: str, doc_type: str, depth: int,
-                   budget: tuple[Budget, list[str]], emit: Callable[[MemberResult], None],
-                   prefix: str = "") -> FileResult:
+    def _container(
+        self,
+        path: str,
+        doc_type: str,
+        depth: int,
+        budget: tuple[Budget, list[str]],
+        emit: Callable[[MemberResult], None],
+        prefix: str = "",
+    ) -> FileResult:
         """Unpack a container in the child (into a spool folder under DATA_DIR), then extract
         each member like a file and emit it; raises ContainerBomb when it, or one inside it,
         is a bomb. `prefix` is the container's own path inside the outermost one + `!/`;
@@ -311,12 +322,18 @@ class Extractor:
             if depth == 1 or os.path.isdir(spool):
                 shutil.rmtree(spool, ignore_errors=True)
 
-    def _member(self, member: Member, depth: int, budget: tuple[Budget, list[str]],
-                emit: Callable[[MemberResult], None], prefix: str) -> None:
+    def _member(
+        self,
+        member: Member,
+        depth: int,
+        budget: tuple[Budget, list[str]],
+        emit: Callable[[MemberResult], None],
+        prefix: str,
+    ) -> None:
         """Extract one member and emit it (after its own members, when it is a container)."""
+
         def done(result: FileResult) -> None:
-            emit(MemberResult(prefix + member.name, prefix[:-2], member.size, member.mtime,
-                              result))
+            emit(MemberResult(prefix + member.name, prefix[:-2], member.size, member.mtime, result))
 
         doc_type = detect_type(member.name)
         if member.error:
@@ -332,8 +349,9 @@ class Extractor:
         if spec is None or spec.unpack is None or depth >= MAX_DEPTH or budget[0].members <= 0:
             return done(self._ask_child(member.spooled, doc_type, member.spooled))
         try:
-            result = self._container(member.spooled, doc_type, depth + 1, budget, emit,
-                                     prefix + member.name + "!/")
+            result = self._container(
+                member.spooled, doc_type, depth + 1, budget, emit, prefix + member.name + "!/"
+            )
         except ContainerBomb as exc:
             raise ContainerBomb(f"{exc} (in {member.name})") from exc
         return done(result)
@@ -430,7 +448,8 @@ class Extractor:
         proc = self._ctx.Process(
             target=_child_main,
             args=(child_end, parent_end, self.settings, self.extra, os.getpid()),
-            name="trawl-extractor", daemon=True,
+            name="trawl-extractor",
+            daemon=True,
         )
         proc.start()
         child_end.close()

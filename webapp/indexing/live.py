@@ -17,8 +17,7 @@ from webapp import keys
 from webapp.indexing.runstats import RunStats
 
 
-def add(conn: redis.Redis, source_id: str, root: str, paths: dict[str, float],
-        max_paths: int) -> None:
+def add(conn: redis.Redis, source_id: str, root: str, paths: dict[str, float], max_paths: int) -> None:
     """Add changed paths {path: event time}; collapse to the root past `max_paths`."""
     if not paths:
         return

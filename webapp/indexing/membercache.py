@@ -39,8 +39,7 @@ def path_for(data_dir: str, doc_id: str, key: str) -> str | None:
     return os.path.join(_source_dir(data_dir, source_id), f"{doc_id}.{key}")
 
 
-def get(data_dir: str, doc_id: str, key: str, read: Callable[[], IO[bytes]],
-        limit_bytes: int) -> str | None:
+def get(data_dir: str, doc_id: str, key: str, read: Callable[[], IO[bytes]], limit_bytes: int) -> str | None:
     """The path of the member's copy, read out with `read()` (a file object at its start) when
     there is none yet; None when the cache is off (limit 0) or the id is of another form."""
     path = path_for(data_dir, doc_id, key)

@@ -52,11 +52,16 @@ class OcrSettings:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> OcrSettings:
         """Settings from the app config (OCR_*)."""
-        langs = "+".join(p for p in str(cfg["OCR_LANGUAGES"]).replace(",", "+").split("+")
-                         if p.strip()) or "eng"
-        return cls(str(cfg["OCR_ENABLED"]).strip().lower(), langs.replace(" ", ""),
-                   int(cfg["OCR_MAX_PAGES"]), float(cfg["OCR_TIMEOUT_PAGE"]),
-                   shutil.which(TESSERACT))
+        langs = (
+            "+".join(p for p in str(cfg["OCR_LANGUAGES"]).replace(",", "+").split("+") if p.strip()) or "eng"
+        )
+        return cls(
+            str(cfg["OCR_ENABLED"]).strip().lower(),
+            langs.replace(" ", ""),
+            int(cfg["OCR_MAX_PAGES"]),
+            float(cfg["OCR_TIMEOUT_PAGE"]),
+            shutil.which(TESSERACT),
+        )
 
     @property
     def file_timeout(self) -> float:
@@ -71,14 +76,20 @@ class OcrSettings:
 
 # -- is it there ---------------------------------------------------------------------------------
 
+
 @functools.lru_cache(maxsize=4)
 def _installed_languages(binary: str | None) -> frozenset[str] | None:
     """Tesseract's languages, asked once per process (worker.py asks before forking workers)."""
     if binary is None:
         return None
     try:
-        out = subprocess.run([binary, "--list-langs"], capture_output=True, text=True,
-                             timeout=20, env={**os.environ, **TESSERACT_ENV})
+        out = subprocess.run(
+            [binary, "--list-langs"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env={**os.environ, **TESSERACT_ENV},
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -92,13 +103,17 @@ def availability(settings: OcrSettings) -> tuple[str, str]:
         return OFF, "OCR is turned off (OCR_ENABLED)"
     langs = _installed_languages(settings.command)
     if langs is None:
-        return UNAVAILABLE, ("Tesseract is not installed (apt-get install tesseract-ocr): "
-                             "scanned documents and images are found by name and metadata only")
+        return UNAVAILABLE, (
+            "Tesseract is not installed (apt-get install tesseract-ocr): "
+            "scanned documents and images are found by name and metadata only"
+        )
     missing = [lang for lang in settings.languages.split("+") if lang not in langs]
     if missing:
-        return UNAVAILABLE, (f"Tesseract lacks the languages {', '.join(missing)} of "
-                             f"OCR_LANGUAGES (apt-get install "
-                             f"{' '.join('tesseract-ocr-' + m for m in missing)})")
+        return UNAVAILABLE, (
+            f"Tesseract lacks the languages {', '.join(missing)} of "
+            f"OCR_LANGUAGES (apt-get install "
+            f"{' '.join('tesseract-ocr-' + m for m in missing)})"
+        )
     return OK, "Tesseract is installed"
 
 
@@ -122,15 +137,19 @@ def needs_ocr(doc_type: str, ext: str, metadata: Mapping[str, Any]) -> bool:
 
 # -- reading pages (in the extraction child) -----------------------------------------------------
 
+
 def read_page(pnm: bytes, settings: OcrSettings) -> str:
     """The text of one page image (PNM bytes); ExtractionError when Tesseract fails."""
     try:
-        proc = subprocess.run([settings.command or TESSERACT, "stdin", "stdout", "-l", settings.languages],
-                              input=pnm, capture_output=True, timeout=settings.timeout_page,
-                              env={**os.environ, **TESSERACT_ENV},
-                              # a killed child (a page stopped mid-way) takes its tesseract along
-                              preexec_fn=functools.partial(die_with_parent, signal.SIGKILL,
-                                                           os.getpid()))
+        proc = subprocess.run(
+            [settings.command or TESSERACT, "stdin", "stdout", "-l", settings.languages],
+            input=pnm,
+            capture_output=True,
+            timeout=settings.timeout_page,
+            env={**os.environ, **TESSERACT_ENV},
+            # a killed child (a page stopped mid-way) takes its tesseract along
+            preexec_fn=functools.partial(die_with_parent, signal.SIGKILL, os.getpid()),
+        )
     except subprocess.TimeoutExpired as exc:
         raise TimeoutError from exc
     except OSError as exc:
@@ -155,8 +174,7 @@ def _pnm(image: Any) -> bytes:
 READ, SKIPPED, TIMED_OUT = "read", "skipped", "timed_out"  # what became of one page
 
 
-def page_count(path: str, doc_type: str, settings: OcrSettings,
-               extraction: ExtractionSettings) -> int:
+def page_count(path: str, doc_type: str, settings: OcrSettings, extraction: ExtractionSettings) -> int:
     """Pages (PDF pages, image frames) the file has for OCR to look at, in order."""
     if doc_type == "pdf":
         import pymupdf
@@ -200,8 +218,9 @@ def _image_page(data: str | bytes, index: int) -> bytes:
         return _pnm(ImageOps.exif_transpose(image))
 
 
-def read_one(path: str, doc_type: str, index: int, settings: OcrSettings,
-             extraction: ExtractionSettings) -> tuple[str, str]:
+def read_one(
+    path: str, doc_type: str, index: int, settings: OcrSettings, extraction: ExtractionSettings
+) -> tuple[str, str]:
     """(READ, text), (SKIPPED, "") for a page OCR has nothing to do on, or (TIMED_OUT, "")."""
     if doc_type == "pdf":
         pnm = _pdf_page(path, index)
@@ -227,8 +246,9 @@ def _raw_preview(path: str, settings: ExtractionSettings) -> bytes:
         return handle.read(preview["length"])
 
 
-def result_of(texts: list[str], taken: int, timed_out: int, doc_type: str,
-              settings: OcrSettings) -> Extracted:
+def result_of(
+    texts: list[str], taken: int, timed_out: int, doc_type: str, settings: OcrSettings
+) -> Extracted:
     """The OCR result of a document from its pages' texts and counts."""
     meta: dict[str, Any] = {"pages": taken, "languages": settings.languages}
     if timed_out:
@@ -236,8 +256,7 @@ def result_of(texts: list[str], taken: int, timed_out: int, doc_type: str,
     return Extracted(type=doc_type, content="\n\n".join(t for t in texts if t), metadata=meta)
 
 
-def read_file(path: str, doc_type: str, settings: OcrSettings,
-              extraction: ExtractionSettings) -> Extracted:
+def read_file(path: str, doc_type: str, settings: OcrSettings, extraction: ExtractionSettings) -> Extracted:
     """OCR text of a file's image pages, up to the page cap, in one call (the bench's way;
     the OCR phase reads page by page: ocr_phase.py); metadata `{"pages", "languages",
     "timed_out"?}`."""
@@ -254,14 +273,16 @@ def read_file(path: str, doc_type: str, settings: OcrSettings,
 
 def ocr_specs(settings: OcrSettings) -> tuple[ExtractorSpec, ...]:
     """Extractor entries that OCR instead of extracting (for an extraction child of the OCR phase)."""
+
     def spec(doc_type: str, extensions: tuple[str, ...]) -> ExtractorSpec:
-        return ExtractorSpec(type=doc_type, extensions=extensions, extract=functools.partial(
-            _read_as, doc_type=doc_type, settings=settings))
+        return ExtractorSpec(
+            type=doc_type,
+            extensions=extensions,
+            extract=functools.partial(_read_as, doc_type=doc_type, settings=settings),
+        )
 
-    return (spec("pdf", ("pdf",)), spec("image", IMAGE_EXTENSIONS),
-            spec("raw_image", RAW_EXTENSIONS))
+    return (spec("pdf", ("pdf",)), spec("image", IMAGE_EXTENSIONS), spec("raw_image", RAW_EXTENSIONS))
 
 
-def _read_as(path: str, extraction: ExtractionSettings, *, doc_type: str,
-             settings: OcrSettings) -> Extracted:
+def _read_as(path: str, extraction: ExtractionSettings, *, doc_type: str, settings: OcrSettings) -> Extracted:
     return read_file(path, doc_type, settings, extraction)

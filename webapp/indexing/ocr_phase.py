@@ -65,8 +65,7 @@ def get_engine(app: Flask) -> Extractor:
     the page's timeout), made on first use."""
     global _engine
     ocr = OcrSettings.from_config(app.config)
-    settings = replace(ExtractionSettings.from_config(app.config),
-                       timeout_default=ocr.call_timeout)
+    settings = replace(ExtractionSettings.from_config(app.config), timeout_default=ocr.call_timeout)
     if _engine is None or _engine[0] != (settings, ocr):
         if _engine is not None:
             _engine[1].close()
@@ -81,17 +80,25 @@ def enabled(app: Flask) -> bool:
 
 def pending_count(source_id: str) -> int:
     """Documents of the source waiting for OCR."""
-    return db.session.scalar(select(func.count()).select_from(IndexedFile).where(
-        IndexedFile.source_id == source_id, IndexedFile.ocr == PENDING)) or 0
+    return (
+        db.session.scalar(
+            select(func.count())
+            .select_from(IndexedFile)
+            .where(IndexedFile.source_id == source_id, IndexedFile.ocr == PENDING)
+        )
+        or 0
+    )
 
 
 def pending_sources() -> list[str]:
     """Sources with documents waiting for OCR."""
-    return list(db.session.scalars(select(IndexedFile.source_id).where(
-        IndexedFile.ocr == PENDING).distinct()))
+    return list(
+        db.session.scalars(select(IndexedFile.source_id).where(IndexedFile.ocr == PENDING).distinct())
+    )
 
 
 # -- the cache -----------------------------------------------------------------------------------
+
 
 class TextCache:
     """OCR results by content hash and languages: DATA_DIR/ocr/ab/<sha256>.<langs>.json.z."""
@@ -135,6 +142,7 @@ def file_digest(path: str) -> str:
 
 # -- one job -------------------------------------------------------------------------------------
 
+
 class OcrRun:
     """Reads a source's pending documents for one background job's time and writes their text."""
 
@@ -151,8 +159,9 @@ class OcrRun:
         """Work for one job's time; returns the documents finished (0 when another job runs)."""
         if not enabled(self.app):
             return 0
-        lock = held_lock(get_redis(self.app), keys.ocr_running(self.source_id),
-                         self.app.config["SCAN_LOCK_SECONDS"])
+        lock = held_lock(
+            get_redis(self.app), keys.ocr_running(self.source_id), self.app.config["SCAN_LOCK_SECONDS"]
+        )
         with renewed(lock, blocking=False) as taken:
             if not taken:
                 return 0  # the source's other OCR job looks for new work when it ends
@@ -182,16 +191,20 @@ class OcrRun:
                 break
             row = db.session.execute(
                 select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
-                .where(IndexedFile.source_id == self.source_id, IndexedFile.ocr == PENDING,
-                       IndexedFile.path > cursor)
-                .order_by(IndexedFile.path).limit(1)).first()
+                .where(
+                    IndexedFile.source_id == self.source_id,
+                    IndexedFile.ocr == PENDING,
+                    IndexedFile.path > cursor,
+                )
+                .order_by(IndexedFile.path)
+                .limit(1)
+            ).first()
             db.session.rollback()  # no transaction stays open while Tesseract reads
             if row is None:
                 break
             cursor = row.path
             try:
-                results.append((row, self._text_of(row.path, row.size_bytes, row.mtime_ns,
-                                                   phase)))
+                results.append((row, self._text_of(row.path, row.size_bytes, row.mtime_ns, phase)))
             except Yielded:
                 break  # its pages so far are kept for the next job
             if len(results) >= WRITE_EVERY or time.monotonic() - since >= WRITE_SECONDS:
@@ -214,11 +227,9 @@ class OcrRun:
             return cached
         engine, kind = get_engine(self.app), ocr_type(path)
         extraction = engine.settings
-        done = self.cache.get(digest, partial=True) or {"next": 0, "texts": [], "taken": 0,
-                                                  "timed_out": 0}
+        done = self.cache.get(digest, partial=True) or {"next": 0, "texts": [], "taken": 0, "timed_out": 0}
         if "count" not in done:
-            result = engine.call(page_count, path, kind, self.settings, extraction,
-                                 doc_type="ocr", path=path)
+            result = engine.call(page_count, path, kind, self.settings, extraction, doc_type="ocr", path=path)
             if result.status != FileStatus.SUCCESS:
                 log.info("OCR of %s failed: %s", path, result.error_message)
                 return None
@@ -231,8 +242,9 @@ class OcrRun:
             except Yielded:
                 self.cache.put(digest, done, partial=True)
                 raise
-            result = engine.call(read_one, path, kind, index, self.settings, extraction,
-                                 doc_type="ocr", path=path)
+            result = engine.call(
+                read_one, path, kind, index, self.settings, extraction, doc_type="ocr", path=path
+            )
             if result.status == FileStatus.SUCCESS:
                 state, text = result.doc
             elif (result.error_message or "").startswith(TIMEOUT_MESSAGE):
@@ -257,10 +269,16 @@ class OcrRun:
             return
         with writer_lock(self.source_id, self.app):
             source = db.session.get(Source, self.source_id)
-            current = {p: (s, m) for p, s, m in db.session.execute(
-                select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns).where(
-                    IndexedFile.source_id == self.source_id, IndexedFile.ocr == PENDING,
-                    IndexedFile.path.in_([row.path for row, _ in results])))}
+            current = {
+                p: (s, m)
+                for p, s, m in db.session.execute(
+                    select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns).where(
+                        IndexedFile.source_id == self.source_id,
+                        IndexedFile.ocr == PENDING,
+                        IndexedFile.path.in_([row.path for row, _ in results]),
+                    )
+                )
+            }
             docs, states = [], {}
             for row, value in results:
                 if current.get(row.path) != (row.size_bytes, row.mtime_ns) or source is None:
@@ -278,9 +296,11 @@ class OcrRun:
             for state in (DONE, FAILED):
                 paths = [p for p, s in states.items() if s == state]
                 if paths:
-                    db.session.execute(update(IndexedFile).where(
-                        IndexedFile.source_id == self.source_id,
-                        IndexedFile.path.in_(paths)).values(ocr=state))
+                    db.session.execute(
+                        update(IndexedFile)
+                        .where(IndexedFile.source_id == self.source_id, IndexedFile.path.in_(paths))
+                        .values(ocr=state)
+                    )
             db.session.commit()
             self.done += len(states)
 
@@ -293,6 +313,7 @@ class OcrRun:
             return None  # gone, or written by a job that died before it marked the record
         doc["metadata"] = {**(doc.get("metadata") or {}), "ocr": value["metadata"]}
         doc["content"] = PAGE_SEPARATOR.join(
-            t for t in ((doc.get("content") or "").strip(), value["content"].strip()) if t)
+            t for t in ((doc.get("content") or "").strip(), value["content"].strip()) if t
+        )
         doc["source_name"] = source_name
         return doc

@@ -79,9 +79,13 @@ def get_extractor(app: Flask):
     return _extractor[1]
 
 
-def extract_batch(app: Flask, source: dict, files: Iterable[list],
-                  on_file: Callable[[], None] | None = None,
-                  on_partial: Callable[[dict], None] | None = None) -> dict:
+def extract_batch(
+    app: Flask,
+    source: dict,
+    files: Iterable[list],
+    on_file: Callable[[], None] | None = None,
+    on_partial: Callable[[dict], None] | None = None,
+) -> dict:
     """Extract a batch of files into documents and record rows (no writes).
 
     The members of a container (`a.zip!/b.txt`) are documents too, their records naming it.
@@ -115,8 +119,9 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
         parent = f"{path}!/{member.parent}" if member.parent else path
         member_ns = member.mtime * 1_000_000_000 if member.mtime is not None else mtime_ns
         size = max(member.size, 0)
-        out["docs"].append(_document(source, member_path, size, member_ns, member.result, now,
-                                     doc_id(source["id"], parent)))
+        out["docs"].append(
+            _document(source, member_path, size, member_ns, member.result, now, doc_id(source["id"], parent))
+        )
         # members are not read by OCR (the OCR phase reads files by their path on disk)
         out["records"].append(_record(member_path, size, member_ns, member.result, path, False))
         if on_partial and len(out["records"]) >= MEMBER_CHUNK:
@@ -134,8 +139,9 @@ def extract_batch(app: Flask, source: dict, files: Iterable[list],
     return out
 
 
-def _document(source: dict, path: str, size: int, mtime_ns: int, result: FileResult, now: int,
-              container_id: str | None) -> dict:
+def _document(
+    source: dict, path: str, size: int, mtime_ns: int, result: FileResult, now: int, container_id: str | None
+) -> dict:
     """The document of an extraction result, with its thumbnail (base64, or None) for the
     coordinator to store on its host before it writes the document (`_store_thumbnails`)."""
     doc = result.doc
@@ -143,24 +149,43 @@ def _document(source: dict, path: str, size: int, mtime_ns: int, result: FileRes
     thumb = base64.b64encode(doc.thumbnail).decode() if doc.thumbnail else None
     return {
         "thumbnail": thumb,
-        "id": ident, "source_id": source["id"],
-        "source_name": source["name"], "path": path, "basename": os.path.basename(path),
-        "extension": extension(path), "type": doc.type, "size_bytes": size,
-        "modified_at": int(mtime_ns // 1_000_000_000), "indexed_at": now,
-        "content": doc.content or "", "title": doc.title, "metadata": doc.metadata or {},
-        "container_id": container_id}
+        "id": ident,
+        "source_id": source["id"],
+        "source_name": source["name"],
+        "path": path,
+        "basename": os.path.basename(path),
+        "extension": extension(path),
+        "type": doc.type,
+        "size_bytes": size,
+        "modified_at": int(mtime_ns // 1_000_000_000),
+        "indexed_at": now,
+        "content": doc.content or "",
+        "title": doc.title,
+        "metadata": doc.metadata or {},
+        "container_id": container_id,
+    }
 
 
-def _record(path: str, size: int, mtime_ns: int, result: FileResult,
-            container: str | None, ocr: bool) -> dict:
+def _record(
+    path: str, size: int, mtime_ns: int, result: FileResult, container: str | None, ocr: bool
+) -> dict:
     """A file record; with `ocr`, marked pending when its document needs the OCR phase."""
     doc = result.doc
-    pending = ocr and result.status == FileStatus.SUCCESS and needs_ocr(
-        doc.type, extension(path), doc.metadata or {})
-    return {"path": path, "size_bytes": size, "mtime_ns": mtime_ns,
-            "doc_type": doc.type, "status": result.status,
-            "error_message": result.error_message, "container": container,
-            "ocr": PENDING if pending else None}
+    pending = (
+        ocr
+        and result.status == FileStatus.SUCCESS
+        and needs_ocr(doc.type, extension(path), doc.metadata or {})
+    )
+    return {
+        "path": path,
+        "size_bytes": size,
+        "mtime_ns": mtime_ns,
+        "doc_type": doc.type,
+        "status": result.status,
+        "error_message": result.error_message,
+        "container": container,
+        "ocr": PENDING if pending else None,
+    }
 
 
 class ScanRun:
@@ -171,9 +196,15 @@ class ScanRun:
     from the scans' (`live.write_stats`) and it leaves the source's `last_run` alone.
     """
 
-    def __init__(self, app: Flask, source_id: str, run_id: str, full: bool,
-                 start_helpers: Callable[[int], None] | None = None,
-                 paths: list[str] | None = None):
+    def __init__(
+        self,
+        app: Flask,
+        source_id: str,
+        run_id: str,
+        full: bool,
+        start_helpers: Callable[[int], None] | None = None,
+        paths: list[str] | None = None,
+    ):
         self.app = app
         self.source_id = source_id
         self.run_id = run_id
@@ -209,8 +240,7 @@ class ScanRun:
     def run(self) -> RunStats:
         """Do the whole scan; returns the final stats."""
         if not self.lock.start(self.run_id):
-            log.info("Scan %s of %s no longer owns the source; skipped", self.run_id,
-                     self.source_id)
+            log.info("Scan %s of %s no longer owns the source; skipped", self.run_id, self.source_id)
             return self.stats
         self.publish(force=True)
         started = time.monotonic()
@@ -233,11 +263,22 @@ class ScanRun:
         """One log line and the run counter for the run that just ended."""
         s = self.stats
         scan_runs.labels(self.source_id, str(s.state)).inc()
-        log.info("Scan of %s %s in %.1f s: %d files seen (%.0f files/s); %d new, %d modified, "
-                 "%d unchanged, %d deleted; %d indexed, %d failed, %d skipped", self.source_id,
-                 s.state, seconds, s.total_scanned, s.total_scanned / max(seconds, 0.001),
-                 s.new_files, s.modified_files, s.unchanged_files, s.deleted_files,
-                 s.successful, s.failed, s.skipped)
+        log.info(
+            "Scan of %s %s in %.1f s: %d files seen (%.0f files/s); %d new, %d modified, "
+            "%d unchanged, %d deleted; %d indexed, %d failed, %d skipped",
+            self.source_id,
+            s.state,
+            seconds,
+            s.total_scanned,
+            s.total_scanned / max(seconds, 0.001),
+            s.new_files,
+            s.modified_files,
+            s.unchanged_files,
+            s.deleted_files,
+            s.successful,
+            s.failed,
+            s.skipped,
+        )
 
     def _scan(self, beat: Heartbeat) -> None:
         source = db.session.get(Source, self.source_id)
@@ -253,8 +294,11 @@ class ScanRun:
         patterns = PatternSet(source.include_patterns, source.exclude_patterns)
         scope = self._scope(source.root_path)
         records = self._records(scope)
-        disk = walk(source.root_path, patterns, self.error) if scope is None else \
-            walk_paths(source.root_path, scope, patterns, self.error)
+        disk = (
+            walk(source.root_path, patterns, self.error)
+            if scope is None
+            else walk_paths(source.root_path, scope, patterns, self.error)
+        )
         # the walk streams into the diff, which consumes the records: no list of every file
         changes = diff(disk, records, full=self.full, retry=retry_paths(self.source_id))
         self._count(changes)
@@ -284,18 +328,18 @@ class ScanRun:
     def _records(self, scope: list[str] | None) -> dict[str, tuple[int, int]]:
         """{path: (size, mtime_ns)} of the source's records (in `scope` and below only)."""
         query = select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns).where(
-            IndexedFile.source_id == self.source_id,
-            IndexedFile.container.is_(None))  # members go with their container
+            IndexedFile.source_id == self.source_id, IndexedFile.container.is_(None)
+        )  # members go with their container
         if scope is None:
             return {p: (size, mtime) for p, size, mtime in db.session.execute(query)}
         records: dict[str, tuple[int, int]] = {}
         for i in range(0, len(scope), RECORD_CHUNK):
-            chunk = scope[i:i + RECORD_CHUNK]
-            near = or_(IndexedFile.path.in_(chunk), *(
-                IndexedFile.path.startswith(p.rstrip("/") + "/", autoescape=True)
-                for p in chunk))
-            records.update({p: (size, mtime) for p, size, mtime in
-                            db.session.execute(query.where(near))})
+            chunk = scope[i : i + RECORD_CHUNK]
+            near = or_(
+                IndexedFile.path.in_(chunk),
+                *(IndexedFile.path.startswith(p.rstrip("/") + "/", autoescape=True) for p in chunk),
+            )
+            records.update({p: (size, mtime) for p, size, mtime in db.session.execute(query.where(near))})
         return records
 
     def _count(self, changes: Changes) -> None:
@@ -311,8 +355,12 @@ class ScanRun:
     def _remove_orphans(self) -> None:
         """Delete documents and thumbnails of this source that have no record (left by a crash
         or a cancelled run); this run's own extraction has not started yet."""
-        known = {doc_id(self.source_id, p) for (p,) in db.session.execute(
-            select(IndexedFile.path).where(IndexedFile.source_id == self.source_id))}
+        known = {
+            doc_id(self.source_id, p)
+            for (p,) in db.session.execute(
+                select(IndexedFile.path).where(IndexedFile.source_id == self.source_id)
+            )
+        }
         search = get_search(self.app)
         orphans = search.ids(self.source_id) - known
         if orphans:
@@ -332,12 +380,13 @@ class ScanRun:
             return
 
         def payload(n: int) -> str:  # built when pushed (again), never all held at once
-            chunk = files[n * size:(n + 1) * size]
+            chunk = files[n * size : (n + 1) * size]
             return json.dumps({"n": n, "files": [[f.path, f.size, f.mtime_ns] for f in chunk]})
 
         for first in range(0, n_batches, PUSH_BATCHES):
-            self.redis.rpush(self.lists["todo"], *map(
-                payload, range(first, min(first + PUSH_BATCHES, n_batches))))
+            self.redis.rpush(
+                self.lists["todo"], *map(payload, range(first, min(first + PUSH_BATCHES, n_batches)))
+            )
         self.redis.expire(self.lists["todo"], keys.RUN_LISTS_TTL)
         self.start_helpers(n_batches)
         pending = set(range(n_batches))
@@ -348,9 +397,16 @@ class ScanRun:
             if raw is not None:
                 task = json.loads(raw)
                 n = task["n"]
-                self._write(n, extract_batch(
-                    self.app, self.source, task["files"],
-                    on_partial=lambda part, n=n: self._write(n, part, pending)), pending)
+                self._write(
+                    n,
+                    extract_batch(
+                        self.app,
+                        self.source,
+                        task["files"],
+                        on_partial=lambda part, n=n: self._write(n, part, pending),
+                    ),
+                    pending,
+                )
                 continue
             self._wait_for_helpers(pending, payload)
         self._flush()  # what arrived before a stop is still written (unless cancelled)
@@ -373,11 +429,9 @@ class ScanRun:
             result = json.loads(item[1])
             self._write(result["n"], result, pending)
             return
-        alive = {int(n) for n in self.redis.hkeys(self.lists["inflight"])
-                 if self._inflight_fresh(n)}
+        alive = {int(n) for n in self.redis.hkeys(self.lists["inflight"]) if self._inflight_fresh(n)}
         for n in sorted(pending - alive):
-            log.warning("Batch %d of run %s was lost by its worker; extracting it again",
-                        n, self.run_id)
+            log.warning("Batch %d of run %s was lost by its worker; extracting it again", n, self.run_id)
             self.redis.hdel(self.lists["inflight"], n)
             self.redis.rpush(self.lists["todo"], payload(n))
 
@@ -392,14 +446,16 @@ class ScanRun:
         if not result.get("partial"):  # a partial result: more of this batch is coming
             pending.discard(n)
         self._buffer.append(result)
-        self._buffer_chars += sum(len(d["content"]) + len(d["thumbnail"] or "")
-                                  for d in result["docs"])
+        self._buffer_chars += sum(len(d["content"]) + len(d["thumbnail"] or "") for d in result["docs"])
         if not self._buffer_since:
             self._buffer_since = time.monotonic()
         self._count_batch(result)
-        if not pending or len(self._buffer) >= WRITE_BATCHES or \
-                self._buffer_chars >= WRITE_MAX_CHARS or \
-                time.monotonic() - self._buffer_since >= WRITE_SECONDS:
+        if (
+            not pending
+            or len(self._buffer) >= WRITE_BATCHES
+            or self._buffer_chars >= WRITE_MAX_CHARS
+            or time.monotonic() - self._buffer_since >= WRITE_SECONDS
+        ):
             self._flush()
 
     def _flush(self) -> None:
@@ -416,8 +472,9 @@ class ScanRun:
             get_search(self.app).upsert(docs)
             upsert_records(self.source_id, records)
             # a container that failed (a bomb found late) keeps none of the members sent before
-            self._drop_members([r["path"] for r in records if r["container"] is None
-                                and r["status"] == FileStatus.FAILED])
+            self._drop_members(
+                [r["path"] for r in records if r["container"] is None and r["status"] == FileStatus.FAILED]
+            )
         del buffer
         release_freed()  # the texts just written, and the writer's heap, go back to the OS
 
@@ -532,8 +589,7 @@ def _patiently(command: Callable, *args):
             if time.monotonic() + delay > deadline:
                 raise
             if not told:
-                log.warning("Redis unreachable (%s); trying again until %d s have passed",
-                            exc, INFLIGHT_TTL)
+                log.warning("Redis unreachable (%s); trying again until %d s have passed", exc, INFLIGHT_TTL)
                 told = True
             time.sleep(delay)
             delay = min(delay * 2, REDIS_RETRY_MAX)

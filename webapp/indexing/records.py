@@ -12,8 +12,19 @@ from webapp.indexing.scanner import path_hash
 from webapp.models import IndexedFile, utcnow
 
 DELETE_CHUNK = 500  # paths per DELETE ... IN (...): every database accepts that many parameters
-_UPDATED = ("size_bytes", "mtime_ns", "modified_at", "indexed_at", "hash", "doc_type",
-            "status", "error_message", "ocr", "container", "embedded")
+_UPDATED = (
+    "size_bytes",
+    "mtime_ns",
+    "modified_at",
+    "indexed_at",
+    "hash",
+    "doc_type",
+    "status",
+    "error_message",
+    "ocr",
+    "container",
+    "embedded",
+)
 
 
 def _epoch(dt_ns: int) -> datetime:
@@ -25,15 +36,25 @@ def upsert_records(source_id: str, rows: list[dict]) -> None:
     if not rows:
         return
     now = utcnow()
-    values = [{"container": None, **r, "ocr": r.get("ocr"), "source_id": source_id,
-               "embedded": False,  # new or changed: its passages are read (again)
-               "hash": path_hash(r["path"]),
-               "indexed_at": now, "modified_at": _epoch(r["mtime_ns"])} for r in rows]
+    values = [
+        {
+            "container": None,
+            **r,
+            "ocr": r.get("ocr"),
+            "source_id": source_id,
+            "embedded": False,  # new or changed: its passages are read (again)
+            "hash": path_hash(r["path"]),
+            "indexed_at": now,
+            "modified_at": _epoch(r["mtime_ns"]),
+        }
+        for r in rows
+    ]
     values.sort(key=lambda v: v["path"])  # one lock order in every transaction: no deadlock
     dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
     stmt = dialect.insert(IndexedFile.__table__)
-    stmt = stmt.on_conflict_do_update(index_elements=["source_id", "path"],
-                                      set_={c: stmt.excluded[c] for c in _UPDATED})
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["source_id", "path"], set_={c: stmt.excluded[c] for c in _UPDATED}
+    )
     # executemany of one prepared statement: a multi-VALUES literal of 1000 rows costs more
     # to build and compile than the database needs to run it
     db.session.execute(stmt, values)
@@ -43,9 +64,11 @@ def upsert_records(source_id: str, rows: list[dict]) -> None:
 def delete_records(source_id: str, paths: list[str]) -> None:
     """Remove the records of these paths (in chunks the database accepts)."""
     for i in range(0, len(paths), DELETE_CHUNK):
-        db.session.execute(delete(IndexedFile).where(
-            IndexedFile.source_id == source_id,
-            IndexedFile.path.in_(paths[i:i + DELETE_CHUNK])))
+        db.session.execute(
+            delete(IndexedFile).where(
+                IndexedFile.source_id == source_id, IndexedFile.path.in_(paths[i : i + DELETE_CHUNK])
+            )
+        )
     db.session.commit()
 
 
@@ -53,7 +76,10 @@ def member_paths(source_id: str, containers: list[str]) -> list[tuple[str, str]]
     """(path, container) of the recorded members of these files on disk."""
     found = []
     for i in range(0, len(containers), DELETE_CHUNK):
-        found += db.session.execute(select(IndexedFile.path, IndexedFile.container).where(
-            IndexedFile.source_id == source_id,
-            IndexedFile.container.in_(containers[i:i + DELETE_CHUNK]))).all()
+        found += db.session.execute(
+            select(IndexedFile.path, IndexedFile.container).where(
+                IndexedFile.source_id == source_id,
+                IndexedFile.container.in_(containers[i : i + DELETE_CHUNK]),
+            )
+        ).all()
     return [tuple(row) for row in found]

@@ -32,8 +32,7 @@ class RunState(StrEnum):
     INTERRUPTED = "interrupted"  # its worker died (killed, host down) before it could finish
 
 
-FINAL_STATES = frozenset({RunState.FINISHED, RunState.FAILED, RunState.CANCELLED,
-                          RunState.INTERRUPTED})
+FINAL_STATES = frozenset({RunState.FINISHED, RunState.FAILED, RunState.CANCELLED, RunState.INTERRUPTED})
 
 
 class FileStatus(StrEnum):

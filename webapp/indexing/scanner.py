@@ -41,7 +41,7 @@ class FileStat(NamedTuple):
     @property
     def relpath(self) -> str:
         """The path relative to the scanned root."""
-        return self.path[self.rel_start:]
+        return self.path[self.rel_start :]
 
 
 class RootUnavailable(OSError):
@@ -74,8 +74,7 @@ def check_root(root: str) -> str | None:
     return None
 
 
-def walk(root: str, patterns: PatternSet, on_error: ErrorCallback,
-         under: str = "") -> Iterator[FileStat]:
+def walk(root: str, patterns: PatternSet, on_error: ErrorCallback, under: str = "") -> Iterator[FileStat]:
     """Yield every regular file under `root` that the patterns select (see module doc).
 
     `under` (a folder relative to the root, say `a/b`) limits the walk to that folder; its
@@ -88,8 +87,7 @@ def walk(root: str, patterns: PatternSet, on_error: ErrorCallback,
         raise RootUnavailable(problem)
     top = os.path.abspath(root)
     real_top = os.path.realpath(top)
-    stack: list[tuple[str, str]] = [(os.path.join(top, under), under + "/")] if under else \
-        [(top, "")]
+    stack: list[tuple[str, str]] = [(os.path.join(top, under), under + "/")] if under else [(top, "")]
     while stack:
         dirpath, reldir = stack.pop()
         entries = _list_dir(dirpath, on_error)
@@ -122,8 +120,9 @@ def covering(paths: Iterable[str]) -> list[str]:
     return sorted(kept)
 
 
-def walk_paths(root: str, paths: Iterable[str], patterns: PatternSet,
-               on_error: ErrorCallback) -> Iterator[FileStat]:
+def walk_paths(
+    root: str, paths: Iterable[str], patterns: PatternSet, on_error: ErrorCallback
+) -> Iterator[FileStat]:
     """What `walk` would yield at these paths only: a file, or everything below a folder.
 
     The paths are absolute (below `root`) and may name things gone since; those yield
@@ -137,7 +136,7 @@ def walk_paths(root: str, paths: Iterable[str], patterns: PatternSet,
             continue
         if not within(path, top):
             continue
-        rel = path[len(top) + 1:]
+        rel = path[len(top) + 1 :]
         if not _reachable(top, real_top, rel, patterns):
             continue
         try:
@@ -166,8 +165,9 @@ def _reachable(top: str, real_top: str, rel: str, patterns: PatternSet) -> bool:
     return not any(patterns.prunes_dir("/".join(parts[:d])) for d in range(1, len(parts) + 1))
 
 
-def _path_stat(path: str, rel: str, st: os.stat_result, real_top: str,
-               on_error: ErrorCallback) -> FileStat | None:
+def _path_stat(
+    path: str, rel: str, st: os.stat_result, real_top: str, on_error: ErrorCallback
+) -> FileStat | None:
     """A FileStat of a regular file or of a symlink to a regular file inside the root."""
     if stat.S_ISLNK(st.st_mode):
         try:
@@ -215,8 +215,9 @@ def _kind(entry: os.DirEntry[str], on_error: ErrorCallback) -> str | None:
     return None
 
 
-def _file_stat(entry: os.DirEntry[str], rel: str, kind: str, real_top: str,
-               on_error: ErrorCallback) -> FileStat | None:
+def _file_stat(
+    entry: os.DirEntry[str], rel: str, kind: str, real_top: str, on_error: ErrorCallback
+) -> FileStat | None:
     """Stat a selected file (following a symlink only to a regular file inside the root)."""
     try:
         if kind == "link":
@@ -309,8 +310,13 @@ class Changes:
         return len(self.new) + len(self.modified) + self.unchanged
 
 
-def diff(disk: Iterable[FileStat], records: dict[str, tuple[int, int]],
-         *, full: bool = False, retry: Container[str] = frozenset()) -> Changes:
+def diff(
+    disk: Iterable[FileStat],
+    records: dict[str, tuple[int, int]],
+    *,
+    full: bool = False,
+    retry: Container[str] = frozenset(),
+) -> Changes:
     """Classify files by path against records `{path: (size, mtime_ns)}`, consuming both.
 
     `disk` (the walk, streamed) is what the walk selected, so a record whose file is gone or
@@ -323,8 +329,7 @@ def diff(disk: Iterable[FileStat], records: dict[str, tuple[int, int]],
         known = records.pop(found.path, None)
         if known is None:
             changes.new.append(found)
-        elif (full or known[0] != found.size or known[1] != found.mtime_ns
-              or found.path in retry):
+        elif full or known[0] != found.size or known[1] != found.mtime_ns or found.path in retry:
             changes.modified.append(found)
         else:
             changes.unchanged += 1

@@ -35,11 +35,15 @@ from webapp.runtime import get_redis
 ENQUEUE_GRACE = 30  # seconds a queued lock may exist before its RQ job does
 LIVE_YIELD_SECONDS = 15  # a scan asked for during a live update waits this long for it
 # Give the lock a new token (the run's new description) and expiry, if it still holds the old one.
-_SWAP_TOKEN = ("if redis.call('get', KEYS[1]) == ARGV[1] then "
-               "return redis.call('set', KEYS[1], ARGV[2], 'PX', ARGV[3]) end return 0")
+_SWAP_TOKEN = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "return redis.call('set', KEYS[1], ARGV[2], 'PX', ARGV[3]) end return 0"
+)
 # Replace the key's value only if it still holds exactly ARGV[1].
-_SET_IF_EQUAL = ("if redis.call('get', KEYS[1]) == ARGV[1] then "
-                 "return redis.call('set', KEYS[1], ARGV[2], 'KEEPTTL') end return 0")
+_SET_IF_EQUAL = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "return redis.call('set', KEYS[1], ARGV[2], 'KEEPTTL') end return 0"
+)
 _ALIVE_JOB = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED}
 INTERRUPTED = "Interrupted: the worker running this scan stopped before it finished"
 PUBLISHED_AT = "published_at"  # beside the stats in Redis: when the run last published them
@@ -118,8 +122,16 @@ class ScanLock:
         """
         settle_interrupted(self.source_id)  # the next run must know the last one did not finish
         run_id = uuid.uuid4().hex
-        value = json.dumps({"run_id": run_id, "job_id": job_id, "state": SourceState.QUEUED,
-                            "full": full, "live": live, "since": time.time()})
+        value = json.dumps(
+            {
+                "run_id": run_id,
+                "job_id": job_id,
+                "state": SourceState.QUEUED,
+                "full": full,
+                "live": live,
+                "since": time.time(),
+            }
+        )
         lock = held_lock(self.conn, self.key, keys.QUEUED_LOCK_TTL)
         for _ in range(2):  # once more after freeing a stale queued lock
             if lock.acquire(blocking=False, token=value):
@@ -143,8 +155,9 @@ class ScanLock:
             return True
         return False
 
-    def acquire_after_live_update(self, job_id: str, full: bool,
-                                  seconds: float = LIVE_YIELD_SECONDS) -> str | None:
+    def acquire_after_live_update(
+        self, job_id: str, full: bool, seconds: float = LIVE_YIELD_SECONDS
+    ) -> str | None:
         """acquire_queued for a scan; a live update holding the slot (a short run the watcher
         asked for) is waited for, up to `seconds`, instead of refusing at once."""
         run_id = self.acquire_queued(job_id, full)
@@ -261,8 +274,9 @@ def writer_lock(source_id: str, app: Flask | None = None) -> Iterator[None]:
     It expires as the scan lock does (SCAN_LOCK_SECONDS, renewed while held): a coordinator
     killed in the middle of a write blocks nobody longer than its scan lock does."""
     app = app or current_app
-    with renewed(held_lock(get_redis(app), keys.writer(source_id),
-                           app.config["SCAN_LOCK_SECONDS"]), blocking=True):
+    with renewed(
+        held_lock(get_redis(app), keys.writer(source_id), app.config["SCAN_LOCK_SECONDS"]), blocking=True
+    ):
         yield
 
 
@@ -306,8 +320,11 @@ def dead_run(source_id: str, app: Flask | None = None) -> tuple[bytes, RunStats]
     ended = RunStats.from_dict(stats.to_dict())
     published = json.loads(raw).get(PUBLISHED_AT)
     ended.state, ended.current_file, ended.message = RunState.INTERRUPTED, None, INTERRUPTED
-    ended.finished_at = iso(datetime.fromtimestamp(published, UTC).replace(tzinfo=None)) \
-        if isinstance(published, (int, float)) else stamp()
+    ended.finished_at = (
+        iso(datetime.fromtimestamp(published, UTC).replace(tzinfo=None))
+        if isinstance(published, (int, float))
+        else stamp()
+    )
     return raw, ended
 
 
@@ -320,7 +337,8 @@ def settle_interrupted(source_id: str, app: Flask | None = None) -> RunStats | N
         return None
     raw, ended = found
     if not scan_lock(source_id, app).conn.eval(
-            _SET_IF_EQUAL, 1, keys.run_stats(source_id), raw, _stats_json(ended)):
+        _SET_IF_EQUAL, 1, keys.run_stats(source_id), raw, _stats_json(ended)
+    ):
         return None  # someone else moved on in the meantime
     source = db.session.get(Source, source_id)
     if source is not None:

@@ -31,8 +31,14 @@ def _source_dir(data_dir: str, source_id: str) -> str:
 def path_for(data_dir: str, doc_id: str) -> str | None:
     """Where the thumbnail of this document id lives (None for an id of another form)."""
     source_id, sep, digest = doc_id.rpartition("--")
-    if not sep or not source_id or len(digest) < 2 or not digest.isalnum() or "/" in source_id \
-            or source_id.startswith("."):
+    if (
+        not sep
+        or not source_id
+        or len(digest) < 2
+        or not digest.isalnum()
+        or "/" in source_id
+        or source_id.startswith(".")
+    ):
         return None
     return os.path.join(_source_dir(data_dir, source_id), digest[:2], doc_id + SUFFIX)
 
@@ -95,7 +101,7 @@ def prune(data_dir: str, source_id: str, keep: set[str]) -> int:
     top = _source_dir(data_dir, source_id)
     for folder, _, names in os.walk(top):
         for name in names:
-            if name.endswith(SUFFIX) and name[:-len(SUFFIX)] not in keep:
+            if name.endswith(SUFFIX) and name[: -len(SUFFIX)] not in keep:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(os.path.join(folder, name))
                     removed += 1

@@ -29,8 +29,7 @@ def verify_source(source_id: str, repair: bool = True) -> dict:
     if problem:
         return {"source_id": source_id, "problems": 1, "root": problem, "repaired": False}
     # a member's record (`a.zip!/b.txt`) stands or falls with the file on disk holding it
-    holders = dict(db.session.query(IndexedFile.path, IndexedFile.container)
-                   .filter_by(source_id=source.id))
+    holders = dict(db.session.query(IndexedFile.path, IndexedFile.container).filter_by(source_id=source.id))
     records = set(holders)
     by_id = {doc_id(source.id, p): p for p in records}
     indexed = get_search().ids(source.id)
@@ -42,26 +41,36 @@ def verify_source(source_id: str, repair: bool = True) -> dict:
     unrecorded = sorted(on_disk - records)
     healed = readable_again(source.id)  # the next scan extracts them again
     report = {
-        "source_id": source.id, "records": len(records), "documents": len(indexed),
+        "source_id": source.id,
+        "records": len(records),
+        "documents": len(indexed),
         "files_on_disk": len(on_disk),
-        "orphan_documents": len(orphans), "records_without_document": len(missing_docs),
-        "records_of_vanished_files": len(vanished), "files_not_indexed": len(unrecorded),
+        "orphan_documents": len(orphans),
+        "records_without_document": len(missing_docs),
+        "records_of_vanished_files": len(vanished),
+        "files_not_indexed": len(unrecorded),
         "failed_files_now_readable": len(healed),
-        "sample": {"orphan_documents": orphans[:SAMPLE],
-                   "records_without_document": missing_docs[:SAMPLE],
-                   "records_of_vanished_files": vanished[:SAMPLE],
-                   "files_not_indexed": unrecorded[:SAMPLE],
-                   "failed_files_now_readable": healed[:SAMPLE]},
+        "sample": {
+            "orphan_documents": orphans[:SAMPLE],
+            "records_without_document": missing_docs[:SAMPLE],
+            "records_of_vanished_files": vanished[:SAMPLE],
+            "files_not_indexed": unrecorded[:SAMPLE],
+            "failed_files_now_readable": healed[:SAMPLE],
+        },
     }
-    report["problems"] = (len(orphans) + len(missing_docs) + len(vanished) + len(unrecorded)
-                          + len(healed))
+    report["problems"] = len(orphans) + len(missing_docs) + len(vanished) + len(unrecorded) + len(healed)
     report["repaired"] = False
     if repair and report["problems"]:
         _repair(source.id, orphans, vanished, missing_docs)
         report["repaired"] = True
-        report["note"] = ("Orphans and vanished files removed; run a scan to index the files "
-                          "not indexed and retry the failed files that now read") \
-            if unrecorded or missing_docs or healed else ""
+        report["note"] = (
+            (
+                "Orphans and vanished files removed; run a scan to index the files "
+                "not indexed and retry the failed files that now read"
+            )
+            if unrecorded or missing_docs or healed
+            else ""
+        )
     return report
 
 

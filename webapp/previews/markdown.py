@@ -19,13 +19,56 @@ from typing import Any
 
 MAX_MARKDOWN_CHARS = 500_000  # longer documents are shown as plain text
 ALLOWED_TAGS = {
-    "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt",
-    "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "kbd", "li", "mark", "ol", "p", "pre",
-    "s", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "th", "thead", "tr",
+    "a",
+    "abbr",
+    "b",
+    "blockquote",
+    "br",
+    "code",
+    "dd",
+    "del",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "i",
+    "kbd",
+    "li",
+    "mark",
+    "ol",
+    "p",
+    "pre",
+    "s",
+    "span",
+    "strong",
+    "sub",
+    "summary",
+    "sup",
+    "table",
+    "tbody",
+    "td",
+    "th",
+    "thead",
+    "tr",
     "ul",
 }
-ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "td": {"align"}, "th": {"align"},
-                      "ol": {"start"}, "code": {"class"}, "abbr": {"title"}, "span": {"class"}}
+ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "td": {"align"},
+    "th": {"align"},
+    "ol": {"start"},
+    "code": {"class"},
+    "abbr": {"title"},
+    "span": {"class"},
+}
 CLASS_PREFIX = "md-"
 
 
@@ -41,8 +84,7 @@ def _own_classes(tag: str, attribute: str, value: str) -> str | None:
 def _parser() -> Any:
     from markdown_it import MarkdownIt
 
-    md = MarkdownIt("commonmark", {"html": True, "linkify": False}).enable(
-        ["table", "strikethrough"])
+    md = MarkdownIt("commonmark", {"html": True, "linkify": False}).enable(["table", "strikethrough"])
 
     def image_as_text(renderer, tokens, idx, options, env):  # markdown-it's rule signature
         alt = tokens[idx].content or "image"
@@ -59,6 +101,11 @@ def render_markdown(text: str) -> str | None:
     if len(text) > MAX_MARKDOWN_CHARS:
         return None
     html = _parser().render(text)
-    return nh3.clean(html, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES,
-                     url_schemes={"http", "https", "mailto"}, attribute_filter=_own_classes,
-                     link_rel="noopener noreferrer nofollow")
+    return nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        attribute_filter=_own_classes,
+        link_rel="noopener noreferrer nofollow",
+    )

@@ -77,8 +77,9 @@ def first_pdf_match(path: str, words: tuple[str, ...]) -> int:
     return 1
 
 
-def render_pdf_page(path: str, page_no: int, words: tuple[str, ...],
-                    limits: PreviewLimits) -> tuple[bytes, str]:
+def render_pdf_page(
+    path: str, page_no: int, words: tuple[str, ...], limits: PreviewLimits
+) -> tuple[bytes, str]:
     """One page of a PDF as a JPEG, the given words highlighted where they appear on it."""
     import pymupdf
     from PIL import Image, ImageDraw
@@ -88,8 +89,7 @@ def render_pdf_page(path: str, page_no: int, words: tuple[str, ...],
             raise PreviewRefused(f"This PDF has no page {page_no} (it has {doc.page_count})")
         page = doc[page_no - 1]
         zoom = min(PDF_PAGE_PX, limits.max_side) / max(page.rect.width, page.rect.height, 1)
-        imaging.check_pixels((int(page.rect.width * zoom), int(page.rect.height * zoom)),
-                             limits.max_pixels)
+        imaging.check_pixels((int(page.rect.width * zoom), int(page.rect.height * zoom)), limits.max_pixels)
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
         img = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
         # search_for answers in unrotated page space; the pixmap shows the page as rotated
@@ -104,8 +104,9 @@ def render_pdf_page(path: str, page_no: int, words: tuple[str, ...],
     return imaging.encode(img, PREVIEW_QUALITY)
 
 
-def render(path: str, kind: str, limits: PreviewLimits, page: int = 1,
-           words: tuple[str, ...] = ()) -> tuple[bytes, str]:
+def render(
+    path: str, kind: str, limits: PreviewLimits, page: int = 1, words: tuple[str, ...] = ()
+) -> tuple[bytes, str]:
     """Scale the image to limits.max_side and encode it (PNG keeps transparency, else JPEG);
     for kind "pdf", draw page `page` with `words` highlighted; for "pdf_find", the number of
     the first page holding one of `words`, as text."""
@@ -121,8 +122,9 @@ def render(path: str, kind: str, limits: PreviewLimits, page: int = 1,
     return imaging.encode(img, PREVIEW_QUALITY, keep_alpha=kind != "raw_image")
 
 
-def _child_main(conn: Any, path: str, kind: str, limits: PreviewLimits, page: int,
-                words: tuple[str, ...]) -> None:
+def _child_main(
+    conn: Any, path: str, kind: str, limits: PreviewLimits, page: int, words: tuple[str, ...]
+) -> None:
     """Child: render one preview and send ("ok", bytes, mimetype) or ("refused", message)."""
     try:
         imaging.register_heif()
@@ -147,6 +149,7 @@ def _reason(exc: Exception) -> str:
 
 # -- the web side --------------------------------------------------------------------------------
 
+
 class IsolatedRenderer:
     """Runs each preview in a fresh child of a fork server; at most `slots` at once per process."""
 
@@ -156,25 +159,31 @@ class IsolatedRenderer:
         # the fork server imports only these modules (never the web app or its __main__)
         self._ctx.set_forkserver_preload(FORK_SERVER_PRELOAD)
 
-    def render(self, path: str, kind: str, limits: PreviewLimits, page: int = 1,
-               words: tuple[str, ...] = ()) -> tuple[bytes, str]:
+    def render(
+        self, path: str, kind: str, limits: PreviewLimits, page: int = 1, words: tuple[str, ...] = ()
+    ) -> tuple[bytes, str]:
         """The preview bytes and mimetype (an image, or page `page` of a PDF with `words`
         highlighted); PreviewRefused or PreviewBusy when there is none."""
         deadline = time.monotonic() + limits.timeout  # the wait for a slot counts too
         if not self._slots.acquire(timeout=limits.timeout):
             raise PreviewBusy("Too many image previews at once; try again shortly")
         try:
-            return self._run_child(path, kind, limits, (page, tuple(words)),
-                                   max(0.0, deadline - time.monotonic()))
+            return self._run_child(
+                path, kind, limits, (page, tuple(words)), max(0.0, deadline - time.monotonic())
+            )
         finally:
             self._slots.release()
 
-    def _run_child(self, path: str, kind: str, limits: PreviewLimits, extra: tuple,
-                   seconds: float) -> tuple[bytes, str]:
+    def _run_child(
+        self, path: str, kind: str, limits: PreviewLimits, extra: tuple, seconds: float
+    ) -> tuple[bytes, str]:
         parent_end, child_end = self._ctx.Pipe(duplex=False)
-        proc = self._ctx.Process(target=_child_main,
-                                 args=(child_end, path, kind, limits, *extra),
-                                 name="trawl-preview", daemon=True)
+        proc = self._ctx.Process(
+            target=_child_main,
+            args=(child_end, path, kind, limits, *extra),
+            name="trawl-preview",
+            daemon=True,
+        )
         proc.start()
         child_end.close()
         try:
@@ -182,8 +191,7 @@ class IsolatedRenderer:
                 raise PreviewRefused(f"Image took longer than {limits.timeout:g} s to preview")
             reply = parent_end.recv()
         except (EOFError, OSError) as exc:  # killed by its memory cap or a decoder crash
-            raise PreviewRefused("Image needs too much memory to preview or crashed the "
-                                 "decoder") from exc
+            raise PreviewRefused("Image needs too much memory to preview or crashed the decoder") from exc
         finally:
             parent_end.close()
             if proc.is_alive():

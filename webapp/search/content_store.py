@@ -22,9 +22,10 @@ from pathlib import Path
 import lz4.frame
 
 FILE_NAME = "content.sqlite3"
-SCHEMA = ("CREATE TABLE IF NOT EXISTS content ("
-          "id TEXT PRIMARY KEY, source_id TEXT NOT NULL, body BLOB NOT NULL)",
-          "CREATE INDEX IF NOT EXISTS content_source ON content (source_id)")
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS content (id TEXT PRIMARY KEY, source_id TEXT NOT NULL, body BLOB NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS content_source ON content (source_id)",
+)
 IN_CHUNK = 500  # ids per IN (...) list
 
 
@@ -43,8 +44,9 @@ class ContentStore:
 
     def _connect(self) -> sqlite3.Connection:
         """A connection whose writes, in `with conn:`, run in one BEGIN IMMEDIATE transaction."""
-        conn = sqlite3.connect(self._target, uri=self._uri, timeout=60, check_same_thread=False,
-                               isolation_level="IMMEDIATE")
+        conn = sqlite3.connect(
+            self._target, uri=self._uri, timeout=60, check_same_thread=False, isolation_level="IMMEDIATE"
+        )
         if not self._uri:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -67,19 +69,19 @@ class ContentStore:
 
     def put(self, docs: Iterable[dict]) -> None:
         """Store the `content` of these documents (replacing what their ids had), one commit."""
-        self._write("INSERT OR REPLACE INTO content (id, source_id, body) VALUES (?, ?, ?)",
-                    [(d["id"], d["source_id"], lz4.frame.compress((d["content"] or "").encode()))
-                     for d in docs])
+        self._write(
+            "INSERT OR REPLACE INTO content (id, source_id, body) VALUES (?, ?, ?)",
+            [(d["id"], d["source_id"], lz4.frame.compress((d["content"] or "").encode())) for d in docs],
+        )
 
     def get_many(self, ids: list[str]) -> dict[str, str]:
         """Text by id for the ids that have one."""
         out: dict[str, str] = {}
         conn = self._conn()
         for i in range(0, len(ids), IN_CHUNK):
-            chunk = ids[i:i + IN_CHUNK]
+            chunk = ids[i : i + IN_CHUNK]
             marks = ",".join("?" * len(chunk))
-            for doc_id, body in conn.execute(
-                    f"SELECT id, body FROM content WHERE id IN ({marks})", chunk):
+            for doc_id, body in conn.execute(f"SELECT id, body FROM content WHERE id IN ({marks})", chunk):
                 out[doc_id] = lz4.frame.decompress(body).decode()
         return out
 

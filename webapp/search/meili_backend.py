@@ -42,21 +42,34 @@ SORTS = {
     "basename:asc": "basename_sort:asc",
 }
 RESULT_ATTRIBUTES = [
-    "id", "path", "basename", "source_name", "type", "size_bytes", "modified_at", "title",
+    "id",
+    "path",
+    "basename",
+    "source_name",
+    "type",
+    "size_bytes",
+    "modified_at",
+    "title",
     "container_id",
 ]
 INDEX_SETTINGS = {
     "searchableAttributes": ["title", "basename", "path", "content"],  # order = weight
     "filterableAttributes": [
-        "id", "source_id", "type", "extension", "modified_at", "size_bytes", "year", "folders",
+        "id",
+        "source_id",
+        "type",
+        "extension",
+        "modified_at",
+        "size_bytes",
+        "year",
+        "folders",
         "chunk",
     ],
     "sortableAttributes": ["modified_at", "size_bytes", "basename_sort"],
     "distinctAttribute": "id",
     # `sort` first: an explicit sort orders the whole result set, not only ties; then the
     # declared rules (search/ranking.py) by their Meilisearch names.
-    "rankingRules": ["sort"] + [ranking.MEILI_RULES[r] for r in ranking.RULES
-                                if r in ranking.MEILI_RULES],
+    "rankingRules": ["sort"] + [ranking.MEILI_RULES[r] for r in ranking.RULES if r in ranking.MEILI_RULES],
     "typoTolerance": {"enabled": True, "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 9}},
     # No localizedAttributes: the engine detects the language of each text (its Chinese and
     # Japanese segmenters then find `说明书` in `募集说明书`); naming locales would turn
@@ -73,9 +86,7 @@ def split_content(text: str, max_positions: int = MAX_POSITIONS) -> list[str]:
     chunks, start, positions = [], 0, 0
     for m in _WORD_RE.finditer(text):
         word = m.group(0)
-        cost = len(TOKEN_RE.findall(word)) + HARD_SEPARATOR_COST * len(
-            _HARD_SEPARATORS.findall(word)
-        )
+        cost = len(TOKEN_RE.findall(word)) + HARD_SEPARATOR_COST * len(_HARD_SEPARATORS.findall(word))
         if positions + cost > max_positions and m.start() > start:
             chunks.append(text[start : m.start()])
             start, positions = m.start(), 0
@@ -238,16 +249,23 @@ class MeiliBackend:
         spec = query.syntax()
         filters = _meili_filters(query, spec)
         parsed = parse_query(spec.text)
-        common: dict = {"indexUid": self.uid, "q": _meili_q(spec, parsed),
-                        "matchingStrategy": query.matching_strategy}
+        common: dict = {
+            "indexUid": self.uid,
+            "q": _meili_q(spec, parsed),
+            "matchingStrategy": query.matching_strategy,
+        }
         if filters:
             common["filter"] = " AND ".join(filters)
         if query.effective_sort() in SORTS:
             common["sort"] = [SORTS[query.effective_sort()]]
         hits_query = dict(
-            common, limit=max(0, query.limit), offset=max(0, query.offset),
-            attributesToRetrieve=RESULT_ATTRIBUTES, attributesToCrop=["content"],
-            cropLength=max(10, query.snippet_length // 4), cropMarker="…",
+            common,
+            limit=max(0, query.limit),
+            offset=max(0, query.offset),
+            attributesToRetrieve=RESULT_ATTRIBUTES,
+            attributesToCrop=["content"],
+            cropLength=max(10, query.snippet_length // 4),
+            cropMarker="…",
             showRankingScore=True,
         )
         count_query = dict(common, hitsPerPage=1, page=1, attributesToRetrieve=["id"])
@@ -294,8 +312,12 @@ def _meili_filters(query: SearchQuery, spec: QuerySpec) -> list[str]:
     if query.within_ids is not None:  # meaning's candidates (search/hybrid.py)
         ids = ", ".join(_quote(i) for i in query.within_ids)
         out.append(f"id IN [{ids}]" if ids else "chunk < 0")
-    for attribute, values in (("type", spec.types), ("extension", spec.extensions),
-                              ("source_id", spec.sources), ("folders", spec.paths)):
+    for attribute, values in (
+        ("type", spec.types),
+        ("extension", spec.extensions),
+        ("source_id", spec.sources),
+        ("folders", spec.paths),
+    ):
         if values:
             out.append(f"{attribute} IN [" + ", ".join(_quote(v) for v in values) + "]")
     out += [_meili_range("modified_at", r) for r in spec.modified]
@@ -335,13 +357,20 @@ def _result(hit: dict, matcher: TermMatcher, snippet_length: int) -> dict:
     """One search result; the snippet is ours, built from Meilisearch's cropped content."""
     cropped = (hit.get("_formatted") or {}).get("content") or ""
     snippet = build_snippet(
-        cropped, matcher, snippet_length,
+        cropped,
+        matcher,
+        snippet_length,
         fallbacks=(hit.get("title"), hit.get("basename"), hit.get("path")),
     )
     return {
-        "id": hit["id"], "path": hit["path"], "basename": hit["basename"],
-        "source_name": hit["source_name"], "type": hit["type"],
-        "size_bytes": hit["size_bytes"], "modified_at": hit["modified_at"],
-        "snippet": snippet, "score": float(hit.get("_rankingScore", 0.0)),
+        "id": hit["id"],
+        "path": hit["path"],
+        "basename": hit["basename"],
+        "source_name": hit["source_name"],
+        "type": hit["type"],
+        "size_bytes": hit["size_bytes"],
+        "modified_at": hit["modified_at"],
+        "snippet": snippet,
+        "score": float(hit.get("_rankingScore", 0.0)),
         "container_id": hit.get("container_id"),
     }

@@ -38,6 +38,7 @@ ONE_TYPO_MIN_LENGTH = 5
 TWO_TYPOS_MIN_LENGTH = 9
 WHOLE_WORD_MAX = 2  # see TermMatcher.whole_words
 
+
 @lru_cache(maxsize=1)
 def _char_folder():
     """Tantivy's own lower-case + ASCII-folding filters, so query words fold like index terms."""
@@ -240,8 +241,9 @@ def parse_query(q: str, max_words: int = MAX_QUERY_WORDS) -> ParsedQuery:
         if used + slot.size > max_words:
             break
         if used + slot.size > MAX_TYPO_WORDS:
-            slot = Slot(tuple(QueryTerm(a.text, 0) if isinstance(a, QueryTerm) else a
-                              for a in slot.alternatives))
+            slot = Slot(
+                tuple(QueryTerm(a.text, 0) if isinstance(a, QueryTerm) else a for a in slot.alternatives)
+            )
         kept.append(slot)
         used += slot.size
     ends_in_word = bool(q) and TOKEN_RE.fullmatch(q[-1]) is not None
@@ -316,8 +318,9 @@ class TermMatcher:
         if self._forms[0] != self._version:
             whole = self.whole_words()
             heads = {stem_head(s) for s in self.term_stems() if s and len(stem_head(s)) >= 3}
-            words = sorted(({t.text for t in self.terms if t.text} | heads
-                            | {w.lower() for w in self._known}) - whole)
+            words = sorted(
+                ({t.text for t in self.terms if t.text} | heads | {w.lower() for w in self._known}) - whole
+            )
             forms: list[str] = []
             for word in words:  # sorted, so a beginning comes right before the words it starts
                 if not forms or not word.startswith(forms[-1]):
@@ -330,9 +333,14 @@ class TermMatcher:
         typos, no prefix, no stem): `r` begins a fifth of all words, so a text is searched
         for them as whole tokens, not for the tokens they begin."""
         return frozenset(
-            t.text for t, stem in zip(self.terms, self.term_stems(), strict=True)
-            if 0 < len(t.text) <= WHOLE_WORD_MAX and not t.typos and not t.prefix
-            and stem is None and not is_cjk(t.text))
+            t.text
+            for t, stem in zip(self.terms, self.term_stems(), strict=True)
+            if 0 < len(t.text) <= WHOLE_WORD_MAX
+            and not t.typos
+            and not t.prefix
+            and stem is None
+            and not is_cjk(t.text)
+        )
 
     def seen_terms(self) -> set[int]:
         """Indexes of the terms some word has matched so far."""
@@ -391,8 +399,7 @@ class TermMatcher:
         if self._stems is None:
             texts = [t.text for t in self.terms]
             self._stems = tuple(
-                s if stemmable(t) and self.stemmed else None
-                for t, s in zip(texts, stems(texts), strict=True)
+                s if stemmable(t) and self.stemmed else None for t, s in zip(texts, stems(texts), strict=True)
             )
         return self._stems
 

@@ -22,8 +22,13 @@ from dataclasses import dataclass
 #              path; a phrase's words as typed), weighted by FIELD_WEIGHTS
 RULES = ("words", "typo", "proximity", "attribute", "exactness", "score")
 # Meilisearch's own rule of each (`sort` goes first there, so an explicit sort wins).
-MEILI_RULES = {"words": "words", "typo": "typo", "proximity": "proximity",
-               "attribute": "attribute", "exactness": "exactness"}
+MEILI_RULES = {
+    "words": "words",
+    "typo": "typo",
+    "proximity": "proximity",
+    "attribute": "attribute",
+    "exactness": "exactness",
+}
 
 # BM25F field weights (a sum of per-field BM25, as Tantivy scores each field on its own).
 # A title nearly always stands in the text too (a heading, an e-mail's subject line), so
@@ -58,8 +63,13 @@ class Units:
 
 def _ranges(slots: int) -> dict[str, int]:
     """The largest value each counted rule can take for a query of `slots` words."""
-    return {"words": slots, "typo": 2 * slots, "proximity": max(0, slots - 1),
-            "attribute": slots, "exactness": slots}
+    return {
+        "words": slots,
+        "typo": 2 * slots,
+        "proximity": max(0, slots - 1),
+        "attribute": slots,
+        "exactness": slots,
+    }
 
 
 def units(slots: int) -> Units:

@@ -158,8 +158,9 @@ def _cut(text: str, matcher: TermMatcher, length: int, cut_before: bool, cut_aft
         start, end = 0, len(text)
     else:
         # (every word is read only when too many forms left the region's match out)
-        spans = (_with_cjk(text, matcher, _known_form_matches(text, matcher, None))
-                 or find_matches(text, matcher))
+        spans = _with_cjk(text, matcher, _known_form_matches(text, matcher, None)) or find_matches(
+            text, matcher
+        )
         budget = max(1, length - 2)  # room for the two ellipses
         start, end = _window(text, spans, budget) if spans else (0, _snap_end(text, budget))
     body = _render(text, start, end, _matches_in(text, start, end, matcher))
@@ -232,8 +233,9 @@ def _known_form_matches(text: str, matcher: TermMatcher, stop_after: int | None)
     return spans
 
 
-def _next_form_start(forms: frozenset[str], text: str, start: int,
-                     whole: frozenset[str] = frozenset()) -> int | None:
+def _next_form_start(
+    forms: frozenset[str], text: str, start: int, whole: frozenset[str] = frozenset()
+) -> int | None:
     """The first position from `start` where a token starts with one of the forms."""
     while forms and start < len(text):
         end = _cut_at_space(text, start, start + MAX_CHUNK)
@@ -244,8 +246,9 @@ def _next_form_start(forms: frozenset[str], text: str, start: int,
     return None
 
 
-def _form_starts(forms: frozenset[str], text: str, start: int, end: int,
-                 whole: frozenset[str] = frozenset()) -> list[int]:
+def _form_starts(
+    forms: frozenset[str], text: str, start: int, end: int, whole: frozenset[str] = frozenset()
+) -> list[int]:
     """Positions in text[start:end], in order, where a token starts with one of the forms
     (substring search in C; the forms are lower case and none begins another), or is one of
     the `whole` forms."""
@@ -262,10 +265,16 @@ def _form_starts(forms: frozenset[str], text: str, start: int, end: int,
         raw = chunk.encode("utf-8", "surrogatepass").lower()
         hits = sorted(_find_forms(raw, {f.encode(): f for f in forms}, whole))
         found = _char_offsets(raw, hits)
-        found = [at for at, (_, form) in zip(found, hits, strict=True)
-                 if form not in whole or _is_whole_token(chunk, at, at + len(form))]
-    return [start + at for at in found
-            if start + at == 0 or _char_class(text[start + at - 1]) != _char_class(chunk[at])]
+        found = [
+            at
+            for at, (_, form) in zip(found, hits, strict=True)
+            if form not in whole or _is_whole_token(chunk, at, at + len(form))
+        ]
+    return [
+        start + at
+        for at in found
+        if start + at == 0 or _char_class(text[start + at - 1]) != _char_class(chunk[at])
+    ]
 
 
 def _find_forms(haystack: str | bytes, forms: dict, whole: frozenset[str]) -> list:
@@ -274,8 +283,9 @@ def _find_forms(haystack: str | bytes, forms: dict, whole: frozenset[str]) -> li
     found = []
     for needle, form in forms.items():
         if form in whole:
-            found.extend((m.start(), form) for m in _whole_token(form, type(haystack) is bytes)
-                         .finditer(haystack))
+            found.extend(
+                (m.start(), form) for m in _whole_token(form, type(haystack) is bytes).finditer(haystack)
+            )
             continue
         at = haystack.find(needle)
         while at >= 0:
@@ -314,12 +324,14 @@ def _cut_at_space(text: str, start: int, n: int) -> int:
 
 def _matches_in(text: str, start: int, end: int, matcher: TermMatcher) -> list[Span]:
     """Every matching whole token inside text[start:end] (a word cut by an edge is none)."""
-    return [(a + start, b + start, t) for a, b, t in find_matches(text[start:end], matcher)
-            if _is_whole_token(text, a + start, b + start) or _char_class(text[a + start]) == "c"]
+    return [
+        (a + start, b + start, t)
+        for a, b, t in find_matches(text[start:end], matcher)
+        if _is_whole_token(text, a + start, b + start) or _char_class(text[a + start]) == "c"
+    ]
 
 
-def _region(text: str, matcher: TermMatcher, length: int,
-            short: bool) -> tuple[str, int, int] | None:
+def _region(text: str, matcher: TermMatcher, length: int, short: bool) -> tuple[str, int, int] | None:
     """The raw slice around the best passage (with margin), so only it needs cleaning."""
     spans = _scanned_matches(text, matcher, length, short)
     if not spans:

@@ -18,18 +18,37 @@ from webapp.search.query import tokens
 
 # field name as typed (any case) -> QuerySpec attribute; other `name:` words stay text.
 FIELDS = {
-    "type": "types", "ext": "extensions", "source": "sources",
-    "path": "paths", "title": "title", "modified": "modified", "size": "size",
+    "type": "types",
+    "ext": "extensions",
+    "source": "sources",
+    "path": "paths",
+    "title": "title",
+    "modified": "modified",
+    "size": "size",
 }
 EXAMPLES = {
-    "type": "type:pdf", "ext": "ext:docx",
-    "source": "source:notes", "path": "path:projects/2024", "title": "title:budget",
-    "modified": "modified:2024-03", "size": "size:>10MB",
+    "type": "type:pdf",
+    "ext": "ext:docx",
+    "source": "source:notes",
+    "path": "path:projects/2024",
+    "title": "title:budget",
+    "modified": "modified:2024-03",
+    "size": "size:>10MB",
 }
 DATE_HINT = "is not a date (use 2024, 2024-03 or 2024-03-15)"
 SIZE_HINT = "is not a size (use 500, 10k, 2MB or 1GB)"
-UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2,
-         "g": 1024**3, "gb": 1024**3, "t": 1024**4, "tb": 1024**4}
+UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1024,
+    "m": 1024**2,
+    "mb": 1024**2,
+    "g": 1024**3,
+    "gb": 1024**3,
+    "t": 1024**4,
+    "tb": 1024**4,
+}
 
 MAX_SIZE = 2**62
 _FIELD_RE = re.compile(r"(-?)([A-Za-z]+):")
@@ -73,8 +92,18 @@ class QuerySpec:
     @property
     def has_syntax(self) -> bool:
         """True when anything besides free text was written."""
-        return any((self.excluded, self.types, self.extensions, self.sources, self.paths,
-                    self.title, self.modified, self.size))
+        return any(
+            (
+                self.excluded,
+                self.types,
+                self.extensions,
+                self.sources,
+                self.paths,
+                self.title,
+                self.modified,
+                self.size,
+            )
+        )
 
 
 @dataclass
@@ -164,10 +193,12 @@ def _read_term(raw: str, values: dict[str, list]) -> None:
             values["excluded"].append(words)
         return
     if field.group(1):
-        raise QuerySyntaxError(f"q: {raw}: a filter cannot be excluded; "
-                               f"write the values you want, e.g. {EXAMPLES[field.group(2).lower()]}")
+        raise QuerySyntaxError(
+            f"q: {raw}: a filter cannot be excluded; "
+            f"write the values you want, e.g. {EXAMPLES[field.group(2).lower()]}"
+        )
     name = field.group(2).lower()
-    value = _unquote(raw[field.end():])
+    value = _unquote(raw[field.end() :])
     if not value:
         raise QuerySyntaxError(f"q: {raw} needs a value, e.g. {EXAMPLES[name]}")
     key = FIELDS[name]
@@ -204,8 +235,13 @@ def _range(raw: str, value: str, period, hint: str) -> Range:
         low, high = period(operand)
     except (ValueError, OverflowError):
         raise QuerySyntaxError(f"q: {raw} {hint}") from None
-    return {None: Range(low, high), ">": Range(high, None), ">=": Range(low, None),
-            "<": Range(None, low), "<=": Range(None, high)}[op]
+    return {
+        None: Range(low, high),
+        ">": Range(high, None),
+        ">=": Range(low, None),
+        "<": Range(None, low),
+        "<=": Range(None, high),
+    }[op]
 
 
 def _date_period(text: str) -> tuple[int, int]:

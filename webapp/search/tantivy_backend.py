@@ -72,8 +72,9 @@ def build_schema() -> tantivy.Schema:
         sb.add_text_field(name, tokenizer_name=TOKENIZER)
     for name in STEMMED.values():  # the text's stems only score: no positions; a title's are
         # few, and its stems are near for proximity (`Signed contract` for `sign contract`)
-        sb.add_text_field(name, tokenizer_name=STEM_TOKENIZER,
-                          index_option="position" if name == "title_stem" else "freq")
+        sb.add_text_field(
+            name, tokenizer_name=STEM_TOKENIZER, index_option="position" if name == "title_stem" else "freq"
+        )
     sb.add_integer_field("modified_at", indexed=True, fast=True)
     sb.add_integer_field("size_bytes", indexed=True, fast=True)
     sb.add_integer_field("year", indexed=True, fast=True)  # of modified_at, UTC: the facet
@@ -169,8 +170,9 @@ class TantivyBackend:
             "size_bytes": [int(doc["size_bytes"])],
             "year": [doc_year(doc["modified_at"])],
             "folders": doc_folders(doc["path"]),
-            "doc": [json.dumps({k: v for k, v in doc.items() if k != "content"},
-                               ensure_ascii=False).encode()],
+            "doc": [
+                json.dumps({k: v for k, v in doc.items() if k != "content"}, ensure_ascii=False).encode()
+            ],
         }
         language = detect(doc["content"] or doc["title"])
         fields[LANGUAGE_FIELD] = [language]
@@ -221,8 +223,14 @@ class TantivyBackend:
             return {**doc, "source_name": name}
 
         with self._writer() as writer:
-            reindex(searcher, addresses, self.content, writer,
-                    lambda doc: self._to_document(renamed(doc)), replace=True)
+            reindex(
+                searcher,
+                addresses,
+                self.content,
+                writer,
+                lambda doc: self._to_document(renamed(doc)),
+                replace=True,
+            )
 
     def clear(self) -> None:
         """Remove every document."""
@@ -324,9 +332,14 @@ class TantivyBackend:
         if ranking.ruled(len(parsed.slots)):
             return parsed
         limit = SNIPPET_COMMON_SHARE * searcher.num_docs
-        kept = tuple(s for s in parsed.slots if any(
-            not isinstance(a, QueryTerm) or searcher.doc_freq("content", a.text) <= limit
-            for a in s.alternatives))
+        kept = tuple(
+            s
+            for s in parsed.slots
+            if any(
+                not isinstance(a, QueryTerm) or searcher.doc_freq("content", a.text) <= limit
+                for a in s.alternatives
+            )
+        )
         return ParsedQuery(kept) if kept else parsed
 
     def _previous(self, visible: tuple[str, ...] | None) -> TextQuery:
@@ -338,8 +351,7 @@ class TantivyBackend:
             if self._older is None:
                 self._older = tantivy.Index.open(str(self.directory))
                 register(self._older)
-            return TextQuery(self._older.schema, self._older.searcher(), stemmed=False,
-                             visible=visible)
+            return TextQuery(self._older.schema, self._older.searcher(), stemmed=False, visible=visible)
         except ValueError as exc:
             raise IndexRebuilding(REBUILDING) from exc
 
@@ -370,25 +382,23 @@ class TantivyBackend:
         ]
         facets = None
         if query.facets:
-            facets = self._facets(searcher, self._build_query(text.match, query, spec, builder),
-                                  query.facets)
+            facets = self._facets(searcher, self._build_query(text.match, query, spec, builder), query.facets)
         elapsed = int((time.perf_counter() - started) * 1000)
-        return SearchPage(results=results, total=total, processing_time_ms=elapsed,
-                          facet_distribution=facets)
+        return SearchPage(results=results, total=total, processing_time_ms=elapsed, facet_distribution=facets)
 
     def _facets(
         self, searcher: tantivy.Searcher, tquery: Query, names: tuple[str, ...]
     ) -> dict[str, dict[str, int]]:
         """Counts per value of each facet over every match (one pass over fast fields)."""
-        aggs = {name: {"terms": {"field": FACET_FIELDS[name], "size": MAX_FACET_VALUES}}
-                for name in names}
+        aggs = {name: {"terms": {"field": FACET_FIELDS[name], "size": MAX_FACET_VALUES}} for name in names}
         answer = searcher.aggregate(tquery, aggs)
-        return {name: {_facet_key(b["key"]): int(b["doc_count"])
-                       for b in answer[name]["buckets"]} for name in names}
+        return {
+            name: {_facet_key(b["key"]): int(b["doc_count"]) for b in answer[name]["buckets"]}
+            for name in names
+        }
 
     @staticmethod
-    def _scores(builder: TextQuery, tquery: Query, docs: list[dict], addresses: list
-                ) -> list[float]:
+    def _scores(builder: TextQuery, tquery: Query, docs: list[dict], addresses: list) -> list[float]:
         """Relevance scores of a field-sorted page: one scored search limited to its ids."""
         if not docs:
             return []
@@ -402,8 +412,9 @@ class TantivyBackend:
 
     # --- query building ------------------------------------------------------------------
 
-    def _build_query(self, text_query: Query, query: SearchQuery, spec: QuerySpec,
-                     builder: TextQuery) -> Query:
+    def _build_query(
+        self, text_query: Query, query: SearchQuery, spec: QuerySpec, builder: TextQuery
+    ) -> Query:
         """The one place filters are composed: the text part AND the access filter, the
         request's filters and the query language's filters (scored 0), its `title:` terms
         (scored) and -exclusions."""
@@ -419,8 +430,12 @@ class TantivyBackend:
             filters.append(Query.term_set_query(schema, "id", list(query.within_ids)))
         filters += [
             Query.term_set_query(schema, field, list(values))
-            for field, values in (("type", spec.types), ("extension", spec.extensions),
-                                  ("source_id", spec.sources), ("folders", spec.paths))
+            for field, values in (
+                ("type", spec.types),
+                ("extension", spec.extensions),
+                ("source_id", spec.sources),
+                ("folders", spec.paths),
+            )
             if values
         ]
         filters += [_range(schema, "modified_at", r) for r in spec.modified]
@@ -428,17 +443,20 @@ class TantivyBackend:
         clauses = [(Occur.Must, text_query)]
         clauses += [(Occur.Must, Query.const_score_query(f, 0.0)) for f in filters]
         clauses += [(Occur.Must, builder.words_in(words, NAME_FIELDS)) for words in spec.title]
-        clauses += [(Occur.MustNot, builder.words_in(words, tuple(FIELD_WEIGHTS)))
-                    for words in spec.excluded]
+        clauses += [(Occur.MustNot, builder.words_in(words, tuple(FIELD_WEIGHTS))) for words in spec.excluded]
         return Query.boolean_query(clauses) if len(clauses) > 1 else text_query
-
 
 
 def _range(schema: tantivy.Schema, field: str, bounds: Range) -> Query:
     """Integers of `field` within [low, high)."""
     return Query.range_query(
-        schema, field, tantivy.FieldType.Integer, bounds.low, bounds.high,
-        include_lower=True, include_upper=bounds.high is None,
+        schema,
+        field,
+        tantivy.FieldType.Integer,
+        bounds.low,
+        bounds.high,
+        include_lower=True,
+        include_upper=bounds.high is None,
     )
 
 
@@ -465,18 +483,27 @@ def _stored(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> dict:
     return json.loads(searcher.doc(address).get_first("doc"))
 
 
-
-
 def _result(doc: dict, score: float, matcher: TermMatcher, snippet_length: int) -> dict:
     """One search result with its snippet."""
-    snippet = build_snippet(
-        doc.get("content"), matcher, snippet_length,
-        fallbacks=(doc.get("title"), doc.get("basename"), doc.get("path")),
-    ) if snippet_length else ""  # 0: a ranking only (search/hybrid.py)
+    snippet = (
+        build_snippet(
+            doc.get("content"),
+            matcher,
+            snippet_length,
+            fallbacks=(doc.get("title"), doc.get("basename"), doc.get("path")),
+        )
+        if snippet_length
+        else ""
+    )  # 0: a ranking only (search/hybrid.py)
     return {
-        "id": doc["id"], "path": doc["path"], "basename": doc["basename"],
-        "source_name": doc["source_name"], "type": doc["type"],
-        "size_bytes": doc["size_bytes"], "modified_at": doc["modified_at"],
-        "snippet": snippet, "score": score,
+        "id": doc["id"],
+        "path": doc["path"],
+        "basename": doc["basename"],
+        "source_name": doc["source_name"],
+        "type": doc["type"],
+        "size_bytes": doc["size_bytes"],
+        "modified_at": doc["modified_at"],
+        "snippet": snippet,
+        "score": score,
         "container_id": doc.get("container_id"),
     }

@@ -36,8 +36,10 @@ CHUNK = 500  # documents read and written at a time
 PROGRESS_SECONDS = 10.0  # how often a rebuild logs how far it is
 LOCK_NAME = ".trawl-rebuild.lock"
 KEEP = (FILE_NAME, ".tantivy-meta.lock", ".tantivy-writer.lock", LOCK_NAME)
-REBUILDING = ("The search index is being rebuilt for this version of Trawl "
-              "(no file is read again); try again in a few minutes")
+REBUILDING = (
+    "The search index is being rebuilt for this version of Trawl "
+    "(no file is read again); try again in a few minutes"
+)
 
 
 def index_version(directory: Path) -> int | None:
@@ -71,15 +73,20 @@ def _open(schema: tantivy.Schema, directory: Path) -> tantivy.Index | None:
     return index
 
 
-def reindex(searcher: tantivy.Searcher, addresses: list, store: ContentStore,
-            writer: tantivy.IndexWriter, to_document: Callable[[dict], tantivy.Document],
-            replace: bool, progress: Callable[[int], None] | None = None) -> None:
+def reindex(
+    searcher: tantivy.Searcher,
+    addresses: list,
+    store: ContentStore,
+    writer: tantivy.IndexWriter,
+    to_document: Callable[[dict], tantivy.Document],
+    replace: bool,
+    progress: Callable[[int], None] | None = None,
+) -> None:
     """Write the stored documents at `addresses` again, CHUNK at a time, their text read from
     the content store: one loop for a source rename (`replace` the old copies) and a rebuild
     (into a new, empty index). `progress` hears the number of documents written so far."""
     for first in range(0, len(addresses), CHUNK):
-        docs = [json.loads(searcher.doc(a).get_first("doc"))
-                for a in addresses[first:first + CHUNK]]
+        docs = [json.loads(searcher.doc(a).get_first("doc")) for a in addresses[first : first + CHUNK]]
         texts = store.get_many([d["id"] for d in docs])
         for doc in docs:
             doc["content"] = texts.get(doc["id"], "")
@@ -91,7 +98,9 @@ def reindex(searcher: tantivy.Searcher, addresses: list, store: ContentStore,
 
 
 def open_or_rebuild(
-    directory: Path, schema: tantivy.Schema, to_document: Callable[[dict], tantivy.Document],
+    directory: Path,
+    schema: tantivy.Schema,
+    to_document: Callable[[dict], tantivy.Document],
     register: Callable[[tantivy.Index], None],
 ) -> tantivy.Index:
     """The index in `directory` with `schema`; IndexRebuilding while an older one is rewritten.
@@ -112,8 +121,12 @@ def open_or_rebuild(
     if index is not None:
         handle.close()
         return index
-    thread = threading.Thread(target=_rebuild_unlocking, name="trawl-index-rebuild", daemon=True,
-                              args=(handle, directory, schema, to_document, register))
+    thread = threading.Thread(
+        target=_rebuild_unlocking,
+        name="trawl-index-rebuild",
+        daemon=True,
+        args=(handle, directory, schema, to_document, register),
+    )
     thread.start()
     raise IndexRebuilding(REBUILDING)
 
@@ -141,8 +154,9 @@ def _rebuild_unlocking(handle, directory: Path, schema, to_document, register) -
     started = time.monotonic()
     try:
         moved = _rebuild(directory, schema, to_document, register)
-        log.warning("Search index rebuilt for a new schema: %d documents in %.0f s",
-                    moved, time.monotonic() - started)
+        log.warning(
+            "Search index rebuilt for a new schema: %d documents in %.0f s", moved, time.monotonic() - started
+        )
     except Exception:  # noqa: BLE001 - a background thread: logged, retried at the next open
         log.exception("Rebuilding the search index failed; the next start tries again")
     finally:
@@ -168,8 +182,13 @@ def _rebuild(directory: Path, schema: tantivy.Schema, to_document, register) -> 
         now = time.monotonic()
         if now - shown[0] >= PROGRESS_SECONDS or done == total:
             shown[0] = now
-            log.warning("Search index rebuild: %d of %d documents (%.0f%%, %.0f s)",
-                        done, total, 100 * done / max(1, total), now - started)
+            log.warning(
+                "Search index rebuild: %d of %d documents (%.0f%%, %.0f s)",
+                done,
+                total,
+                100 * done / max(1, total),
+                now - started,
+            )
 
     reindex(searcher, addresses, store, writer, to_document, replace=False, progress=progress)
     writer.commit()

@@ -44,10 +44,12 @@ def stemming() -> tantivy.TextAnalyzer:
 
 
 def _fold(tokenizer: tantivy.Tokenizer, stemmer: str | None) -> tantivy.TextAnalyzer:
-    builder = (tantivy.TextAnalyzerBuilder(tokenizer)
-               .filter(tantivy.Filter.remove_long(MAX_TERM_BYTES))
-               .filter(tantivy.Filter.lowercase())
-               .filter(tantivy.Filter.ascii_fold()))
+    builder = (
+        tantivy.TextAnalyzerBuilder(tokenizer)
+        .filter(tantivy.Filter.remove_long(MAX_TERM_BYTES))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+    )
     if stemmer:
         builder = builder.filter(tantivy.Filter.stemmer(stemmer))
     return builder.build()
@@ -104,8 +106,13 @@ class _Slot:
 class TextQuery:
     """Builds the text query of one search over one searcher."""
 
-    def __init__(self, schema: tantivy.Schema, searcher: tantivy.Searcher,
-                 stemmed: bool = True, visible: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self,
+        schema: tantivy.Schema,
+        searcher: tantivy.Searcher,
+        stemmed: bool = True,
+        visible: tuple[str, ...] | None = None,
+    ) -> None:
         self.schema = schema
         self.searcher = searcher
         self.stemmed = stemmed  # False: an index of an older version, without stemmed fields
@@ -135,12 +142,16 @@ class TextQuery:
             others = [q for s in slots for q in s.prefix + (s.typo2 or s.typo1)]
             clauses += [(Occur.Should, _unscored(_any(others)))] if others else []
         clauses += [(Occur.Should, q) for s in slots for q in s.score]
-        match = where[0] if len(where) == 1 else Query.boolean_query(
-            [(Occur.Must if every else Occur.Should, w) for w in where])
+        match = (
+            where[0]
+            if len(where) == 1
+            else Query.boolean_query([(Occur.Must if every else Occur.Should, w) for w in where])
+        )
         return Text(Query.boolean_query(clauses), _unscored(match))
 
-    def _rules(self, parsed: ParsedQuery, slots: list[_Slot], where: list[Query],
-               strategy: str) -> list[tuple[Occur, Query]]:
+    def _rules(
+        self, parsed: ParsedQuery, slots: list[_Slot], where: list[Query], strategy: str
+    ) -> list[tuple[Occur, Query]]:
         """Constant-score clauses adding each rule's count times its unit (ranking.units);
         with strategy `all` every word's clause is required, else any one makes a match.
 
@@ -153,19 +164,20 @@ class TextQuery:
         for i, slot in enumerate(slots):
             words = unit.words
             if strategy == "last" and i:  # the leading words held: `a b c` drops `c` first
-                lead = Query.boolean_query([(Occur.Must, w) for w in where[:i + 1]])
+                lead = Query.boolean_query([(Occur.Must, w) for w in where[: i + 1]])
                 out.append((Occur.Should, Query.const_score_query(lead, unit.words)))
                 words = 0.0
-            kinds = [(slot.exact, words + 2 * unit.typo + unit.exactness),
-                     (slot.stem + slot.prefix, words + 2 * unit.typo),
-                     (slot.typo1, words + unit.typo), (slot.typo2, words)]
+            kinds = [
+                (slot.exact, words + 2 * unit.typo + unit.exactness),
+                (slot.stem + slot.prefix, words + 2 * unit.typo),
+                (slot.typo1, words + unit.typo),
+                (slot.typo2, words),
+            ]
             best = [Query.const_score_query(_any(q), value) for q, value in kinds if q]
             out.append((occur, best[0] if len(best) == 1 else Query.disjunction_max_query(best)))
             if slot.named:
-                out.append((Occur.Should, Query.const_score_query(_any(slot.named),
-                                                                  unit.attribute)))
-        out += [(Occur.Should, Query.const_score_query(q, unit.proximity))
-                for q in self._proximity(parsed)]
+                out.append((Occur.Should, Query.const_score_query(_any(slot.named), unit.attribute)))
+        out += [(Occur.Should, Query.const_score_query(q, unit.proximity)) for q in self._proximity(parsed)]
         return out
 
     def _as_held(self, parsed: ParsedQuery) -> ParsedQuery:
@@ -175,15 +187,16 @@ class TextQuery:
         most of a question's time. A word the index lacks keeps them (no empty results).
         Only the documents the asker may see count: a word held by a hidden source alone must
         not change what they find (nor, measurably, how long it takes)."""
+
         def held(alt):
             if not isinstance(alt, QueryTerm) or not (alt.typos or alt.prefix):
                 return alt
             found = any(self._seen(f, alt.text) for f in FIELD_WEIGHTS) or (
-                self.stemmed and self._seen("content_stem", query_stem(alt.text)))
+                self.stemmed and self._seen("content_stem", query_stem(alt.text))
+            )
             return QueryTerm(alt.text, 0, False) if found else alt
 
-        return ParsedQuery(tuple(Slot(tuple(held(a) for a in s.alternatives))
-                                 for s in parsed.slots))
+        return ParsedQuery(tuple(Slot(tuple(held(a) for a in s.alternatives)) for s in parsed.slots))
 
     def _seen(self, field: str, text: str) -> bool:
         """Whether a document the asker may see holds `text` in `field` (the index-wide
@@ -225,11 +238,9 @@ class TextQuery:
             if word.prefix:
                 slot.prefix.append(Query.fuzzy_term_query(self.schema, field, text, 0, True, True))
             if word.typos >= 1:
-                slot.typo1.append(
-                    Query.fuzzy_term_query(self.schema, field, text, 1, True, word.prefix))
+                slot.typo1.append(Query.fuzzy_term_query(self.schema, field, text, 1, True, word.prefix))
             if word.typos >= 2:
-                slot.typo2.append(
-                    Query.fuzzy_term_query(self.schema, field, text, 2, True, word.prefix))
+                slot.typo2.append(Query.fuzzy_term_query(self.schema, field, text, 2, True, word.prefix))
         for field, stemmed in STEMMED.items() if self.stemmed else ():
             for stem in self._stems(stemmed, text):
                 slot.stem.append(stem)
@@ -243,15 +254,15 @@ class TextQuery:
         english = query_stem(word)
         out = [self.term(field, english)]
         if self._languages is None:  # the other languages the index holds documents of
-            self._languages = [language for language in LANGUAGES[1:]
-                               if self.searcher.doc_freq(LANGUAGE_FIELD, language)]
+            self._languages = [
+                language for language in LANGUAGES[1:] if self.searcher.doc_freq(LANGUAGE_FIELD, language)
+            ]
         for language in self._languages:
             stem = query_stem(word, language)
             if stem == english or not self.searcher.doc_freq(field, stem):
                 continue
             only = Query.const_score_query(self.term(LANGUAGE_FIELD, language), 0.0)
-            out.append(Query.boolean_query(
-                [(Occur.Must, self.term(field, stem)), (Occur.Must, only)]))
+            out.append(Query.boolean_query([(Occur.Must, self.term(field, stem)), (Occur.Must, only)]))
         return out
 
     def _phrase(self, words: Phrase, slot: _Slot) -> None:
@@ -271,18 +282,27 @@ class TextQuery:
 
     def _proximity(self, parsed: ParsedQuery) -> list[Query]:
         """Neighbouring single-word slots found within PROXIMITY_SLOP words of each other."""
-        words = [s.alternatives[0].text if len(s.alternatives) == 1
-                 and isinstance(s.alternatives[0], QueryTerm)
-                 and not is_cjk(s.alternatives[0].text) else None for s in parsed.slots]
+        words = [
+            s.alternatives[0].text
+            if len(s.alternatives) == 1
+            and isinstance(s.alternatives[0], QueryTerm)
+            and not is_cjk(s.alternatives[0].text)
+            else None
+            for s in parsed.slots
+        ]
         out = []
         for a, b in zip(words, words[1:], strict=False):
             if a and b and a != b:
-                near = [Query.phrase_query(self.schema, field, [a, b], ranking.PROXIMITY_SLOP)
-                        for field in ranking.PROXIMITY_FIELDS]
+                near = [
+                    Query.phrase_query(self.schema, field, [a, b], ranking.PROXIMITY_SLOP)
+                    for field in ranking.PROXIMITY_FIELDS
+                ]
                 if self.stemmed:  # a title's other forms too (its stems have positions)
-                    near.append(Query.phrase_query(self.schema, "title_stem",
-                                                   [query_stem(a), query_stem(b)],
-                                                   ranking.PROXIMITY_SLOP))
+                    near.append(
+                        Query.phrase_query(
+                            self.schema, "title_stem", [query_stem(a), query_stem(b)], ranking.PROXIMITY_SLOP
+                        )
+                    )
                 out.append(_any(near))
         return out
 
@@ -292,8 +312,11 @@ class TextQuery:
         indexed = index_words(words)
         clauses = []
         for field in fields:
-            inner = (self.term(field, indexed[0]) if len(indexed) == 1
-                     else Query.phrase_query(self.schema, field, indexed))
+            inner = (
+                self.term(field, indexed[0])
+                if len(indexed) == 1
+                else Query.phrase_query(self.schema, field, indexed)
+            )
             clauses.append((Occur.Should, Query.boost_query(inner, FIELD_WEIGHTS[field])))
         return Query.boolean_query(clauses)
 

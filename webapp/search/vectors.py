@@ -123,8 +123,9 @@ class VectorStore:
                 self._views[source_id] = cached
             return cached[1]
 
-    def nearest(self, vector: np.ndarray, source_ids: Iterable[str], k: int,
-                exclude: str | None = None) -> list[tuple[str, float]]:
+    def nearest(
+        self, vector: np.ndarray, source_ids: Iterable[str], k: int, exclude: str | None = None
+    ) -> list[tuple[str, float]]:
         """The k documents whose best passage is closest to `vector` among these sources:
         (doc id, cosine similarity), best first."""
         best: dict[str, float] = {}

@@ -28,8 +28,9 @@ MIN_PASSWORD = 8
 def _hasher() -> PasswordHasher:
     """The argon2id hasher at the app's cost (PASSWORD_HASH_*: the test suite's is cheap)."""
     c = current_app.config
-    return _hasher_for(c["PASSWORD_HASH_TIME_COST"], c["PASSWORD_HASH_MEMORY_KIB"],
-                       c["PASSWORD_HASH_PARALLELISM"])
+    return _hasher_for(
+        c["PASSWORD_HASH_TIME_COST"], c["PASSWORD_HASH_MEMORY_KIB"], c["PASSWORD_HASH_PARALLELISM"]
+    )
 
 
 @lru_cache(maxsize=4)
@@ -49,8 +50,7 @@ def check_password(password: str, field: str = "password") -> None:
     if not isinstance(password, str) or len(password) < MIN_PASSWORD:
         raise InvalidInput(f"{field}: must be at least {MIN_PASSWORD} characters")
     if not has_visible(password):
-        raise InvalidInput(f"{field}: must contain something besides spaces and control "
-                           "characters")
+        raise InvalidInput(f"{field}: must contain something besides spaces and control characters")
 
 
 def name_taken(username: str, but: User | None = None) -> None:
@@ -145,11 +145,9 @@ def change_own_password(user: User, current: str, new: str) -> dict:
 
 def issue_token(user: User) -> dict:
     """The token response of login and setup."""
-    token = create_access_token(identity=str(user.id),
-                                additional_claims={"stp": credential_stamp(user)})
+    token = create_access_token(identity=str(user.id), additional_claims={"stp": credential_stamp(user)})
     claims = decode_token(token)
-    return {"access_token": token, "token_type": "bearer",
-            "expires_in": int(claims["exp"] - claims["iat"])}
+    return {"access_token": token, "token_type": "bearer", "expires_in": int(claims["exp"] - claims["iat"])}
 
 
 def revoke(claims: dict) -> None:
@@ -171,10 +169,16 @@ def session_revoked(session_id: str) -> bool:
 
 def user_json(user: User) -> dict:
     """The current-user response."""
-    return {"id": user.id, "username": user.username, "role": user.role,
-            "is_admin": user.is_admin, "active": user.active,
-            "source_ids": sorted(granted(user.id)), "created_at": iso(user.created_at),
-            "last_login_at": iso(user.last_login_at)}
+    return {
+        "id": user.id,
+        "username": user.username,
+        "role": user.role,
+        "is_admin": user.is_admin,
+        "active": user.active,
+        "source_ids": sorted(granted(user.id)),
+        "created_at": iso(user.created_at),
+        "last_login_at": iso(user.last_login_at),
+    }
 
 
 @jwt.token_in_blocklist_loader

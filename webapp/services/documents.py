@@ -67,8 +67,13 @@ def search(args: dict, user: User | None) -> dict:
     results = once_per_file(page.results)
     for result in results:
         result["thumbnail_url"] = thumbnail_url(result["id"])
-    out = {"results": results, "total": page.total, "limit": query.limit,
-           "offset": query.offset, "processing_time_ms": page.processing_time_ms}
+    out = {
+        "results": results,
+        "total": page.total,
+        "limit": query.limit,
+        "offset": query.offset,
+        "processing_time_ms": page.processing_time_ms,
+    }
     if query.facets:
         out["facet_distribution"] = page.facet_distribution or {}
     return out
@@ -120,10 +125,17 @@ def _container(doc: dict) -> IndexedFile | None:
     """The record of the file on disk holding a member; None for a plain file."""
     if not doc.get("container_id"):
         return None
-    outer = db.session.execute(select(IndexedFile.container).where(
-        IndexedFile.source_id == doc["source_id"], IndexedFile.path == doc["path"])).scalar()
-    record = outer and db.session.execute(select(IndexedFile).where(
-        IndexedFile.source_id == doc["source_id"], IndexedFile.path == outer)).scalar()
+    outer = db.session.execute(
+        select(IndexedFile.container).where(
+            IndexedFile.source_id == doc["source_id"], IndexedFile.path == doc["path"]
+        )
+    ).scalar()
+    record = (
+        outer
+        and db.session.execute(
+            select(IndexedFile).where(IndexedFile.source_id == doc["source_id"], IndexedFile.path == outer)
+        ).scalar()
+    )
     if not record:
         raise NotFound(VANISHED_MESSAGE)
     return record
@@ -138,14 +150,16 @@ def open_file(doc: dict) -> IO[bytes]:
         return open(real, "rb")
     settings = ExtractionSettings.from_config(current_app.config)
     os.makedirs(settings.spool_dir, exist_ok=True)
-    names = doc["path"][len(container.path) + 2:].split("!/")
+    names = doc["path"][len(container.path) + 2 :].split("!/")
     held = None  # the temporary file of the level being read (a nested container)
     try:
         for depth, name in enumerate(names):
             last = depth == len(names) - 1
-            out: IO[bytes] = (tempfile.TemporaryFile(dir=settings.spool_dir) if last else
-                              tempfile.NamedTemporaryFile(dir=settings.spool_dir,
-                                                          suffix="-" + os.path.basename(name)))
+            out: IO[bytes] = (
+                tempfile.TemporaryFile(dir=settings.spool_dir)
+                if last
+                else tempfile.NamedTemporaryFile(dir=settings.spool_dir, suffix="-" + os.path.basename(name))
+            )
             try:
                 if not copy_member(held.name if held else real, name, out, settings):
                     raise NotFound(VANISHED_MESSAGE)
@@ -175,9 +189,13 @@ def download_target(doc: dict) -> str | IO[bytes]:
     open_path(doc)  # the container still resolves inside its source and did not change
     container = _container(doc)
     cfg = current_app.config
-    path = membercache.get(cfg["DATA_DIR"], doc["id"],
-                           f"{container.size_bytes}-{container.mtime_ns}",
-                           lambda: open_file(doc), cfg["MEMBER_CACHE_MB"] * 1024 * 1024)
+    path = membercache.get(
+        cfg["DATA_DIR"],
+        doc["id"],
+        f"{container.size_bytes}-{container.mtime_ns}",
+        lambda: open_file(doc),
+        cfg["MEMBER_CACHE_MB"] * 1024 * 1024,
+    )
     return path if path is not None else open_file(doc)
 
 
@@ -195,12 +213,13 @@ def local_copy(doc: dict) -> tuple[str, Callable[[], None]]:
 
 # -- previews ------------------------------------------------------------------------------------
 
+
 def text_page(doc: dict, q: str, page: int) -> dict:
     """One page of the document's text, HTML-escaped, with the query's matches in <em>."""
     content = doc.get("content") or ""
     pages = max(1, math.ceil(len(content) / PREVIEW_PAGE_CHARS))
     page = min(page, pages)
-    chunk = content[(page - 1) * PREVIEW_PAGE_CHARS: page * PREVIEW_PAGE_CHARS]
+    chunk = content[(page - 1) * PREVIEW_PAGE_CHARS : page * PREVIEW_PAGE_CHARS]
     body = highlight_all(chunk, _matcher(q))
     return {"html": body, "page": page, "pages": pages, "matches": body.count("<em>")}
 
@@ -252,6 +271,7 @@ def preview_kind(doc: dict) -> str:
 
 # -- thumbnails ----------------------------------------------------------------------------------
 
+
 def thumbnail_url(doc_id: str) -> str | None:
     """The API path of a document's thumbnail, or None when it has none."""
     if not thumbstore.exists(current_app.config["DATA_DIR"], doc_id):
@@ -270,6 +290,7 @@ def thumbnail_file(doc_id: str, user: User | None) -> str:
 
 
 # -- PDF pages, Markdown, media ------------------------------------------------------------------
+
 
 def page_count(doc: dict) -> int:
     """Pages of a PDF as counted at extraction (0 when unknown)."""
@@ -293,8 +314,7 @@ def pdf_page_image(doc: dict, page: int, q: str) -> tuple[bytes, str]:
     capped child like image previews (422 for a page that does not exist or cannot be drawn)."""
     path, done = local_copy(doc)
     try:
-        return get_previews().render(path, "pdf", _limits(), page=page,
-                                     words=match_words(doc, q))
+        return get_previews().render(path, "pdf", _limits(), page=page, words=match_words(doc, q))
     finally:
         done()
 
@@ -340,11 +360,16 @@ def media_mimetype(doc: dict) -> str | None:
 
 def _limits() -> PreviewLimits:
     cfg = current_app.config
-    return PreviewLimits(max_side=cfg["PREVIEW_MAX_PX"], max_pixels=cfg["PREVIEW_MAX_PIXELS"],
-                         memory_mb=cfg["PREVIEW_MEMORY_MB"], timeout=cfg["PREVIEW_TIMEOUT"])
+    return PreviewLimits(
+        max_side=cfg["PREVIEW_MAX_PX"],
+        max_pixels=cfg["PREVIEW_MAX_PIXELS"],
+        memory_mb=cfg["PREVIEW_MEMORY_MB"],
+        timeout=cfg["PREVIEW_TIMEOUT"],
+    )
 
 
 # -- downloads -----------------------------------------------------------------------------------
+
 
 def _serializer() -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt="trawl-download")
@@ -353,11 +378,20 @@ def _serializer() -> URLSafeTimedSerializer:
 def download_link(doc: dict, user: User, session_id: str) -> dict:
     """A signed, short-lived URL bound to this document, this user's credential stamp and the
     session that asked for it: logout or a password change ends the link too."""
-    token = _serializer().dumps({"doc": doc["id"], "user": user.id, "type": "download",
-                                 "sid": session_id, "stp": auth.credential_stamp(user)})
-    return {"url": f"/api/documents/{quote(doc['id'])}/download?token={token}",
-            "expires_in": current_app.config["DOWNLOAD_LINK_SECONDS"],
-            "filename": doc["basename"]}
+    token = _serializer().dumps(
+        {
+            "doc": doc["id"],
+            "user": user.id,
+            "type": "download",
+            "sid": session_id,
+            "stp": auth.credential_stamp(user),
+        }
+    )
+    return {
+        "url": f"/api/documents/{quote(doc['id'])}/download?token={token}",
+        "expires_in": current_app.config["DOWNLOAD_LINK_SECONDS"],
+        "filename": doc["basename"],
+    }
 
 
 def check_download_token(token: str, doc_id: str) -> User:
@@ -379,8 +413,14 @@ def check_download_token(token: str, doc_id: str) -> User:
     if user is None:
         raise Unauthorized("Invalid download token")  # the account that made the link is gone
     sid = data.get("sid")
-    if (not isinstance(sid, str) or not sid or auth.session_revoked(sid) or not user.active
-            or data.get("stp") != auth.credential_stamp(user) or not tokens.still_valid(sid)):
+    if (
+        not isinstance(sid, str)
+        or not sid
+        or auth.session_revoked(sid)
+        or not user.active
+        or data.get("stp") != auth.credential_stamp(user)
+        or not tokens.still_valid(sid)
+    ):
         raise Unauthorized("Download link ended with the session that made it")
     return user
 

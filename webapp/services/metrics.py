@@ -36,8 +36,7 @@ class _Processes:
         self.folder = folder
 
     def collect(self) -> Iterable[Metric]:
-        return MultiProcessCollector.merge(
-            [str(p) for p in self.folder.glob("*/*.db")], accumulate=True)
+        return MultiProcessCollector.merge([str(p) for p in self.folder.glob("*/*.db")], accumulate=True)
 
 
 class _Snapshot:
@@ -53,15 +52,17 @@ class _Snapshot:
 def live_gauges() -> list[GaugeMetricFamily]:
     """Queue and worker counts from Redis; documents and index size from the search engine."""
     queue = get_queue()
-    jobs = GaugeMetricFamily("trawl_queue_jobs", "Jobs of the scan queue, by state",
-                             labels=["state"])
-    for state, count in (("queued", queue.count),
-                         ("started", StartedJobRegistry(queue=queue).count),
-                         ("deferred", DeferredJobRegistry(queue=queue).count),
-                         ("failed", FailedJobRegistry(queue=queue).count)):
+    jobs = GaugeMetricFamily("trawl_queue_jobs", "Jobs of the scan queue, by state", labels=["state"])
+    for state, count in (
+        ("queued", queue.count),
+        ("started", StartedJobRegistry(queue=queue).count),
+        ("deferred", DeferredJobRegistry(queue=queue).count),
+        ("failed", FailedJobRegistry(queue=queue).count),
+    ):
         jobs.add_metric([state], count)
-    workers = GaugeMetricFamily("trawl_workers", "RQ workers serving the scan queue",
-                                value=worker_count(queue))
+    workers = GaugeMetricFamily(
+        "trawl_workers", "RQ workers serving the scan queue", value=worker_count(queue)
+    )
     return [jobs, workers, *_index_gauges()]
 
 
@@ -70,12 +71,14 @@ def _index_gauges() -> list[GaugeMetricFamily]:
     series of the processes are still worth a scrape)."""
     try:
         search = get_search()
-        documents = GaugeMetricFamily("trawl_documents", "Documents in the search index, by source",
-                                      labels=["source"])
+        documents = GaugeMetricFamily(
+            "trawl_documents", "Documents in the search index, by source", labels=["source"]
+        )
         for (source_id,) in db.session.query(Source.id).order_by(Source.id):
             documents.add_metric([source_id], search.count(source_id))
-        size = GaugeMetricFamily("trawl_index_bytes", "Size of the search index on disk",
-                                 value=search.disk_bytes())
+        size = GaugeMetricFamily(
+            "trawl_index_bytes", "Size of the search index on disk", value=search.disk_bytes()
+        )
     except SearchBackendError as exc:
         log.warning("Metrics without the index gauges: %s", exc)
         return []

@@ -18,29 +18,46 @@ NAME_MAX = 100
 
 def to_json(saved: SavedSearch) -> dict:
     """The API's shape of a saved search."""
-    return {"id": saved.id, "name": saved.name, "q": saved.q, "source_id": saved.source_id,
-            "type": saved.type, "sort": saved.sort, "created_at": iso(saved.created_at)}
+    return {
+        "id": saved.id,
+        "name": saved.name,
+        "q": saved.q,
+        "source_id": saved.source_id,
+        "type": saved.type,
+        "sort": saved.sort,
+        "created_at": iso(saved.created_at),
+    }
 
 
 def list_json(user: User) -> list[dict]:
     """The user's saved searches, by name."""
-    rows = db.session.query(SavedSearch).filter_by(user_id=user.id).order_by(
-        SavedSearch.name, SavedSearch.id)
+    rows = db.session.query(SavedSearch).filter_by(user_id=user.id).order_by(SavedSearch.name, SavedSearch.id)
     return [to_json(s) for s in rows]
 
 
 def create(user: User, data: Mapping) -> SavedSearch:
     """Save a search; 400 when the search itself would be refused, 409 when the name is taken."""
     name = display_name(data.get("name"), NAME_MAX)
-    args = search_args.load({"q": data.get("q"), "source_id": data.get("source_id") or None,
-                             "type": data.get("type") or None,
-                             "sort": data.get("sort") or "relevance"})
+    args = search_args.load(
+        {
+            "q": data.get("q"),
+            "source_id": data.get("source_id") or None,
+            "type": data.get("type") or None,
+            "sort": data.get("sort") or "relevance",
+        }
+    )
     # unknown types, sources (or ones the user may not see) and bad query terms are refused here
     search_args.to_query(args, visible_sources(user))
     if db.session.query(SavedSearch.id).filter_by(user_id=user.id, name=name).first():
         raise Conflict(f"name: you already have a saved search named '{name}'")
-    saved = SavedSearch(user_id=user.id, name=name, q=args["q"].strip(),
-                        source_id=args["source_id"], type=args["type"], sort=args["sort"])
+    saved = SavedSearch(
+        user_id=user.id,
+        name=name,
+        q=args["q"].strip(),
+        source_id=args["source_id"],
+        type=args["type"],
+        sort=args["sort"],
+    )
     db.session.add(saved)
     try:
         db.session.commit()

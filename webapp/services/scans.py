@@ -101,8 +101,12 @@ def clear_stale(source_id: str) -> int:
     source = get_source(source_id)
     if scan_state(source.id) != SourceState.IDLE:
         raise Conflict(f"Source '{source_id}' is busy; try again when the scan has finished")
-    paths = [p for (p,) in db.session.query(IndexedFile.path)
-             .filter_by(source_id=source.id, status=FileStatus.FAILED)]
+    paths = [
+        p
+        for (p,) in db.session.query(IndexedFile.path).filter_by(
+            source_id=source.id, status=FileStatus.FAILED
+        )
+    ]
     if paths:
         ids = [doc_id(source.id, p) for p in paths]
         get_search().delete_ids(ids)

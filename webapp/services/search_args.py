@@ -38,10 +38,14 @@ MAX_Q_CHARS = 4000
 class HybridSchema(StrictSchema):
     """`hybrid`: how much meaning weighs against words (Meilisearch's names)."""
 
-    semantic_ratio = fields.Float(required=True, validate=validate.Range(
-        min=0.0, max=1.0, error="must be between 0 and 1"), metadata={
-        "description": "0: words only, 1: meaning only; absent: "
-                       f"{DEFAULT_SEMANTIC_RATIO} (docs/relevance.md)"})
+    semantic_ratio = fields.Float(
+        required=True,
+        validate=validate.Range(min=0.0, max=1.0, error="must be between 0 and 1"),
+        metadata={
+            "description": "0: words only, 1: meaning only; absent: "
+            f"{DEFAULT_SEMANTIC_RATIO} (docs/relevance.md)"
+        },
+    )
 
 
 class SearchArgsSchema(StrictSchema):
@@ -50,21 +54,35 @@ class SearchArgsSchema(StrictSchema):
     q = fields.String(required=True)
     source_id = fields.String(load_default=None, allow_none=True)
     type = fields.String(load_default=None, allow_none=True)
-    limit = fields.Integer(load_default=20, validate=validate.Range(
-        min=1, max=100, error="must be between 1 and 100"))
-    offset = fields.Integer(load_default=0, validate=validate.Range(
-        min=0, max=100_000, error="must be between 0 and 100000"))
-    sort = fields.String(load_default="relevance", validate=validate.OneOf(
-        SORTS, error="must be one of " + ", ".join(SORTS)))
-    snippet_length = fields.Integer(load_default=300, validate=validate.Range(
-        min=50, max=1000, error="must be between 50 and 1000"))
+    limit = fields.Integer(
+        load_default=20, validate=validate.Range(min=1, max=100, error="must be between 1 and 100")
+    )
+    offset = fields.Integer(
+        load_default=0, validate=validate.Range(min=0, max=100_000, error="must be between 0 and 100000")
+    )
+    sort = fields.String(
+        load_default="relevance", validate=validate.OneOf(SORTS, error="must be one of " + ", ".join(SORTS))
+    )
+    snippet_length = fields.Integer(
+        load_default=300, validate=validate.Range(min=50, max=1000, error="must be between 50 and 1000")
+    )
     matching_strategy = fields.String(
-        load_default=DEFAULT_MATCHING_STRATEGY, validate=validate.OneOf(
-            MATCHING_STRATEGIES, error="must be one of " + ", ".join(MATCHING_STRATEGIES)))
-    facets = fields.List(fields.String(), load_default=list, metadata={
-        "description": "Count matches per value of these: " + ", ".join(FACETS)})
-    hybrid = fields.Nested(HybridSchema, load_default=None, allow_none=True, metadata={
-        "description": "Fuse meaning with words; absent: the default ratio"})
+        load_default=DEFAULT_MATCHING_STRATEGY,
+        validate=validate.OneOf(
+            MATCHING_STRATEGIES, error="must be one of " + ", ".join(MATCHING_STRATEGIES)
+        ),
+    )
+    facets = fields.List(
+        fields.String(),
+        load_default=list,
+        metadata={"description": "Count matches per value of these: " + ", ".join(FACETS)},
+    )
+    hybrid = fields.Nested(
+        HybridSchema,
+        load_default=None,
+        allow_none=True,
+        metadata={"description": "Fuse meaning with words; absent: the default ratio"},
+    )
 
     @ma.validates("q")
     def _q(self, value: str, **kwargs) -> None:
@@ -77,8 +95,7 @@ class SearchArgsSchema(StrictSchema):
     def _facets(self, value: list[str], **kwargs) -> None:
         for name in value:
             if name not in FACETS:
-                raise ma.ValidationError(
-                    f"unknown facet {name!r} (use {', '.join(FACETS)})")
+                raise ma.ValidationError(f"unknown facet {name!r} (use {', '.join(FACETS)})")
 
 
 def load(raw: Mapping) -> dict:
@@ -107,10 +124,15 @@ def to_query(args: Mapping, visible: Visible) -> SearchQuery:
         wanted = [source_id] if source_id else list(spec.sources) or visible
         spec = dataclasses.replace(spec, paths=tuple(resolve_paths(spec.paths, wanted)))
     return SearchQuery(
-        q=args["q"], source_id=source_id, type=doc_type, limit=args.get("limit", 20),
-        offset=args.get("offset", 0), sort=args.get("sort", "relevance"),
+        q=args["q"],
+        source_id=source_id,
+        type=doc_type,
+        limit=args.get("limit", 20),
+        offset=args.get("offset", 0),
+        sort=args.get("sort", "relevance"),
         snippet_length=args.get("snippet_length", 300),
-        facets=tuple(dict.fromkeys(args.get("facets") or ())), spec=spec,
+        facets=tuple(dict.fromkeys(args.get("facets") or ())),
+        spec=spec,
         source_ids=None if visible is None else tuple(sorted(visible)),
         matching_strategy=args.get("matching_strategy") or DEFAULT_MATCHING_STRATEGY,
     )
@@ -133,7 +155,8 @@ def check_source(source_id: str, label: str, visible: Visible = None) -> None:
     """400 `<label>: unknown source 'x'` unless that source exists (or still has documents:
     an index served without its database, as the search benchmark does) and is visible."""
     if not can_see(visible, source_id) or (
-            db.session.get(Source, source_id) is None and not get_search().count(source_id)):
+        db.session.get(Source, source_id) is None and not get_search().count(source_id)
+    ):
         raise InvalidInput(f"{label}: unknown source {source_id!r}")
 
 
@@ -157,4 +180,3 @@ def resolve_paths(paths: Iterable[str], source_ids: Iterable[str] | None) -> lis
 def _clean(path: str) -> str:
     """`/a//b/./c/` -> `/a/b/c` (the form the index keeps folders in)."""
     return posixpath.normpath(path).replace("//", "/")
-

@@ -17,20 +17,25 @@ def similar(doc_id: str, user: User | None, limit: int = 10) -> dict:
     an empty list while the document has no vectors (not embedded yet, or meaning off)."""
     documents.get(doc_id, user)  # 404 unless visible
     visible = visible_sources(user)
-    query = SearchQuery(q="", limit=limit, snippet_length=200,
-                        source_ids=None if visible is None else tuple(sorted(visible)))
+    query = SearchQuery(
+        q="", limit=limit, snippet_length=200, source_ids=None if visible is None else tuple(sorted(visible))
+    )
     passages = get_vectors().vectors_of(doc_id)
     sources = meaning.vector_sources(query)
     if passages is None or not sources:
         return {"results": []}
     centre = passages.mean(axis=0)
     centre /= max(float(np.linalg.norm(centre)), 1e-9)
-    near = {i: sim for i, sim in get_vectors().nearest(centre, sources, limit, exclude=doc_id)
-            if sim >= embedder.RELATED}
+    near = {
+        i: sim
+        for i, sim in get_vectors().nearest(centre, sources, limit, exclude=doc_id)
+        if sim >= embedder.RELATED
+    }
     if not near:
         return {"results": []}
-    check = SearchQuery(q="", limit=len(near), snippet_length=200, within_ids=tuple(near),
-                        source_ids=query.source_ids)
+    check = SearchQuery(
+        q="", limit=len(near), snippet_length=200, within_ids=tuple(near), source_ids=query.source_ids
+    )
     found = get_search().search(check).results
     for result in found:
         result["score"] = near[result["id"]]

@@ -40,16 +40,26 @@ def inside_allowed_roots(path: str) -> bool:
 def diagnose_path(raw: str) -> dict:
     """What the service sees at a path, disclosing nothing outside the allowed roots."""
     roots = allowed_roots()
-    report = {"path": raw, "ok": False, "visible": False, "inside_allowed_roots": False,
-              "exists": False, "is_directory": False, "readable": False,
-              "allowed_roots": roots, "message": "", "hint": "", "checked": []}
+    report = {
+        "path": raw,
+        "ok": False,
+        "visible": False,
+        "inside_allowed_roots": False,
+        "exists": False,
+        "is_directory": False,
+        "readable": False,
+        "allowed_roots": roots,
+        "message": "",
+        "hint": "",
+        "checked": [],
+    }
     if not raw or not os.path.isabs(raw) or "\x00" in raw:
         report["message"] = "The path must be absolute"
         report["hint"] = f"Use a full path such as {os.path.join(roots[0], 'documents')}"
         return report
     resolved = os.path.realpath(raw)
     report["checked"] = ["inside_allowed_roots"]  # the checks that ran (the page shows the rest
-    if not inside_allowed_roots(resolved):        # as not run, not as failed)
+    if not inside_allowed_roots(resolved):  # as not run, not as failed)
         report["message"] = "The path is outside the allowed roots"
         report["hint"] = "Set ALLOWED_ROOTS to include it, or pick a folder under " + ", ".join(roots)
         return report
@@ -60,9 +70,11 @@ def diagnose_path(raw: str) -> dict:
     report["is_directory"] = os.path.isdir(resolved)
     report["readable"] = report["is_directory"] and os.access(resolved, os.R_OK | os.X_OK)
     report["ok"] = report["readable"]
-    report["checked"] += ["visible", "exists"] + (
-        ["is_directory"] if report["exists"] else []) + (
-        ["readable"] if report["is_directory"] else [])
+    report["checked"] += (
+        ["visible", "exists"]
+        + (["is_directory"] if report["exists"] else [])
+        + (["readable"] if report["is_directory"] else [])
+    )
     report["message"], report["hint"] = _path_message(report)
     return report
 
@@ -101,9 +113,11 @@ def overlap_problem(root: str, own_id: str | None = None) -> str | None:
             relation = "holds the folder of"
         else:
             continue
-        return (f"root_path: {root} {relation} the source “{other.name}” ({other.root_path}); "
-                "one folder is indexed by one source. Edit that source instead, or allow the "
-                "overlap to index these files twice")
+        return (
+            f"root_path: {root} {relation} the source “{other.name}” ({other.root_path}); "
+            "one folder is indexed by one source. Edit that source instead, or allow the "
+            "overlap to index these files twice"
+        )
     return None
 
 
@@ -180,12 +194,15 @@ def create(data: Mapping, scan_now: bool = False) -> Source:
     source_id = _new_id(data, name)
     _check_overlap(root, data)
     source = Source(
-        id=source_id, name=name, root_path=root,
+        id=source_id,
+        name=name,
+        root_path=root,
         include_patterns=_patterns("include_patterns", data.get("include_patterns")),
         exclude_patterns=_patterns("exclude_patterns", data.get("exclude_patterns")),
         scan_schedule=_schedule(data.get("scan_schedule")),
         watch=_flag("watch", data.get("watch", True)),
-        semantic=_flag("semantic", data.get("semantic", True)))
+        semantic=_flag("semantic", data.get("semantic", True)),
+    )
     source.next_scan_at = _next_scan(source.scan_schedule)
     db.session.add(source)
     db.session.commit()
@@ -255,8 +272,7 @@ def _semantic_switched(source: Source) -> None:
         jobs.enqueue_embed(source.id)
         return
     get_vectors().delete_source(source.id)
-    db.session.query(IndexedFile).filter_by(source_id=source.id).update(
-        {IndexedFile.embedded: False})
+    db.session.query(IndexedFile).filter_by(source_id=source.id).update({IndexedFile.embedded: False})
     db.session.commit()
 
 
@@ -271,8 +287,9 @@ def _reschedule(source: Source) -> None:
 
 def counts() -> dict[str, dict[str, int]]:
     """Per source: records by status, in one query."""
-    rows = (db.session.query(IndexedFile.source_id, IndexedFile.status, func.count())
-            .group_by(IndexedFile.source_id, IndexedFile.status))
+    rows = db.session.query(IndexedFile.source_id, IndexedFile.status, func.count()).group_by(
+        IndexedFile.source_id, IndexedFile.status
+    )
     out: dict[str, dict[str, int]] = {}
     for sid, status, n in rows:
         out.setdefault(sid, {})[status] = n
@@ -284,13 +301,20 @@ def to_json(source: Source, by_status: Mapping[str, int] | None = None) -> dict:
     if by_status is None:
         by_status = counts().get(source.id, {})
     return {
-        "id": source.id, "name": source.name, "root_path": source.root_path,
-        "include_patterns": source.include_patterns, "exclude_patterns": source.exclude_patterns,
-        "scan_schedule": source.scan_schedule, "watch": source.watch,
+        "id": source.id,
+        "name": source.name,
+        "root_path": source.root_path,
+        "include_patterns": source.include_patterns,
+        "exclude_patterns": source.exclude_patterns,
+        "scan_schedule": source.scan_schedule,
+        "watch": source.watch,
         "semantic": source.semantic,
-        "created_at": iso(source.created_at), "updated_at": iso(source.updated_at),
-        "last_scan_at": iso(source.last_scan_at), "next_scan_at": iso(source.next_scan_at),
-        "state": scans.scan_state(source.id), "watch_state": scans.watch_state(source),
+        "created_at": iso(source.created_at),
+        "updated_at": iso(source.updated_at),
+        "last_scan_at": iso(source.last_scan_at),
+        "next_scan_at": iso(source.next_scan_at),
+        "state": scans.scan_state(source.id),
+        "watch_state": scans.watch_state(source),
         "document_count": sum(by_status.values()),
         "failed_count": by_status.get(FileStatus.FAILED, 0),
     }
@@ -299,6 +323,8 @@ def to_json(source: Source, by_status: Mapping[str, int] | None = None) -> dict:
 def list_json(visible: Visible) -> list[dict]:
     """Every visible source (None: all) as the API shows it, ordered by name."""
     by_source = counts()
-    return [to_json(s, by_source.get(s.id, {}))
-            for s in db.session.query(Source).order_by(Source.name, Source.id)
-            if can_see(visible, s.id)]
+    return [
+        to_json(s, by_source.get(s.id, {}))
+        for s in db.session.query(Source).order_by(Source.name, Source.id)
+        if can_see(visible, s.id)
+    ]

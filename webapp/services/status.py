@@ -51,8 +51,12 @@ def health() -> tuple[dict, int]:
         setup_required = auth.setup_required()
     else:
         db.session.rollback()
-    body = {"status": "ok" if ok else "degraded", "version": VERSION,
-            "setup_required": setup_required, "components": components}
+    body = {
+        "status": "ok" if ok else "degraded",
+        "version": VERSION,
+        "setup_required": setup_required,
+        "components": components,
+    }
     return body, 200 if ok else 503
 
 
@@ -60,28 +64,37 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
     """Counts, schedule, latest run and failed files of one source."""
     if by_status is None:
         by_status = counts().get(source.id, {})
-    last_indexed = db.session.query(func.max(IndexedFile.indexed_at)).filter_by(
-        source_id=source.id).scalar()
+    last_indexed = db.session.query(func.max(IndexedFile.indexed_at)).filter_by(source_id=source.id).scalar()
     # ordered by an expression of the path: ordered by the path itself, SQLite (which does not
     # know how rare failures are) read every record of the source through its path key to
     # skip a sort (0.5 s at a million records) instead of the few failed ones through status
-    failed = (db.session.query(IndexedFile.path, IndexedFile.error_message)
-              .filter_by(source_id=source.id, status=FileStatus.FAILED)
-              .order_by(func.coalesce(IndexedFile.path, "")).limit(FAILED_FILES))
+    failed = (
+        db.session.query(IndexedFile.path, IndexedFile.error_message)
+        .filter_by(source_id=source.id, status=FileStatus.FAILED)
+        .order_by(func.coalesce(IndexedFile.path, ""))
+        .limit(FAILED_FILES)
+    )
     state = scans.scan_state(source.id)  # first: a lock expiring between the two reads is then
     live = scans.live_stats(source.id)  # seen as settled (interrupted), never "idle but indexing"
     kept = RunStats.from_dict(source.last_run) if source.last_run else None
     # a dead run is shown interrupted before the scheduler's sweep writes it on the source
-    unsettled = live is not None and live.state == RunState.INTERRUPTED and (
-        kept is None or kept.started_at != live.started_at)
+    unsettled = (
+        live is not None
+        and live.state == RunState.INTERRUPTED
+        and (kept is None or kept.started_at != live.started_at)
+    )
     return {
-        "source_id": source.id, "source_name": source.name, "state": state,
+        "source_id": source.id,
+        "source_name": source.name,
+        "state": state,
         "total_files": sum(by_status.values()),
         "successful": by_status.get(FileStatus.SUCCESS, 0),
-        "failed": by_status.get(FileStatus.FAILED, 0), "skipped": by_status.get(FileStatus.SKIPPED, 0),
+        "failed": by_status.get(FileStatus.FAILED, 0),
+        "skipped": by_status.get(FileStatus.SKIPPED, 0),
         "ocr_pending": pending_count(source.id),
         "semantic": embed_phase.status(source),
-        "last_indexed_at": iso(last_indexed), "last_scan_at": iso(source.last_scan_at),
+        "last_indexed_at": iso(last_indexed),
+        "last_scan_at": iso(source.last_scan_at),
         "next_scan_at": iso(source.next_scan_at),
         "last_run": (live if state != SourceState.IDLE or unsettled else kept or live),
         "watch_state": scans.watch_state(source),
@@ -99,13 +112,13 @@ def overall(user: User | None) -> dict:
     """GET /api/status: the documents and sources `user` may see (None: everything)."""
     visible = visible_sources(user)
     by_source = counts()
-    shown = [s for s in db.session.query(Source).order_by(Source.name, Source.id)
-             if can_see(visible, s.id)]
+    shown = [s for s in db.session.query(Source).order_by(Source.name, Source.id) if can_see(visible, s.id)]
     return {
         "version": VERSION,
         "search_backend": current_app.config["SEARCH_BACKEND"],
-        "documents": (get_search().count() if visible is None
-                      else sum(get_search().count(s.id) for s in shown)),
+        "documents": (
+            get_search().count() if visible is None else sum(get_search().count(s.id) for s in shown)
+        ),
         "sources": [source_status(s, by_source.get(s.id, {})) for s in shown],
         "recent_runs": recent_runs(visible),
         "queue": queue_counts(get_queue(), visible),
@@ -116,14 +129,22 @@ def queue_counts(queue: Queue, visible: Visible = None) -> dict:
     """Queued, started and failed jobs of the sources in `visible` (None: every job), and the
     live workers (shared by everyone). A user's counts leave out other sources' jobs: how
     busy a source they cannot see is, is not theirs to know."""
-    ids = {"queued": queue.get_job_ids(), "started": StartedJobRegistry(queue=queue).get_job_ids(),
-           "failed": FailedJobRegistry(queue=queue).get_job_ids()}
+    ids = {
+        "queued": queue.get_job_ids(),
+        "started": StartedJobRegistry(queue=queue).get_job_ids(),
+        "failed": FailedJobRegistry(queue=queue).get_job_ids(),
+    }
     if visible is None:
         counts = {state: len(job_ids) for state, job_ids in ids.items()}
     else:
-        counts = {state: sum(1 for job in Job.fetch_many(job_ids, connection=queue.connection)
-                             if job is not None and _job_source(job) in visible)
-                  for state, job_ids in ids.items()}
+        counts = {
+            state: sum(
+                1
+                for job in Job.fetch_many(job_ids, connection=queue.connection)
+                if job is not None and _job_source(job) in visible
+            )
+            for state, job_ids in ids.items()
+        }
     # every worker serves the helpers' queue (extraction-only ones too)
     return {**counts, "workers": worker_count(get_extract_queue())}
 
@@ -147,42 +168,66 @@ def recent_runs(visible: Visible = None, limit: int = RECENT_RUNS) -> list[dict]
     out = []
     for run, name in rows:
         stats = run.stats or {}
-        seconds = ((run.finished_at - run.started_at).total_seconds()
-                   if run.started_at and run.finished_at else None)
-        out.append({
-            "source_id": run.source_id, "source_name": name, "state": run.state,
-            "started_at": iso(run.started_at), "finished_at": iso(run.finished_at),
-            "duration_seconds": seconds, "message": stats.get("message"),
-            **{k: stats.get(k, 0) for k in ("total_scanned", "new_files", "modified_files",
-                                            "deleted_files", "successful", "failed", "skipped")},
-        })
+        seconds = (
+            (run.finished_at - run.started_at).total_seconds() if run.started_at and run.finished_at else None
+        )
+        out.append(
+            {
+                "source_id": run.source_id,
+                "source_name": name,
+                "state": run.state,
+                "started_at": iso(run.started_at),
+                "finished_at": iso(run.finished_at),
+                "duration_seconds": seconds,
+                "message": stats.get("message"),
+                **{
+                    k: stats.get(k, 0)
+                    for k in (
+                        "total_scanned",
+                        "new_files",
+                        "modified_files",
+                        "deleted_files",
+                        "successful",
+                        "failed",
+                        "skipped",
+                    )
+                },
+            }
+        )
     return out
 
 
-def failed_files(source_id: str, page: int, user: User | None,
-                 per_page: int | None = None) -> dict:
+def failed_files(source_id: str, page: int, user: User | None, per_page: int | None = None) -> dict:
     """One page of a source's failed files, ordered by message then path, and every message's
     count (so the page shows them grouped); a page past the end shows the last one. 404 for a
     source `user` may not see."""
     per_page = per_page or FAILED_PAGE
     source = source_for(user, source_id)
-    base = db.session.query(IndexedFile).filter_by(source_id=source.id,
-                                                   status=FileStatus.FAILED)
+    base = db.session.query(IndexedFile).filter_by(source_id=source.id, status=FileStatus.FAILED)
     total = base.count()
     pages = max(1, -(-total // per_page))
     page = min(max(1, page), pages)
     message = func.coalesce(IndexedFile.error_message, "")
-    groups = (db.session.query(message, func.count())
-              .filter(IndexedFile.source_id == source.id, IndexedFile.status == FileStatus.FAILED)
-              .group_by(message).order_by(func.count().desc(), message))
-    rows = (base.order_by(message, IndexedFile.path)
-            .offset((page - 1) * per_page).limit(per_page))
+    groups = (
+        db.session.query(message, func.count())
+        .filter(IndexedFile.source_id == source.id, IndexedFile.status == FileStatus.FAILED)
+        .group_by(message)
+        .order_by(func.count().desc(), message)
+    )
+    rows = base.order_by(message, IndexedFile.path).offset((page - 1) * per_page).limit(per_page)
     shown: dict[str, list[str]] = {}
     for rec in rows:
         shown.setdefault(rec.error_message or "", []).append(rec.path)
     counts = dict(groups.all())
-    return {"source_id": source.id, "source_name": source.name, "total": total, "page": page,
-            "pages": pages, "per_page": per_page,
-            "messages": [{"message": m, "count": n} for m, n in counts.items()],
-            "groups": [{"message": m, "count": counts.get(m, len(paths)), "paths": paths}
-                       for m, paths in shown.items()]}
+    return {
+        "source_id": source.id,
+        "source_name": source.name,
+        "total": total,
+        "page": page,
+        "pages": pages,
+        "per_page": per_page,
+        "messages": [{"message": m, "count": n} for m, n in counts.items()],
+        "groups": [
+            {"message": m, "count": counts.get(m, len(paths)), "paths": paths} for m, paths in shown.items()
+        ],
+    }

@@ -46,8 +46,9 @@ def _valid(name: Any, scope: Any, days: Any) -> tuple[str, str, int | None]:
         raise InvalidInput("name: must not contain control characters")
     if scope not in SCOPES:
         raise InvalidInput("scope: must be one of " + ", ".join(SCOPES))
-    if days is not None and (isinstance(days, bool) or not isinstance(days, int)
-                             or not 1 <= days <= MAX_DAYS):
+    if days is not None and (
+        isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS
+    ):
         raise InvalidInput(f"expires_in_days: must be null or between 1 and {MAX_DAYS}")
     return name.strip(), scope, days
 
@@ -57,8 +58,14 @@ def create(user: User, name: Any, scope: Any, expires_in_days: Any = None) -> di
     name, scope, days = _valid(name, scope, expires_in_days)
     secret = PREFIX + secrets.token_urlsafe(32)
     now = utcnow()
-    row = ApiToken(user_id=user.id, name=name, scope=scope, token_hash=_digest(secret),
-                   created_at=now, expires_at=now + timedelta(days=days) if days else None)
+    row = ApiToken(
+        user_id=user.id,
+        name=name,
+        scope=scope,
+        token_hash=_digest(secret),
+        created_at=now,
+        expires_at=now + timedelta(days=days) if days else None,
+    )
     db.session.add(row)
     db.session.commit()
     return {**to_json(row), "token": secret}
@@ -66,9 +73,15 @@ def create(user: User, name: Any, scope: Any, expires_in_days: Any = None) -> di
 
 def to_json(row: ApiToken) -> dict:
     """A token as the API lists it (never its secret)."""
-    return {"id": row.id, "name": row.name, "scope": row.scope, "user_id": row.user_id,
-            "created_at": iso(row.created_at), "expires_at": iso(row.expires_at),
-            "last_used_at": iso(row.last_used_at)}
+    return {
+        "id": row.id,
+        "name": row.name,
+        "scope": row.scope,
+        "user_id": row.user_id,
+        "created_at": iso(row.created_at),
+        "expires_at": iso(row.expires_at),
+        "last_used_at": iso(row.last_used_at),
+    }
 
 
 def list_for(user: User) -> list[dict]:
@@ -114,7 +127,7 @@ def still_valid(session_id: str) -> bool:
     checked apart)."""
     if not session_id.startswith(LINK_PREFIX):
         return True
-    number = session_id[len(LINK_PREFIX):]
+    number = session_id[len(LINK_PREFIX) :]
     row = by_id(ApiToken, int(number)) if number.isdigit() else None
     return row is not None and (row.expires_at is None or row.expires_at > utcnow())
 
@@ -139,9 +152,11 @@ def flush_use() -> int:
     for raw_id, raw_time in pending.items():
         when = datetime.fromtimestamp(int(raw_time), UTC).replace(tzinfo=None)
         db.session.execute(
-            update(ApiToken).where(ApiToken.id == int(raw_id))
+            update(ApiToken)
+            .where(ApiToken.id == int(raw_id))
             .where(or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < when))
-            .values(last_used_at=when))
+            .values(last_used_at=when)
+        )
     if pending:
         db.session.commit()
     return len(pending)

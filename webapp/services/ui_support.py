@@ -24,9 +24,11 @@ _HREF = re.compile(r'(<a\b[^>]*?\shref=")([^"]*)(")')
 def source_choices(user: User) -> list[tuple[str, str]]:
     """(id, name) of every source the user may see, ordered by name, for the search filter."""
     visible = visible_sources(user)
-    return [(sid, name) for sid, name in
-            db.session.query(Source.id, Source.name).order_by(Source.name, Source.id)
-            if can_see(visible, sid)]
+    return [
+        (sid, name)
+        for sid, name in db.session.query(Source.id, Source.name).order_by(Source.name, Source.id)
+        if can_see(visible, sid)
+    ]
 
 
 def _records(user: User):
@@ -69,8 +71,7 @@ def source_rows(user: User) -> list[dict]:
         if not can_see(visible, source.id):
             continue
         counts = by_source.get(source.id, {})
-        rows.append({"source": sources.to_json(source, counts),
-                     "info": status.source_status(source, counts)})
+        rows.append({"source": sources.to_json(source, counts), "info": status.source_status(source, counts)})
     return rows
 
 
@@ -84,8 +85,9 @@ def folder_problems(user: User) -> list[dict]:
         if can_see(visible, source.id):
             problem = root_problem(source.root_path, roots)
             if problem:
-                out.append({"id": source.id, "name": source.name, "root_path": source.root_path,
-                            "problem": problem})
+                out.append(
+                    {"id": source.id, "name": source.name, "root_path": source.root_path, "problem": problem}
+                )
     return out
 
 
@@ -96,7 +98,7 @@ def link_siblings(rendered: str, doc: dict, page_url: Callable[[str], str]) -> s
     lead to an error) and says so in its title."""
     source = db.session.get(Source, doc["source_id"])
     folder = None if "!/" in doc["path"] else os.path.dirname(doc["path"])  # archive members:
-    looked = 0                                                                # no folder
+    looked = 0  # no folder
 
     def retarget(match: re.Match) -> str:
         nonlocal looked
@@ -106,14 +108,19 @@ def link_siblings(rendered: str, doc: dict, page_url: Callable[[str], str]) -> s
             return match.group(0)  # absolute, another site, or an anchor of this page
         looked += 1
         path = os.path.normpath(os.path.join(folder or "/", unquote(parts.path)))
-        found = (source is not None and folder is not None and looked <= MAX_SIBLING_LINKS
-                 and within(path, source.root_path)
-                 and db.session.query(IndexedFile.id).filter_by(
-                     source_id=source.id, path=path).first() is not None)
+        found = (
+            source is not None
+            and folder is not None
+            and looked <= MAX_SIBLING_LINKS
+            and within(path, source.root_path)
+            and db.session.query(IndexedFile.id).filter_by(source_id=source.id, path=path).first() is not None
+        )
         if not found:
-            opening = match.group(1)[:-len('href="')]
-            return (f'{opening}title="{html.escape(href)} is not in the index" '
-                    f'data-missing-link="{html.escape(href)}"')
+            opening = match.group(1)[: -len('href="')]
+            return (
+                f'{opening}title="{html.escape(href)} is not in the index" '
+                f'data-missing-link="{html.escape(href)}"'
+            )
         url = page_url(doc_id(source.id, path)) + (f"#{parts.fragment}" if parts.fragment else "")
         return match.group(1) + html.escape(url) + match.group(3)
 

@@ -63,8 +63,7 @@ def create(data: Mapping) -> User:
     is_admin = _role(data.get("role", "user"))
     active = _active(data.get("active", True))
     grants = _source_ids(data.get("source_ids", []))
-    user = auth.create_user(data.get("username") or "", data.get("password") or "",
-                            is_admin=is_admin)
+    user = auth.create_user(data.get("username") or "", data.get("password") or "", is_admin=is_admin)
     user.active = active
     _grant(user, grants)
     db.session.commit()
@@ -107,8 +106,11 @@ def delete(user_id: int) -> None:
 
 
 def _keep_an_admin(user: User, action: str) -> None:
-    others = (db.session.query(User.id)
-              .filter(User.is_admin.is_(True), User.active.is_(True), User.id != user.id).first())
+    others = (
+        db.session.query(User.id)
+        .filter(User.is_admin.is_(True), User.active.is_(True), User.id != user.id)
+        .first()
+    )
     if others is None:
         raise Conflict(f"The last active admin cannot be {action}")
 

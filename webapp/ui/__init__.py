@@ -19,5 +19,6 @@ def register_ui(app: Flask) -> None:
 
 def _favicon() -> Response:
     """The icon browsers ask for at the root of every site (public, cached for a day)."""
-    return send_from_directory(current_app.static_folder, "favicon.ico",
-                               mimetype="image/vnd.microsoft.icon", max_age=86400)
+    return send_from_directory(
+        current_app.static_folder, "favicon.ico", mimetype="image/vnd.microsoft.icon", max_age=86400
+    )

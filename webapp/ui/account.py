@@ -85,8 +85,7 @@ def account():
                 error, status_code = exc.detail, exc.status
             else:
                 session.login(g.user)  # this session goes on; every other one has ended
-                flash("Password changed. Your other sessions and API tokens have ended.",
-                      "success")
+                flash("Password changed. Your other sessions and API tokens have ended.", "success")
                 return redirect(url_for("ui.account"))
     return render_template("account.html", user=auth.user_json(g.user), error=error), status_code
 
@@ -98,14 +97,18 @@ def account_tokens():
     if request.method == "POST":
         days = (request.form.get("expires_in_days") or "").strip()
         try:
-            created = tokens.create(g.user, request.form.get("name", ""),
-                                    request.form.get("scope", "read"),
-                                    int(days) if days.isdigit() else (days or None))
+            created = tokens.create(
+                g.user,
+                request.form.get("name", ""),
+                request.form.get("scope", "read"),
+                int(days) if days.isdigit() else (days or None),
+            )
         except TrawlError as exc:
             error, status_code = exc.detail, exc.status
     mine = [t for t in tokens.list_for(g.user) if t["user_id"] == g.user.id]
-    return render_template("tokens.html", tokens=mine, created=created, error=error,
-                           scopes=tokens.SCOPES), status_code
+    return render_template(
+        "tokens.html", tokens=mine, created=created, error=error, scopes=tokens.SCOPES
+    ), status_code
 
 
 @bp.post("/account/tokens/<int:token_id>/delete")

@@ -33,8 +33,9 @@ def to_datetime(value: int | float | str | datetime | None) -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
-        return value.replace(tzinfo=None) if value.tzinfo is None else \
-            value.astimezone(UTC).replace(tzinfo=None)
+        return (
+            value.replace(tzinfo=None) if value.tzinfo is None else value.astimezone(UTC).replace(tzinfo=None)
+        )
     if isinstance(value, int | float):
         return datetime.fromtimestamp(value, UTC).replace(tzinfo=None)
     try:
@@ -94,9 +95,6 @@ def highlighted(html: str | None) -> Markup:
     return Markup(_NOT_EM.sub("&lt;", html or ""))
 
 
-
-
-
 def text_tables(marked: Markup) -> Markup:
     """The text preview of an Office file with its tables as tables: runs of lines holding a
     tab become <table> rows (the text is already escaped; its only markup is <em>)."""
@@ -110,8 +108,7 @@ def text_tables(marked: Markup) -> Markup:
 
     for line in str(marked).split("\n"):
         if "\t" in line:
-            rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in line.split("\t"))
-                        + "</tr>")
+            rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in line.split("\t")) + "</tr>")
         else:
             close()
             out.append(line + "\n")
@@ -127,11 +124,24 @@ def container_parts(path: str) -> tuple[str, str]:
 
 # document types in words for people (the API and the query language keep the ids: type:raw_image)
 TYPE_LABELS = {
-    "text": "Text", "markdown": "Markdown", "code": "Source code", "config": "Configuration",
-    "pdf": "PDF", "docx": "Word document", "xlsx": "Spreadsheet", "pptx": "Presentation",
-    "rtf": "RTF document", "epub": "E-book", "subtitle": "Subtitles", "comic": "Comic book",
-    "image": "Image", "raw_image": "RAW photo", "media": "Audio or video", "archive": "Archive",
-    "email": "E-mail", "file": "Other file",
+    "text": "Text",
+    "markdown": "Markdown",
+    "code": "Source code",
+    "config": "Configuration",
+    "pdf": "PDF",
+    "docx": "Word document",
+    "xlsx": "Spreadsheet",
+    "pptx": "Presentation",
+    "rtf": "RTF document",
+    "epub": "E-book",
+    "subtitle": "Subtitles",
+    "comic": "Comic book",
+    "image": "Image",
+    "raw_image": "RAW photo",
+    "media": "Audio or video",
+    "archive": "Archive",
+    "email": "E-mail",
+    "file": "Other file",
 }
 
 
@@ -146,7 +156,9 @@ TITLE_MAX = 120  # a longer metadata title is a sentence or a dump, not a title
 _PLACEHOLDER_TITLE = re.compile(
     r"(slide|page|untitled|document|presentation|powerpoint presentation|title|sheet|workbook|"
     r"new document|no title|unknown|book)\s*\d*|microsoft (word|powerpoint|excel) - .*|"
-    r"\d+|[\W_]*", re.I)
+    r"\d+|[\W_]*",
+    re.I,
+)
 
 
 def doc_title(doc: dict) -> str:
@@ -158,9 +170,16 @@ def doc_title(doc: dict) -> str:
 
 
 # the form fields messages name ("current_password: is wrong"), as their labels say them
-FIELD_LABELS = {"current_password": "Current password", "new_password": "New password",
-                "password": "Password", "username": "User name", "name": "Name",
-                "scope": "Scope", "expires_in_days": "Expiry", "source_ids": "Sources"}
+FIELD_LABELS = {
+    "current_password": "Current password",
+    "new_password": "New password",
+    "password": "Password",
+    "username": "User name",
+    "name": "Name",
+    "scope": "Scope",
+    "expires_in_days": "Expiry",
+    "source_ids": "Sources",
+}
 _FIELD_MESSAGE = re.compile(r"([a-z][a-z_]*): (.+)", re.S)
 _VERBS = ("is ", "are ", "must ", "was ", "has ", "cannot ", "does ")
 
@@ -178,6 +197,18 @@ def readable(detail: str | None) -> str:
 
 def init_app(app: Flask) -> None:
     """Register the filters on the app's Jinja environment."""
-    for func in (filesize, reltime, fulltime, isotime, describe_schedule, highlighted,
-                 container_parts, type_label, readable, doc_title, recent, text_tables):
+    for func in (
+        filesize,
+        reltime,
+        fulltime,
+        isotime,
+        describe_schedule,
+        highlighted,
+        container_parts,
+        type_label,
+        readable,
+        doc_title,
+        recent,
+        text_tables,
+    ):
         app.add_template_filter(func)

@@ -13,8 +13,7 @@ def is_htmx() -> bool:
     return bool(hx) and not hx.boosted and not hx.history_restore_request
 
 
-def render(page_template: str, fragment_template: str, status: int = 200, /,
-           **context) -> Response:
+def render(page_template: str, fragment_template: str, status: int = 200, /, **context) -> Response:
     """The fragment for htmx requests, the full page otherwise; both vary on HX-Request."""
     template = fragment_template if is_htmx() else page_template
     resp = make_response(render_template(template, **context), status)

@@ -29,7 +29,7 @@ SNIPPET_LENGTH = 240
 # The syntax help beside the search box: (written, means).
 SYNTAX_ROWS = (
     ('"two words"', "the exact phrase"),
-    ("-word, -\"a phrase\"", "leave out documents containing it"),
+    ('-word, -"a phrase"', "leave out documents containing it"),
     ("cats OR dogs", "either word (upper-case OR)"),
     ("type:pdf ext:docx", "only that type or extension; repeat for several"),
     ("source:notes", "only that source (its id)"),
@@ -43,8 +43,12 @@ SYNTAX_ROWS = (
 
 FILTER_PARAMS = ("source", "type", "ext", "year", "from", "to")  # the page's facet filters
 # (API facet, URL parameter, heading) of the facets beside the results.
-FACET_GROUPS = (("type", "type", "Type"), ("extension", "ext", "Extension"),
-                ("source_id", "source", "Source"), ("year", "year", "Year modified"))
+FACET_GROUPS = (
+    ("type", "type", "Type"),
+    ("extension", "ext", "Extension"),
+    ("source_id", "source", "Source"),
+    ("year", "year", "Year modified"),
+)
 MAX_FACET_LINKS = 12
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _YEAR = re.compile(r"\d{4}")
@@ -83,13 +87,18 @@ def read_form(args: Mapping) -> dict:
 
 def filter_terms(form: Mapping) -> list[str]:
     """The facet filters of the URL as query-language terms (so one validator reads them)."""
-    for name, pattern, example in (("year", _YEAR, "2024"), ("from", _DAY, "2024-03-15"),
-                                   ("to", _DAY, "2024-03-15")):
+    for name, pattern, example in (
+        ("year", _YEAR, "2024"),
+        ("from", _DAY, "2024-03-15"),
+        ("to", _DAY, "2024-03-15"),
+    ):
         if form[name] and not pattern.fullmatch(form[name]):
             raise InvalidInput(f"{name}: is not a date (use {example})")
-    terms = [f"{field}:{_quoted(form[name])}" for name, field in
-             (("source", "source"), ("type", "type"), ("ext", "ext"), ("year", "modified"))
-             if form[name]]
+    terms = [
+        f"{field}:{_quoted(form[name])}"
+        for name, field in (("source", "source"), ("type", "type"), ("ext", "ext"), ("year", "modified"))
+        if form[name]
+    ]
     if form["from"] or form["to"]:
         terms.append(f"modified:{form['from']}..{form['to']}")
     return terms
@@ -108,10 +117,16 @@ def parse_search(args: Mapping) -> dict:
     form = read_form(args)
     q = " ".join([form["q"], *filter_terms(form)]).strip()
     if not q:  # nothing asked yet: the page says what there is to search
-        return {"form": form, "args": None, "limit": _int_arg(args, "limit", 20, 1, 100),
-                "page": 1}
-    loaded = search_args.load({"q": q, "sort": form["sort"], "limit": form["limit"],
-                               "snippet_length": SNIPPET_LENGTH, "facets": list(FACETS)})
+        return {"form": form, "args": None, "limit": _int_arg(args, "limit", 20, 1, 100), "page": 1}
+    loaded = search_args.load(
+        {
+            "q": q,
+            "sort": form["sort"],
+            "limit": form["limit"],
+            "snippet_length": SNIPPET_LENGTH,
+            "facets": list(FACETS),
+        }
+    )
     page = _page_arg(args, MAX_OFFSET // loaded["limit"] + 1)
     loaded["offset"] = (page - 1) * loaded["limit"]
     return {"form": form, "args": loaded, "limit": loaded["limit"], "page": page}
@@ -122,13 +137,23 @@ def _facet_groups(result: dict, form: dict, source_names: dict[str, str]) -> lis
     groups = []
     for facet, param, label in FACET_GROUPS:
         counts = (result.get("facet_distribution") or {}).get(facet) or {}
-        items = sorted(counts.items(), key=lambda kv: (-int(kv[0]), 0) if facet == "year"
-                       else (-kv[1], kv[0]))[:MAX_FACET_LINKS]
-        values = [{"value": value, "count": count, "selected": form[param] == value,
-                   "label": source_names.get(value, value) if facet == "source_id"
-                   else type_label(value) if facet == "type" else value,
-                   "url": _page_url(form, 1, **{param: None if form[param] == value else value})}
-                  for value, count in items]
+        items = sorted(
+            counts.items(), key=lambda kv: (-int(kv[0]), 0) if facet == "year" else (-kv[1], kv[0])
+        )[:MAX_FACET_LINKS]
+        values = [
+            {
+                "value": value,
+                "count": count,
+                "selected": form[param] == value,
+                "label": source_names.get(value, value)
+                if facet == "source_id"
+                else type_label(value)
+                if facet == "type"
+                else value,
+                "url": _page_url(form, 1, **{param: None if form[param] == value else value}),
+            }
+            for value, count in items
+        ]
         if values:
             groups.append({"param": param, "label": label, "values": values})
     return groups
@@ -162,10 +187,13 @@ def _run_search(args: Mapping) -> tuple[dict, dict | None, str | None]:
 
 def _page_url(form: dict, page: int, **changes: str | None) -> str:
     """The page's address for `form` at `page`, with some parameters changed (None drops)."""
-    params = {"q": form["q"], **{name: form[name] for name in FILTER_PARAMS},
-              "sort": form["sort"] if form["sort"] != "relevance" else None,
-              "limit": form["limit"] if str(form["limit"]) != "20" else None,
-              "page": page if page > 1 else None}
+    params = {
+        "q": form["q"],
+        **{name: form[name] for name in FILTER_PARAMS},
+        "sort": form["sort"] if form["sort"] != "relevance" else None,
+        "limit": form["limit"] if str(form["limit"]) != "20" else None,
+        "page": page if page > 1 else None,
+    }
     params.update(changes)
     return url_for("ui.index", **{k: v for k, v in params.items() if v})
 
@@ -178,24 +206,34 @@ def index():
     pages = math.ceil(result["total"] / limit) if result else 0
     sources = ui_support.source_choices(g.user)
     context = {
-        "form": form, "result": result, "error": error, "page": page, "pages": pages,
+        "form": form,
+        "result": result,
+        "error": error,
+        "page": page,
+        "pages": pages,
         "searched": parsed["args"] is not None or bool(error),
         "page_url": lambda n, **changes: _page_url(form, n, **changes),
         "facets": _facet_groups(result, form, dict(sources)) if result else [],
-        "sources": sources, "filter_count": sum(1 for name in FILTER_PARAMS if form[name]),
-        "sort_labels": SORT_LABELS, "page_sizes": PAGE_SIZES, "syntax_rows": SYNTAX_ROWS,
+        "sources": sources,
+        "filter_count": sum(1 for name in FILTER_PARAMS if form[name]),
+        "sort_labels": SORT_LABELS,
+        "page_sizes": PAGE_SIZES,
+        "syntax_rows": SYNTAX_ROWS,
     }
     if not is_htmx():  # the form's choices and the saved searches: the whole page only (an
         context["types"] = ui_support.document_types(g.user)  # answer while typing is the
-        context["saved"] = [{**s, "url": saved.search_url(s)}  # results alone)
-                            for s in saved_searches.list_json(g.user)]
+        context["saved"] = [
+            {**s, "url": saved.search_url(s)}  # results alone)
+            for s in saved_searches.list_json(g.user)
+        ]
     if not context["searched"]:
         context["file_total"] = ui_support.document_total(g.user)
     resp = render("index.html", "_results.html", 400 if error else 200, **context)
     if is_htmx():  # the address bar shows the short form of the search (shared links, history)
         typing = request.headers.get("X-Trawl-Typing") == "1"  # replaced, not a history step
         resp.headers["HX-Replace-Url" if typing else "HX-Push-Url"] = (
-            request.full_path if error else _page_url(form, page))
+            request.full_path if error else _page_url(form, page)
+        )
         resp.vary.add("X-Trawl-Typing")
     return resp
 
@@ -213,8 +251,14 @@ def document(doc_id: str):
     kind = documents.preview_kind(doc)
     if request.args.get("view") == "text" and kind in ("pdf", "markdown"):
         kind = "text"
-    context = {"doc": doc, "q": q, "kind": kind, "preview": None, "back_url": _back_url(),
-               "similar": similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"]}
+    context = {
+        "doc": doc,
+        "q": q,
+        "kind": kind,
+        "preview": None,
+        "back_url": _back_url(),
+        "similar": similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"],
+    }
     if kind == "image":
         context["has_thumbnail"] = documents.thumbnail_url(doc["id"]) is not None
     elif kind == "pdf":
@@ -224,8 +268,10 @@ def document(doc_id: str):
         kind = context["kind"] = "markdown" if context["markdown"] is not None else "text"
         if context["markdown"] is not None:  # relative links go to the documents beside it
             context["markdown"]["html"] = ui_support.link_siblings(
-                context["markdown"]["html"], doc,
-                lambda sibling: url_for("ui.document", doc_id=sibling, q=q or None))
+                context["markdown"]["html"],
+                doc,
+                lambda sibling: url_for("ui.document", doc_id=sibling, q=q or None),
+            )
     elif kind in ("audio", "video"):
         context["mimetype"] = documents.media_mimetype(doc)
     if kind == "text":
@@ -253,7 +299,7 @@ def _back_url() -> str | None:
     ref = request.referrer or ""
     root = request.host_url.rstrip("/")
     if ref.startswith(root + "/?") or ref == root + "/":
-        return ref[len(root):]
+        return ref[len(root) :]
     return None
 
 
@@ -290,8 +336,13 @@ def document_media(doc_id: str):
     mimetype = documents.media_mimetype(doc)
     if mimetype is None:
         abort(404)
-    resp = send_file(documents.download_target(doc), mimetype=mimetype, conditional=True,
-                     max_age=0, etag=not doc.get("container_id"))
+    resp = send_file(
+        documents.download_target(doc),
+        mimetype=mimetype,
+        conditional=True,
+        max_age=0,
+        etag=not doc.get("container_id"),
+    )
     resp.headers["Content-Disposition"] = documents.content_disposition("inline", doc["basename"])
     resp.headers["Cache-Control"] = "private, no-cache"
     return resp

@@ -14,23 +14,29 @@ _AS_TERMS = (("ext", "ext"), ("year", "modified"))
 
 def search_url(saved: dict) -> str:
     """The search page's address of a saved search."""
-    params = {"q": saved["q"], "source": saved["source_id"], "type": saved["type"],
-              "sort": saved["sort"] if saved["sort"] != "relevance" else None}
+    params = {
+        "q": saved["q"],
+        "source": saved["source_id"],
+        "type": saved["type"],
+        "sort": saved["sort"] if saved["sort"] != "relevance" else None,
+    }
     return url_for("ui.index", **{k: v for k, v in params.items() if v})
 
 
 def _from_form(form) -> dict:
     """The saved search of the page's form: its box, filters and sort."""
     terms = [(form.get("q") or "").strip()]
-    terms += [f"{field}:{form[name].strip()}" for name, field in _AS_TERMS
-              if (form.get(name) or "").strip()]
+    terms += [f"{field}:{form[name].strip()}" for name, field in _AS_TERMS if (form.get(name) or "").strip()]
     start, end = (form.get("from") or "").strip(), (form.get("to") or "").strip()
     if start or end:
         terms.append(f"modified:{start}..{end}")
-    return {"name": form.get("name", ""), "q": " ".join(t for t in terms if t),
-            "source_id": (form.get("source") or "").strip() or None,
-            "type": (form.get("type") or "").strip() or None,
-            "sort": form.get("sort") or "relevance"}
+    return {
+        "name": form.get("name", ""),
+        "q": " ".join(t for t in terms if t),
+        "source_id": (form.get("source") or "").strip() or None,
+        "type": (form.get("type") or "").strip() or None,
+        "sort": form.get("sort") or "relevance",
+    }
 
 
 @bp.post("/saved-searches")

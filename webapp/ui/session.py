@@ -30,8 +30,7 @@ CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 # pages reachable without a session (the API reference pages are public like /openapi.json)
 PUBLIC_ENDPOINTS = {"ui.login", "ui.setup", "ui.swagger_ui", "ui.redoc"}
-CSRF_MESSAGE = ("The form's security token is missing or has expired. "
-                "Reload the page and try again.")
+CSRF_MESSAGE = "The form's security token is missing or has expired. Reload the page and try again."
 
 
 class TrawlSessionInterface(SecureCookieSessionInterface):

@@ -15,11 +15,17 @@ from webapp.ui.htmx import is_htmx, render
 from webapp.ui.session import admin_required
 
 SCHEDULE_PRESETS = {"manual": None, "hourly": "@hourly", "daily": "@daily", "weekly": "@weekly"}
-SCHEDULE_LABELS = {"manual": "Manual only", "hourly": "Every hour", "daily": "Every day at 02:00",
-                   "weekly": "Every Sunday at 02:00", "custom": "Custom (cron)"}
+SCHEDULE_LABELS = {
+    "manual": "Manual only",
+    "hourly": "Every hour",
+    "daily": "Every day at 02:00",
+    "weekly": "Every Sunday at 02:00",
+    "custom": "Custom (cron)",
+}
 
 
 # -- form handling --------------------------------------------------------------------------------
+
 
 def _lines(text: str) -> list[str] | None:
     """One pattern a line; an empty box means the default list."""
@@ -37,15 +43,18 @@ def schedule_from_form(form) -> str | None:
 
 def form_to_data(form, creating: bool) -> dict:
     """The create/update body of the service from the submitted form."""
-    data = {"name": form.get("name", ""), "root_path": form.get("root_path", "").strip(),
-            "include_patterns": _lines(form.get("include_patterns", "")),
-            "exclude_patterns": _lines(form.get("exclude_patterns", "")),
-            "scan_schedule": schedule_from_form(form),
-            "allow_overlap": form.get("allow_overlap") == "1"}
+    data = {
+        "name": form.get("name", ""),
+        "root_path": form.get("root_path", "").strip(),
+        "include_patterns": _lines(form.get("include_patterns", "")),
+        "exclude_patterns": _lines(form.get("exclude_patterns", "")),
+        "scan_schedule": schedule_from_form(form),
+        "allow_overlap": form.get("allow_overlap") == "1",
+    }
     if creating and form.get("id", "").strip():
         data["id"] = form["id"].strip()
     for flag in ("watch", "semantic"):  # a hidden "0" before the checkbox's "1": absent
-        if flag in form:                # means unchanged
+        if flag in form:  # means unchanged
             data[flag] = "1" in form.getlist(flag)
     return data
 
@@ -53,28 +62,44 @@ def form_to_data(form, creating: bool) -> dict:
 def _form_state(source=None, form=None) -> dict:
     """What the form shows: the submitted values, the source's, or the defaults."""
     if form is not None:
-        return {"name": form.get("name", ""), "id": form.get("id", ""),
-                "root_path": form.get("root_path", ""),
-                "include_patterns": form.get("include_patterns", ""),
-                "exclude_patterns": form.get("exclude_patterns", ""),
-                "schedule_choice": form.get("schedule_choice", "manual"),
-                "cron": form.get("cron", ""), "scan_now": form.get("scan_now") == "1",
-                "watch": "1" in form.getlist("watch") if "watch" in form else True,
-                "allow_overlap": form.get("allow_overlap") == "1",
-                "semantic": "1" in form.getlist("semantic") if "semantic" in form else True}
+        return {
+            "name": form.get("name", ""),
+            "id": form.get("id", ""),
+            "root_path": form.get("root_path", ""),
+            "include_patterns": form.get("include_patterns", ""),
+            "exclude_patterns": form.get("exclude_patterns", ""),
+            "schedule_choice": form.get("schedule_choice", "manual"),
+            "cron": form.get("cron", ""),
+            "scan_now": form.get("scan_now") == "1",
+            "watch": "1" in form.getlist("watch") if "watch" in form else True,
+            "allow_overlap": form.get("allow_overlap") == "1",
+            "semantic": "1" in form.getlist("semantic") if "semantic" in form else True,
+        }
     value = source.scan_schedule if source else None
     choice = next((k for k, v in SCHEDULE_PRESETS.items() if v == value), "custom")
-    return {"name": source.name if source else "", "id": source.id if source else "",
-            "root_path": source.root_path if source else "",
-            "include_patterns": "\n".join(source.include_patterns if source else DEFAULT_INCLUDE),
-            "exclude_patterns": "\n".join(source.exclude_patterns if source else DEFAULT_EXCLUDE),
-            "schedule_choice": choice, "cron": value if choice == "custom" else "",
-            "scan_now": True, "watch": source.watch if source else True, "allow_overlap": False,
-            "semantic": source.semantic if source else True}
+    return {
+        "name": source.name if source else "",
+        "id": source.id if source else "",
+        "root_path": source.root_path if source else "",
+        "include_patterns": "\n".join(source.include_patterns if source else DEFAULT_INCLUDE),
+        "exclude_patterns": "\n".join(source.exclude_patterns if source else DEFAULT_EXCLUDE),
+        "schedule_choice": choice,
+        "cron": value if choice == "custom" else "",
+        "scan_now": True,
+        "watch": source.watch if source else True,
+        "allow_overlap": False,
+        "semantic": source.semantic if source else True,
+    }
 
 
-LABELS = {"name": "Name", "id": "ID", "root_path": "Folder", "include_patterns": "Include patterns",
-          "exclude_patterns": "Exclude patterns", "cron": "Cron expression"}
+LABELS = {
+    "name": "Name",
+    "id": "ID",
+    "root_path": "Folder",
+    "include_patterns": "Include patterns",
+    "exclude_patterns": "Exclude patterns",
+    "cron": "Cron expression",
+}
 
 
 def form_error(detail: str) -> tuple[str | None, str]:
@@ -98,13 +123,22 @@ def _render_form(source, values: dict, error: TrawlError | None = None, status_c
     if error_field == "cron":
         preview["error"] = None  # the cron box says it already: once is enough
     return render_template(
-        "source_form.html", source=source, values=values, error=message,
-        error_field=error_field, schedule_labels=SCHEDULE_LABELS,
-        default_include=DEFAULT_INCLUDE, default_exclude=DEFAULT_EXCLUDE,
-        allowed_roots=sources.allowed_roots(), preview=preview, overlap=overlap), status_code
+        "source_form.html",
+        source=source,
+        values=values,
+        error=message,
+        error_field=error_field,
+        schedule_labels=SCHEDULE_LABELS,
+        default_include=DEFAULT_INCLUDE,
+        default_exclude=DEFAULT_EXCLUDE,
+        allowed_roots=sources.allowed_roots(),
+        preview=preview,
+        overlap=overlap,
+    ), status_code
 
 
 # -- pages ----------------------------------------------------------------------------------------
+
 
 @bp.get("/sources")
 def sources_page():
@@ -119,8 +153,9 @@ def source_new():
     if request.method == "GET":
         return _render_form(None, _form_state())
     try:
-        created = sources.create(form_to_data(request.form, creating=True),
-                                 scan_now=request.form.get("scan_now") == "1")
+        created = sources.create(
+            form_to_data(request.form, creating=True), scan_now=request.form.get("scan_now") == "1"
+        )
     except TrawlError as exc:
         return _render_form(None, _form_state(form=request.form), exc, 400)
     if request.form.get("scan_now") == "1":
@@ -160,6 +195,7 @@ def source_delete(source_id: str):
 
 # -- htmx helpers of the form ---------------------------------------------------------------------
 
+
 @bp.post("/sources/test-path")
 @admin_required
 def source_test_path():
@@ -172,32 +208,34 @@ def _schedule_preview(values) -> dict:
     """Description and next three runs of the chosen schedule, or why it is invalid."""
     value = schedule_from_form(values)
     if value is None:
-        return {"value": None, "text": "Scans run only when you start them.", "runs": [],
-                "error": None}
+        return {"value": None, "text": "Scans run only when you start them.", "runs": [], "error": None}
     problem = schedule.validate_schedule(value)
     if problem:
         return {"value": value, "text": "", "runs": [], "error": f"Invalid schedule: {problem}"}
     tz = current_app.config["SCHEDULE_TIMEZONE"]
     runs = schedule.next_runs(value, utcnow(), tz, 3)
-    return {"value": value, "text": schedule.describe(value) + f" ({tz})", "runs": runs,
-            "error": None}
+    return {"value": value, "text": schedule.describe(value) + f" ({tz})", "runs": runs, "error": None}
 
 
 @bp.get("/sources/schedule-preview")
 @admin_required
 def schedule_preview():
     """The schedule preview fragment (the form asks for it as the choice or cron box changes)."""
-    return render("schedule_preview.html", "_schedule_preview.html",
-                  preview=_schedule_preview(request.args))
+    return render("schedule_preview.html", "_schedule_preview.html", preview=_schedule_preview(request.args))
 
 
 # -- scans ----------------------------------------------------------------------------------------
 
+
 def _status_fragment(source_id: str):
     """The live status cell of one source (it polls itself while a scan is queued or running)."""
     source = access.source_for(g.user, source_id)
-    return render("source.html", "_source_status.html", info=status.source_status(source),
-                  source=sources.to_json(source))
+    return render(
+        "source.html",
+        "_source_status.html",
+        info=status.source_status(source),
+        source=sources.to_json(source),
+    )
 
 
 def _action(source_id: str, run):
@@ -208,11 +246,12 @@ def _action(source_id: str, run):
     except TrawlError as exc:
         message, level = exc.detail, "error"
     message = message.replace(f"Source '{source_id}'", f"“{name}”").replace(
-        f"'{source_id}'", f"“{name}”")  # people know the source by its name, not its id
+        f"'{source_id}'", f"“{name}”"
+    )  # people know the source by its name, not its id
     if is_htmx():
         return htmx_flask.make_response(
-            _status_fragment(source_id),
-            trigger={"trawl:notify": {"message": message, "level": level}})
+            _status_fragment(source_id), trigger={"trawl:notify": {"message": message, "level": level}}
+        )
     flash(message, level)
     return redirect(url_for("ui.sources_page") + f"#source-{source_id}")
 

@@ -22,9 +22,14 @@ def status_page():
     """Health (database, Redis, search, workers), queue counts, per-source counts and failures."""
     health, code = status.health()
     overall, error = _overall()
-    return render_template("status.html", health=health, overall=overall, error=error,
-                           folders=ui_support.folder_problems(g.user),
-                           rq_dashboard=rqdash.queue_url()), 200 if code == 200 else 503
+    return render_template(
+        "status.html",
+        health=health,
+        overall=overall,
+        error=error,
+        folders=ui_support.folder_problems(g.user),
+        rq_dashboard=rqdash.queue_url(),
+    ), 200 if code == 200 else 503
 
 
 @bp.get("/sources/<source_id>/failed")

@@ -13,17 +13,25 @@ from webapp.ui.session import admin_required
 
 def form_to_data(form, creating: bool) -> dict:
     """The form's fields as the API's user body (an empty password field changes nothing)."""
-    data = {"username": form.get("username", "").strip(), "role": form.get("role", "user"),
-            "active": form.get("active") == "1", "source_ids": form.getlist("source_ids")}
+    data = {
+        "username": form.get("username", "").strip(),
+        "role": form.get("role", "user"),
+        "active": form.get("active") == "1",
+        "source_ids": form.getlist("source_ids"),
+    }
     if creating or form.get("password"):
         data["password"] = form.get("password", "")
     return data
 
 
 def _page(error: str | None = None, form: dict | None = None, status_code: int = 200):
-    return render_template("users.html", users=users.list_json(), error=error,
-                           form=form or {"role": "user", "active": True, "source_ids": []},
-                           sources=ui_support.source_choices(g.user)), status_code
+    return render_template(
+        "users.html",
+        users=users.list_json(),
+        error=error,
+        form=form or {"role": "user", "active": True, "source_ids": []},
+        sources=ui_support.source_choices(g.user),
+    ), status_code
 
 
 @bp.route("/users", methods=["GET", "POST"])
@@ -57,8 +65,9 @@ def user_edit(user_id: int):
         else:
             flash(f"User “{user.username}” saved.", "success")
             return redirect(url_for("ui.users_page"))
-    return render_template("user_edit.html", user=shown, error=error,
-                           sources=ui_support.source_choices(g.user)), status_code
+    return render_template(
+        "user_edit.html", user=shown, error=error, sources=ui_support.source_choices(g.user)
+    ), status_code
 
 
 @bp.post("/users/<int:user_id>/delete")

@@ -40,9 +40,23 @@ from .base import (
 from .image import IMAGE
 
 __all__ = [
-    "EXTRACTORS", "ExtractionError", "ExtractionSettings", "Extracted", "ExtractorSpec",
-    "detect_type", "extension", "extract", "find_extractor", "preload", "thumbnail", "DOC_TYPES",
-    "Budget", "ContainerBomb", "Member", "unpack", "copy_member",
+    "EXTRACTORS",
+    "ExtractionError",
+    "ExtractionSettings",
+    "Extracted",
+    "ExtractorSpec",
+    "detect_type",
+    "extension",
+    "extract",
+    "find_extractor",
+    "preload",
+    "thumbnail",
+    "DOC_TYPES",
+    "Budget",
+    "ContainerBomb",
+    "Member",
+    "unpack",
+    "copy_member",
 ]
 
 # Order matters only for extensions claimed twice (none today): first match wins.
@@ -76,10 +90,23 @@ CHANGED_MESSAGE = "File vanished or changed while it was read"
 TIMEOUT_MESSAGE = "Extraction timed out after"  # + " N s"
 THUMB_QUALITY = 80  # JPEG: encodes ~30x faster than WebP at this size, for similar bytes
 _LABELS = {
-    "pdf": "PDF", "docx": "DOCX", "xlsx": "XLSX", "pptx": "PPTX", "rtf": "RTF", "epub": "EPUB",
-    "comic": "comic archive", "raw_image": "RAW image", "media": "media", "image": "image",
-    "subtitle": "subtitle", "markdown": "markdown", "text": "text", "code": "source",
-    "config": "configuration", "archive": "archive", "email": "e-mail",
+    "pdf": "PDF",
+    "docx": "DOCX",
+    "xlsx": "XLSX",
+    "pptx": "PPTX",
+    "rtf": "RTF",
+    "epub": "EPUB",
+    "comic": "comic archive",
+    "raw_image": "RAW image",
+    "media": "media",
+    "image": "image",
+    "subtitle": "subtitle",
+    "markdown": "markdown",
+    "text": "text",
+    "code": "source",
+    "config": "configuration",
+    "archive": "archive",
+    "email": "e-mail",
 }
 
 
@@ -115,9 +142,7 @@ def detect_type(path: str) -> str:
     return spec.type if spec else FALLBACK_TYPE
 
 
-def extract(
-    path: str, settings: ExtractionSettings, extra: Iterable[ExtractorSpec] = ()
-) -> Extracted:
+def extract(path: str, settings: ExtractionSettings, extra: Iterable[ExtractorSpec] = ()) -> Extracted:
     """Extract one file in this process; raises ExtractionError with a short message."""
     spec = find_extractor(path, extra)
     if spec is None:
@@ -125,8 +150,9 @@ def extract(
     return _normalized(_guarded(spec, lambda: spec.extract(path, settings), path), settings)
 
 
-def unpack(path: str, settings: ExtractionSettings, spool: str,
-           budget: Budget) -> tuple[Extracted, list[Member]]:
+def unpack(
+    path: str, settings: ExtractionSettings, spool: str, budget: Budget
+) -> tuple[Extracted, list[Member]]:
     """Extract a container in this process: its document, and its members, those an extractor
     handles (within MAX_FILE_SIZE_MB) written to files in `spool` (`Member.spooled`)."""
     spec = find_extractor(path)
@@ -136,8 +162,7 @@ def unpack(path: str, settings: ExtractionSettings, spool: str,
 
     def sink(member: Member):
         base = os.path.basename(member.name)
-        if member.error or member.size > settings.max_file_size_bytes or \
-                find_extractor(base) is None:
+        if member.error or member.size > settings.max_file_size_bytes or find_extractor(base) is None:
             return None
         folder = spool  # made on first use; a member's name is kept (types go by name)
         if base in used:
@@ -235,14 +260,14 @@ def _guarded(spec: ExtractorSpec, call, path: str):
         raise
 
 
-def thumbnail(path: str, doc: Extracted, settings: ExtractionSettings,
-              extra: Iterable[ExtractorSpec] = ()) -> bytes | None:
+def thumbnail(
+    path: str, doc: Extracted, settings: ExtractionSettings, extra: Iterable[ExtractorSpec] = ()
+) -> bytes | None:
     """The JPEG thumbnail of an extracted file, or None: its format shows no picture, the file
     has none (a book without a cover) or it cannot be decoded within the limits. Never raises:
     a file without a thumbnail is still indexed."""
     spec = find_extractor(path, extra)
-    if spec is None or spec.thumbnail is None or spec.type != doc.type or \
-            settings.thumbnail_px <= 0:
+    if spec is None or spec.thumbnail is None or spec.type != doc.type or settings.thumbnail_px <= 0:
         return None
     try:
         with warnings.catch_warnings():

@@ -14,8 +14,22 @@ from .base import ExtractionError, ExtractionSettings
 
 # Code pages tried after BOMs and strict UTF-8 (a restricted list: see docs/formats.md).
 LEGACY_CODEPAGES = (
-    "cp1252", "cp1250", "cp1251", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257",
-    "mac_cyrillic", "cp866", "koi8_r", "cp932", "euc_jp", "gb18030", "big5", "cp949",
+    "cp1252",
+    "cp1250",
+    "cp1251",
+    "cp1253",
+    "cp1254",
+    "cp1255",
+    "cp1256",
+    "cp1257",
+    "mac_cyrillic",
+    "cp866",
+    "koi8_r",
+    "cp932",
+    "euc_jp",
+    "gb18030",
+    "big5",
+    "cp949",
 )
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -64,13 +78,13 @@ def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
     """Decode bytes to text; return (text, encoding name)."""
     for bom, name in _BOMS:
         if data.startswith(bom):
-            return data[len(bom):].decode(name, errors="replace"), name + "-bom"
+            return data[len(bom) :].decode(name, errors="replace"), name + "-bom"
     for name in _candidates(data, declared):
         try:
             return data.decode(name), name
         except UnicodeDecodeError as exc:
             if name == "utf-8" and exc.start >= len(data) - 3 and "end of data" in exc.reason:
-                return data[:exc.start].decode(name), name  # a character cut by a read limit
+                return data[: exc.start].decode(name), name  # a character cut by a read limit
         except LookupError:
             continue
     if _looks_like_ebcdic(data):

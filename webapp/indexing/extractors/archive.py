@@ -89,8 +89,7 @@ class Guard:
             raise ContainerBomb(f"Archive has a link member: {name[:200]}")
         self.count += 1
         if self.count > self.settings.archive_max_members:
-            raise ContainerBomb(
-                f"Archive has more than {self.settings.archive_max_members:,} members")
+            raise ContainerBomb(f"Archive has more than {self.settings.archive_max_members:,} members")
         if not self.budget.take():
             return None
         self.total += entry.size
@@ -119,12 +118,22 @@ def copy_bounded(src: IO[bytes], dst: IO[bytes], limit: int) -> int:
 
 # -- the four formats: entries, then the bytes of the members a sink wants ----------------------
 
+
 def _zip_entries(archive: zipfile.ZipFile) -> Iterator[tuple[Entry, Any]]:
     for info in archive.infolist():
         mode = info.external_attr >> 16
-        yield Entry(name=info.filename, size=info.file_size, packed=info.compress_size,
-                    mtime=_zip_time(info), encrypted=bool(info.flag_bits & 1),
-                    is_dir=info.is_dir(), is_link=stat.S_ISLNK(mode)), info
+        yield (
+            Entry(
+                name=info.filename,
+                size=info.file_size,
+                packed=info.compress_size,
+                mtime=_zip_time(info),
+                encrypted=bool(info.flag_bits & 1),
+                is_dir=info.is_dir(),
+                is_link=stat.S_ISLNK(mode),
+            ),
+            info,
+        )
 
 
 def _zip_time(info: zipfile.ZipInfo) -> int | None:
@@ -208,8 +217,7 @@ def _walk_zip(path: str, guard: Guard, sink: Sink) -> list[Member]:
     reader = _ZipReader(archive, guard.settings)
     with archive, contextlib.closing(reader):
         entries = _checked(guard, ((e, info) for e, info in _zip_entries(archive) if not e.is_dir))
-        return [_emit(name, e, sink, lambda info=info: reader.open(info))
-                for name, e, info in entries]
+        return [_emit(name, e, sink, lambda info=info: reader.open(info)) for name, e, info in entries]
 
 
 def _checked(guard: Guard, entries: Iterator[tuple[Entry, Any]]) -> list[tuple[str, Entry, Any]]:
@@ -230,15 +238,19 @@ def _walk_tar(path: str, guard: Guard, sink: Sink) -> list[Member]:
             for info in archive:
                 if info.isdir():
                     continue
-                entry = Entry(name=info.name, size=info.size, packed=info.size,
-                              mtime=int(info.mtime), is_link=info.issym() or info.islnk())
+                entry = Entry(
+                    name=info.name,
+                    size=info.size,
+                    packed=info.size,
+                    mtime=int(info.mtime),
+                    is_link=info.issym() or info.islnk(),
+                )
                 if not info.isfile():
                     entry.is_link = entry.is_link or info.isdev() or info.isfifo()
                 name = guard.check(entry)
                 if name is None:
                     break
-                members.append(_emit(name, entry, sink,
-                                     lambda info=info: archive.extractfile(info)))
+                members.append(_emit(name, entry, sink, lambda info=info: archive.extractfile(info)))
                 archive.members = []  # a stream keeps no list of what it passed
     except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
         raise ExtractionError("Not a valid tar archive (it may be truncated)") from exc
@@ -294,10 +306,13 @@ def _walk_7z(path: str, guard: Guard, sink: Sink) -> list[Member]:
         for info in archive.list():
             if info.is_directory:
                 continue
-            entry = Entry(name=info.filename, size=info.uncompressed or 0,
-                          packed=info.compressed or info.uncompressed or 0,
-                          mtime=int(info.creationtime.timestamp()) if info.creationtime else None,
-                          is_link=info.is_symlink)
+            entry = Entry(
+                name=info.filename,
+                size=info.uncompressed or 0,
+                packed=info.compressed or info.uncompressed or 0,
+                mtime=int(info.creationtime.timestamp()) if info.creationtime else None,
+                is_link=info.is_symlink,
+            )
             name = guard.check(entry)
             if name is None:
                 break
@@ -311,8 +326,9 @@ def _walk_7z(path: str, guard: Guard, sink: Sink) -> list[Member]:
             members.append(member)
         if targets:
             try:
-                archive.extract(targets=list(targets), factory=_SinkFactory(
-                    targets, guard.settings.max_file_size_bytes))
+                archive.extract(
+                    targets=list(targets), factory=_SinkFactory(targets, guard.settings.max_file_size_bytes)
+                )
             except ContainerBomb:
                 raise
             except Exception as exc:  # noqa: BLE001 - py7zr raises many kinds on bad data
@@ -361,12 +377,28 @@ def _walk_rar(path: str, guard: Guard, sink: Sink) -> list[Member]:
     except (rarfile.Error, OSError, EOFError) as exc:
         raise ExtractionError("Not a valid rar archive") from exc
     with archive:
-        entries = _checked(guard, ((Entry(
-            name=info.filename, size=info.file_size, packed=info.compress_size,
-            mtime=_rar_time(info), encrypted=info.needs_password(), is_link=info.is_symlink()),
-            info) for info in archive.infolist() if not info.is_dir()))
-        return [_emit(name, e, sink, lambda info=info: _rar_open(
-            archive, info, guard.settings)) for name, e, info in entries]
+        entries = _checked(
+            guard,
+            (
+                (
+                    Entry(
+                        name=info.filename,
+                        size=info.file_size,
+                        packed=info.compress_size,
+                        mtime=_rar_time(info),
+                        encrypted=info.needs_password(),
+                        is_link=info.is_symlink(),
+                    ),
+                    info,
+                )
+                for info in archive.infolist()
+                if not info.is_dir()
+            ),
+        )
+        return [
+            _emit(name, e, sink, lambda info=info: _rar_open(archive, info, guard.settings))
+            for name, e, info in entries
+        ]
 
 
 def _rar_with_password(path: str, passwords: tuple[str, ...], first: Exception) -> Any:
@@ -438,9 +470,13 @@ def _rar3_decrypted(path: str, info: Any, settings: ExtractionSettings) -> bytes
         decryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
         plain = decryptor.update(packed) + decryptor.finalize()
         try:
-            data = plain[:info.file_size] if info.compress_type == rarfile.RAR_M0 else \
-                rarfile.rar3_decompress(info.extract_version, info.compress_type, plain,
-                                        info.file_size, clear, info.CRC)
+            data = (
+                plain[: info.file_size]
+                if info.compress_type == rarfile.RAR_M0
+                else rarfile.rar3_decompress(
+                    info.extract_version, info.compress_type, plain, info.file_size, clear, info.CRC
+                )
+            )
         except rarfile.RarCannotExec as exc:
             raise ExtractionError(RAR_TOOL_MESSAGE) from exc
         except (rarfile.Error, OSError):
@@ -468,8 +504,9 @@ class _ToolOutput:
     that fails gives an OSError at the end of its output."""
 
     def __init__(self, argv: list[str]) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
 
     def read(self, size: int = -1) -> bytes:
         data = self.proc.stdout.read(size)
@@ -488,8 +525,13 @@ class _ToolOutput:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
 _WALKERS: dict[str, Callable[[str, Guard, Sink], list[Member]]] = {
-    "zip": _walk_zip, "tar": _walk_tar, "7z": _walk_7z, "rar": _walk_rar,
+    "zip": _walk_zip,
+    "tar": _walk_tar,
+    "7z": _walk_7z,
+    "rar": _walk_rar,
 }
 
 
@@ -506,8 +548,7 @@ def _emit(name: str, entry: Entry, sink: Sink, opener: Callable[[], Any]) -> Mem
         raise
     except ExtractionError as exc:
         member.error = str(exc)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError,
-            NotImplementedError) as exc:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError, NotImplementedError) as exc:
         member.error = "Archive member could not be read (the archive may be damaged)"
         if isinstance(exc, NotImplementedError):
             member.error = "Archive member uses a compression Trawl cannot read"
@@ -516,8 +557,9 @@ def _emit(name: str, entry: Entry, sink: Sink, opener: Callable[[], Any]) -> Mem
     return member
 
 
-def walk_archive(path: str, settings: ExtractionSettings, sink: Sink, budget: Budget,
-                 container_size: int) -> list[Member]:
+def walk_archive(
+    path: str, settings: ExtractionSettings, sink: Sink, budget: Budget, container_size: int
+) -> list[Member]:
     """Every file member of the archive, its wanted bytes handed to `sink`."""
     walker = _WALKERS[archive_kind(path)]
     return walker(path, Guard(settings, container_size, budget), sink)
@@ -528,15 +570,19 @@ def member_list(members: list[Member]) -> str:
     return "\n".join(m.name for m in members)
 
 
-def unpack_archive(path: str, settings: ExtractionSettings, sink: Sink,
-                   budget: Budget) -> tuple[Extracted, list[Member]]:
+def unpack_archive(
+    path: str, settings: ExtractionSettings, sink: Sink, budget: Budget
+) -> tuple[Extracted, list[Member]]:
     """The archive document (its member list) and its members."""
     import os
 
     members = walk_archive(path, settings, sink, budget, os.path.getsize(path))
     kind = archive_kind(path)
-    meta = {"format": kind, "member_count": len(members),
-            "unpacked_bytes": sum(max(m.size, 0) for m in members)}
+    meta = {
+        "format": kind,
+        "member_count": len(members),
+        "unpacked_bytes": sum(max(m.size, 0) for m in members),
+    }
     encrypted = sum(1 for m in members if m.error == PASSWORD_MESSAGE)
     if encrypted:
         meta["encrypted_members"] = encrypted

@@ -73,9 +73,10 @@ class Budget:
     @classmethod
     def start(cls, settings: ExtractionSettings, path: str) -> Budget:
         """The budget of the file at `path`: a mailbox's is MAILBOX_MAX_MEMBERS."""
-        return cls(settings.archive_max_total_bytes,
-                   settings.mailbox_max_members if is_mailbox(path)
-                   else settings.archive_max_members)
+        return cls(
+            settings.archive_max_total_bytes,
+            settings.mailbox_max_members if is_mailbox(path) else settings.archive_max_members,
+        )
 
     def take(self) -> bool:
         """Spend one member; False (and `cut`) when none is left."""
@@ -126,9 +127,7 @@ class ExtractionSettings:
             "thumbnail_px": ("THUMBNAIL_PX", int),
             "max_pixels": ("PREVIEW_MAX_PIXELS", int),
         }
-        values = {
-            name: convert(cfg[key]) for name, (key, convert) in keys.items() if key in cfg
-        }
+        values = {name: convert(cfg[key]) for name, (key, convert) in keys.items() if key in cfg}
         return cls(**values)
 
     def timeout_for(self, doc_type: str) -> float:

@@ -24,13 +24,37 @@ from ._util import (
 from .archive import BSDTAR, rar_member
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff", ".avif",
-                    ".jxl", ".heic")
+IMAGE_EXTENSIONS = (
+    ".jpg",
+    ".jpeg",
+    ".png",
+    ".gif",
+    ".webp",
+    ".bmp",
+    ".tif",
+    ".tiff",
+    ".avif",
+    ".jxl",
+    ".heic",
+)
 MAX_MEMBER_NAMES = 5000
 MAX_XML_BYTES = 4 * 1024 * 1024
 _NATURAL = re.compile(r"(\d+)")
-_SUMMARY_KEYS = ("Title", "Series", "Number", "Volume", "Year", "Writer", "Penciller", "Artist",
-                 "Publisher", "Summary", "Genre", "Description", "Tags")
+_SUMMARY_KEYS = (
+    "Title",
+    "Series",
+    "Number",
+    "Volume",
+    "Year",
+    "Writer",
+    "Penciller",
+    "Artist",
+    "Publisher",
+    "Summary",
+    "Genre",
+    "Description",
+    "Tags",
+)
 
 
 def _natural_key(name: str) -> list[Any]:
@@ -74,8 +98,7 @@ def _cbi_fields(comment: bytes | str | None) -> dict[str, Any]:
     fields = {k[:1].upper() + k[1:]: v for k, v in info.items()}
     credits = info.get("credits")
     if isinstance(credits, list):
-        fields["Credits"] = [f"{c.get('person')} ({c.get('role')})" for c in credits
-                             if isinstance(c, dict)]
+        fields["Credits"] = [f"{c.get('person')} ({c.get('role')})" for c in credits if isinstance(c, dict)]
     return json_safe(fields)
 
 

@@ -11,10 +11,41 @@ from webapp import imaging
 from ._util import MAX_COVER_BYTES, clean_str, local_name, open_zip, parse_xml, read_member
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 
-_DC_FIELDS = ("title", "creator", "language", "identifier", "publisher", "date", "description",
-              "subject", "contributor", "rights")
-_BLOCK_TAGS = {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section",
-               "blockquote", "pre", "dt", "dd", "article", "header", "footer", "td", "th"}
+_DC_FIELDS = (
+    "title",
+    "creator",
+    "language",
+    "identifier",
+    "publisher",
+    "date",
+    "description",
+    "subject",
+    "contributor",
+    "rights",
+)
+_BLOCK_TAGS = {
+    "p",
+    "div",
+    "br",
+    "li",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "tr",
+    "section",
+    "blockquote",
+    "pre",
+    "dt",
+    "dd",
+    "article",
+    "header",
+    "footer",
+    "td",
+    "th",
+}
 MAX_SPINE_ITEMS = 5000
 
 
@@ -122,8 +153,7 @@ def _cover_href(root: Any, opf_path: str) -> str | None:
         if name == "meta" and element.get("name") == "cover":
             cover_id = element.get("content")
         elif name == "item" and (element.get("media-type") or "").startswith("image/"):
-            href = posixpath.normpath(posixpath.join(posixpath.dirname(opf_path),
-                                                     element.get("href") or ""))
+            href = posixpath.normpath(posixpath.join(posixpath.dirname(opf_path), element.get("href") or ""))
             images[element.get("id") or ""] = href
             if "cover-image" in (element.get("properties") or "").split():
                 flagged = href

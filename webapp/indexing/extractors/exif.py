@@ -8,29 +8,92 @@ from ._util import clean_str, local_name, parse_xml
 from .base import ExtractionError
 
 SKIP_TAGS = {
-    "MakerNote", "ExifOffset", "ExifInteroperabilityOffset", "GPSInfo", "PrintImageMatching",
-    "UserComment", "InteropOffset",
-    "JPEGInterchangeFormat", "JPEGInterchangeFormatLength", "StripOffsets", "StripByteCounts",
-    "TileOffsets", "TileByteCounts", "SubIFDs", "XMLPacket", "IPTCNAA", "ImageResources",
-    "InterColorProfile", "ComponentsConfiguration", "ExifVersion", "FlashPixVersion",
-    "CFAPattern", "SceneType", "FileSource", "DNGPrivateData", "OECF", "SpatialFrequencyResponse",
-    "ImageSourceData", "ColorMatrix1", "ColorMatrix2", "CameraCalibration1", "CameraCalibration2",
-    "ForwardMatrix1", "ForwardMatrix2", "AnalogBalance", "AsShotNeutral", "BlackLevel",
+    "MakerNote",
+    "ExifOffset",
+    "ExifInteroperabilityOffset",
+    "GPSInfo",
+    "PrintImageMatching",
+    "UserComment",
+    "InteropOffset",
+    "JPEGInterchangeFormat",
+    "JPEGInterchangeFormatLength",
+    "StripOffsets",
+    "StripByteCounts",
+    "TileOffsets",
+    "TileByteCounts",
+    "SubIFDs",
+    "XMLPacket",
+    "IPTCNAA",
+    "ImageResources",
+    "InterColorProfile",
+    "ComponentsConfiguration",
+    "ExifVersion",
+    "FlashPixVersion",
+    "CFAPattern",
+    "SceneType",
+    "FileSource",
+    "DNGPrivateData",
+    "OECF",
+    "SpatialFrequencyResponse",
+    "ImageSourceData",
+    "ColorMatrix1",
+    "ColorMatrix2",
+    "CameraCalibration1",
+    "CameraCalibration2",
+    "ForwardMatrix1",
+    "ForwardMatrix2",
+    "AnalogBalance",
+    "AsShotNeutral",
+    "BlackLevel",
 }
 XP_TAGS = {"XPTitle", "XPComment", "XPAuthor", "XPKeywords", "XPSubject"}
 SUMMARY_ORDER = (
-    "Make", "Model", "LensMake", "LensModel", "DateTimeOriginal", "DateTime", "ExposureTime",
-    "FNumber", "ISOSpeedRatings", "PhotographicSensitivity", "FocalLength", "Artist", "Copyright",
-    "ImageDescription", "Software", "Orientation",
+    "Make",
+    "Model",
+    "LensMake",
+    "LensModel",
+    "DateTimeOriginal",
+    "DateTime",
+    "ExposureTime",
+    "FNumber",
+    "ISOSpeedRatings",
+    "PhotographicSensitivity",
+    "FocalLength",
+    "Artist",
+    "Copyright",
+    "ImageDescription",
+    "Software",
+    "Orientation",
 )
 IPTC_FIELDS = {
-    (2, 5): "ObjectName", (2, 25): "Keywords", (2, 80): "By-line", (2, 90): "City",
-    (2, 101): "Country", (2, 105): "Headline", (2, 110): "Credit", (2, 116): "CopyrightNotice",
-    (2, 120): "Caption", (2, 95): "Province-State", (2, 55): "DateCreated",
+    (2, 5): "ObjectName",
+    (2, 25): "Keywords",
+    (2, 80): "By-line",
+    (2, 90): "City",
+    (2, 101): "Country",
+    (2, 105): "Headline",
+    (2, 110): "Credit",
+    (2, 116): "CopyrightNotice",
+    (2, 120): "Caption",
+    (2, 95): "Province-State",
+    (2, 55): "DateCreated",
 }
 XMP_FIELDS = {
-    "title", "description", "subject", "creator", "rights", "Model", "Make", "LensModel",
-    "Rating", "Label", "CreatorTool", "Headline", "City", "Country", "State",
+    "title",
+    "description",
+    "subject",
+    "creator",
+    "rights",
+    "Model",
+    "Make",
+    "LensModel",
+    "Rating",
+    "Label",
+    "CreatorTool",
+    "Headline",
+    "City",
+    "Country",
+    "State",
 }
 MAX_TAG_TEXT = 2000
 
@@ -131,7 +194,7 @@ def xmp_fields(data: bytes | str | None, index_gps: bool) -> dict[str, Any]:
     if start < 0 or end < 0:
         return {}
     try:
-        root = parse_xml(raw[start:end + len(b"</x:xmpmeta>")])
+        root = parse_xml(raw[start : end + len(b"</x:xmpmeta>")])
     except ExtractionError:
         return {}
     found: dict[str, list[str]] = {}
@@ -168,17 +231,14 @@ def iptc_fields(image: Any) -> dict[str, Any]:
         if value is None:
             continue
         values = value if isinstance(value, list) else [value]
-        texts = [clean_str(v.decode("utf-8", "replace")) if isinstance(v, bytes) else str(v)
-                 for v in values]
+        texts = [clean_str(v.decode("utf-8", "replace")) if isinstance(v, bytes) else str(v) for v in values]
         fields[name] = texts[0] if len(texts) == 1 else texts
     return fields
 
 
 def summary(tags: dict[str, Any]) -> list[str]:
     """`Key: value` lines, well-known camera tags first."""
-    ordered = [k for k in SUMMARY_ORDER if k in tags] + sorted(
-        k for k in tags if k not in SUMMARY_ORDER
-    )
+    ordered = [k for k in SUMMARY_ORDER if k in tags] + sorted(k for k in tags if k not in SUMMARY_ORDER)
     lines = []
     for key in ordered:
         value = tags[key]

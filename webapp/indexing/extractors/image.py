@@ -25,7 +25,7 @@ def find_tiff(data: bytes) -> bytes | None:
         index = data.find(b"Exif\x00\x00", start)
         if index < 0:
             return None
-        tiff = data[index + 6:]
+        tiff = data[index + 6 :]
         if tiff[:4] in TIFF_HEADERS:
             return tiff
         start = index + 1
@@ -91,8 +91,12 @@ def _open(path: str) -> Any:
 
 
 def _pillow_info(image: Any, settings: ExtractionSettings) -> tuple[dict[str, Any], dict]:
-    meta: dict[str, Any] = {"format": image.format, "width": image.width,
-                            "height": image.height, "mode": image.mode}
+    meta: dict[str, Any] = {
+        "format": image.format,
+        "width": image.width,
+        "height": image.height,
+        "mode": image.mode,
+    }
     frames = getattr(image, "n_frames", 1)
     if frames and frames > 1:
         meta["frames"] = frames
@@ -121,7 +125,7 @@ def _heif_info(path: str, settings: ExtractionSettings) -> tuple[dict[str, Any],
     meta: dict[str, Any] = {"format": "HEIF"}
     sizes, start = [], 0
     while (index := data.find(b"ispe", start)) >= 0 and len(sizes) < 64:
-        width, height = struct.unpack(">II", data[index + 8:index + 16].ljust(8, b"\0"))
+        width, height = struct.unpack(">II", data[index + 8 : index + 16].ljust(8, b"\0"))
         sizes.append((width * height, width, height))
         start = index + 4
     if sizes:
@@ -143,8 +147,12 @@ def build_doc(doc_type: str, meta: dict, tags: dict, settings: ExtractionSetting
     meta = dict(meta)
     if tags:
         meta["exif"] = tags
-        for key, name in (("Make", "camera_make"), ("Model", "camera_model"),
-                          ("LensModel", "lens"), ("DateTimeOriginal", "date_taken")):
+        for key, name in (
+            ("Make", "camera_make"),
+            ("Model", "camera_model"),
+            ("LensModel", "lens"),
+            ("DateTimeOriginal", "date_taken"),
+        ):
             if key in tags:
                 meta[name] = tags[key]
     content = "\n".join(lines)
@@ -170,18 +178,46 @@ def extract_image(path: str, settings: ExtractionSettings) -> Extracted:
     return build_doc("image", meta, tags, settings)
 
 
-
 def image_thumbnail(path: str, settings: ExtractionSettings) -> Any:
     """Thumbnail source of an image file: the image itself, opened lazily."""
     return imaging.open_image(path)
 
+
 IMAGE = ExtractorSpec(
     type="image",
     extract=extract_image,
-    extensions=("jpg", "jpeg", "jpe", "jfif", "png", "gif", "webp", "tif", "tiff", "bmp", "dib",
-                "heic", "heif", "avif", "ico", "tga", "ppm", "pgm", "pbm", "pcx", "jp2"),
-    heavy_modules=("PIL.Image", "PIL.ExifTags", "PIL.IptcImagePlugin", "PIL.JpegImagePlugin",
-                   "PIL.PngImagePlugin", "PIL.TiffImagePlugin", "PIL.WebPImagePlugin",
-                   "PIL.GifImagePlugin"),
+    extensions=(
+        "jpg",
+        "jpeg",
+        "jpe",
+        "jfif",
+        "png",
+        "gif",
+        "webp",
+        "tif",
+        "tiff",
+        "bmp",
+        "dib",
+        "heic",
+        "heif",
+        "avif",
+        "ico",
+        "tga",
+        "ppm",
+        "pgm",
+        "pbm",
+        "pcx",
+        "jp2",
+    ),
+    heavy_modules=(
+        "PIL.Image",
+        "PIL.ExifTags",
+        "PIL.IptcImagePlugin",
+        "PIL.JpegImagePlugin",
+        "PIL.PngImagePlugin",
+        "PIL.TiffImagePlugin",
+        "PIL.WebPImagePlugin",
+        "PIL.GifImagePlugin",
+    ),
     thumbnail=image_thumbnail,
 )

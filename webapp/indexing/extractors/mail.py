@@ -93,8 +93,7 @@ def _attachments(message: EmailMessage) -> list[tuple[str | None, bytes]]:
     return out
 
 
-def _emit_all(files: list[tuple[str | None, bytes]], sink: Sink,
-              budget: Budget) -> list[Member]:
+def _emit_all(files: list[tuple[str | None, bytes]], sink: Sink, budget: Budget) -> list[Member]:
     members, taken = [], set()
     for n, (name, data) in enumerate(files, 1):
         if not budget.take():
@@ -108,21 +107,23 @@ def _emit_all(files: list[tuple[str | None, bytes]], sink: Sink,
     return members
 
 
-def _email_doc(subject: str | None, body: str, meta: dict[str, Any],
-               members: list[Member], budget: Budget) -> Extracted:
+def _email_doc(
+    subject: str | None, body: str, meta: dict[str, Any], members: list[Member], budget: Budget
+) -> Extracted:
     if members:
         meta["attachments"] = [m.name for m in members]
     if budget.cut:
         meta["cut"] = True
-    header_lines = [f"{k.replace('_', ' ').title()}: {v}" for k, v in meta.items()
-                    if k in ("from", "to", "cc")]
+    header_lines = [
+        f"{k.replace('_', ' ').title()}: {v}" for k, v in meta.items() if k in ("from", "to", "cc")
+    ]
     content = "\n".join([*header_lines, "", body]) if header_lines else body
-    return Extracted(type="email", content=content, title=clean_str(subject or "") or None,
-                     metadata=meta)
+    return Extracted(type="email", content=content, title=clean_str(subject or "") or None, metadata=meta)
 
 
-def unpack_eml(path: str, settings: ExtractionSettings, sink: Sink,
-               budget: Budget) -> tuple[Extracted, list[Member]]:
+def unpack_eml(
+    path: str, settings: ExtractionSettings, sink: Sink, budget: Budget
+) -> tuple[Extracted, list[Member]]:
     """An RFC 822 message: headers as metadata, body as content, attachments as members."""
     if os.path.getsize(path) > budget.bytes:
         raise ExtractionError("Message is too large")
@@ -135,8 +136,9 @@ def unpack_eml(path: str, settings: ExtractionSettings, sink: Sink,
     return _email_doc(subject, _body(message), _metadata(message), members, budget), members
 
 
-def unpack_msg(path: str, settings: ExtractionSettings, sink: Sink,
-               budget: Budget) -> tuple[Extracted, list[Member]]:
+def unpack_msg(
+    path: str, settings: ExtractionSettings, sink: Sink, budget: Budget
+) -> tuple[Extracted, list[Member]]:
     """An Outlook .msg message, read with extract-msg."""
     import extract_msg
 
@@ -146,8 +148,7 @@ def unpack_msg(path: str, settings: ExtractionSettings, sink: Sink,
         raise ExtractionError("Not a valid Outlook message") from exc
     try:
         meta: dict[str, Any] = {}
-        for key, attr in (("from", "sender"), ("to", "to"), ("cc", "cc"),
-                          ("message_id", "messageId")):
+        for key, attr in (("from", "sender"), ("to", "to"), ("cc", "cc"), ("message_id", "messageId")):
             text = _address_text(getattr(message, attr, None))
             if text:
                 meta[key] = text
@@ -156,9 +157,13 @@ def unpack_msg(path: str, settings: ExtractionSettings, sink: Sink,
         body = message.body or ""
         if not body.strip() and message.htmlBody:
             body = html_text(message.htmlBody)
-        files = [(getattr(a, "longFilename", None) or getattr(a, "shortFilename", None),
-                  a.data if isinstance(a.data, bytes) else b"")
-                 for a in message.attachments]
+        files = [
+            (
+                getattr(a, "longFilename", None) or getattr(a, "shortFilename", None),
+                a.data if isinstance(a.data, bytes) else b"",
+            )
+            for a in message.attachments
+        ]
         members = _emit_all(files, sink, budget)
         return _email_doc(message.subject, body, meta, members, budget), members
     finally:
@@ -181,8 +186,9 @@ def _mbox_messages(f: IO[bytes]):
         yield lines
 
 
-def unpack_mbox(path: str, settings: ExtractionSettings, sink: Sink,
-                budget: Budget) -> tuple[Extracted, list[Member]]:
+def unpack_mbox(
+    path: str, settings: ExtractionSettings, sink: Sink, budget: Budget
+) -> tuple[Extracted, list[Member]]:
     """Each message of the mailbox is a member `message-N.eml`; the content lists subjects.
     Messages past the tree's member budget (MAILBOX_MAX_MEMBERS for a mailbox file) are cut."""
     members, listing = [], []
@@ -216,12 +222,27 @@ def unpack_mbox(path: str, settings: ExtractionSettings, sink: Sink,
 def _only_document(unpack):
     def extract(path: str, settings: ExtractionSettings) -> Extracted:
         return unpack(path, settings, lambda member: None, Budget.start(settings, path))[0]
+
     return extract
 
 
-EMAIL = ExtractorSpec(type="email", extract=_only_document(unpack_eml), extensions=("eml",),
-                      heavy_modules=("lxml.html",), unpack=unpack_eml)
-OUTLOOK = ExtractorSpec(type="email", extract=_only_document(unpack_msg), extensions=("msg",),
-                        heavy_modules=("extract_msg",), unpack=unpack_msg)
-MBOX = ExtractorSpec(type="archive", extract=_only_document(unpack_mbox),
-                     extensions=base.MAILBOX_EXTENSIONS, unpack=unpack_mbox)
+EMAIL = ExtractorSpec(
+    type="email",
+    extract=_only_document(unpack_eml),
+    extensions=("eml",),
+    heavy_modules=("lxml.html",),
+    unpack=unpack_eml,
+)
+OUTLOOK = ExtractorSpec(
+    type="email",
+    extract=_only_document(unpack_msg),
+    extensions=("msg",),
+    heavy_modules=("extract_msg",),
+    unpack=unpack_msg,
+)
+MBOX = ExtractorSpec(
+    type="archive",
+    extract=_only_document(unpack_mbox),
+    extensions=base.MAILBOX_EXTENSIONS,
+    unpack=unpack_mbox,
+)

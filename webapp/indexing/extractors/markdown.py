@@ -30,11 +30,11 @@ def _split_front_matter(text: str) -> tuple[str | None, str | None, str]:
             line = lines[index].rstrip("\r").strip()
             if line == first or (first == "---" and line == "..."):
                 raw = "\n".join(lines[1:index])
-                return _FENCES[first], raw, "\n".join(lines[index + 1:])
+                return _FENCES[first], raw, "\n".join(lines[index + 1 :])
     elif first == "{":
         for index in range(1, min(len(lines), 2000)):
             if lines[index].rstrip("\r") == "}":
-                return "json", "\n".join(lines[: index + 1]), "\n".join(lines[index + 1:])
+                return "json", "\n".join(lines[: index + 1]), "\n".join(lines[index + 1 :])
     return None, None, text
 
 

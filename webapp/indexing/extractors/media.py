@@ -9,17 +9,47 @@ from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec,
 
 # ID3 frames and MP4 atoms mapped to the names Vorbis comments already use.
 TAG_NAMES = {
-    "TIT2": "title", "TPE1": "artist", "TALB": "album", "TPE2": "albumartist", "TDRC": "date",
-    "TYER": "date", "TCON": "genre", "TRCK": "tracknumber", "TPOS": "discnumber",
-    "TCOM": "composer", "COMM": "comment", "TIT3": "subtitle", "TPUB": "publisher",
-    "USLT": "lyrics", "TEXT": "lyricist", "TCOP": "copyright",
-    "\xa9nam": "title", "\xa9ART": "artist", "\xa9alb": "album", "aART": "albumartist",
-    "\xa9day": "date", "\xa9gen": "genre", "trkn": "tracknumber", "disk": "discnumber",
-    "\xa9wrt": "composer", "\xa9cmt": "comment", "\xa9too": "encoder", "\xa9lyr": "lyrics",
+    "TIT2": "title",
+    "TPE1": "artist",
+    "TALB": "album",
+    "TPE2": "albumartist",
+    "TDRC": "date",
+    "TYER": "date",
+    "TCON": "genre",
+    "TRCK": "tracknumber",
+    "TPOS": "discnumber",
+    "TCOM": "composer",
+    "COMM": "comment",
+    "TIT3": "subtitle",
+    "TPUB": "publisher",
+    "USLT": "lyrics",
+    "TEXT": "lyricist",
+    "TCOP": "copyright",
+    "\xa9nam": "title",
+    "\xa9ART": "artist",
+    "\xa9alb": "album",
+    "aART": "albumartist",
+    "\xa9day": "date",
+    "\xa9gen": "genre",
+    "trkn": "tracknumber",
+    "disk": "discnumber",
+    "\xa9wrt": "composer",
+    "\xa9cmt": "comment",
+    "\xa9too": "encoder",
+    "\xa9lyr": "lyrics",
 }
 BINARY_TAGS = ("APIC", "covr", "metadata_block_picture", "coverart", "PRIV", "GEOB", "MCDI")
-SUMMARY_TAGS = ("title", "artist", "album", "albumartist", "date", "genre", "tracknumber",
-                "composer", "comment")
+SUMMARY_TAGS = (
+    "title",
+    "artist",
+    "album",
+    "albumartist",
+    "date",
+    "genre",
+    "tracknumber",
+    "composer",
+    "comment",
+)
 VIDEO_EXTENSIONS = ("mp4", "m4v", "mkv", "webm", "mov", "avi", "wmv", "mpg", "mpeg", "3gp")
 MAX_TAG_CHARS = 4000
 
@@ -47,12 +77,20 @@ def _mutagen(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     if audio is None:
         return {}, {}
     info: dict[str, Any] = {}
-    for name in ("length", "bitrate", "sample_rate", "channels", "bits_per_sample", "codec",
-                 "codec_description"):
+    for name in (
+        "length",
+        "bitrate",
+        "sample_rate",
+        "channels",
+        "bits_per_sample",
+        "codec",
+        "codec_description",
+    ):
         value = getattr(audio.info, name, None)
         if value not in (None, "", 0):
             info["duration_seconds" if name == "length" else name] = (
-                round(value, 3) if isinstance(value, float) else value)
+                round(value, 3) if isinstance(value, float) else value
+            )
     if audio.mime:
         info["mime_type"] = audio.mime[0]
     tags: dict[str, Any] = {}
@@ -116,8 +154,32 @@ def extract_media(path: str, settings: ExtractionSettings) -> Extracted:
 MEDIA = ExtractorSpec(
     type="media",
     extract=extract_media,
-    extensions=("mp3", "flac", "ogg", "oga", "opus", "m4a", "m4b", "aac", "wav", "aiff", "aif",
-                "wma", "ape", "wv", "mpc", "dsf") + VIDEO_EXTENSIONS,
-    heavy_modules=("mutagen", "mutagen.mp3", "mutagen.mp4", "mutagen.flac", "mutagen.oggvorbis",
-                   "hachoir.parser", "hachoir.metadata"),
+    extensions=(
+        "mp3",
+        "flac",
+        "ogg",
+        "oga",
+        "opus",
+        "m4a",
+        "m4b",
+        "aac",
+        "wav",
+        "aiff",
+        "aif",
+        "wma",
+        "ape",
+        "wv",
+        "mpc",
+        "dsf",
+    )
+    + VIDEO_EXTENSIONS,
+    heavy_modules=(
+        "mutagen",
+        "mutagen.mp3",
+        "mutagen.mp4",
+        "mutagen.flac",
+        "mutagen.oggvorbis",
+        "hachoir.parser",
+        "hachoir.metadata",
+    ),
 )

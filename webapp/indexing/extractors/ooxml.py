@@ -13,9 +13,16 @@ from .base import ExtractionError, ExtractionSettings
 _CFB_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ENCRYPTED_STREAM = "EncryptedPackage".encode("utf-16-le")
 _CORE_FIELDS = {
-    "title": "title", "subject": "subject", "creator": "author", "keywords": "keywords",
-    "description": "description", "lastModifiedBy": "last_modified_by", "category": "category",
-    "created": "created", "modified": "modified", "language": "language",
+    "title": "title",
+    "subject": "subject",
+    "creator": "author",
+    "keywords": "keywords",
+    "description": "description",
+    "lastModifiedBy": "last_modified_by",
+    "category": "category",
+    "created": "created",
+    "modified": "modified",
+    "language": "language",
 }
 
 
@@ -76,11 +83,15 @@ def relationships(archive: zipfile.ZipFile, part: str) -> dict[str, dict[str, st
         target = rel.get("Target") or ""
         mode = rel.get("TargetMode") or ""
         if mode != "External":
-            target = target.lstrip("/") if target.startswith("/") else posixpath.normpath(
-                posixpath.join(folder, target)
+            target = (
+                target.lstrip("/")
+                if target.startswith("/")
+                else posixpath.normpath(posixpath.join(folder, target))
             )
         rels[rel.get("Id") or ""] = {
-            "target": target, "type": (rel.get("Type") or "").rsplit("/", 1)[-1], "mode": mode,
+            "target": target,
+            "type": (rel.get("Type") or "").rsplit("/", 1)[-1],
+            "mode": mode,
         }
     return rels
 
@@ -116,8 +127,13 @@ def custom_properties(archive: zipfile.ZipFile) -> dict[str, str]:
 def app_properties(archive: zipfile.ZipFile) -> dict[str, Any]:
     """Application name and page/slide counts from docProps/app.xml."""
     root = read_xml(archive, "docProps/app.xml")
-    wanted = {"Application": "application", "Pages": "pages", "Slides": "slides",
-              "Company": "company", "Words": "words"}
+    wanted = {
+        "Application": "application",
+        "Pages": "pages",
+        "Slides": "slides",
+        "Company": "company",
+        "Words": "words",
+    }
     meta: dict[str, Any] = {}
     if root is None:
         return meta

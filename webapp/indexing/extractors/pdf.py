@@ -108,9 +108,7 @@ def extract_pdf(path: str, settings: ExtractionSettings) -> Extracted:
         meta["has_text_layer"] = False
     elif image_pages:
         meta["image_only_pages"] = image_pages
-    header = summary_lines(
-        (k.capitalize(), meta.get(k)) for k in ("title", "author", "subject", "keywords")
-    )
+    header = summary_lines((k.capitalize(), meta.get(k)) for k in ("title", "author", "subject", "keywords"))
     content = (header + "\n\n" + body).strip() if header else body
     title = meta.get("title") if isinstance(meta.get("title"), str) else None
     return Extracted(type="pdf", content=content, title=title, metadata=meta)

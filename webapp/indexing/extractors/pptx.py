@@ -30,8 +30,7 @@ def _slide_parts(archive: Any) -> list[str]:
     parts = []
     for element in root.iter():
         if local_name(element.tag) == "sldId":
-            rid = next((v for k, v in element.attrib.items() if local_name(k) == "id"
-                        and k != "id"), None)
+            rid = next((v for k, v in element.attrib.items() if local_name(k) == "id" and k != "id"), None)
             rel = rels.get(rid or "")
             if rel and rel["type"] == "slide":
                 parts.append(rel["target"])
@@ -67,8 +66,7 @@ def extract_pptx(path: str, settings: ExtractionSettings) -> Extracted:
     meta["slide_count"] = len(slides)
     meta["slides_with_notes"] = note_count
     content = "\n\n".join(sections)
-    return Extracted(type="pptx", content=content, title=meta.get("title"),
-                     metadata=meta)
+    return Extracted(type="pptx", content=content, title=meta.get("title"), metadata=meta)
 
 
 PPTX = ExtractorSpec(

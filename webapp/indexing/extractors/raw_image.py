@@ -26,7 +26,7 @@ def _tiff_block(data: bytes) -> tuple[bytes | None, dict[str, Any]]:
         return magic + data[4:], {}
     if data.startswith(b"FUJIFILMCCD-RAW"):
         offset, length = struct.unpack(">II", data[84:92])
-        jpeg = data[offset:offset + length]
+        jpeg = data[offset : offset + length]
         preview = {"offset": offset, "length": length, "format": "jpeg", "source": "raf"}
         return find_tiff(jpeg), preview if jpeg[:2] == b"\xff\xd8" else {}
     return None, {}
@@ -38,8 +38,8 @@ def _cr3_blocks(data: bytes) -> list[bytes]:
     for box in _CR3_BOXES:
         index = data.find(box)
         if index >= 4:
-            size = struct.unpack(">I", data[index - 4:index])[0]
-            payload = data[index + 4:index - 4 + size]
+            size = struct.unpack(">I", data[index - 4 : index])[0]
+            payload = data[index + 4 : index - 4 + size]
             if payload[:4] in TIFF_HEADERS:
                 blocks.append(payload)
     return blocks
@@ -69,8 +69,12 @@ def _rawpy_sizes(path: str) -> dict[str, Any]:
     try:
         with rawpy.imread(path) as raw:
             sizes = raw.sizes
-            return {"width": sizes.width, "height": sizes.height,
-                    "raw_width": sizes.raw_width, "raw_height": sizes.raw_height}
+            return {
+                "width": sizes.width,
+                "height": sizes.height,
+                "raw_width": sizes.raw_width,
+                "raw_height": sizes.raw_height,
+            }
     except Exception:  # LibRaw errors: unsupported or data-stripped files
         return {}
 
@@ -112,8 +116,30 @@ def raw_thumbnail(path: str, settings: ExtractionSettings) -> Any:
 RAW_IMAGE = ExtractorSpec(
     type="raw_image",
     extract=extract_raw,
-    extensions=("cr2", "cr3", "crw", "nef", "nrw", "arw", "srf", "sr2", "dng", "orf", "rw2",
-                "raf", "pef", "srw", "x3f", "3fr", "erf", "kdc", "mrw", "mos", "iiq", "rwl"),
+    extensions=(
+        "cr2",
+        "cr3",
+        "crw",
+        "nef",
+        "nrw",
+        "arw",
+        "srf",
+        "sr2",
+        "dng",
+        "orf",
+        "rw2",
+        "raf",
+        "pef",
+        "srw",
+        "x3f",
+        "3fr",
+        "erf",
+        "kdc",
+        "mrw",
+        "mos",
+        "iiq",
+        "rwl",
+    ),
     heavy_modules=("rawpy", "PIL.Image"),
     thumbnail=raw_thumbnail,
 )

@@ -35,16 +35,14 @@ def extract_rtf(path: str, settings: ExtractionSettings) -> Extracted:
     raw = data.decode("latin-1")
     meta: dict = {"encoding": encoding}
     for key, value in _INFO.findall(raw[:200_000]):
-        text = clean_str(rtf_to_text("{\\rtf1 " + value + "}", encoding=encoding,
-                                     errors="replace")).strip()
+        text = clean_str(rtf_to_text("{\\rtf1 " + value + "}", encoding=encoding, errors="replace")).strip()
         if text:
             meta[_INFO_NAMES.get(key, key)] = text
     body = clean_str(rtf_to_text(raw, encoding=encoding, errors="replace"))
     body = "\n".join(line.rstrip() for line in body.splitlines())
     header = summary_lines((k.capitalize(), meta.get(k)) for k in ("title", "author", "subject"))
     content = (header + "\n\n" + body).strip() if header else body.strip()
-    return Extracted(type="rtf", content=content, title=meta.get("title"),
-                     metadata=meta)
+    return Extracted(type="rtf", content=content, title=meta.get("title"), metadata=meta)
 
 
 RTF = ExtractorSpec(

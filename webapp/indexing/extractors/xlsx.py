@@ -46,7 +46,8 @@ def _date_styles(archive: Any) -> set[int]:
         if local_name(element.tag) == "numFmt":
             code = re.sub(r'"[^"]*"|\[[^\]]*\]|\\.', "", (element.get("formatCode") or "").lower())
             custom[int(element.get("numFmtId") or -1)] = any(ch in code for ch in "dyh") or (
-                "m" in code and "0" not in code)
+                "m" in code and "0" not in code
+            )
     styles: set[int] = set()
     for element in root.iter():
         if local_name(element.tag) == "cellXfs":
@@ -154,8 +155,11 @@ def _sheet_rows(archive: Any, part: str, book: _Workbook) -> tuple[list[str], li
 
 
 def _links(archive: Any, part: str) -> list[str]:
-    return [r["target"] for r in relationships(archive, part).values()
-            if r["type"] == "hyperlink" and r["mode"] == "External"]
+    return [
+        r["target"]
+        for r in relationships(archive, part).values()
+        if r["type"] == "hyperlink" and r["mode"] == "External"
+    ]
 
 
 def extract_xlsx(path: str, settings: ExtractionSettings) -> Extracted:
@@ -177,8 +181,7 @@ def extract_xlsx(path: str, settings: ExtractionSettings) -> Extracted:
         meta["max_rows_per_sheet"] = MAX_ROWS_PER_SHEET
         meta["max_columns"] = MAX_COLUMNS
     content = "\n\n".join(sections)
-    return Extracted(type="xlsx", content=content, title=meta.get("title"),
-                     metadata=meta)
+    return Extracted(type="xlsx", content=content, title=meta.get("title"), metadata=meta)
 
 
 XLSX = ExtractorSpec(
