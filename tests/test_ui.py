@@ -612,6 +612,12 @@ def test_a_watched_source_says_starting_and_its_card_follows_live_updates(app, u
         assert 'hx-trigger="every 5s"' in _text(ui.get("/sources/notes/status", headers=HX))
     finally:
         conn.delete(keys.watcher_alive(), keys.watch_states())
+    with app.app_context():  # meaning's progress would poll too while documents wait for it
+        from webapp.extensions import db
+        from webapp.models import Source
+
+        db.session.get(Source, "notes").semantic = False
+        db.session.commit()
     assert "hx-trigger" not in _text(ui.get("/sources/notes/status", headers=HX))
 
 
