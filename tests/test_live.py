@@ -170,8 +170,9 @@ def test_every_kind_of_change_reaches_search(
     shutil.rmtree(root / "made")
     eventually(lambda: not found(client, auth, "flamingo"), "folder deleted")
     assert found(client, auth, "walrus")  # untouched files stay
-    st = status(client, auth, sid)
-    assert st["total_files"] == 1 and st["last_run"]["new_files"] == 1  # the one scan
+    # the records go in the same step as the documents, just after them
+    eventually(lambda: status(client, auth, sid)["total_files"] == 1, "records follow")
+    assert status(client, auth, sid)["last_run"]["new_files"] == 1  # the one scan
 
     root.rename(roots / "unmounted")  # the root goes away: said so, and nothing is deleted
     eventually(

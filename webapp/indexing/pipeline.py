@@ -306,8 +306,10 @@ class ScanRun:
             gone = changes.deleted + [p for p, _ in member_paths(self.source_id, changes.deleted)]
             ids = [doc_id(self.source_id, p) for p in gone]
             with writer_lock(self.source_id, self.app):
-                get_search(self.app).delete_ids(ids)
+                # vectors first: search and records then go together, so what search no
+                # longer finds is not still counted by the source's status
                 get_vectors(self.app).delete_ids(ids)  # meaning
+                get_search(self.app).delete_ids(ids)
                 delete_records(self.source_id, gone)
             thumbstore.remove(self.app.config["DATA_DIR"], ids)
         if (unclean and scope is None) or self.full:
@@ -365,8 +367,8 @@ class ScanRun:
         orphans = search.ids(self.source_id) - known
         if orphans:
             log.info("Removing %d orphan documents of %s", len(orphans), self.source_id)
-            search.delete_ids(sorted(orphans))
             get_vectors(self.app).delete_ids(sorted(orphans))  # meaning
+            search.delete_ids(sorted(orphans))
         thumbstore.prune(self.app.config["DATA_DIR"], self.source_id, known)
 
     def _stopped(self, beat: Heartbeat) -> bool:
@@ -483,8 +485,8 @@ class ScanRun:
         stale = [p for p, _ in member_paths(self.source_id, containers)]
         if stale:
             ids = [doc_id(self.source_id, p) for p in stale]
-            get_search(self.app).delete_ids(ids)
             get_vectors(self.app).delete_ids(ids)  # meaning
+            get_search(self.app).delete_ids(ids)
             delete_records(self.source_id, stale)
 
     def _count_batch(self, result: dict) -> None:
