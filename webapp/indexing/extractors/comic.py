@@ -21,8 +21,8 @@ from ._util import (
     read_member,
     summary_lines,
 )
-from .archive import BSDTAR, rar_member
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
+from .tool_output import BSDTAR, rar_member
 
 IMAGE_EXTENSIONS = (
     ".jpg",
