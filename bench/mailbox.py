@@ -30,7 +30,7 @@ def _write_mbox(path: str, count: int) -> None:
 
 def _run(path: str, data_dir: str, chunked: bool) -> dict:
     from webapp import create_app
-    from webapp.indexing.pipeline import extract_batch
+    from webapp.indexing.batch import extract_batch
 
     app = create_app(
         {

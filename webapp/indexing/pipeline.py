@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import redis
 from flask import Flask
@@ -23,13 +23,10 @@ from sqlalchemy import or_, select
 from webapp import keys
 from webapp.extensions import db
 from webapp.indexing import live, thumbstore
-from webapp.indexing.extractors import ExtractionSettings, extension
+from webapp.indexing.batch import extract_batch
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
 from webapp.indexing.history import record_run
-from webapp.indexing.isolation import Extractor, FileResult, MemberResult
-from webapp.indexing.ocr import PENDING, needs_ocr
-from webapp.indexing.ocr_phase import enabled as ocr_enabled
 from webapp.indexing.records import delete_records, member_paths, upsert_records
 from webapp.indexing.runstats import FileStatus, Progress, RunState, RunStats
 from webapp.indexing.scanner import (
@@ -44,7 +41,7 @@ from webapp.indexing.scanner import (
 )
 from webapp.indexing.state import Heartbeat, scan_lock, stamp, writer_lock
 from webapp.memtune import release_freed
-from webapp.metrics import extraction_seconds, scan_files, scan_runs
+from webapp.metrics import scan_files, scan_runs
 from webapp.models import IndexedFile, Source, utcnow
 from webapp.runtime import get_redis, get_search, get_vectors
 
@@ -62,130 +59,7 @@ WRITE_BATCHES = 25
 WRITE_SECONDS = 5.0  # ... but never hold extracted results longer than this
 WRITE_MAX_CHARS = 8_000_000  # ... nor more extracted text than this (the writer's memory)
 PUSH_BATCHES = 100  # batches per RPUSH when a run hands out its work
-MEMBER_CHUNK = 500  # members of one container sent on (and written) together
 RECORD_CHUNK = 100  # paths per query when a live update loads the records it may touch
-
-_extractor: tuple | None = None  # (settings, Extractor): one child per worker process, reused
-
-
-def get_extractor(app: Flask):
-    """The process's extraction child, created on first use and again when the settings change."""
-    global _extractor
-    settings = ExtractionSettings.from_config(app.config)
-    if _extractor is None or _extractor[0] != settings:
-        if _extractor is not None:
-            _extractor[1].close()
-        _extractor = (settings, Extractor(settings))
-    return _extractor[1]
-
-
-def extract_batch(
-    app: Flask,
-    source: dict,
-    files: Iterable[list],
-    on_file: Callable[[], None] | None = None,
-    on_partial: Callable[[dict], None] | None = None,
-) -> dict:
-    """Extract a batch of files into documents and record rows (no writes).
-
-    The members of a container (`a.zip!/b.txt`) are documents too, their records naming it.
-    A container with many members does not wait in memory: every MEMBER_CHUNK members, what
-    was gathered goes to `on_partial` (a partial result) and a new result starts. A result's
-    `reset` lists the files whose earlier members are to be dropped before its rows are
-    written; it comes with the first rows of each file.
-    """
-    extractor = get_extractor(app)
-    out = {"docs": [], "records": [], "reset": []}
-    now = int(time.time())
-    ocr = ocr_enabled(app)  # documents that need it wait for the OCR phase (ocr_phase.py)
-
-    files = list(files)
-    mtimes = {path: mtime_ns for path, _size, mtime_ns in files}
-    started: set[str] = set()
-
-    def start(path: str) -> None:
-        """A file's first rows carry its reset (its old members are dropped before them)."""
-        if path not in started:
-            started.add(path)
-            out["reset"].append(path)
-
-    def add_member(path: str, member: MemberResult) -> None:
-        nonlocal out
-        if on_file:
-            on_file()  # a helper's "still alive" mark, also while one container takes long
-        start(path)
-        mtime_ns = mtimes[path]
-        member_path = f"{path}!/{member.inner}"
-        parent = f"{path}!/{member.parent}" if member.parent else path
-        member_ns = member.mtime * 1_000_000_000 if member.mtime is not None else mtime_ns
-        size = max(member.size, 0)
-        out["docs"].append(
-            _document(source, member_path, size, member_ns, member.result, now, doc_id(source["id"], parent))
-        )
-        # members are not read by OCR (the OCR phase reads files by their path on disk)
-        out["records"].append(_record(member_path, size, member_ns, member.result, path, False))
-        if on_partial and len(out["records"]) >= MEMBER_CHUNK:
-            on_partial({**out, "partial": True})
-            out = {"docs": [], "records": [], "reset": []}
-
-    results = extractor.run_many((path for path, _size, _mtime in files), on_member=add_member)
-    for (path, size, mtime_ns), result in zip(files, results, strict=True):
-        if on_file:
-            on_file()
-        start(path)
-        extraction_seconds.labels(result.doc.type).observe(result.seconds)
-        out["docs"].append(_document(source, path, size, mtime_ns, result, now, None))
-        out["records"].append(_record(path, size, mtime_ns, result, None, ocr))
-    return out
-
-
-def _document(
-    source: dict, path: str, size: int, mtime_ns: int, result: FileResult, now: int, container_id: str | None
-) -> dict:
-    """The document of an extraction result, with its thumbnail (base64, or None) for the
-    coordinator to store on its host before it writes the document (`_store_thumbnails`)."""
-    doc = result.doc
-    ident = doc_id(source["id"], path)
-    thumb = base64.b64encode(doc.thumbnail).decode() if doc.thumbnail else None
-    return {
-        "thumbnail": thumb,
-        "id": ident,
-        "source_id": source["id"],
-        "source_name": source["name"],
-        "path": path,
-        "basename": os.path.basename(path),
-        "extension": extension(path),
-        "type": doc.type,
-        "size_bytes": size,
-        "modified_at": int(mtime_ns // 1_000_000_000),
-        "indexed_at": now,
-        "content": doc.content or "",
-        "title": doc.title,
-        "metadata": doc.metadata or {},
-        "container_id": container_id,
-    }
-
-
-def _record(
-    path: str, size: int, mtime_ns: int, result: FileResult, container: str | None, ocr: bool
-) -> dict:
-    """A file record; with `ocr`, marked pending when its document needs the OCR phase."""
-    doc = result.doc
-    pending = (
-        ocr
-        and result.status == FileStatus.SUCCESS
-        and needs_ocr(doc.type, extension(path), doc.metadata or {})
-    )
-    return {
-        "path": path,
-        "size_bytes": size,
-        "mtime_ns": mtime_ns,
-        "doc_type": doc.type,
-        "status": result.status,
-        "error_message": result.error_message,
-        "container": container,
-        "ocr": PENDING if pending else None,
-    }
 
 
 class ScanRun:
