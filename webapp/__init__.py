@@ -13,9 +13,6 @@ from flask import Flask, g, request
 
 from webapp import config as settings
 
-# before any module of ours imports prometheus_client, which reads it once (see config.py)
-settings.export_metrics_dir()
-
 ROOT = Path(__file__).resolve().parent.parent
 # a proxy's X-Request-ID is kept when it is one plain token (it goes into every log line)
 SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@+=/-]{1,128}")
