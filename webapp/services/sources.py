@@ -19,7 +19,7 @@ from webapp.indexing.runstats import FileStatus
 from webapp.indexing.scanner import inside_any, within
 from webapp.models import IndexedFile, Source, UserSource, get_source, iso, utcnow
 from webapp.runtime import get_search, get_vectors
-from webapp.services import scans
+from webapp.services import meaning, scans
 from webapp.services.access import Visible, can_see
 from webapp.validation import display_name
 
@@ -271,7 +271,7 @@ def _semantic_switched(source: Source) -> None:
     if source.semantic:
         jobs.enqueue_embed(source.id)
         return
-    get_vectors().delete_source(source.id)
+    meaning.drop_source_vectors(source.id)
     db.session.query(IndexedFile).filter_by(source_id=source.id).update({IndexedFile.embedded: False})
     db.session.commit()
 
