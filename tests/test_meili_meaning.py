@@ -89,7 +89,7 @@ def test_a_search_with_meaning_sends_hybrid_the_question_vector_and_the_same_fil
     backend = _offline()
     question = embedder.embed_query("feline napping")
     query = SearchQuery(q="feline napping type:text", source_ids=("docs", "pets"), limit=10, offset=20)
-    (page, count, near), _ = backend.hybrid_queries(query, 0.3, question)
+    (page, count, near), _ = backend.hybrid_queries(query, 0.3, question, ["docs"])
     assert page["hybrid"] == {"embedder": EMBEDDER, "semanticRatio": 0.3}
     assert np.allclose(page["vector"], question, atol=1e-6) and len(page["vector"]) == 384
     assert page["retrieveVectors"] is True and "_vectors" in page["attributesToRetrieve"]
@@ -100,9 +100,13 @@ def test_a_search_with_meaning_sends_hybrid_the_question_vector_and_the_same_fil
     assert "hybrid" not in count and "vector" not in count and count["filter"] == page["filter"]
     # meaning's candidates: vectors only, within the same filters
     assert near["hybrid"] == {"embedder": EMBEDDER, "semanticRatio": 1.0}
-    assert near["q"] == "" and near["limit"] == CANDIDATES and near["filter"] == page["filter"]
+    assert near["q"] == "" and near["limit"] == CANDIDATES
+    # same filters, and only the sources with meaning on ("pets" has it off)
+    assert near["filter"] == f'({page["filter"]}) AND source_id IN ["docs"]'
     assert near["indexUid"] == page["indexUid"] == "offline"
     json.dumps([page, count, near])
+    (_, _, nowhere), _ = backend.hybrid_queries(query, 0.3, question, [])
+    assert nowhere["filter"].endswith("AND chunk < 0")  # no source with meaning: no candidate
     assert hybrid_params(question, 1)["hybrid"]["semanticRatio"] == 1.0
 
 
@@ -124,16 +128,20 @@ def test_each_hit_is_words_meaning_or_both_and_unrelated_ones_are_left_out():
     assert list(candidates)[0] == "docs--recipe"
     assert "docs--invoice" not in candidates  # an unrelated text is not meaning's
     # suppose the words find the recipe and the invoice (e.g. a shared word)
-    kept = classify(hits, question, {"docs--recipe", "docs--invoice"}, candidates, embedder.RELATED)
+    words = {"docs--recipe", "docs--invoice"}
+    kept = classify(hits, question, words, candidates, embedder.RELATED, ["docs"])
     matches = {hit["id"]: match for hit, match in kept}
     assert matches["docs--recipe"] == "both"
     assert matches["docs--invoice"] == "words"
     assert "docs--quote" not in matches  # neither words nor related: not in the page
+    # meaning switched off for the source (its vectors not removed yet): words only
+    off = classify(hits, question, words, {}, embedder.RELATED, [])
+    assert {hit["id"]: match for hit, match in off} == {"docs--recipe": "words", "docs--invoice": "words"}
     # a related document no word finds is a meaning match
     feline = embedder.embed_query("feline napping")
     near = related(hits, feline, embedder.RELATED)
     assert list(near)[0] == "docs--kitten"
-    assert dict((h["id"], m) for h, m in classify(hits, feline, set(), near, embedder.RELATED)) == {
+    assert dict((h["id"], m) for h, m in classify(hits, feline, set(), near, embedder.RELATED, ["docs"])) == {
         "docs--kitten": "meaning"
     }
 
@@ -172,9 +180,9 @@ def meili():
     backend.client.delete_index(index)
 
 
-def _hybrid(backend, q: str, ratio: float = 0.5, **kw):
+def _hybrid(backend, q: str, ratio: float = 0.5, sources=("docs",), **kw):
     query = SearchQuery(q=q, **kw)
-    return backend.search_hybrid(query, ratio, embedder.embed_query(q), embedder.RELATED)
+    return backend.search_hybrid(query, ratio, embedder.embed_query(q), embedder.RELATED, list(sources))
 
 
 @needs_meili
@@ -190,6 +198,8 @@ def test_meili_finds_a_question_in_other_words_by_meaning(meili):
 @needs_meili
 def test_meili_meaning_follows_filters_and_similar_documents(meili):
     assert _hybrid(meili, "feline napping", source_ids=("other",)).results == []
+    # meaning off for the source (vectors still there): nothing by meaning
+    assert "docs--kitten" not in [r["id"] for r in _hybrid(meili, "feline napping", sources=()).results]
     assert meili.vectors_of("docs--kitten").shape == (1, 384)
     near = meili.similar("docs--invoice", ("docs",), 3)
     assert near[0][0] == "docs--quote" and "docs--invoice" not in [i for i, _ in near]

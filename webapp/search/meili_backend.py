@@ -340,31 +340,35 @@ class MeiliBackend:
         return meaning.passages_of(dict(doc))
 
     def hybrid_queries(
-        self, query: SearchQuery, ratio: float, vector: np.ndarray
+        self, query: SearchQuery, ratio: float, vector: np.ndarray, sources: list[str]
     ) -> tuple[list[dict], ParsedQuery]:
         """The three queries of a search with meaning (one multi-search): the page ranked by
         Meilisearch's `hybrid`, the keyword count (and facets), and the CANDIDATES documents
-        closest to the question (pure vector search, same filters)."""
+        closest to the question (pure vector search, same filters, `sources`: those with
+        meaning on)."""
         hits_query, count_query, parsed, filter_ = self._queries(query)
         hits_query.update(meaning.hybrid_params(vector, ratio))
         hits_query["attributesToRetrieve"] = [*RESULT_ATTRIBUTES, "_vectors"]
-        near = meaning.related_query(self.uid, vector, filter_, CANDIDATES)
+        near = meaning.related_query(self.uid, vector, filter_, sources, CANDIDATES)
         return [hits_query, count_query, near], parsed
 
     def search_hybrid(
-        self, query: SearchQuery, ratio: float, vector: np.ndarray, min_similarity: float
+        self, query: SearchQuery, ratio: float, vector: np.ndarray, min_similarity: float, sources: list[str]
     ) -> SearchPage:
         """A search with meaning, ranked by Meilisearch's `hybrid` (meili_meaning.py says
-        what is sent and how each hit's `match` and the total are derived)."""
+        what is sent and how each hit's `match` and the total are derived); `sources`: those
+        whose documents meaning may bring (the asker's, with meaning on)."""
         started = time.perf_counter()
-        queries, parsed = self.hybrid_queries(query, ratio, vector)
+        queries, parsed = self.hybrid_queries(query, ratio, vector, sources)
         hits, counted, nearest = self._call(self.client.multi_search, queries)["results"]
         candidates = meaning.related(nearest["hits"], vector, min_similarity)
         page_ids = [h["id"] for h in hits["hits"]]
         by_words = self._matching_words(query, list(dict.fromkeys(page_ids + list(candidates))))
         matcher = TermMatcher.from_query(parsed)
         results = []
-        for hit, match in meaning.classify(hits["hits"], vector, by_words, candidates, min_similarity):
+        for hit, match in meaning.classify(
+            hits["hits"], vector, by_words, candidates, min_similarity, sources
+        ):
             result = _result(hit, matcher, query.snippet_length)
             result["match"] = match
             results.append(result)

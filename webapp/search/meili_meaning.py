@@ -71,18 +71,26 @@ def hybrid_params(vector: np.ndarray, ratio: float) -> dict:
     }
 
 
-def related_query(index_uid: str, vector: np.ndarray, filter_: str | None, limit: int) -> dict:
-    """A pure vector search (no words) for the `limit` documents closest to the question."""
-    out = {
+def related_query(
+    index_uid: str, vector: np.ndarray, filter_: str | None, sources: Iterable[str], limit: int
+) -> dict:
+    """A pure vector search (no words) for the `limit` documents closest to the question,
+    within the query's filter and the sources with meaning on."""
+    named = ", ".join(_quote(s) for s in sources)
+    within = f"source_id IN [{named}]" if named else "chunk < 0"  # none: nothing (as grants)
+    return {
         "indexUid": index_uid,
         "q": "",
         "limit": limit,
         "attributesToRetrieve": ["id", "_vectors"],
+        "filter": f"({filter_}) AND {within}" if filter_ else within,
         **hybrid_params(vector, 1.0),
     }
-    if filter_:
-        out["filter"] = filter_
-    return out
+
+
+def _quote(value: str) -> str:
+    """A string literal for a Meilisearch filter expression (as the backend writes them)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def passages_of(hit: Mapping) -> np.ndarray | None:
@@ -126,15 +134,18 @@ def classify(
     by_words: set[str],
     candidates: Mapping[str, float],
     min_similarity: float,
+    sources: Iterable[str],
 ) -> list[tuple[Mapping, str]]:
     """The page's hits kept, each with its `match`: words (a keyword query finds it), meaning
     (one of the related candidates, no word matched), both (words, and its closest passage
-    is related). Hits found by neither are left out."""
+    is related, in a source with meaning on). Hits found by neither are left out."""
+    meaning_on = set(sources)
     out = []
     for hit in hits:
         doc_id = hit["id"]
         if doc_id in by_words:
-            sim = similarity(question, passages_of(hit))
+            on = doc_id.rsplit("--", 1)[0] in meaning_on  # ids are `{source}--{hex}`
+            sim = similarity(question, passages_of(hit)) if on else None
             out.append((hit, BOTH if sim is not None and sim >= min_similarity else WORDS))
         elif doc_id in candidates:
             out.append((hit, MEANING))

@@ -29,7 +29,7 @@ def search(query: SearchQuery, ratio: float) -> SearchPage:
         if sources:
             vector = embedder.embed_query(query.syntax().text)
             if vector is not None and native(backend):
-                return backend.search_hybrid(query, ratio, vector, embedder.RELATED)
+                return backend.search_hybrid(query, ratio, vector, embedder.RELATED, sources)
             store = get_vectors()
             nearest = lambda v, k: store.nearest(v, sources, k)  # noqa: E731
     return hybrid.search(backend, query, ratio, vector, nearest)
@@ -39,14 +39,6 @@ def native(backend) -> bool:
     """Whether the backend holds the vectors and ranks meaning itself (Meilisearch), rather
     than Trawl's vector store (search/vectors.py) beside it."""
     return bool(getattr(backend, "native_meaning", False))
-
-
-def drop_source_vectors(source_id: str) -> None:
-    """Meaning switched off for a source: its vectors go."""
-    get_vectors().delete_source(source_id)
-    backend = get_search()
-    if native(backend):
-        backend.clear_vectors(source_id)
 
 
 def health() -> str:

@@ -9,7 +9,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import func
 
-from webapp import jobs, slugs
+from webapp import embed_jobs, jobs, slugs
 from webapp import schedule as cron
 from webapp.exceptions import Conflict, InvalidInput
 from webapp.extensions import db
@@ -271,7 +271,9 @@ def _semantic_switched(source: Source) -> None:
     if source.semantic:
         jobs.enqueue_embed(source.id)
         return
-    meaning.drop_source_vectors(source.id)
+    get_vectors().delete_source(source.id)
+    if meaning.native(get_search()):  # Meilisearch holds them: a worker removes them
+        embed_jobs.enqueue_drop_vectors(source.id)
     db.session.query(IndexedFile).filter_by(source_id=source.id).update({IndexedFile.embedded: False})
     db.session.commit()
 
