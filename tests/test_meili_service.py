@@ -66,9 +66,10 @@ def test_meaning_with_meilisearch_end_to_end(app, client, auth, indexed, run_ocr
     answer = _search(client, auth, "feline napping")
     assert _names(answer)[0] == "kitten.txt" and answer["results"][0]["match"] == "meaning"
     assert "recipe.txt" not in _names(answer) and answer["total"] == len(answer["results"])
-    assert {
-        r["match"] for r in _search(client, auth, "bake bread", hybrid={"semantic_ratio": 0})["results"]
-    } == {"words"}
+    matches = {r["basename"]: r["match"] for r in _search(client, auth, "bake bread")["results"]}
+    assert matches["recipe.txt"] == "both"
+    plain = _search(client, auth, "bake bread", hybrid={"semantic_ratio": 0})
+    assert {r["match"] for r in plain["results"]} == {"words"}
     # exact words still win: an invoice number lists its own invoice first
     assert _names(_search(client, auth, "INV-2024-001", hybrid={"semantic_ratio": 0.9}))[0] == "invoice.txt"
     ids = {r["basename"]: r["id"] for r in _search(client, auth, "type:text", limit=50)["results"]}
