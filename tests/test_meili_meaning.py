@@ -89,23 +89,25 @@ def test_a_search_with_meaning_sends_hybrid_the_question_vector_and_the_same_fil
     backend = _offline()
     question = embedder.embed_query("feline napping")
     query = SearchQuery(q="feline napping type:text", source_ids=("docs", "pets"), limit=10, offset=20)
-    (page, count, near), _ = backend.hybrid_queries(query, 0.3, question, ["docs"])
+    (page, count, near), _ = backend.hybrid_queries(query, 0.3, question, ["docs"], 60)
     assert page["hybrid"] == {"embedder": EMBEDDER, "semanticRatio": 0.3}
     assert np.allclose(page["vector"], question, atol=1e-6) and len(page["vector"]) == 384
-    assert page["retrieveVectors"] is True and "_vectors" in page["attributesToRetrieve"]
     assert page["q"].strip() == "feline napping"
-    assert (page["limit"], page["offset"]) == (10, 20)
+    # read from the first hit (the page is cut after leaving out what neither found)
+    assert (page["limit"], page["offset"]) == (60, 0)
+    assert "retrieveVectors" not in page  # the page's hits need no vectors
     assert 'source_id IN ["docs", "pets"]' in page["filter"] and 'type IN ["text"]' in page["filter"]
     # the total counts keyword matches: no hybrid there
     assert "hybrid" not in count and "vector" not in count and count["filter"] == page["filter"]
-    # meaning's candidates: vectors only, within the same filters
+    # meaning's candidates: vectors only, within the same filters and the sources with
+    # meaning on ("pets" has it off), their vectors returned for Trawl's own cosine
     assert near["hybrid"] == {"embedder": EMBEDDER, "semanticRatio": 1.0}
     assert near["q"] == "" and near["limit"] == CANDIDATES
-    # same filters, and only the sources with meaning on ("pets" has it off)
     assert near["filter"] == f'({page["filter"]}) AND source_id IN ["docs"]'
+    assert near["retrieveVectors"] is True and "_vectors" in near["attributesToRetrieve"]
     assert near["indexUid"] == page["indexUid"] == "offline"
     json.dumps([page, count, near])
-    (_, _, nowhere), _ = backend.hybrid_queries(query, 0.3, question, [])
+    (_, _, nowhere), _ = backend.hybrid_queries(query, 0.3, question, [], 60)
     assert nowhere["filter"].endswith("AND chunk < 0")  # no source with meaning: no candidate
     assert hybrid_params(question, 1)["hybrid"]["semanticRatio"] == 1.0
 
@@ -122,28 +124,21 @@ def _hit(doc_id: str, passages: np.ndarray, shape: str = "explicit") -> dict:
 
 def test_each_hit_is_words_meaning_or_both_and_unrelated_ones_are_left_out():
     vectors = _embedded(PETS)
-    question = embedder.embed_query("bake bread in the oven")
     hits = [_hit(doc_id, m) for doc_id, m in vectors.items()]
-    candidates = related(hits, question, embedder.RELATED)
+    bread = embedder.embed_query("bake bread in the oven")
+    candidates = related(hits, bread, embedder.RELATED)
     assert list(candidates)[0] == "docs--recipe"
     assert "docs--invoice" not in candidates  # an unrelated text is not meaning's
     # suppose the words find the recipe and the invoice (e.g. a shared word)
-    words = {"docs--recipe", "docs--invoice"}
-    kept = classify(hits, question, words, candidates, embedder.RELATED, ["docs"])
+    kept = classify(hits, {"docs--recipe", "docs--invoice"}, candidates)
     matches = {hit["id"]: match for hit, match in kept}
-    assert matches["docs--recipe"] == "both"
-    assert matches["docs--invoice"] == "words"
-    assert "docs--quote" not in matches  # neither words nor related: not in the page
-    # meaning switched off for the source (its vectors not removed yet): words only
-    off = classify(hits, question, words, {}, embedder.RELATED, [])
-    assert {hit["id"]: match for hit, match in off} == {"docs--recipe": "words", "docs--invoice": "words"}
+    assert matches == {"docs--recipe": "both", "docs--invoice": "words"}  # quote: neither
+    assert [hit["id"] for hit, _ in kept] == ["docs--invoice", "docs--recipe"]  # the given order
     # a related document no word finds is a meaning match
     feline = embedder.embed_query("feline napping")
     near = related(hits, feline, embedder.RELATED)
     assert list(near)[0] == "docs--kitten"
-    assert dict((h["id"], m) for h, m in classify(hits, feline, set(), near, embedder.RELATED, ["docs"])) == {
-        "docs--kitten": "meaning"
-    }
+    assert {h["id"]: m for h, m in classify(hits, set(), near)} == {"docs--kitten": "meaning"}
 
 
 def test_retrieved_vectors_are_read_in_either_shape_and_scored_by_the_closest_passage():
@@ -215,3 +210,14 @@ def test_meili_vectors_go_with_the_switch_and_with_a_rewrite(meili):
     assert meili.vectors_of("docs--kitten") is not None
     meili.upsert([make_doc("kitten", PETS["kitten"] + " Again.")])  # rewritten: waits again
     assert meili.vectors_of("docs--kitten") is None
+
+
+@needs_meili
+def test_meili_pages_with_meaning_follow_each_other(meili):
+    whole = [(r["id"], r["match"]) for r in _hybrid(meili, "office furniture invoice", limit=4).results]
+    pages = [
+        (r["id"], r["match"])
+        for offset in range(4)
+        for r in _hybrid(meili, "office furniture invoice", limit=1, offset=offset).results
+    ]
+    assert pages == whole and len(set(pages)) == len(pages)

@@ -14,6 +14,7 @@ is derived from the answers is in search/meili_meaning.py.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Iterator
@@ -340,15 +341,16 @@ class MeiliBackend:
         return meaning.passages_of(dict(doc))
 
     def hybrid_queries(
-        self, query: SearchQuery, ratio: float, vector: np.ndarray, sources: list[str]
+        self, query: SearchQuery, ratio: float, vector: np.ndarray, sources: list[str], window: int
     ) -> tuple[list[dict], ParsedQuery]:
-        """The three queries of a search with meaning (one multi-search): the page ranked by
-        Meilisearch's `hybrid`, the keyword count (and facets), and the CANDIDATES documents
-        closest to the question (pure vector search, same filters, `sources`: those with
-        meaning on)."""
-        hits_query, count_query, parsed, filter_ = self._queries(query)
+        """The three queries of a search with meaning (one multi-search): the first `window`
+        hits ranked by Meilisearch's `hybrid`, the keyword count (and facets), and the
+        CANDIDATES documents closest to the question (pure vector search, same filters,
+        `sources`: those with meaning on)."""
+        hits_query, count_query, parsed, filter_ = self._queries(
+            dataclasses.replace(query, offset=0, limit=window)
+        )
         hits_query.update(meaning.hybrid_params(vector, ratio))
-        hits_query["attributesToRetrieve"] = [*RESULT_ATTRIBUTES, "_vectors"]
         near = meaning.related_query(self.uid, vector, filter_, sources, CANDIDATES)
         return [hits_query, count_query, near], parsed
 
@@ -357,18 +359,28 @@ class MeiliBackend:
     ) -> SearchPage:
         """A search with meaning, ranked by Meilisearch's `hybrid` (meili_meaning.py says
         what is sent and how each hit's `match` and the total are derived); `sources`: those
-        whose documents meaning may bring (the asker's, with meaning on)."""
+        whose documents meaning may bring (the asker's, with meaning on). The hits are read
+        from the first one and those found by neither words nor meaning's candidates left
+        out before the page is cut, so pages follow each other; the window doubles while it
+        holds too few."""
         started = time.perf_counter()
-        queries, parsed = self.hybrid_queries(query, ratio, vector, sources)
+        want = max(0, query.offset) + max(0, query.limit)
+        window = max(2 * want, meaning.MIN_WINDOW)
+        queries, parsed = self.hybrid_queries(query, ratio, vector, sources, window)
         hits, counted, nearest = self._call(self.client.multi_search, queries)["results"]
         candidates = meaning.related(nearest["hits"], vector, min_similarity)
-        page_ids = [h["id"] for h in hits["hits"]]
-        by_words = self._matching_words(query, list(dict.fromkeys(page_ids + list(candidates))))
+        while True:
+            found = hits["hits"]
+            ids = list(dict.fromkeys([h["id"] for h in found] + list(candidates)))
+            by_words = self._matching_words(query, ids)
+            kept = meaning.classify(found, by_words, candidates)
+            if len(kept) >= want or len(found) < window or window >= want + meaning.MAX_EXTRA:
+                break
+            window = min(2 * window, want + meaning.MAX_EXTRA)
+            hits = self._call(self.client.multi_search, [dict(queries[0], limit=window)])["results"][0]
         matcher = TermMatcher.from_query(parsed)
         results = []
-        for hit, match in meaning.classify(
-            hits["hits"], vector, by_words, candidates, min_similarity, sources
-        ):
+        for hit, match in kept[max(0, query.offset) : want]:
             result = _result(hit, matcher, query.snippet_length)
             result["match"] = match
             results.append(result)

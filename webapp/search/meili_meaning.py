@@ -11,24 +11,27 @@ The requests follow Meilisearch's documented API (v1.13, the version docker comp
   `{"trawl-e5": null}` removes them (meaning switched off for the source).
 - A search: `hybrid: {"embedder": "trawl-e5", "semanticRatio": r}` and `vector` (the
   question embedded by the same bundled model, "query: " prefix); Meilisearch merges its
-  keyword and its vector ranking by their ratio-weighted scores. `retrieveVectors: true`
-  (with `_vectors` among the attributes to retrieve) returns each hit's passages.
+  keyword and its vector ranking by their ratio-weighted scores.
+- Meaning's candidates: a pure vector search (`semanticRatio: 1.0`, `q` empty, the same
+  filters and the sources with meaning on) for the CANDIDATES closest documents, with
+  `retrieveVectors: true` (and `_vectors` among the attributes to retrieve) so that Trawl
+  computes each one's cosine similarity itself: Meilisearch's vector scores are not on the
+  scale `embedder.RELATED` was measured on.
 - Similar documents: `POST /indexes/{uid}/similar` with the first chunk's `uid` and the
   embedder.
 
-What Meilisearch does not say, the adapter derives:
+What Meilisearch does not say, the adapter derives, with Tantivy's meanings (search/hybrid.py):
 
-- `match`: a hit was found by words when a keyword query (the same `q`, `hybrid` absent)
-  limited to the page's ids (`id IN [...]`) returns it; by meaning when its closest passage
-  (`retrieveVectors: true`) has a cosine similarity of at least `embedder.RELATED` with the
-  question; `both` when both. Meilisearch's `_rankingScoreDetails` name the one ranking the
-  hit was taken from, not whether the other found it too, and its vector scores are not on
-  the scale `RELATED` was measured on, so the adapter computes the cosine itself.
-- Which meaning-only documents count: the CANDIDATES closest documents (a pure vector search,
-  `semanticRatio: 1.0`, same filters) with a similarity of at least `RELATED`. A hit that
-  matches no word and is not one of them is left out of the page (Meilisearch's vector
-  ranking reaches every embedded document, related or not), and `total` is the keyword
-  total plus those related documents that match no word, as with Tantivy.
+- Meaning's documents: the candidates whose closest passage is at least `RELATED` from the
+  question.
+- `match`: `words` when a keyword query (the same `q`, no `hybrid`) limited to the hits' ids
+  (`id IN [...]`) returns the hit, `meaning` when it does not and the hit is one of meaning's
+  documents, `both` when the two hold. (Meilisearch's `_rankingScoreDetails` name the one
+  ranking a hit was taken from, not whether the other found it too.)
+- The list: Meilisearch's hybrid order, read from the first hit, less the hits found by
+  neither (its vector ranking reaches every embedded document, related or not); the page is
+  cut from that list, so pages follow each other without gaps or repeats; `total` is the
+  keyword total plus meaning's documents no word finds.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from webapp.search.hybrid import BOTH, MEANING, WORDS
 
 EMBEDDER = "trawl-e5"
 EMBEDDERS = {EMBEDDER: {"source": "userProvided", "dimensions": DIMENSIONS}}
+MIN_WINDOW = 20  # hits read at least for a page (twice what the page reaches, at least)
+MAX_EXTRA = 1000  # hits read at most beyond what the page reaches, doubling while too few
 
 
 def vectors_field(passages: np.ndarray | None) -> dict:
@@ -67,7 +72,6 @@ def hybrid_params(vector: np.ndarray, ratio: float) -> dict:
     return {
         "hybrid": {"embedder": EMBEDDER, "semanticRatio": float(ratio)},
         "vector": [float(x) for x in np.asarray(vector, dtype=np.float32).reshape(DIMENSIONS)],
-        "retrieveVectors": True,
     }
 
 
@@ -83,6 +87,7 @@ def related_query(
         "q": "",
         "limit": limit,
         "attributesToRetrieve": ["id", "_vectors"],
+        "retrieveVectors": True,
         "filter": f"({filter_}) AND {within}" if filter_ else within,
         **hybrid_params(vector, 1.0),
     }
@@ -129,24 +134,16 @@ def related(hits: Iterable[Mapping], question: np.ndarray, min_similarity: float
 
 
 def classify(
-    hits: Iterable[Mapping],
-    question: np.ndarray,
-    by_words: set[str],
-    candidates: Mapping[str, float],
-    min_similarity: float,
-    sources: Iterable[str],
+    hits: Iterable[Mapping], by_words: set[str], candidates: Mapping[str, float]
 ) -> list[tuple[Mapping, str]]:
-    """The page's hits kept, each with its `match`: words (a keyword query finds it), meaning
-    (one of the related candidates, no word matched), both (words, and its closest passage
-    is related, in a source with meaning on). Hits found by neither are left out."""
-    meaning_on = set(sources)
+    """The hits kept, in Meilisearch's order, each with its `match`: words (a keyword query
+    finds it), meaning (one of the related candidates, no word matched), both (the two, as
+    with Tantivy: search/hybrid.py). Hits found by neither are left out."""
     out = []
     for hit in hits:
         doc_id = hit["id"]
         if doc_id in by_words:
-            on = doc_id.rsplit("--", 1)[0] in meaning_on  # ids are `{source}--{hex}`
-            sim = similarity(question, passages_of(hit)) if on else None
-            out.append((hit, BOTH if sim is not None and sim >= min_similarity else WORDS))
+            out.append((hit, BOTH if doc_id in candidates else WORDS))
         elif doc_id in candidates:
             out.append((hit, MEANING))
     return out
