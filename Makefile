@@ -105,7 +105,7 @@ lint:
 translations: install
 	$(BIN)/pybabel extract -F babel.cfg -k _l --no-location --sort-output --omit-header \
 	  -o translations/messages.pot .
-	$(BIN)/pybabel update -i translations/messages.pot -d translations --no-fuzzy-matching --ignore-obsolete
+	$(BIN)/pybabel update -i translations/messages.pot -d translations --no-fuzzy-matching --ignore-obsolete --ignore-pot-creation-date
 	$(BIN)/pybabel compile -d translations --statistics
 
 bench: install-dev assets
