@@ -50,7 +50,8 @@ def test_login_page_follows_accept_language(ui):
 
 def test_search_and_sources_pages_in_german(ui, make_tree):
     root = make_tree("notes", {"a.txt": "alpha"})
-    assert post(ui, "/sources/new", {"name": "Notes", "root_path": str(root), "schedule_choice": "manual"}).status_code == 302
+    form = {"name": "Notes", "root_path": str(root), "schedule_choice": "manual"}
+    assert post(ui, "/sources/new", form).status_code == 302
     search = _html(ui.get("/", headers=DE))
     assert "Ihre Dateien durchsuchen" in search and "Alle Quellen" in search
     assert ">Quellen</a>" in search and ">Abmelden</button>" in search
@@ -59,8 +60,8 @@ def test_search_and_sources_pages_in_german(ui, make_tree):
     assert "<h1>Quellen</h1>" in sources and "Jetzt scannen" in sources
     assert "Nur manuell" in sources  # the schedule in words
     assert "Noch nie gescannt" in sources
-    form = _html(ui.get("/sources/new", headers=DE))
-    assert "Einschlussmuster" in form and "Jeden Tag um 02:00" in form
+    new = _html(ui.get("/sources/new", headers=DE))
+    assert "Einschlussmuster" in new and "Jeden Tag um 02:00" in new
     # a flash message of the UI's Python
     resp = post(ui, "/sources/notes/delete", headers=DE, follow_redirects=True)
     assert "Quelle „Notes“ gelöscht." in _html(resp)
