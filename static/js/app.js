@@ -10,7 +10,13 @@
   }
 
   // -- the page's language: its words come from the server (base.html, data-messages) --------
+  // Dates and numbers in the page's language, in the reader's own variant of it when the
+  // browser lists one (en-GB: "25 Nov 2026"; en alone would be the American "Nov 25, 2026").
   var lang = document.documentElement.lang || undefined;
+  var variants = (navigator.languages || [navigator.language || ""]).filter(function (tag) {
+    return lang && tag.split("-")[0].toLowerCase() === lang;
+  });
+  if (variants.length) lang = variants[0];
   var words = {};
   try { words = JSON.parse(document.body.getAttribute("data-messages") || "{}"); } catch (e) { words = {}; }
   function say(key, fallback, values) {
