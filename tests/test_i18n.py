@@ -46,6 +46,9 @@ def test_login_page_follows_accept_language(ui):
         "/login", headers=DE, data={"csrf_token": csrf(ui), "username": "admin", "password": "nope"}
     )
     assert bad.status_code == 401 and "Benutzername oder Passwort ist falsch" in _html(bad)
+    # the error page, heading and message
+    missing = _html(ui.get("/no-such-page", headers=DE))
+    assert "<h1>Nicht gefunden</h1>" in missing and "Zurück zur Suche" in missing
 
 
 def test_search_and_sources_pages_in_german(ui, make_tree):

@@ -37,4 +37,16 @@ SERVICE_MESSAGES = (
     N_("Download link ended with the session that made it"),
     N_("The source folder now resolves outside the allowed roots"),
     N_("The file now resolves outside its source folder"),
+    # the plain details of webapp/errors.py, shown on the error page
+    N_("Bad request"),
+    N_("Authentication required"),
+    N_("Forbidden"),
+    N_("Not found"),
+    N_("Method not allowed"),
+    N_("Conflict"),
+    N_("Request body is too large (limit 1 MiB)"),
+    N_("Unsupported media type"),
+    N_("Requested range not satisfiable"),
+    N_("Internal server error"),
+    N_("Service unavailable"),
 )
