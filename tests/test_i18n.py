@@ -65,7 +65,9 @@ def test_search_and_sources_pages_in_german(ui, make_tree):
     assert "Noch nie gescannt" in sources
     new = _html(ui.get("/sources/new", headers=DE))
     assert "Einschlussmuster" in new and "Jeden Tag um 02:00" in new
-    # a flash message of the UI's Python
+    # messages of the UI's Python: a toast-or-flash of a scan action, a flash after a delete
+    queued = post(ui, "/sources/notes/reindex", headers=DE, follow_redirects=True)
+    assert "Scan von „Notes“ eingereiht" in _html(queued)
     resp = post(ui, "/sources/notes/delete", headers=DE, follow_redirects=True)
     assert "Quelle „Notes“ gelöscht." in _html(resp)
 

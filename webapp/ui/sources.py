@@ -251,9 +251,8 @@ def _action(source_id: str, run):
         message, level = run(), "success"
     except TrawlError as exc:
         message, level = exc.detail, "error"
-    message = message.replace(f"Source '{source_id}'", f"“{name}”").replace(
-        f"'{source_id}'", f"“{name}”"
-    )  # people know the source by its name, not its id
+    quoted = _("“%(name)s”", name=name)  # people know the source by its name, not its id
+    message = message.replace(f"Source '{source_id}'", quoted).replace(f"'{source_id}'", quoted)
     if is_htmx():
         return htmx_flask.make_response(
             _status_fragment(source_id), trigger={"trawl:notify": {"message": message, "level": level}}
@@ -267,7 +266,17 @@ def _action(source_id: str, run):
 def source_reindex(source_id: str):
     """Queue a scan (full=1: a full rebuild); 409 while busy is shown as a message."""
     full = request.form.get("full") == "1"
-    return _action(source_id, lambda: scans.request_scan(source_id, full=full)["message"])
+
+    def run() -> str:
+        scans.request_scan(source_id, full=full)
+        at = f"'{source_id}'"  # _action puts the name there
+        return (
+            _("Full rebuild of %(source)s queued", source=at)
+            if full
+            else _("Scan of %(source)s queued", source=at)
+        )
+
+    return _action(source_id, run)
 
 
 @bp.post("/sources/<source_id>/clear-stale")
