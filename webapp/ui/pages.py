@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 
 from flask import Response, abort, g, redirect, render_template, request, send_file, url_for
+from flask_babel import lazy_gettext as _l
 
 from webapp.exceptions import InvalidInput, TrawlError
 from webapp.search import FACETS, IndexRebuilding, SearchBackendError
@@ -18,36 +19,36 @@ from webapp.ui.htmx import is_htmx, render
 
 PAGE_SIZES = (10, 20, 50, 100)
 SORT_LABELS = {
-    "relevance": "Best match",
-    "modified_at:desc": "Newest first",
-    "modified_at:asc": "Oldest first",
-    "size_bytes:desc": "Largest first",
-    "basename:asc": "Name A–Z",
+    "relevance": _l("Best match"),
+    "modified_at:desc": _l("Newest first"),
+    "modified_at:asc": _l("Oldest first"),
+    "size_bytes:desc": _l("Largest first"),
+    "basename:asc": _l("Name A–Z"),
 }
 MAX_OFFSET = 100_000
 SNIPPET_LENGTH = 240
 # The syntax help beside the search box: (written, means).
 SYNTAX_ROWS = (
-    ('"two words"', "the exact phrase"),
-    ('-word, -"a phrase"', "leave out documents containing it"),
-    ("cats OR dogs", "either word (upper-case OR)"),
-    ("type:pdf ext:docx", "only that type or extension; repeat for several"),
-    ("source:notes", "only that source (its id)"),
-    ("path:projects/2024", "only files under that folder"),
-    ("title:budget", "the word is in the title or file name"),
-    ("modified:2024-03", "changed that year, month or day (UTC)"),
-    ("modified:>2024-01-01, modified:2023..2024-06", "date ranges (>, >=, <, <=, a..b)"),
-    ("size:>10MB, size:1MB..5MB", "size ranges (k, KB, MB, GB)"),
+    ('"two words"', _l("the exact phrase")),
+    ('-word, -"a phrase"', _l("leave out documents containing it")),
+    ("cats OR dogs", _l("either word (upper-case OR)")),
+    ("type:pdf ext:docx", _l("only that type or extension; repeat for several")),
+    ("source:notes", _l("only that source (its id)")),
+    ("path:projects/2024", _l("only files under that folder")),
+    ("title:budget", _l("the word is in the title or file name")),
+    ("modified:2024-03", _l("changed that year, month or day (UTC)")),
+    ("modified:>2024-01-01, modified:2023..2024-06", _l("date ranges (>, >=, <, <=, a..b)")),
+    ("size:>10MB, size:1MB..5MB", _l("size ranges (k, KB, MB, GB)")),
 )
 
 
 FILTER_PARAMS = ("source", "type", "ext", "year", "from", "to")  # the page's facet filters
 # (API facet, URL parameter, heading) of the facets beside the results.
 FACET_GROUPS = (
-    ("type", "type", "Type"),
-    ("extension", "ext", "Extension"),
-    ("source_id", "source", "Source"),
-    ("year", "year", "Year modified"),
+    ("type", "type", _l("Type")),
+    ("extension", "ext", _l("Extension")),
+    ("source_id", "source", _l("Source")),
+    ("year", "year", _l("Year modified")),
 )
 MAX_FACET_LINKS = 12
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
