@@ -18,12 +18,17 @@ import meilisearch
 from meilisearch.errors import MeilisearchError
 
 from webapp.search import (
+    MAX_FACET_VALUES,
     SearchBackendError,
     SearchPage,
     SearchQuery,
+    disk_folders,
+    doc_camera,
+    doc_date,
     doc_folders,
     doc_year,
     ranking,
+    subfolders,
     validate_doc,
 )
 from webapp.search.query import TOKEN_RE, ParsedQuery, QueryTerm, TermMatcher, parse_query
@@ -35,9 +40,9 @@ HARD_SEPARATOR_COST = 8
 _HARD_SEPARATORS = re.compile(r"[.!?;:\n]")
 _WORD_RE = re.compile(r"\S+\s*|\s+")
 PAGE = 1000  # documents per page when listing, per batch when writing
-SORTS = {
-    "modified_at:desc": "modified_at:desc",
-    "modified_at:asc": "modified_at:asc",
+SORTS = {  # newest/oldest: by the document's date (doc_date: when a photo was taken)
+    "modified_at:desc": "date:desc",
+    "modified_at:asc": "date:asc",
     "size_bytes:desc": "size_bytes:desc",
     "basename:asc": "basename_sort:asc",
 }
@@ -64,8 +69,14 @@ INDEX_SETTINGS = {
         "year",
         "folders",
         "chunk",
+        "date",
+        "camera",
+        "dirs",
     ],
-    "sortableAttributes": ["modified_at", "size_bytes", "basename_sort"],
+    "sortableAttributes": ["modified_at", "size_bytes", "basename_sort", "date"],
+    # The `folder` facet keeps the subfolders of the folder asked from every folder counted:
+    # enough values, the most frequent first (a subfolder counts at least its own subfolders).
+    "faceting": {"maxValuesPerFacet": 1000, "sortFacetValuesBy": {"*": "count"}},
     "distinctAttribute": "id",
     # `sort` first: an explicit sort orders the whole result set, not only ties; then the
     # declared rules (search/ranking.py) by their Meilisearch names.
@@ -163,8 +174,11 @@ class MeiliBackend:
         """The Meilisearch documents of one document: one per content chunk."""
         base = {k: v for k, v in doc.items() if k != "content"}
         base["basename_sort"] = doc["basename"].lower()
-        base["year"] = doc_year(doc["modified_at"])
+        base["date"] = doc_date(doc)
+        base["year"] = doc_year(base["date"])
         base["folders"] = doc_folders(doc["path"])
+        base["dirs"] = disk_folders(doc["path"])  # the `folder` facet
+        base["camera"] = doc_camera(doc)
         out = []
         for n, part in enumerate(split_content(doc["content"])):
             chunk = dict(base, uid=f"{doc['id']}_c{n}", chunk=n, content=part)
@@ -214,7 +228,7 @@ class MeiliBackend:
         chunks = sorted(self._list(f"id = {_quote(doc_id)}"), key=lambda c: c["chunk"])
         if not chunks:
             return None
-        derived = ("uid", "chunk", "basename_sort", "year", "folders")
+        derived = ("uid", "chunk", "basename_sort", "year", "folders", "date", "dirs", "camera")
         doc = {k: v for k, v in chunks[0].items() if k not in derived}
         doc["content"] = "".join(c.get("content") or "" for c in chunks)
         return doc
@@ -269,18 +283,41 @@ class MeiliBackend:
             showRankingScore=True,
         )
         count_query = dict(common, hitsPerPage=1, page=1, attributesToRetrieve=["id"])
-        if query.facets:  # counted after `distinct`, so per document, not per chunk
-            count_query["facets"] = list(query.facets)
-        answer = self._call(self.client.multi_search, [hits_query, count_query])
-        hits, counted = answer["results"]
+        counted_facets = [f for f in query.facets if f != "folder"]
+        if counted_facets:  # counted after `distinct`, so per document, not per chunk
+            count_query["facets"] = counted_facets
+        queries = [hits_query, count_query]
+        if "folder" in query.facets:  # the folders under the asked ones
+            under = ", ".join(_quote(f) for f in query.folder_facet) or '""'
+            queries.append(
+                dict(
+                    common,
+                    hitsPerPage=1,
+                    page=1,
+                    attributesToRetrieve=["id"],
+                    facets=["dirs"],
+                    filter=" AND ".join([*filters, f"dirs IN [{under}]"]),
+                )
+            )
+        answer = self._call(self.client.multi_search, queries)
+        hits, counted = answer["results"][:2]
         matcher = TermMatcher.from_query(parsed)
         results = [_result(h, matcher, query.snippet_length) for h in hits["hits"]]
         facets = None
         if query.facets:
-            found = counted.get("facetDistribution") or {}
-            facets = {name: dict(found.get(name) or {}) for name in query.facets}
+            found = dict(counted.get("facetDistribution") or {})
+            if "folder" in query.facets:
+                dirs = (answer["results"][2].get("facetDistribution") or {}).get("dirs") or {}
+                found["folder"] = subfolders(dirs, query.folder_facet)
+            facets = {name: _top(found.get(name) or {}) for name in query.facets}
         elapsed = int((time.perf_counter() - started) * 1000)
         return SearchPage(results, int(counted["totalHits"]), elapsed, facets)
+
+
+def _top(counts: dict) -> dict[str, int]:
+    """The MAX_FACET_VALUES most frequent values of one facet."""
+    ranked = sorted(counts.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
+    return {str(k): int(v) for k, v in ranked[:MAX_FACET_VALUES]}
 
 
 def _meili_q(spec: QuerySpec, parsed: ParsedQuery) -> str:
@@ -320,7 +357,9 @@ def _meili_filters(query: SearchQuery, spec: QuerySpec) -> list[str]:
     ):
         if values:
             out.append(f"{attribute} IN [" + ", ".join(_quote(v) for v in values) + "]")
-    out += [_meili_range("modified_at", r) for r in spec.modified]
+    if spec.cameras:
+        out.append("camera IN [" + ", ".join(_quote(c) for c in spec.cameras) + "]")
+    out += [_meili_range("date", r) for r in spec.modified]
     out += [_meili_range("size_bytes", r) for r in spec.size]
     return [f for f in out if f]
 
