@@ -400,6 +400,7 @@ def _result(hit: dict, matcher: TermMatcher, snippet_length: int) -> dict:
         matcher,
         snippet_length,
         fallbacks=(hit.get("title"), hit.get("basename"), hit.get("path")),
+        kind=hit.get("type"),
     )
     return {
         "id": hit["id"],

@@ -535,6 +535,7 @@ def _result(doc: dict, score: float, matcher: TermMatcher, snippet_length: int) 
             matcher,
             snippet_length,
             fallbacks=(doc.get("title"), doc.get("basename"), doc.get("path")),
+            kind=doc.get("type"),
         )
         if snippet_length
         else ""
