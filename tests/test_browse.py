@@ -142,3 +142,83 @@ def test_facets_and_folders_follow_grants(client, auth, make_tree, make_source, 
     assert "2018" not in seen["facet_distribution"]["year"]
     secret = client.post("/api/search", headers=eve, json={**body, "facet_folder": "photos"}).get_json()
     assert secret["facet_distribution"]["folder"] == {"photos/2019": 2, "photos/2023": 1}
+
+
+# -- the search page --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def page(app, browsed):
+    """A logged-in web session over the scanned source: page(url) -> HTML."""
+    from tests.ui_helpers import login
+
+    browser = app.test_client()
+    login(browser)
+
+    def get(url: str) -> str:
+        resp = browser.get(url)
+        assert resp.status_code == 200, url
+        return resp.get_data(as_text=True)
+
+    return get
+
+
+def test_home_page_lists_the_newest_files_and_a_sort_alone_lists_them_all(page):
+    home = page("/")
+    assert "Recent files" in home and "1–7 of <strong>7</strong>" in home
+    assert home.index("city.jpg") < home.index("beach.jpg")  # taken 2023, then 2019
+    by_name = page("/?sort=basename:asc")
+    assert "All files" in by_name and by_name.index("beach.jpg") < by_name.index("todo.txt")
+
+
+def test_folder_tree_goes_down_level_by_level(page):
+    top = page("/")
+    tree = top[top.index('data-facet="folder"') :]
+    assert 'href="/?folder=photos"' in tree and 'href="/?folder=notes"' in tree
+    photos = page("/?folder=photos")
+    assert "1–4 of <strong>4</strong>" in photos
+    tree = photos[photos.index('data-facet="folder"') :]
+    assert "All folders" in tree and 'aria-current="true" class="selected">photos</a>' in tree
+    assert 'href="/?folder=photos/2019"' in tree and ">2019/</a>" in tree
+    assert 'href="/?folder=photos/2023"' in tree
+    deeper = page("/?folder=photos/2019")
+    assert "beach.jpg" in deeper and "city.jpg" not in deeper
+
+
+def test_pictures_show_as_a_grid_and_the_camera_facet_filters(page):
+    pictures = page("/?type=image")
+    assert 'class="result-grid"' in pictures and pictures.count('data-lightbox="image"') == 4
+    assert 'data-src="/documents/browse--' in pictures  # the lightbox shows the scaled image
+    facet = pictures[pictures.index('data-facet="camera"') :]
+    assert 'href="/?type=image&amp;camera=NIKON+D750"' in facet
+    nikon = page("/?type=image&camera=NIKON+D750")
+    assert "hills.jpg" in nikon and "beach.jpg" not in nikon
+    as_list = page("/?type=image&view=list")
+    assert 'class="result-list"' in as_list and 'class="result-grid"' not in as_list
+    mixed = page("/?q=trip")
+    assert 'class="result-list"' in mixed  # not only pictures: the list
+
+
+def test_a_comics_document_page_shows_its_first_page(
+    app, client, auth, make_tree, make_source, run_jobs, page
+):
+    root = make_tree(
+        "comics",
+        {
+            "strip.cbz": samples.cbz(
+                [
+                    samples.picture((400, 600), samples.MAGENTA, "PNG"),
+                    samples.picture((400, 600), samples.BLUE, "PNG"),
+                ]
+            )
+        },
+    )
+    source = make_source(root, name="Comics")
+    client.post(f"/api/sources/{source['id']}/reindex", headers=auth)
+    run_jobs()
+    hit = client.post("/api/search", headers=auth, json={"q": "strip"}).get_json()["results"][0]
+    assert hit["thumbnail_url"]
+    html = page(f"/documents/{hit['id']}")
+    assert f'<img src="{hit["thumbnail_url"]}" alt="Cover of strip.cbz" data-cover>' in html
+    cover = client.get(hit["thumbnail_url"], headers=auth)
+    assert samples.near(samples.main_color(cover.data), samples.MAGENTA)  # the first page
