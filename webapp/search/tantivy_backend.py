@@ -407,8 +407,9 @@ class TantivyBackend:
         if query.facets:
             matched = self._build_query(text.match, query, spec, builder)
             facets = self._facets(searcher, matched, tuple(f for f in query.facets if f != "folder"))
-            if "folder" in query.facets:
-                facets["folder"] = self._folders(searcher, matched, query.folder_facet)
+            if "folder" in query.facets:  # (an older index being rebuilt has no folder_edges)
+                parents = query.folder_facet if builder.dated else ()
+                facets["folder"] = self._folders(searcher, matched, parents)
             facets = {name: facets[name] for name in query.facets}
         elapsed = int((time.perf_counter() - started) * 1000)
         return SearchPage(results=results, total=total, processing_time_ms=elapsed, facet_distribution=facets)
