@@ -222,3 +222,14 @@ def test_a_comics_document_page_shows_its_first_page(
     assert f'<img src="{hit["thumbnail_url"]}" alt="Cover of strip.cbz" data-cover>' in html
     cover = client.get(hit["thumbnail_url"], headers=auth)
     assert samples.near(samples.main_color(cover.data), samples.MAGENTA)  # the first page
+
+
+def test_a_listing_can_be_saved_and_type_image_typed_in_the_box_shows_the_grid(client, auth, page):
+    made = client.post(
+        "/api/saved-searches", headers=auth, json={"name": "Newest", "q": "", "sort": "modified_at:desc"}
+    )
+    assert made.status_code == 201 and made.get_json()["q"] == ""
+    home = page("/")
+    assert '<a href="/?sort=modified_at:desc" title="">Newest</a>' in home
+    typed = page("/?q=type:image+path:photos/2019")
+    assert 'class="result-grid"' in typed and typed.count('data-lightbox="image"') == 2
