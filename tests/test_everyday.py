@@ -253,7 +253,7 @@ def test_saved_searches_api(client, auth, make_tree, make_source):
         ({"type": "PDF"}, "type: unknown type 'PDF'"),
         ({"source_id": "nope"}, "source_id: unknown source 'nope'"),
         ({"sort": "size"}, "sort: must be one of"),
-        ({"q": " "}, "q: must not be empty"),
+        ({"q": " ", "type": None, "source_id": None, "sort": "relevance"}, "q: must not be empty"),
         ({"name": ""}, "name: must be 1 to 100 characters"),
         ({"colour": "red"}, "colour: unknown field"),
     ):

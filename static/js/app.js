@@ -275,6 +275,79 @@
   }
   document.addEventListener("htmx:afterSettle", function (evt) { localTimes(evt.detail.elt); });
 
+
+  // -- the grid's lightbox: a picture or a video at the size of the screen --------------------
+  // A tile is a link to the document page (that is what it does without JavaScript); a click
+  // on a picture or a video opens it here, with the previous and next tiles a key away.
+  var lightbox = null;
+  var shown = -1;
+  function tiles() {
+    return Array.prototype.slice.call(document.querySelectorAll("#results [data-lightbox]"));
+  }
+  function makeLightbox() {
+    var box = document.createElement("dialog");
+    box.className = "lightbox";
+    box.setAttribute("aria-label", "Picture");
+    box.innerHTML =
+      '<div class="lightbox-stage" data-lightbox-stage></div>' +
+      '<div class="lightbox-bar">' +
+      '<button type="button" data-lightbox-step="-1" aria-label="Previous">←</button>' +
+      '<span class="lightbox-title" data-lightbox-title></span>' +
+      '<a data-lightbox-open href="#">Details</a>' +
+      '<button type="button" data-lightbox-step="1" aria-label="Next">→</button>' +
+      '<button type="button" data-lightbox-close aria-label="Close">✕</button></div>';
+    box.addEventListener("click", function (evt) {
+      var step = evt.target.closest("[data-lightbox-step]");
+      if (step) { showTile(shown + parseInt(step.getAttribute("data-lightbox-step"), 10)); return; }
+      if (evt.target.closest("[data-lightbox-close]") || evt.target.hasAttribute("data-lightbox-stage")) box.close();
+    });
+    box.addEventListener("keydown", function (evt) {
+      if (evt.key === "ArrowRight") { evt.preventDefault(); showTile(shown + 1); }
+      if (evt.key === "ArrowLeft") { evt.preventDefault(); showTile(shown - 1); }
+    });
+    box.addEventListener("close", function () {
+      var stage = box.querySelector("[data-lightbox-stage]");
+      stage.textContent = "";  // stops a video
+      var all = tiles();
+      if (all[shown]) all[shown].focus();
+    });
+    document.body.appendChild(box);
+    return box;
+  }
+  function showTile(index) {
+    var all = tiles();
+    if (!all.length) return;
+    shown = (index + all.length) % all.length;
+    var tile = all[shown];
+    var stage = lightbox.querySelector("[data-lightbox-stage]");
+    stage.textContent = "";
+    var media;
+    if (tile.getAttribute("data-lightbox") === "video") {
+      media = document.createElement("video");
+      media.controls = true;
+      media.autoplay = true;
+      media.preload = "metadata";
+    } else {
+      media = document.createElement("img");
+      media.alt = tile.getAttribute("data-title") || "";
+    }
+    media.src = tile.getAttribute("data-src");
+    media.setAttribute("data-lightbox-media", "");
+    stage.appendChild(media);
+    lightbox.querySelector("[data-lightbox-title]").textContent = tile.getAttribute("data-title") || "";
+    lightbox.querySelector("[data-lightbox-open]").href = tile.getAttribute("href");
+    lightbox.setAttribute("aria-label", tile.getAttribute("data-title") || "Picture");
+  }
+  document.addEventListener("click", function (evt) {
+    var tile = evt.target.closest && evt.target.closest("#results [data-lightbox]");
+    if (!tile || evt.button !== 0 || evt.ctrlKey || evt.metaKey || evt.shiftKey || evt.altKey) return;
+    if (typeof HTMLDialogElement === "undefined") return;  // the document page, as without JS
+    evt.preventDefault();
+    lightbox = lightbox || makeLightbox();
+    showTile(tiles().indexOf(tile));
+    if (!lightbox.open) lightbox.showModal();
+  });
+
   setupMatches();
   localTimes(document);
 })();

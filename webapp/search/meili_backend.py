@@ -24,12 +24,17 @@ import numpy as np
 from meilisearch.errors import MeilisearchError
 
 from webapp.search import (
+    MAX_FACET_VALUES,
     SearchBackendError,
     SearchPage,
     SearchQuery,
+    disk_folders,
+    doc_camera,
+    doc_date,
     doc_folders,
     doc_year,
     ranking,
+    subfolders,
     validate_doc,
 )
 from webapp.search import meili_meaning as meaning
@@ -43,9 +48,9 @@ HARD_SEPARATOR_COST = 8
 _HARD_SEPARATORS = re.compile(r"[.!?;:\n]")
 _WORD_RE = re.compile(r"\S+\s*|\s+")
 PAGE = 1000  # documents per page when listing, per batch when writing
-SORTS = {
-    "modified_at:desc": "modified_at:desc",
-    "modified_at:asc": "modified_at:asc",
+SORTS = {  # newest/oldest: by the document's date (doc_date: when a photo was taken)
+    "modified_at:desc": "date:desc",
+    "modified_at:asc": "date:asc",
     "size_bytes:desc": "size_bytes:desc",
     "basename:asc": "basename_sort:asc",
 }
@@ -72,8 +77,14 @@ INDEX_SETTINGS = {
         "year",
         "folders",
         "chunk",
+        "date",
+        "camera",
+        "dirs",
     ],
-    "sortableAttributes": ["modified_at", "size_bytes", "basename_sort"],
+    "sortableAttributes": ["modified_at", "size_bytes", "basename_sort", "date"],
+    # The `folder` facet keeps the subfolders of the folder asked from every folder counted:
+    # enough values, the most frequent first (a subfolder counts at least its own subfolders).
+    "faceting": {"maxValuesPerFacet": 1000, "sortFacetValuesBy": {"*": "count"}},
     "distinctAttribute": "id",
     # `sort` first: an explicit sort orders the whole result set, not only ties; then the
     # declared rules (search/ranking.py) by their Meilisearch names.
@@ -172,8 +183,11 @@ class MeiliBackend:
         """The Meilisearch documents of one document: one per content chunk."""
         base = {k: v for k, v in doc.items() if k != "content"}
         base["basename_sort"] = doc["basename"].lower()
-        base["year"] = doc_year(doc["modified_at"])
+        base["date"] = doc_date(doc)
+        base["year"] = doc_year(base["date"])
         base["folders"] = doc_folders(doc["path"])
+        base["dirs"] = disk_folders(doc["path"])  # the `folder` facet
+        base["camera"] = doc_camera(doc)
         out = []
         for n, part in enumerate(split_content(doc["content"])):
             chunk = dict(base, uid=f"{doc['id']}_c{n}", chunk=n, content=part)
@@ -223,7 +237,7 @@ class MeiliBackend:
         chunks = sorted(self._list(f"id = {_quote(doc_id)}"), key=lambda c: c["chunk"])
         if not chunks:
             return None
-        derived = ("uid", "chunk", "basename_sort", "year", "folders")
+        derived = ("uid", "chunk", "basename_sort", "year", "folders", "date", "dirs", "camera")
         doc = {k: v for k, v in chunks[0].items() if k not in derived}
         doc["content"] = "".join(c.get("content") or "" for c in chunks)
         return doc
@@ -252,9 +266,9 @@ class MeiliBackend:
             return f"meilisearch: {exc}"[:200]
         return "ok" if status == "available" else f"meilisearch: {status}"
 
-    def _queries(self, query: SearchQuery) -> tuple[dict, dict, ParsedQuery, str | None]:
-        """The hits query and the (page-mode) count query of a search, its parsed text and
-        its filter expression."""
+    def _queries(self, query: SearchQuery) -> tuple[dict, list[dict], ParsedQuery, str | None]:
+        """The hits query and the count queries of a search (page mode: the total and facets,
+        then the folder facet's when asked), its parsed text and its filter expression."""
         spec = query.syntax()
         filters = _meili_filters(query, spec)
         parsed = parse_query(spec.text)
@@ -279,26 +293,44 @@ class MeiliBackend:
             showRankingScore=True,
         )
         count_query = dict(common, hitsPerPage=1, page=1, attributesToRetrieve=["id"])
-        if query.facets:  # counted after `distinct`, so per document, not per chunk
-            count_query["facets"] = list(query.facets)
-        return hits_query, count_query, parsed, filter_
+        counted_facets = [f for f in query.facets if f != "folder"]
+        if counted_facets:  # counted after `distinct`, so per document, not per chunk
+            count_query["facets"] = counted_facets
+        counts = [count_query]
+        if "folder" in query.facets:  # the folders under the asked ones
+            under = ", ".join(_quote(f) for f in query.folder_facet) or '""'
+            counts.append(
+                dict(
+                    common,
+                    hitsPerPage=1,
+                    page=1,
+                    attributesToRetrieve=["id"],
+                    facets=["dirs"],
+                    filter=" AND ".join([*filters, f"dirs IN [{under}]"]),
+                )
+            )
+        return hits_query, counts, parsed, filter_
 
-    def _facets(self, query: SearchQuery, counted: dict) -> dict | None:
+    def _facets(self, query: SearchQuery, counted: list[dict]) -> dict | None:
+        """The facets of a search from its count queries' answers (`_queries`)."""
         if not query.facets:
             return None
-        found = counted.get("facetDistribution") or {}
-        return {name: dict(found.get(name) or {}) for name in query.facets}
+        found = dict(counted[0].get("facetDistribution") or {})
+        if "folder" in query.facets:
+            dirs = (counted[1].get("facetDistribution") or {}).get("dirs") or {}
+            found["folder"] = subfolders(dirs, query.folder_facet)
+        return {name: _top(found.get(name) or {}) for name in query.facets}
 
     def search(self, query: SearchQuery) -> SearchPage:
-        """Run a query; a second (page-mode) query gives the exact total."""
+        """Run a query; a second (page-mode) query gives the exact total (a third the
+        folder facet's subfolders)."""
         started = time.perf_counter()
-        hits_query, count_query, parsed, _ = self._queries(query)
-        answer = self._call(self.client.multi_search, [hits_query, count_query])
-        hits, counted = answer["results"]
+        hits_query, counts, parsed, _ = self._queries(query)
+        hits, *counted = self._call(self.client.multi_search, [hits_query, *counts])["results"]
         matcher = TermMatcher.from_query(parsed)
         results = [_result(h, matcher, query.snippet_length) for h in hits["hits"]]
         elapsed = int((time.perf_counter() - started) * 1000)
-        return SearchPage(results, int(counted["totalHits"]), elapsed, self._facets(query, counted))
+        return SearchPage(results, int(counted[0]["totalHits"]), elapsed, self._facets(query, counted))
 
     # --- meaning -------------------------------------------------------------------------
 
@@ -347,12 +379,11 @@ class MeiliBackend:
         hits ranked by Meilisearch's `hybrid`, the keyword count (and facets), and the
         CANDIDATES documents closest to the question (pure vector search, same filters,
         `sources`: those with meaning on)."""
-        hits_query, count_query, parsed, filter_ = self._queries(
-            dataclasses.replace(query, offset=0, limit=window)
-        )
+        window_query = dataclasses.replace(query, offset=0, limit=window)
+        hits_query, counts, parsed, filter_ = self._queries(window_query)
         hits_query.update(meaning.hybrid_params(vector, ratio))
         near = meaning.related_query(self.uid, vector, filter_, sources, CANDIDATES)
-        return [hits_query, count_query, near], parsed
+        return [hits_query, *counts, near], parsed
 
     def search_hybrid(
         self, query: SearchQuery, ratio: float, vector: np.ndarray, min_similarity: float, sources: list[str]
@@ -367,7 +398,7 @@ class MeiliBackend:
         want = max(0, query.offset) + max(0, query.limit)
         window = max(2 * want, meaning.MIN_WINDOW)
         queries, parsed = self.hybrid_queries(query, ratio, vector, sources, window)
-        hits, counted, nearest = self._call(self.client.multi_search, queries)["results"]
+        hits, *counted, nearest = self._call(self.client.multi_search, queries)["results"]
         candidates = meaning.related(nearest["hits"], vector, min_similarity)
         while True:
             found = hits["hits"]
@@ -386,7 +417,7 @@ class MeiliBackend:
             results.append(result)
         only_meaning = sum(1 for doc_id in candidates if doc_id not in by_words)
         elapsed = int((time.perf_counter() - started) * 1000)
-        total = int(counted["totalHits"]) + only_meaning
+        total = int(counted[0]["totalHits"]) + only_meaning
         return SearchPage(results, total, elapsed, self._facets(query, counted))
 
     def _matching_words(self, query: SearchQuery, doc_ids: list[str]) -> set[str]:
@@ -437,6 +468,12 @@ class MeiliBackend:
         return sorted(((i, s) for i, s in scored if s is not None), key=lambda item: -item[1])
 
 
+def _top(counts: dict) -> dict[str, int]:
+    """The MAX_FACET_VALUES most frequent values of one facet."""
+    ranked = sorted(counts.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
+    return {str(k): int(v) for k, v in ranked[:MAX_FACET_VALUES]}
+
+
 def _meili_q(spec: QuerySpec, parsed: ParsedQuery) -> str:
     """The q Meilisearch gets: its own `-word` / `-"phrase"` exclusions, then the text.
 
@@ -474,7 +511,9 @@ def _meili_filters(query: SearchQuery, spec: QuerySpec) -> list[str]:
     ):
         if values:
             out.append(f"{attribute} IN [" + ", ".join(_quote(v) for v in values) + "]")
-    out += [_meili_range("modified_at", r) for r in spec.modified]
+    if spec.cameras:
+        out.append("camera IN [" + ", ".join(_quote(c) for c in spec.cameras) + "]")
+    out += [_meili_range("date", r) for r in spec.modified]
     out += [_meili_range("size_bytes", r) for r in spec.size]
     return [f for f in out if f]
 
@@ -515,6 +554,7 @@ def _result(hit: dict, matcher: TermMatcher, snippet_length: int) -> dict:
         matcher,
         snippet_length,
         fallbacks=(hit.get("title"), hit.get("basename"), hit.get("path")),
+        kind=hit.get("type"),
     )
     return {
         "id": hit["id"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mimetypes
 import re
 from datetime import UTC, datetime
 
@@ -213,6 +214,17 @@ def readable(detail: str | None) -> str:
     return f"{label} {rest}" if rest.startswith(_VERBS) else f"{label}: {rest}"
 
 
+def lightbox_kind(result: dict) -> str | None:
+    """What the grid's lightbox shows of a result: `image` (pictures, RAW previews), `video`,
+    or None (its tile opens the document page)."""
+    if result.get("type") in ("image", "raw_image"):
+        return "image"
+    if result.get("type") == "media":
+        guessed, _ = mimetypes.guess_type(result.get("basename") or "", strict=False)
+        return "video" if guessed and guessed.startswith("video/") else None
+    return None
+
+
 def init_app(app: Flask) -> None:
     """Register the filters on the app's Jinja environment."""
     for func in (
@@ -229,5 +241,6 @@ def init_app(app: Flask) -> None:
         recent,
         text_tables,
         num,
+        lightbox_kind,
     ):
         app.add_template_filter(func)

@@ -10,7 +10,7 @@ from webapp.services import saved_searches
 from webapp.ui.blueprint import bp
 
 # The page's filters that have no field of their own in a saved search: kept as query terms.
-_AS_TERMS = (("ext", "ext"), ("year", "modified"))
+_AS_TERMS = (("ext", "ext"), ("year", "modified"), ("camera", "camera"), ("folder", "path"))
 
 
 def search_url(saved: dict) -> str:
@@ -24,10 +24,15 @@ def search_url(saved: dict) -> str:
     return url_for("ui.index", **{k: v for k, v in params.items() if v})
 
 
+def _quoted(value: str) -> str:
+    value = value.strip().replace('"', "")
+    return f'"{value}"' if any(c.isspace() for c in value) else value
+
+
 def _from_form(form) -> dict:
     """The saved search of the page's form: its box, filters and sort."""
     terms = [(form.get("q") or "").strip()]
-    terms += [f"{field}:{form[name].strip()}" for name, field in _AS_TERMS if (form.get(name) or "").strip()]
+    terms += [f"{field}:{_quoted(form[name])}" for name, field in _AS_TERMS if (form.get(name) or "").strip()]
     start, end = (form.get("from") or "").strip(), (form.get("to") or "").strip()
     if start or end:
         terms.append(f"modified:{start}..{end}")
