@@ -43,6 +43,7 @@ async function start(viewer) {
     cMapPacked: true,
     standardFontDataUrl: ds.assets + "standard_fonts/",
     wasmUrl: ds.assets + "wasm/",
+    useWasm: false, // the CSP allows no WebAssembly: the decoders' JavaScript fallbacks draw
     disableAutoFetch: true, // with Range requests, only the pages looked at are fetched
   });
   const hitsRequest = fetch(ds.hits, { credentials: "same-origin" })

@@ -41,14 +41,20 @@ def hit_rects(page: Any, matcher: TermMatcher) -> list[Box]:
 
 def _shown(page: Any, boxes: list[Box]) -> list[list[float]]:
     """Boxes as fractions (0..1, 4 decimals) of the page as it is shown (rotation applied)."""
-    import pymupdf
-
+    a, b, c, d, e, f = page.rotation_matrix  # plain arithmetic: pymupdf's Rect is slow per box
     width, height = max(page.rect.width, 1e-6), max(page.rect.height, 1e-6)
     out = []
-    for box in boxes:
-        r = pymupdf.Rect(box) * page.rotation_matrix
-        r.normalize()
-        out.append([round(v, 4) for v in (r.x0 / width, r.y0 / height, r.x1 / width, r.y1 / height)])
+    for x0, y0, x1, y1 in boxes:
+        xs = [x * a + y * c + e for x, y in ((x0, y0), (x1, y1))]
+        ys = [x * b + y * d + f for x, y in ((x0, y0), (x1, y1))]
+        out.append(
+            [
+                round(min(xs) / width, 4),
+                round(min(ys) / height, 4),
+                round(max(xs) / width, 4),
+                round(max(ys) / height, 4),
+            ]
+        )
     return out
 
 
