@@ -12,6 +12,7 @@ const MAX_SCALE = 5;
 const KEEP_DRAWN = 12; // drawn page canvases kept; farther ones are cleared (memory on phones)
 const MAX_CANVAS_PIXELS = 16e6; // device pixels of one page canvas at most
 const THUMB_WIDTH = 96; // CSS px
+const HITS_WAIT_MS = 1500; // the pages open without the hits after this long
 const CSS_PER_POINT = 96 / 72; // 100 % zoom: a PDF point is 1/72 in, a CSS px 1/96 in
 
 const root = document.querySelector("[data-pdf-viewer]");
@@ -21,6 +22,10 @@ if (root) {
 
 function fallBack(viewer, err) {
   // pdf.js could not be loaded or could not open this file: show the server-drawn pages
+  if (viewer.classList.contains("is-ready")) {
+    console.error("PDF viewer:", err); // it opened: keep it, and say what broke
+    return;
+  }
   console.warn("PDF viewer:", err);
   const noscript = document.querySelector("noscript[data-pdf-fallback]");
   if (noscript) {
@@ -31,8 +36,8 @@ function fallBack(viewer, err) {
   viewer.remove();
 }
 
-async function start(viewer) {
-  const ds = viewer.dataset;
+async function start(root) {
+  const ds = root.dataset;
   const lib = await import(ds.lib);
   lib.GlobalWorkerOptions.workerSrc = ds.worker;
   const task = lib.getDocument({
@@ -50,8 +55,14 @@ async function start(viewer) {
     .then((r) => (r.ok ? r.json() : null))
     .catch(() => null);
   const pdf = await task.promise;
-  const info = (await hitsRequest) || { sizes: [], hits: {}, searched: -1 };
-  new Viewer(viewer, pdf, info).open(Number(ds.page) || 1);
+  // the hits give every page its size before it is drawn; do not wait long for them (a cold
+  // preview child can take seconds): the pages open, and the hits are laid on when they come
+  const early = await Promise.race([hitsRequest, new Promise((r) => setTimeout(() => r(undefined), HITS_WAIT_MS))]);
+  const first = (await pdf.getPage(1)).getViewport({ scale: 1 });
+  const viewer = new Viewer(root, pdf, early || { sizes: [[first.width, first.height]] });
+  viewer.open(Number(ds.page) || 1);
+  if (early === undefined) viewer.setInfo((await hitsRequest) || { failed: true });
+  else if (early === null) viewer.setInfo({ failed: true });
 }
 
 class Viewer {
@@ -63,7 +74,7 @@ class Viewer {
     this.sizes = [];
     this.hits = info.hits || {};
     this.hitPages = Object.keys(this.hits).map(Number).sort((a, b) => a - b);
-    this.searched = info.searched || 0;
+    this.searched = info.searched ?? null; // null: the hits are not there yet
     this.pagesEl = el.querySelector("[data-pages]");
     this.thumbsEl = el.querySelector("[data-thumbs]");
     this.status = el.querySelector("[data-page-status]");
@@ -79,8 +90,37 @@ class Viewer {
     this.current = 1;
     this.pinned = null; // [page, scrollTop] after a jump, until the reader scrolls
     this.fit = true;
-    const fallbackSize = (info.sizes || [])[0] || [612, 792];
-    for (let n = 1; n <= this.count; n++) this.sizes.push((info.sizes || [])[n - 1] || fallbackSize);
+    const sizes = info.sizes || [];
+    for (let n = 1; n <= this.count; n++) this.sizes.push(sizes[n - 1] || sizes[0] || [595, 842]); // A4 at worst
+  }
+
+  setInfo(info) {
+    // the hits came after the pages opened: sizes, marks, dots, buttons and the count
+    if (info.failed) {
+      this.searched = -1;
+    } else {
+      let changed = false;
+      (info.sizes || []).forEach((size, i) => {
+        const known = this.sizes[i];
+        if (i < this.count && !this.drawn.has(i + 1) && (known[0] !== size[0] || known[1] !== size[1])) {
+          this.sizes[i] = size;
+          changed = true;
+        }
+      });
+      this.hits = info.hits || {};
+      this.hitPages = Object.keys(this.hits).map(Number).sort((a, b) => a - b);
+      this.searched = info.searched || 0;
+      if (changed) this.keepPlace(() => this.layout());
+      this.hitPages.forEach((n) => {
+        this.slots[n - 1].classList.add("has-hits");
+        this.slots[n - 1].setAttribute("aria-label", `Page ${n}, with hits`);
+        this.thumbs[n - 1].classList.add("has-hits");
+        this.thumbs[n - 1].setAttribute("aria-label", `Go to page ${n} (has hits)`);
+        if (this.drawn.has(n)) this.slots[n - 1].querySelector(".pdf-marks")?.replaceWith(this.marks(n));
+      });
+    }
+    this.setCurrent(this.current);
+    this.showHits();
   }
 
   open(startPage) {
@@ -205,15 +245,22 @@ class Viewer {
     scale = Math.max(MIN_SCALE, Math.min(MAX_SCALE, scale));
     this.fit = fit;
     if (Math.abs(scale - this.scale) < 1e-3) return;
+    this.keepPlace(() => {
+      this.scale = scale;
+      this.layout();
+    });
+    for (const n of [...this.drawn.keys()]) if (!this.visible.has(n)) this.clear(n);
+    this.visible.forEach((n) => this.request(n));
+  }
+
+  keepPlace(change) {
+    // the page in view stays in view, at the same share of its height, across a relayout
     const page = this.current;
     const slot = this.slots[page - 1];
     const within = (this.pagesEl.scrollTop - slot.offsetTop) / Math.max(1, slot.offsetHeight);
-    this.scale = scale;
-    this.layout();
-    for (const n of [...this.drawn.keys()]) if (!this.visible.has(n)) this.clear(n);
+    change();
     this.pagesEl.scrollTop = slot.offsetTop + within * slot.offsetHeight;
     this.pinned = [page, this.pagesEl.scrollTop];
-    this.visible.forEach((n) => this.request(n));
   }
 
   goTo(page) {
@@ -258,12 +305,18 @@ class Viewer {
       }
     }
     this.status.textContent = `Page ${page} of ${this.count}`;
-    this.el.querySelector("[data-act=prev-hit]").disabled = !this.hitPages.some((p) => p < page);
-    this.el.querySelector("[data-act=next-hit]").disabled = !this.hitPages.some((p) => p > page);
+    const prev = this.el.querySelector("[data-act=prev-hit]"); // (no hit buttons without a search)
+    const next = this.el.querySelector("[data-act=next-hit]");
+    if (prev) prev.disabled = !this.hitPages.some((p) => p < page);
+    if (next) next.disabled = !this.hitPages.some((p) => p > page);
   }
 
   showHits() {
     if (!this.q) return;
+    if (this.searched === null) {
+      this.hitStatus.textContent = "Looking for the pages with hits…";
+      return;
+    }
     if (this.searched < 0) {
       this.hitStatus.textContent = "The pages with hits could not be found";
       return;
