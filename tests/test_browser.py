@@ -822,6 +822,10 @@ def test_pdf_viewer_scrolls_draws_lazily_and_jumps_between_hits(page, site):
     expect(status).to_have_text("Page 7 of 12")
     page.get_by_role("button", name="Previous page with a hit").click()
     expect(status).to_have_text("Page 4 of 12")
+    page.keyboard.press("n")  # the keys of the text preview's matches
+    expect(status).to_have_text("Page 10 of 12")
+    page.keyboard.press("Shift+N")
+    expect(status).to_have_text("Page 4 of 12")
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -208,10 +208,13 @@ class Viewer {
       const button = evt.target.closest("button[data-act]");
       if (button) this.act(button.dataset.act, button);
     });
-    this.pagesEl.addEventListener("keydown", (evt) => {
-      if (evt.altKey || evt.ctrlKey || evt.metaKey) return;
-      if (evt.key === "n" && this.hitPages.length) { evt.preventDefault(); this.act("next-hit"); }
-      if (evt.key === "p" && this.hitPages.length) { evt.preventDefault(); this.act("prev-hit"); }
+    document.addEventListener("keydown", (evt) => {
+      // n / N: next / previous page with a hit, as n / N step through the text preview's matches
+      const el = document.activeElement;
+      const typing = el && (el.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(el.tagName));
+      if (typing || evt.altKey || evt.ctrlKey || evt.metaKey || !this.hitPages.length) return;
+      if (evt.key === "n") this.act("next-hit");
+      else if (evt.key === "N") this.act("prev-hit");
     });
     let width = this.pagesEl.clientWidth;
     new ResizeObserver(() => {
