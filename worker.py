@@ -11,6 +11,11 @@ the watcher of the sources with `watch` on (live index, webapp/watcher.py).
 
 from __future__ import annotations
 
+from webapp import metrics_dir
+
+# first: prometheus_client, imported by the modules below, reads the folder once (metrics_dir.py)
+metrics_dir.prepare()
+
 import argparse
 import gc
 import logging

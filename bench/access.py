@@ -66,13 +66,7 @@ def compare_over_http(
             work / "data", roots, workers=1, env={"SEARCH_INDEX_DIR": str(index_dir)}
         ) as service:
             base, http = service.base, service.http
-            for n in range(sources):
-                folder = roots / f"s{n:02d}"
-                folder.mkdir(parents=True, exist_ok=True)
-                http.post(
-                    f"{base}/api/sources",
-                    json={"id": folder.name, "name": folder.name, "root_path": str(folder)},
-                ).raise_for_status()
+            service.add_sources([f"s{n:02d}" for n in range(sources)])
             user = {"username": "reader", "password": "reader-password-1"}
             http.post(f"{base}/api/users", json={**user, "source_ids": list(granted)}).raise_for_status()
             login = http.post(f"{base}/api/auth/login", json=user)

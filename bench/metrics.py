@@ -12,10 +12,13 @@ import os
 import sys
 import time
 
-from prometheus_client.multiprocess import MultiProcessCollector  # noqa: I001
+from webapp import metrics_dir
 
-import webapp  # noqa: F401  (exports the metrics folder before prometheus_client is imported)
-from webapp.metrics import extraction_seconds, scan_files, search_duration, work_horse_of
+metrics_dir.prepare()  # an entry point: the folder is named before prometheus_client is imported
+
+from prometheus_client.multiprocess import MultiProcessCollector  # noqa: E402
+
+from webapp.metrics import extraction_seconds, scan_files, search_duration, work_horse_of  # noqa: E402
 
 FILES = 100_000
 PILES = (10, 100, 500)  # ended processes whose files a scrape reads

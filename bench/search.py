@@ -41,6 +41,7 @@ COMMON = (
     "the of and to in is for that with on as by this be are from at or an it was "
     "which not have has will can all their we our more one about also into"
 ).split()
+SOURCES = tuple(f"src{n}" for n in range(4))  # the documents are spread over these
 ACCENTED = ["résumé", "café", "naïve", "façade", "déjà", "über", "straße", "crème", "señor"]
 
 
@@ -80,7 +81,7 @@ class Corpus:
         return " ".join(sentences)
 
     def doc(self, i: int) -> dict:
-        source = f"src{i % 4}"
+        source = SOURCES[i % len(SOURCES)]
         ext = self.rng.choice(list(TYPES))
         stem = "_".join(self.words(2)).replace(" ", "-")
         basename = f"{2015 + i % 10}-{stem}-{i}.{ext}"
@@ -128,7 +129,7 @@ def make_queries(corpus: Corpus, count: int, seed: int) -> dict[str, list[Search
         "filtered": [
             SearchQuery(
                 q=rng.choice(mid),
-                source_id=f"src{rng.randint(0, 3)}",
+                source_id=SOURCES[rng.randint(0, len(SOURCES) - 1)],
                 type=rng.choice(list(TYPES.values())),
                 sort=rng.choice(sorts),
             )
@@ -218,11 +219,12 @@ def time_over_http(index_dir: Path, queries: dict[str, list[SearchQuery]]) -> di
     from bench.trawl_runner import TrawlService
 
     work = Path(tempfile.mkdtemp(prefix="trawl-bench-http-"))
-    (work / "empty").mkdir()
+    (work / "roots").mkdir()
     try:
         with TrawlService(
-            work / "data", work / "empty", workers=1, env={"SEARCH_INDEX_DIR": str(index_dir)}
+            work / "data", work / "roots", workers=1, env={"SEARCH_INDEX_DIR": str(index_dir)}
         ) as service:
+            service.add_sources(SOURCES)  # the filtered queries name them
             runner = http_runner(service)
             return {name: time_queries(runner, qs) for name, qs in queries.items()}
     finally:

@@ -132,6 +132,16 @@ class TrawlService:
         )
         resp.raise_for_status()
 
+    def add_sources(self, source_ids: list[str] | tuple[str, ...]) -> None:
+        """Sources of these ids, each over an empty folder of its own under the corpus root and
+        not watched, for an index that was written beforehand (`SEARCH_INDEX_DIR`) holding
+        their documents: a search names only sources that exist."""
+        for sid in source_ids:
+            folder = self.corpus_root / sid
+            folder.mkdir(parents=True, exist_ok=True)
+            body = {"id": sid, "name": sid, "root_path": str(folder), "watch": False, "allow_overlap": True}
+            self.http.post(f"{self.base}/api/sources", json=body, timeout=30).raise_for_status()
+
     def stop(self) -> None:
         """SIGTERM the launcher (it stops its children), then make sure nothing is left."""
         if self.proc is None:

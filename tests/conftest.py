@@ -18,13 +18,15 @@ import redis
 
 REPO = Path(__file__).resolve().parent.parent
 # every process of a test run (this one and the workers it starts) writes its metrics here,
-# never into the repository's data folder; `webapp` exports it before a test module imports
-# prometheus_client (which reads it once, when imported). This file is imported twice (as
-# `conftest` and as `tests.conftest`): the folder is made once.
+# never into the repository's data folder; prepared, as every entry point does, before a test
+# module imports prometheus_client (which reads it once, when imported: webapp/metrics_dir.py).
+# This file is imported twice (as `conftest` and as `tests.conftest`): the folder is made once.
 if "TRAWL_TEST_METRICS_DIR" not in os.environ:
     os.environ["TRAWL_TEST_METRICS_DIR"] = tempfile.mkdtemp(prefix="trawl-metrics-")
 os.environ["METRICS_DIR"] = os.environ["TRAWL_TEST_METRICS_DIR"]
-import webapp  # noqa: E402, F401, I001
+from webapp import metrics_dir  # noqa: E402, I001
+
+metrics_dir.prepare()
 
 CORPUS = Path(os.environ.get("TRAWL_CORPUS") or REPO.parent / "shared" / "corpus")
 CORPUS_SKIP = "shared corpus not found: set TRAWL_CORPUS or add ../shared/corpus"

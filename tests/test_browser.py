@@ -754,6 +754,29 @@ def test_document_page_lists_similar_documents(page, site):
     expect(page.get_by_role("heading", name="tomcat.txt")).to_be_visible()
 
 
+def test_a_german_browser_gets_german_pages_and_dates(browser, site):
+    """Accept-Language de: the pages are German, and the browser draws dates in German (the
+    page's <html lang>) and its own time zone."""
+    context = browser.new_context(base_url=site["url"], timezone_id="Europe/Berlin", locale="de-DE")
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    _ensure_ready(tab, site)
+    tab.goto("/login")
+    expect(tab.locator("html")).to_have_attribute("lang", "de")
+    tab.get_by_label("Benutzername").fill(ADMIN["username"])
+    tab.get_by_label("Passwort").fill(ADMIN["password"])
+    tab.get_by_role("button", name="Anmelden").click()
+    expect(tab.get_by_role("button", name="Abmelden")).to_be_visible()
+    tab.goto("/status")
+    expect(tab.get_by_role("heading", name="Aufträge")).to_be_visible()
+    when = tab.locator("#jobs time").first
+    expect(when).not_to_have_attribute("data-local", "")
+    text = when.inner_text()
+    assert re.search(r"\d{1,2}\. \w+\.? \d{4}", text) and re.search(r"MEZ|MESZ", text), text
+    shot(tab, "15-status-german")
+    context.close()
+
+
 LOGBOOK_PAGES = [
     f"Logbook page {n}: "
     + ("the radio was silent all night" if n in (4, 10) else "calm sea and separation of duties")

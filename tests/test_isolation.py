@@ -200,3 +200,38 @@ def test_a_hanging_child_dies_with_its_parent(files):
         raise AssertionError("the extraction child outlived its parent") from None
     except psutil.NoSuchProcess:
         pass
+
+
+def test_a_worker_keeps_its_child_between_batches_until_the_settings_change(app, files):
+    from webapp.indexing.batch import get_extractor
+
+    first = get_extractor(app)
+    assert first.run(files["ok.txt"]).status == "success"
+    child = first.pid
+    assert get_extractor(app) is first and first.pid == child  # the next batch: the same child
+    app.config["EXTRACT_TIMEOUT_TEXT"] = 1.5
+    second = get_extractor(app)
+    try:
+        assert second is not first and first.pid is None  # the old child was stopped
+        assert second.run(files["ok.txt"]).status == "success" and second.pid != child
+    finally:
+        second.close()
+
+
+def test_a_forked_process_makes_its_own_entries_and_leaves_the_parents():
+    from webapp.procs import Kept
+
+    closed = []
+    kept = Kept()
+    mine = kept.get("thing", 1, lambda: ["parent's"], closed.append)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a new entry although the key is the same, the parent's not closed
+        ok = kept.get("thing", 1, lambda: ["child's"], closed.append) == ["child's"] and not closed
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
+    assert kept.get("thing", 1, lambda: ["new"], closed.append) is mine and not closed
+    assert kept.get("thing", 2, lambda: ["new"], closed.append) == ["new"] and closed == [mine]

@@ -1,15 +1,18 @@
 """GET /metrics: who may scrape it, and series that move when searches and scans happen in
-other processes (a real worker process); the launcher's cleaning of the metrics folder."""
+other processes (a real worker process); the launcher's cleaning of the metrics folder; the
+folder named by the entry points, never by importing `webapp`."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.conftest import REPO
 from tests.workers import Worker, finished, poll_status
 from webapp.launcher import clean_metrics
 
@@ -138,3 +141,64 @@ def test_launcher_removes_the_metric_files_of_dead_processes(tmp_path):
         f"counter_{mine}h.db",
         "notes.txt",
     ]
+
+
+IMPORT_EVERYTHING = """
+import importlib, json, os, pkgutil
+before = dict(os.environ)
+import webapp
+for module in pkgutil.walk_packages(webapp.__path__, "webapp."):
+    importlib.import_module(module.name)
+print(json.dumps({k: os.environ.get(k) for k in set(before) | set(os.environ)
+                  if before.get(k) != os.environ.get(k)}))
+"""
+
+
+def clean_environment(home) -> dict[str, str]:
+    """A process environment without any of Trawl's settings (nor the test run's)."""
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "PYTHONPATH": str(REPO),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def test_importing_webapp_sets_nothing_and_writes_nothing(tmp_path):
+    """`import webapp` (and every module of it) only defines things: no environment variable
+    set, no file or folder made (before, it made ./data/metrics/<host>)."""
+    cwd, home = tmp_path / "cwd", tmp_path / "home"
+    cwd.mkdir()
+    home.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_EVERYTHING],
+        cwd=cwd,
+        env=clean_environment(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {}
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["cwd", "home"]
+
+
+def test_an_entry_point_names_the_metrics_folder_first(tmp_path):
+    """wsgi.py (gunicorn's workers and `flask --app wsgi`) prepares METRICS_DIR/<host> before
+    the app imports prometheus_client, whose series then go to files there."""
+    data, home = tmp_path / "data", tmp_path / "home"
+    home.mkdir()
+    script = (
+        "import os, wsgi\n"
+        "from webapp.metrics import search_duration\n"
+        "search_duration.labels('tantivy').observe(0.01)\n"
+        "print(os.environ['PROMETHEUS_MULTIPROC_DIR'])\n"
+    )
+    env = {**clean_environment(home), "DATA_DIR": str(data), "SECRET_KEY": "k" * 32}
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=home, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    folder = data / "metrics" / socket.gethostname()
+    assert done.stdout.strip() == str(folder)
+    assert len(list(folder.glob("histogram_*.db"))) == 1  # the search's series is written there

@@ -68,6 +68,24 @@ def test_bad_search_arguments_are_400_naming_the_term(client, auth, indexed, bod
     assert resp.get_json() == {"detail": detail}
 
 
+def test_a_source_only_the_index_knows_is_unknown(app, client, auth, indexed):
+    """Documents left in the index under a source the database does not have (an index
+    served without its database) do not make that source searchable by name."""
+    from webapp.runtime import get_search
+
+    with app.app_context():
+        hit = search(client, auth, q="memo").get_json()["results"][0]
+        template = get_search().get(hit["id"])
+        get_search().upsert([{**template, "id": "ghost--0123456789ab", "source_id": "ghost"}])
+        assert get_search().count("ghost") == 1
+    for body, detail in (
+        ({"q": "memo", "source_id": "ghost"}, "source_id: unknown source 'ghost'"),
+        ({"q": "memo source:ghost"}, "q: source:ghost: unknown source 'ghost'"),
+    ):
+        resp = search(client, auth, **body)
+        assert resp.status_code == 400 and resp.get_json() == {"detail": detail}
+
+
 def test_query_language_through_the_api(client, auth, indexed):
     assert sorted(names(client, auth, "budget -draft -loan")) == ["big.txt", "memo.txt", "plan.md"]
     assert names(client, auth, "budget type:markdown") == ["plan.md"]

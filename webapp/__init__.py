@@ -17,9 +17,6 @@ from webapp import config as settings
 # the PDF viewer's ES modules (pdf.js) must be served as JavaScript whatever the system knows
 mimetypes.add_type("text/javascript", ".mjs")
 
-# before any module of ours imports prometheus_client, which reads it once (see config.py)
-settings.export_metrics_dir()
-
 ROOT = Path(__file__).resolve().parent.parent
 # a proxy's X-Request-ID is kept when it is one plain token (it goes into every log line)
 SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@+=/-]{1,128}")
@@ -45,6 +42,30 @@ def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
 
     errors.register(app)
     _request_hooks(app)
+    from webapp import cli
+
+    cli.register(app)
+    return app
+
+
+def create_cli_app(overrides: Mapping[str, Any] | None = None) -> Flask:
+    """The app `python -m webapp.cli` runs its commands in: the settings, the database, Redis,
+    the queue and the search backend, and the commands; no API, UI, dashboard, rate limits or
+    Flask-Migrate (Alembic), whose imports cost a command most of its time (docs/performance.md,
+    "The CLI"). `flask --app wsgi trawl ...` keeps the whole app."""
+    app = Flask(__name__)
+    app.config.update(settings.load(overrides))
+    _flask_settings(app)
+    from webapp import logs
+
+    logs.configure(app.config["LOG_LEVEL"], app.config["LOG_FORMAT"])
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    from webapp import models  # noqa: F401  (the tables)
+    from webapp.extensions import db, jwt
+
+    db.init_app(app)
+    jwt.init_app(app)  # tokens are made and checked by the services the commands share
+    _init_services(app)
     from webapp import cli
 
     cli.register(app)
@@ -90,13 +111,16 @@ def _limits_uri(redis_url: str) -> str:
 
 def _init_extensions(app: Flask) -> None:
     """Bind the unbound extensions of extensions.py."""
+    from flask_migrate import Migrate
+
     from webapp import models  # noqa: F401  (tables must be known before create_all)
+    from webapp.api import api
     from webapp.api.schemas import ErrorSchema
-    from webapp.extensions import api, db, htmx, jwt, limiter, migrate
+    from webapp.extensions import db, htmx, jwt, limiter
 
     api.ERROR_SCHEMA = ErrorSchema  # the documented default error body is ours: {"detail"}
     db.init_app(app)
-    migrate.init_app(app, db, directory=str(ROOT / "migrations"))
+    Migrate(app, db, directory=str(ROOT / "migrations"))  # `flask db ...`
     jwt.init_app(app)
     limiter.init_app(app)
     htmx.init_app(app)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -136,7 +135,7 @@ def _derive(cfg: dict) -> dict:
         cfg["DATABASE_URL"] = f"sqlite:///{data_dir / 'trawl.db'}"
     if not cfg["REDIS_URL"]:
         cfg["REDIS_URL"] = embedded_redis_url(data_dir)
-    cfg["METRICS_DIR"] = os.path.realpath(os.path.expanduser(cfg["METRICS_DIR"] or data_dir / "metrics"))
+    cfg["METRICS_DIR"] = _metrics_root(cfg["METRICS_DIR"], data_dir)
     if cfg["LOG_FORMAT"] not in LOG_FORMATS:
         raise SystemExit(f"Setting LOG_FORMAT: {cfg['LOG_FORMAT']!r} is not one of {', '.join(LOG_FORMATS)}")
     if not cfg["SEARCH_INDEX_DIR"]:
@@ -157,22 +156,16 @@ def _derive(cfg: dict) -> dict:
     return cfg
 
 
-def export_metrics_dir() -> str:
-    """Put this host's metrics folder in the environment, for prometheus_client and children.
+def metrics_root(environ: Mapping[str, str] | None = None) -> str:
+    """METRICS_DIR as `load()` resolves it (empty: DATA_DIR/metrics), from the environment (and
+    `.env`) alone: what an entry point needs before anything else, without the checks of load."""
+    env = _environment() if environ is None else environ
+    data_dir = Path(env.get("DATA_DIR") or Settings.DATA_DIR).expanduser().resolve()
+    return _metrics_root(env.get("METRICS_DIR", ""), data_dir)
 
-    prometheus_client chooses its multiprocess mode when it is imported, from the variable
-    PROMETHEUS_MULTIPROC_DIR: so it is set (METRICS_DIR/<host name>) when the `webapp` package
-    is imported, before any of our modules imports the library. One folder per host: process
-    ids name the files, and containers sharing a data volume reuse the same small ids.
-    """
-    env = _environment()
-    base = env.get("METRICS_DIR") or os.path.join(
-        os.path.realpath(os.path.expanduser(env.get("DATA_DIR") or Settings.DATA_DIR)), "metrics"
-    )
-    path = os.path.join(os.path.realpath(os.path.expanduser(base)), socket.gethostname())
-    os.makedirs(path, exist_ok=True)
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
-    return path
+
+def _metrics_root(value: str, data_dir: Path) -> str:
+    return os.path.realpath(os.path.expanduser(value or data_dir / "metrics"))
 
 
 def embedded_redis_url(data_dir: Path) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webapp import config as _trawl_config
+from webapp import metrics_dir
 
 MAX_AUTO_WORKERS = 8  # more processes mostly cost memory (each opens its own index reader)
 MAX_REQUEST_LINE = 8190  # gunicorn's upper bound for limit_request_line
@@ -131,8 +132,11 @@ def on_starting(server) -> None:
     """In the master, before any worker: import the app's modules (each worker still opens its
     own index reader, Redis and database connections), and refuse to serve a data folder
     `flask trawl init` has not prepared: one clear message from the master, rather than web
-    workers that fail to load and are started again in a loop."""
+    workers that fail to load and are started again in a loop. First of all the metrics folder:
+    the workers fork from here with prometheus_client imported (metrics_dir.py)."""
     import importlib
+
+    metrics_dir.prepare(_trawl_settings)
 
     from webapp import create_app
     from webapp.runtime import require_initialised
@@ -178,14 +182,14 @@ def __getattr__(name: str):
 
 def child_exit(server, worker) -> None:
     """A web worker ended: its live gauges leave the scrape (its counters stay in the sums)."""
-    # not at the top: the forked workers must not inherit a prometheus_client imported (and
-    # so set up) before `webapp` put PROMETHEUS_MULTIPROC_DIR in the environment
+    # not at the top: this module is imported before on_starting prepared the metrics folder
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid)
 
 
-_settings = gunicorn_settings(_trawl_config.load())
+_trawl_settings = _trawl_config.load()
+_settings = gunicorn_settings(_trawl_settings)
 bind = _settings["bind"]
 workers = _settings["workers"]
 threads = _settings["threads"]

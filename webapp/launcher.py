@@ -29,7 +29,7 @@ from pathlib import Path
 
 import redis
 
-from webapp import config, logs
+from webapp import config, logs, metrics_dir
 from webapp.procs import die_with_parent
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -324,7 +324,7 @@ def main() -> int:
     """Start the whole service on the embedded defaults (or the configured services)."""
     cfg = config.load()
     setup_logging(cfg["LOG_FORMAT"])
-    clean_metrics(Path(config.export_metrics_dir()))  # the children inherit the folder
+    clean_metrics(metrics_dir.prepare(cfg))  # the children inherit the folder
     env = dict(os.environ)
     data_dir = None if config.env_value("REDIS_URL") else Path(cfg["DATA_DIR"])
     plan = services(cfg, data_dir)

@@ -1,7 +1,7 @@
 """The series that web and worker processes record (prometheus_client, multiprocess mode).
 
 Each process writes its values to its own files in METRICS_DIR/<host name> (the library's
-PROMETHEUS_MULTIPROC_DIR, exported when the `webapp` package is imported: config.py);
+PROMETHEUS_MULTIPROC_DIR, which its entry point set before importing this: metrics_dir.py);
 `services/metrics.py` adds up the files of every host folder at scrape time, with
 the gauges that are read then (documents, queue, index size). docs/operations.md says what
 each series means.
@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 
 from prometheus_client import Counter, Histogram, values
+
+from webapp import metrics_dir
 
 _horse = {"pid": 0, "name": ""}  # set in an RQ work horse: see work_horse_of
 
@@ -32,7 +34,10 @@ def work_horse_of(worker_pid: int) -> None:
 
 # prometheus_client's own hook for this (before any value exists: every series has labels, so
 # no value is made at import). Its rule holds: processes running at once get distinct names.
-values.ValueClass = values.MultiProcessValue(process_identifier=_process_identifier)
+# Chosen at import, as the library chooses its mode: a process whose entry point prepared no
+# folder (a script building an app) keeps its values in memory.
+if os.environ.get(metrics_dir.VARIABLE):
+    values.ValueClass = values.MultiProcessValue(process_identifier=_process_identifier)
 
 # seconds: a search answers in milliseconds, a slow one in a second or two
 SEARCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

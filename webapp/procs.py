@@ -1,4 +1,5 @@
-"""Process lifelines: a child that must not outlive the process that started it."""
+"""Process lifelines: a child that must not outlive the process that started it, its memory
+cap, and what a process keeps between files and jobs (`kept`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import logging
 import os
 import resource
 import sys
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -44,3 +49,38 @@ def limit_memory(memory_mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (ValueError, OSError) as exc:
         log.warning("Could not cap the memory of process %d: %s", os.getpid(), exc)
+
+
+def _close(value: Any) -> None:
+    value.close()
+
+
+class Kept:
+    """What one process keeps between the files and jobs it handles: its extraction child, its
+    OCR child, the thread that runs the model. One entry per name, made on first use and made
+    again (the old one closed) when its key, the settings it was made with, changes. An entry
+    belongs to the process that made it: a forked child makes its own and leaves the parent's
+    alone (a child process or a thread of the parent's is not the forked one's to use or close).
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[int, object, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str, key: object, make: Callable[[], T], close: Callable[[T], None] = _close) -> T:
+        """The entry `name` made with `key`: the one kept, or a new one from `make()`."""
+        pid = os.getpid()
+        with self._lock:
+            held = self._entries.get(name)
+            if held is not None and held[0] == pid:
+                if held[1] == key:
+                    return held[2]
+                del self._entries[name]
+                close(held[2])
+            value = make()
+            self._entries[name] = (pid, key, value)
+            return value
+
+
+# the one instance: a process's entries, created on first use (nothing is made at import)
+kept = Kept()

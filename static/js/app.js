@@ -9,6 +9,25 @@
     return el.isContentEditable || tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT";
   }
 
+  // -- the page's language: its words come from the server (base.html, data-messages) --------
+  // Dates and numbers in the page's language, in the reader's own variant of it when the
+  // browser lists one (en-GB: "25 Nov 2026"; en alone would be the American "Nov 25, 2026").
+  var lang = document.documentElement.lang || undefined;
+  var variants = (navigator.languages || [navigator.language || ""]).filter(function (tag) {
+    return lang && tag.split("-")[0].toLowerCase() === lang;
+  });
+  if (variants.length) lang = variants[0];
+  var words = {};
+  try { words = JSON.parse(document.body.getAttribute("data-messages") || "{}"); } catch (e) { words = {}; }
+  function say(key, fallback, values) {
+    var text = words[key] || fallback;
+    Object.keys(values || {}).forEach(function (name) {
+      text = text.split("%(" + name + ")s").join(String(values[name]));
+    });
+    return text;
+  }
+  var numberFormat = new Intl.NumberFormat(lang);
+
   // -- toasts: short messages from htmx responses --------------------------------------------
   function toast(message, level) {
     var box = document.getElementById("toasts");
@@ -26,7 +45,7 @@
       var detail = doc.querySelector("[data-detail]");
       if (detail && detail.textContent.trim()) return detail.textContent.trim();
     } catch (e) { /* fall through to the status line */ }
-    return "The server answered " + xhr.status + (xhr.statusText ? " " + xhr.statusText : "");
+    return say("server", "The server answered %(status)s", { status: xhr.status + (xhr.statusText ? " " + xhr.statusText : "") });
   }
 
   // -- image previews the server refused (too large, damaged): show the note, not a broken image
@@ -79,7 +98,7 @@
     toast(errorText(evt.detail.xhr), "error");
   });
   document.addEventListener("htmx:sendError", function () {
-    toast("Cannot reach Trawl. Check your connection and try again.", "error");
+    toast(say("offline", "Cannot reach Trawl. Check your connection and try again."), "error");
   });
   document.addEventListener("trawl:notify", function (evt) {
     toast(evt.detail && evt.detail.message, evt.detail && evt.detail.level);
@@ -168,7 +187,8 @@
       var mark = marks[current];
       mark.classList.add("current");
       mark.scrollIntoView({ block: "center", behavior: "smooth" });
-      count.textContent = "Match " + (current + 1) + " of " + marks.length + " on this page";
+      count.textContent = say("match", "Match %(n)s of %(total)s on this page",
+        { n: numberFormat.format(current + 1), total: numberFormat.format(marks.length) });
     }
 
     document.getElementById("next-match").addEventListener("click", function () { show(current + 1); });
@@ -205,11 +225,11 @@
     if (!source) return;
     copyText(source.textContent).then(function () {
       var label = button.textContent;
-      button.textContent = "Copied";
-      toast(button.getAttribute("data-copied") || "Path copied to the clipboard", "success");
+      button.textContent = say("copied", "Copied");
+      toast(button.getAttribute("data-copied") || say("pathCopied", "Path copied to the clipboard"), "success");
       setTimeout(function () { button.textContent = label; }, 1500);
     }, function () {
-      toast("Copying is not allowed here; select the text and copy it by hand.", "error");
+      toast(say("noCopy", "Copying is not allowed here; select the text and copy it by hand."), "error");
     });
   });
 
@@ -233,9 +253,10 @@
   }, true);
 
   // -- times in the browser's time zone (the server writes UTC; the title keeps it) ------------
-  // One style for every date: "25 Nov 2026, 21:07 GMT+1" in the browser's language and zone;
-  // a relative one ("5 minutes ago") keeps its words and shows that in its tooltip.
-  var localFormat = new Intl.DateTimeFormat(undefined, {
+  // One style for every date: "25 Nov 2026, 21:07 GMT+1" in the page's language (<html lang>,
+  // the language the server chose) and the browser's zone; a relative one ("5 minutes ago")
+  // keeps its words and shows that in its tooltip.
+  var localFormat = new Intl.DateTimeFormat(lang, {
     year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
     hour12: false, timeZoneName: "short"
   });

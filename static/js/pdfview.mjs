@@ -65,6 +65,12 @@ async function start(root) {
   else if (early === null) viewer.setInfo({ failed: true });
 }
 
+// the page's words, in its language (document.html's data-messages): {page}, {pages}, {n} filled in
+function say(el, key, vars = {}) {
+  el._messages ??= JSON.parse(el.dataset.messages || "{}");
+  return (el._messages[key] || key).replace(/\{(\w+)\}/g, (_, name) => String(vars[name] ?? ""));
+}
+
 class Viewer {
   constructor(el, pdf, info) {
     this.el = el;
@@ -113,9 +119,9 @@ class Viewer {
       if (changed) this.keepPlace(() => this.layout());
       this.hitPages.forEach((n) => {
         this.slots[n - 1].classList.add("has-hits");
-        this.slots[n - 1].setAttribute("aria-label", `Page ${n}, with hits`);
+        this.slots[n - 1].setAttribute("aria-label", say(this.el, "page_hits", { page: n }));
         this.thumbs[n - 1].classList.add("has-hits");
-        this.thumbs[n - 1].setAttribute("aria-label", `Go to page ${n} (has hits)`);
+        this.thumbs[n - 1].setAttribute("aria-label", say(this.el, "go_to_hits", { page: n }));
         if (this.drawn.has(n)) this.slots[n - 1].querySelector(".pdf-marks")?.replaceWith(this.marks(n));
       });
     }
@@ -142,7 +148,7 @@ class Viewer {
       slot.className = "pdf-slot";
       slot.dataset.page = n;
       slot.setAttribute("role", "img");
-      slot.setAttribute("aria-label", `Page ${n}` + (this.hits[n] ? ", with hits" : ""));
+      slot.setAttribute("aria-label", say(this.el, this.hits[n] ? "page_hits" : "page", { page: n }));
       if (this.hits[n]) slot.classList.add("has-hits");
       pages.append(slot);
       this.slots.push(slot);
@@ -151,7 +157,7 @@ class Viewer {
       thumb.type = "button";
       thumb.className = "pdf-thumb";
       thumb.dataset.page = n;
-      thumb.setAttribute("aria-label", `Go to page ${n}` + (this.hits[n] ? " (has hits)" : ""));
+      thumb.setAttribute("aria-label", say(this.el, this.hits[n] ? "go_to_hits" : "go_to", { page: n }));
       const [w, h] = this.sizes[n - 1];
       const box = document.createElement("span");
       box.className = "pdf-thumb-box";
@@ -307,7 +313,7 @@ class Viewer {
         strip.scrollLeft = l - strip.clientWidth / 2;
       }
     }
-    this.status.textContent = `Page ${page} of ${this.count}`;
+    this.status.textContent = say(this.el, "page_of", { page, pages: this.count });
     const prev = this.el.querySelector("[data-act=prev-hit]"); // (no hit buttons without a search)
     const next = this.el.querySelector("[data-act=next-hit]");
     if (prev) prev.disabled = !this.hitPages.some((p) => p < page);
@@ -317,17 +323,17 @@ class Viewer {
   showHits() {
     if (!this.q) return;
     if (this.searched === null) {
-      this.hitStatus.textContent = "Looking for the pages with hits…";
+      this.hitStatus.textContent = say(this.el, "looking");
       return;
     }
     if (this.searched < 0) {
-      this.hitStatus.textContent = "The pages with hits could not be found";
+      this.hitStatus.textContent = say(this.el, "failed");
       return;
     }
     const n = this.hitPages.length;
-    let text = n ? `Hits on ${n} page${n === 1 ? "" : "s"}` : "No hits on the pages";
+    let text = n ? say(this.el, n === 1 ? "hits_one" : "hits_many", { n }) : say(this.el, "no_hits");
     if (this.searched < Math.min(this.count, this.sizes.length) && this.searched > 0) {
-      text += ` (first ${this.searched} pages searched)`;
+      text += " " + say(this.el, "searched", { n: this.searched });
     }
     this.hitStatus.textContent = text;
   }

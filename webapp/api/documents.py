@@ -14,7 +14,7 @@ from webapp.api.schemas import (
     SimilarArgsSchema,
     SimilarSchema,
 )
-from webapp.services import documents, similar
+from webapp.services import documents, files, previews, similar
 
 blp = Blueprint(
     "documents",
@@ -60,13 +60,13 @@ class Preview(MethodView):
     def get(self, args, doc_id):
         """A readable preview: scaled image, or the text page by page."""
         doc = documents.get(doc_id, requester())
-        if documents.is_image(doc):
-            data, mimetype = documents.image_preview(doc)
+        if previews.is_image(doc):
+            data, mimetype = previews.image_preview(doc)
             resp = Response(data, mimetype=mimetype)
-            resp.headers["Content-Disposition"] = documents.content_disposition("inline", doc["basename"])
+            resp.headers["Content-Disposition"] = files.content_disposition("inline", doc["basename"])
             return resp
-        documents.open_path(doc)  # same re-check as for files served: swapped or gone is refused
-        page = documents.text_page(doc, args["q"], args["page"])
+        files.open_path(doc)  # same re-check as for files served: swapped or gone is refused
+        page = previews.text_page(doc, args["q"], args["page"])
         html = render_template("preview.html", doc=doc, q=args["q"], **page)
         return Response(html, mimetype="text/html")
 
@@ -94,7 +94,7 @@ class DownloadLink(MethodView):
     def post(self, doc_id):
         """A short-lived link to download the original file."""
         user = requester()
-        return documents.download_link(documents.get(doc_id, user), user, session_id())
+        return files.download_link(documents.get(doc_id, user), user, session_id())
 
 
 @blp.route("/<string:doc_id>/download")
@@ -104,15 +104,15 @@ class Download(MethodView):
     @errors(blp, 401, 403, 404)
     def get(self, args, doc_id):
         """The original file; authenticated by the link's token instead of a bearer token."""
-        user = documents.check_download_token(args["token"], doc_id)
+        user = files.check_download_token(args["token"], doc_id)
         doc = documents.get(doc_id, user)
         resp = send_file(
-            documents.download_target(doc),
+            files.download_target(doc),
             mimetype="application/octet-stream",
             conditional=True,
             max_age=0,
             download_name=doc["basename"],
             etag=not doc.get("container_id"),
         )
-        resp.headers["Content-Disposition"] = documents.content_disposition("attachment", doc["basename"])
+        resp.headers["Content-Disposition"] = files.content_disposition("attachment", doc["basename"])
         return resp

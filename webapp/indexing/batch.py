@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from flask import Flask
 
+from webapp import procs
 from webapp.indexing.extractors import ExtractionSettings, extension
 from webapp.indexing.isolation import Extractor, FileResult, MemberResult
 from webapp.indexing.ocr import PENDING, needs_ocr
@@ -25,18 +26,12 @@ log = logging.getLogger(__name__)
 
 MEMBER_CHUNK = 500  # members of one container sent on (and written) together
 
-_extractor: tuple | None = None  # (settings, Extractor): one child per worker process, reused
 
-
-def get_extractor(app: Flask):
-    """The process's extraction child, created on first use and again when the settings change."""
-    global _extractor
+def get_extractor(app: Flask) -> Extractor:
+    """The process's extraction child, created on first use and again when the settings change
+    (kept between batches: procs.kept)."""
     settings = ExtractionSettings.from_config(app.config)
-    if _extractor is None or _extractor[0] != settings:
-        if _extractor is not None:
-            _extractor[1].close()
-        _extractor = (settings, Extractor(settings))
-    return _extractor[1]
+    return procs.kept.get("extraction", settings, lambda: Extractor(settings))
 
 
 def extract_batch(

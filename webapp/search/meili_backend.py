@@ -6,15 +6,21 @@ content of a document into chunks whose estimated position count stays under 60,
 each chunk as its own Meilisearch document (`uid` = `<id>_c<n>`, the other fields copied),
 and collapse chunks with `distinctAttribute: id`, so a word anywhere in a long file is found
 and results and totals count documents, not chunks. `get` joins the chunks back in order.
+
+Meaning (hybrid search, similar documents): Trawl's passage vectors go to Meilisearch as a
+`userProvided` embedder and searches use its own `hybrid` parameter; what is sent and what
+is derived from the answers is in search/meili_meaning.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Iterator
 
 import meilisearch
+import numpy as np
 from meilisearch.errors import MeilisearchError
 
 from webapp.search import (
@@ -26,6 +32,8 @@ from webapp.search import (
     ranking,
     validate_doc,
 )
+from webapp.search import meili_meaning as meaning
+from webapp.search.hybrid import CANDIDATES
 from webapp.search.query import TOKEN_RE, ParsedQuery, QueryTerm, TermMatcher, parse_query
 from webapp.search.snippets import build_snippet
 from webapp.search.syntax import QuerySpec, Range
@@ -75,6 +83,7 @@ INDEX_SETTINGS = {
     # Japanese segmenters then find `说明书` in `募集说明书`); naming locales would turn
     # detection off for every language not named. Meilisearch does not stem English words.
     "pagination": {"maxTotalHits": 100_000},
+    "embedders": meaning.EMBEDDERS,  # meaning: Trawl's own vectors (meili_meaning.py)
 }
 
 
@@ -243,9 +252,9 @@ class MeiliBackend:
             return f"meilisearch: {exc}"[:200]
         return "ok" if status == "available" else f"meilisearch: {status}"
 
-    def search(self, query: SearchQuery) -> SearchPage:
-        """Run a query; a second (page-mode) query gives the exact total."""
-        started = time.perf_counter()
+    def _queries(self, query: SearchQuery) -> tuple[dict, dict, ParsedQuery, str | None]:
+        """The hits query and the (page-mode) count query of a search, its parsed text and
+        its filter expression."""
         spec = query.syntax()
         filters = _meili_filters(query, spec)
         parsed = parse_query(spec.text)
@@ -254,8 +263,9 @@ class MeiliBackend:
             "q": _meili_q(spec, parsed),
             "matchingStrategy": query.matching_strategy,
         }
-        if filters:
-            common["filter"] = " AND ".join(filters)
+        filter_ = " AND ".join(filters) if filters else None
+        if filter_:
+            common["filter"] = filter_
         if query.effective_sort() in SORTS:
             common["sort"] = [SORTS[query.effective_sort()]]
         hits_query = dict(
@@ -271,16 +281,160 @@ class MeiliBackend:
         count_query = dict(common, hitsPerPage=1, page=1, attributesToRetrieve=["id"])
         if query.facets:  # counted after `distinct`, so per document, not per chunk
             count_query["facets"] = list(query.facets)
+        return hits_query, count_query, parsed, filter_
+
+    def _facets(self, query: SearchQuery, counted: dict) -> dict | None:
+        if not query.facets:
+            return None
+        found = counted.get("facetDistribution") or {}
+        return {name: dict(found.get(name) or {}) for name in query.facets}
+
+    def search(self, query: SearchQuery) -> SearchPage:
+        """Run a query; a second (page-mode) query gives the exact total."""
+        started = time.perf_counter()
+        hits_query, count_query, parsed, _ = self._queries(query)
         answer = self._call(self.client.multi_search, [hits_query, count_query])
         hits, counted = answer["results"]
         matcher = TermMatcher.from_query(parsed)
         results = [_result(h, matcher, query.snippet_length) for h in hits["hits"]]
-        facets = None
-        if query.facets:
-            found = counted.get("facetDistribution") or {}
-            facets = {name: dict(found.get(name) or {}) for name in query.facets}
         elapsed = int((time.perf_counter() - started) * 1000)
-        return SearchPage(results, int(counted["totalHits"]), elapsed, facets)
+        return SearchPage(results, int(counted["totalHits"]), elapsed, self._facets(query, counted))
+
+    # --- meaning -------------------------------------------------------------------------
+
+    native_meaning = True  # services/meaning.py: this backend ranks meaning itself
+
+    def _uids(self, doc_ids: list[str]) -> dict[str, list[str]]:
+        """{doc id: its chunks' uids}."""
+        filter_ = "id IN [" + ", ".join(_quote(x) for x in doc_ids) + "]"
+        out: dict[str, list[str]] = {}
+        for chunk in self._list(filter_, ["uid", "id"]):
+            out.setdefault(chunk["id"], []).append(chunk["uid"])
+        return out
+
+    def set_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        """Give documents their passage vectors ({doc id: (n, 384) array}; an empty array
+        removes them); every chunk of a document carries them. Unknown ids are ignored."""
+        ids = list(vectors)
+        for i in range(0, len(ids), PAGE // 10):  # 100 documents, up to 800 vectors a task
+            batch = ids[i : i + PAGE // 10]
+            updates = meaning.vector_updates(self._uids(batch), {x: vectors[x] for x in batch})
+            if updates:
+                self._wait(self._call(self.index.update_documents, updates, "uid"))
+
+    def clear_vectors(self, source_id: str) -> None:
+        """Remove the vectors of a source's documents (meaning switched off)."""
+        uids = [d["uid"] for d in self._list(f"source_id = {_quote(source_id)}", ["uid"])]
+        for i in range(0, len(uids), PAGE):
+            updates = [{"uid": u, "_vectors": meaning.vectors_field(None)} for u in uids[i : i + PAGE]]
+            self._wait(self._call(self.index.update_documents, updates, "uid"))
+
+    def vectors_of(self, doc_id: str) -> np.ndarray | None:
+        """The passages of one document as Meilisearch holds them, or None."""
+        try:
+            params = {"fields": ["id", "_vectors"], "retrieveVectors": "true"}
+            doc = self._call(self.index.get_document, f"{doc_id}_c0", params)
+        except SearchBackendError as exc:
+            if "document_not_found" in str(exc):
+                return None
+            raise
+        return meaning.passages_of(dict(doc))
+
+    def hybrid_queries(
+        self, query: SearchQuery, ratio: float, vector: np.ndarray, sources: list[str], window: int
+    ) -> tuple[list[dict], ParsedQuery]:
+        """The three queries of a search with meaning (one multi-search): the first `window`
+        hits ranked by Meilisearch's `hybrid`, the keyword count (and facets), and the
+        CANDIDATES documents closest to the question (pure vector search, same filters,
+        `sources`: those with meaning on)."""
+        hits_query, count_query, parsed, filter_ = self._queries(
+            dataclasses.replace(query, offset=0, limit=window)
+        )
+        hits_query.update(meaning.hybrid_params(vector, ratio))
+        near = meaning.related_query(self.uid, vector, filter_, sources, CANDIDATES)
+        return [hits_query, count_query, near], parsed
+
+    def search_hybrid(
+        self, query: SearchQuery, ratio: float, vector: np.ndarray, min_similarity: float, sources: list[str]
+    ) -> SearchPage:
+        """A search with meaning, ranked by Meilisearch's `hybrid` (meili_meaning.py says
+        what is sent and how each hit's `match` and the total are derived); `sources`: those
+        whose documents meaning may bring (the asker's, with meaning on). The hits are read
+        from the first one and those found by neither words nor meaning's candidates left
+        out before the page is cut, so pages follow each other; the window doubles while it
+        holds too few."""
+        started = time.perf_counter()
+        want = max(0, query.offset) + max(0, query.limit)
+        window = max(2 * want, meaning.MIN_WINDOW)
+        queries, parsed = self.hybrid_queries(query, ratio, vector, sources, window)
+        hits, counted, nearest = self._call(self.client.multi_search, queries)["results"]
+        candidates = meaning.related(nearest["hits"], vector, min_similarity)
+        while True:
+            found = hits["hits"]
+            ids = list(dict.fromkeys([h["id"] for h in found] + list(candidates)))
+            by_words = self._matching_words(query, ids)
+            kept = meaning.classify(found, by_words, candidates)
+            if len(kept) >= want or len(found) < window or window >= want + meaning.MAX_EXTRA:
+                break
+            window = min(2 * window, want + meaning.MAX_EXTRA)
+            hits = self._call(self.client.multi_search, [dict(queries[0], limit=window)])["results"][0]
+        matcher = TermMatcher.from_query(parsed)
+        results = []
+        for hit, match in kept[max(0, query.offset) : want]:
+            result = _result(hit, matcher, query.snippet_length)
+            result["match"] = match
+            results.append(result)
+        only_meaning = sum(1 for doc_id in candidates if doc_id not in by_words)
+        elapsed = int((time.perf_counter() - started) * 1000)
+        total = int(counted["totalHits"]) + only_meaning
+        return SearchPage(results, total, elapsed, self._facets(query, counted))
+
+    def _matching_words(self, query: SearchQuery, doc_ids: list[str]) -> set[str]:
+        """Those of these documents that the query's words find (a keyword query, no hybrid)."""
+        if not doc_ids:
+            return set()
+        check = SearchQuery(
+            q=query.q,
+            spec=query.spec,
+            source_ids=query.source_ids,
+            source_id=query.source_id,
+            type=query.type,
+            matching_strategy=query.matching_strategy,
+            within_ids=tuple(doc_ids),
+            limit=len(doc_ids),
+            snippet_length=0,
+        )
+        hits_query, _, _, _ = self._queries(check)
+        hits_query.update(attributesToRetrieve=["id"], attributesToCrop=[], showRankingScore=False)
+        hits_query.pop("cropLength", None)
+        hits_query.pop("cropMarker", None)
+        answer = self._call(self.client.multi_search, [hits_query])
+        return {h["id"] for h in answer["results"][0]["hits"]}
+
+    def similar(self, doc_id: str, source_ids: tuple[str, ...] | None, limit: int) -> list[tuple[str, float]]:
+        """The documents closest in meaning to one document, through Meilisearch's similar
+        documents route: (doc id, cosine similarity of the closest passages), best first;
+        [] when the document has no vectors. `source_ids`: the sources the asker sees."""
+        own = self.vectors_of(doc_id)
+        if own is None:
+            return []
+        centre = own.mean(axis=0)
+        centre /= max(float(np.linalg.norm(centre)), 1e-9)
+        filters = ["chunk = 0", f"id != {_quote(doc_id)}"]
+        if source_ids is not None:
+            granted = ", ".join(_quote(s) for s in source_ids)
+            filters.append(f"source_id IN [{granted}]" if granted else "chunk < 0")
+        body = {
+            "id": f"{doc_id}_c0",
+            "embedder": meaning.EMBEDDER,
+            "filter": " AND ".join(filters),
+            "limit": limit,
+            "attributesToRetrieve": ["id", "_vectors"],
+            "retrieveVectors": True,
+        }
+        answer = self._call(self.index.get_similar_documents, body)
+        scored = [(h["id"], meaning.similarity(centre, meaning.passages_of(h))) for h in answer["hits"]]
+        return sorted(((i, s) for i, s in scored if s is not None), key=lambda item: -item[1])
 
 
 def _meili_q(spec: QuerySpec, parsed: ParsedQuery) -> str:

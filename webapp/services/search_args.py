@@ -18,7 +18,6 @@ from webapp.exceptions import InvalidInput
 from webapp.extensions import db
 from webapp.indexing.extractors import DOC_TYPES
 from webapp.models import IndexedFile, Source
-from webapp.runtime import get_search
 from webapp.search import (
     DEFAULT_MATCHING_STRATEGY,
     FACETS,
@@ -152,11 +151,8 @@ def check_type(doc_type: str, label: str) -> None:
 
 
 def check_source(source_id: str, label: str, visible: Visible = None) -> None:
-    """400 `<label>: unknown source 'x'` unless that source exists (or still has documents:
-    an index served without its database, as the search benchmark does) and is visible."""
-    if not can_see(visible, source_id) or (
-        db.session.get(Source, source_id) is None and not get_search().count(source_id)
-    ):
+    """400 `<label>: unknown source 'x'` unless that source exists and is visible."""
+    if not can_see(visible, source_id) or db.session.get(Source, source_id) is None:
         raise InvalidInput(f"{label}: unknown source {source_id!r}")
 
 

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit
 from webapp.extensions import db
 from webapp.indexing.scanner import doc_id, root_problem, within
 from webapp.models import IndexedFile, Source, User
-from webapp.services import documents, sources, status
+from webapp.services import previews, sources, status
 from webapp.services.access import can_see, visible_sources
 
 MAX_PAGES_SCANNED = 50  # looking for the first page with a match stops here (huge documents)
@@ -52,11 +52,11 @@ def document_total(user: User) -> int:
 def first_match_page(doc: dict, q: str) -> int:
     """The first preview page holding a match of q (1 when none is found)."""
     content = doc.get("content") or ""
-    pages = max(1, math.ceil(len(content) / documents.PREVIEW_PAGE_CHARS))
+    pages = max(1, math.ceil(len(content) / previews.PREVIEW_PAGE_CHARS))
     if not q.strip() or pages == 1:
         return 1
     for page in range(1, min(pages, MAX_PAGES_SCANNED) + 1):
-        if documents.text_page(doc, q, page)["matches"]:
+        if previews.text_page(doc, q, page)["matches"]:
             return page
     return 1
 

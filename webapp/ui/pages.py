@@ -7,10 +7,11 @@ import re
 from collections.abc import Mapping
 
 from flask import Response, abort, g, redirect, render_template, request, send_file, url_for
+from flask_babel import lazy_gettext as _l
 
 from webapp.exceptions import InvalidInput, TrawlError
 from webapp.search import FACETS, IndexRebuilding, SearchBackendError
-from webapp.services import documents, saved_searches, search_args, similar, ui_support
+from webapp.services import documents, files, previews, saved_searches, search_args, similar, ui_support
 from webapp.ui import saved, session
 from webapp.ui.blueprint import bp
 from webapp.ui.filters import type_label
@@ -18,36 +19,36 @@ from webapp.ui.htmx import is_htmx, render
 
 PAGE_SIZES = (10, 20, 50, 100)
 SORT_LABELS = {
-    "relevance": "Best match",
-    "modified_at:desc": "Newest first",
-    "modified_at:asc": "Oldest first",
-    "size_bytes:desc": "Largest first",
-    "basename:asc": "Name A–Z",
+    "relevance": _l("Best match"),
+    "modified_at:desc": _l("Newest first"),
+    "modified_at:asc": _l("Oldest first"),
+    "size_bytes:desc": _l("Largest first"),
+    "basename:asc": _l("Name A–Z"),
 }
 MAX_OFFSET = 100_000
 SNIPPET_LENGTH = 240
 # The syntax help beside the search box: (written, means).
 SYNTAX_ROWS = (
-    ('"two words"', "the exact phrase"),
-    ('-word, -"a phrase"', "leave out documents containing it"),
-    ("cats OR dogs", "either word (upper-case OR)"),
-    ("type:pdf ext:docx", "only that type or extension; repeat for several"),
-    ("source:notes", "only that source (its id)"),
-    ("path:projects/2024", "only files under that folder"),
-    ("title:budget", "the word is in the title or file name"),
-    ("modified:2024-03", "changed that year, month or day (UTC)"),
-    ("modified:>2024-01-01, modified:2023..2024-06", "date ranges (>, >=, <, <=, a..b)"),
-    ("size:>10MB, size:1MB..5MB", "size ranges (k, KB, MB, GB)"),
+    ('"two words"', _l("the exact phrase")),
+    ('-word, -"a phrase"', _l("leave out documents containing it")),
+    ("cats OR dogs", _l("either word (upper-case OR)")),
+    ("type:pdf ext:docx", _l("only that type or extension; repeat for several")),
+    ("source:notes", _l("only that source (its id)")),
+    ("path:projects/2024", _l("only files under that folder")),
+    ("title:budget", _l("the word is in the title or file name")),
+    ("modified:2024-03", _l("changed that year, month or day (UTC)")),
+    ("modified:>2024-01-01, modified:2023..2024-06", _l("date ranges (>, >=, <, <=, a..b)")),
+    ("size:>10MB, size:1MB..5MB", _l("size ranges (k, KB, MB, GB)")),
 )
 
 
 FILTER_PARAMS = ("source", "type", "ext", "year", "from", "to")  # the page's facet filters
 # (API facet, URL parameter, heading) of the facets beside the results.
 FACET_GROUPS = (
-    ("type", "type", "Type"),
-    ("extension", "ext", "Extension"),
-    ("source_id", "source", "Source"),
-    ("year", "year", "Year modified"),
+    ("type", "type", _l("Type")),
+    ("extension", "ext", _l("Extension")),
+    ("source_id", "source", _l("Source")),
+    ("year", "year", _l("Year modified")),
 )
 MAX_FACET_LINKS = 12
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -248,7 +249,7 @@ def document(doc_id: str):
     (`view=text` asks for the text of a PDF or Markdown file)."""
     doc = documents.get(doc_id, g.user)
     q = (request.args.get("q") or "").strip()[:1000]
-    kind = documents.preview_kind(doc)
+    kind = previews.preview_kind(doc)
     if request.args.get("view") == "text" and kind in ("pdf", "markdown"):
         kind = "text"
     context = {
@@ -264,7 +265,7 @@ def document(doc_id: str):
     elif kind == "pdf":
         context["preview"] = _pdf_pager(doc, q)
     elif kind == "markdown":
-        context["markdown"] = documents.markdown_html(doc, q)
+        context["markdown"] = previews.markdown_html(doc, q)
         kind = context["kind"] = "markdown" if context["markdown"] is not None else "text"
         if context["markdown"] is not None:  # relative links go to the documents beside it
             context["markdown"]["html"] = ui_support.link_siblings(
@@ -273,24 +274,24 @@ def document(doc_id: str):
                 lambda sibling: url_for("ui.document", doc_id=sibling, q=q or None),
             )
     elif kind in ("audio", "video"):
-        context["mimetype"] = documents.media_mimetype(doc)
+        context["mimetype"] = files.media_mimetype(doc)
     if kind == "text":
         try:
             page = int(request.args.get("page", ""))
         except ValueError:
             page = ui_support.first_match_page(doc, q)
-        context["preview"] = documents.text_page(doc, q, max(1, page))
+        context["preview"] = previews.text_page(doc, q, max(1, page))
     return render_template("document.html", **context)
 
 
 def _pdf_pager(doc: dict, q: str) -> dict:
     """The drawn page this request asks for (clamped to the PDF's pages); without one, the
     first page holding a match of q."""
-    pages = documents.page_count(doc)
+    pages = previews.page_count(doc)
     try:
         page = int(request.args.get("page", ""))
     except ValueError:
-        page = documents.first_pdf_page(doc, q)
+        page = previews.first_pdf_page(doc, q)
     return {"page": min(max(1, page), pages), "pages": pages}
 
 
@@ -307,11 +308,11 @@ def _back_url() -> str | None:
 def document_image(doc_id: str):
     """The scaled image (or a RAW file's preview) of an image document."""
     doc = documents.get(doc_id, g.user)
-    if not documents.is_image(doc):
+    if not previews.is_image(doc):
         abort(404)
-    data, mimetype = documents.image_preview(doc)
+    data, mimetype = previews.image_preview(doc)
     resp = Response(data, mimetype=mimetype)
-    resp.headers["Content-Disposition"] = documents.content_disposition("inline", doc["basename"])
+    resp.headers["Content-Disposition"] = files.content_disposition("inline", doc["basename"])
     resp.headers["Cache-Control"] = "private, max-age=300"
     return resp
 
@@ -320,10 +321,10 @@ def document_image(doc_id: str):
 def document_pdf_page(doc_id: str, page: int):
     """Page `page` of a PDF document as an image, the ?q= matches highlighted on it."""
     doc = documents.get(doc_id, g.user)
-    if documents.preview_kind(doc) != "pdf":
+    if previews.preview_kind(doc) != "pdf":
         abort(404)
     q = (request.args.get("q") or "").strip()[:1000]
-    data, mimetype = documents.pdf_page_image(doc, page, q)
+    data, mimetype = previews.pdf_page_image(doc, page, q)
     resp = Response(data, mimetype=mimetype)
     resp.headers["Cache-Control"] = "private, max-age=300"
     return resp
@@ -333,17 +334,17 @@ def document_pdf_page(doc_id: str, page: int):
 def document_media(doc_id: str):
     """The audio or video file for the page's player, inline, honouring Range (206/416)."""
     doc = documents.get(doc_id, g.user)
-    mimetype = documents.media_mimetype(doc)
+    mimetype = files.media_mimetype(doc)
     if mimetype is None:
         abort(404)
     resp = send_file(
-        documents.download_target(doc),
+        files.download_target(doc),
         mimetype=mimetype,
         conditional=True,
         max_age=0,
         etag=not doc.get("container_id"),
     )
-    resp.headers["Content-Disposition"] = documents.content_disposition("inline", doc["basename"])
+    resp.headers["Content-Disposition"] = files.content_disposition("inline", doc["basename"])
     resp.headers["Cache-Control"] = "private, no-cache"
     return resp
 
@@ -352,6 +353,6 @@ def document_media(doc_id: str):
 def document_download(doc_id: str):
     """Create a short-lived download link for the logged-in user and follow it."""
     doc = documents.get(doc_id, g.user)
-    documents.open_path(doc)  # a vanished or moved file gets our error page, not the API's JSON
-    link = documents.download_link(doc, g.user, session.session_id())
+    files.open_path(doc)  # a vanished or moved file gets our error page, not the API's JSON
+    link = files.download_link(doc, g.user, session.session_id())
     return redirect(link["url"], 303)

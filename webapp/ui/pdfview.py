@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from flask import abort, g, jsonify, request, send_file
 
-from webapp.services import documents
+from webapp.services import documents, files, previews
 from webapp.ui.blueprint import bp
 
 
 def _pdf(doc_id: str) -> dict:
     """The PDF document (404 when the user may not see it, or it is not a PDF with pages)."""
     doc = documents.get(doc_id, g.user)
-    if documents.preview_kind(doc) != "pdf":
+    if previews.preview_kind(doc) != "pdf":
         abort(404)
     return doc
 
@@ -23,13 +23,13 @@ def document_file(doc_id: str):
     A sandbox policy keeps the PDF's own scripts and forms inert if it is opened directly."""
     doc = _pdf(doc_id)
     resp = send_file(
-        documents.download_target(doc),
+        files.download_target(doc),
         mimetype="application/pdf",
         conditional=True,
         max_age=0,
         etag=not doc.get("container_id"),
     )
-    resp.headers["Content-Disposition"] = documents.content_disposition("inline", doc["basename"])
+    resp.headers["Content-Disposition"] = files.content_disposition("inline", doc["basename"])
     resp.headers["Cache-Control"] = "private, no-cache"
     resp.headers["Content-Security-Policy"] = "sandbox; default-src 'none'"
     return resp
@@ -41,6 +41,6 @@ def document_hits(doc_id: str):
     of the page]}, "searched": pages read} for ?q= (no hits without q)."""
     doc = _pdf(doc_id)
     q = (request.args.get("q") or "").strip()[:1000]
-    resp = jsonify(documents.pdf_hits(doc, q))
+    resp = jsonify(previews.pdf_hits(doc, q))
     resp.headers["Cache-Control"] = "private, max-age=300"
     return resp

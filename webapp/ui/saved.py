@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import flash, g, redirect, request, url_for
+from flask_babel import gettext as _
 
 from webapp.exceptions import TrawlError
 from webapp.services import saved_searches
@@ -46,9 +47,9 @@ def saved_search_create():
     try:
         saved = saved_searches.to_json(saved_searches.create(g.user, data))
     except TrawlError as exc:
-        flash(f"Not saved: {exc.detail}", "error")
+        flash(_("Not saved: %(reason)s", reason=exc.detail), "error")
         return redirect(search_url({"sort": "relevance", **data}))
-    flash(f"Search saved as “{saved['name']}”.", "success")
+    flash(_("Search saved as “%(name)s”.", name=saved["name"]), "success")
     return redirect(search_url(saved))
 
 
@@ -56,5 +57,5 @@ def saved_search_create():
 def saved_search_delete(saved_id: int):
     """Delete one of the user's saved searches; back to the search page."""
     saved_searches.delete(g.user, saved_id)
-    flash("Saved search deleted.", "success")
+    flash(_("Saved search deleted."), "success")
     return redirect(url_for("ui.index"))

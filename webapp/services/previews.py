@@ -1,0 +1,152 @@
+"""What the document page shows of a document: its text page by page, images and PDF pages
+drawn in the preview child, Markdown rendered, with the matches of the search highlighted."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+
+from flask import current_app
+
+from webapp.exceptions import QuerySyntaxError, Unavailable, Unprocessable
+from webapp.previews.markdown import render_markdown
+from webapp.previews.render import PreviewLimits
+from webapp.runtime import get_previews
+from webapp.search.query import TermMatcher, parse_query
+from webapp.search.snippets import highlight_all
+from webapp.search.syntax import parse_syntax
+from webapp.services.files import local_copy, media_mimetype
+
+PREVIEW_PAGE_CHARS = 20_000
+IMAGE_TYPES = {"image", "raw_image"}
+# a tag of the sanitizer's output: it always quotes attributes with " and escapes " inside them
+_TAG = re.compile(r'(<(?:[^>"]|"[^"]*")*>)')
+MATCH_OPEN = '<mark class="match">'
+
+
+def text_page(doc: dict, q: str, page: int) -> dict:
+    """One page of the document's text, HTML-escaped, with the query's matches in <em>."""
+    content = doc.get("content") or ""
+    pages = max(1, math.ceil(len(content) / PREVIEW_PAGE_CHARS))
+    page = min(page, pages)
+    chunk = content[(page - 1) * PREVIEW_PAGE_CHARS : page * PREVIEW_PAGE_CHARS]
+    body = highlight_all(chunk, _matcher(q))
+    return {"html": body, "page": page, "pages": pages, "matches": body.count("<em>")}
+
+
+def _free_text(q: str) -> str:
+    """A search's free text (not -exclusions nor filter values)."""
+    try:
+        return parse_syntax(q).text
+    except QuerySyntaxError:  # a half-typed term: mark the words as written
+        return q
+
+
+def _matcher(q: str) -> TermMatcher:
+    """What to mark for a search's q: its free text."""
+    text = _free_text(q)
+    return TermMatcher.from_query(parse_query(text)) if text.strip() else TermMatcher(())
+
+
+def image_preview(doc: dict) -> tuple[bytes, str]:
+    """The image (or a RAW file's embedded preview) scaled to PREVIEW_MAX_PX, as JPEG or PNG.
+
+    Decoded in a child process with pixel, memory and time bounds; an image that is too large,
+    damaged or unreadable raises PreviewRefused (422), a full set of preview slots 503.
+    """
+    path, done = local_copy(doc)
+    try:
+        return get_previews().render(path, doc["type"], _limits())
+    finally:
+        done()
+
+
+def is_image(doc: dict) -> bool:
+    """Whether the preview of this document is an image."""
+    return doc["type"] in IMAGE_TYPES
+
+
+def preview_kind(doc: dict) -> str:
+    """How the document page shows this document: image, pdf (drawn pages), markdown, audio,
+    video, or text (the extracted text, paged and highlighted)."""
+    if is_image(doc):
+        return "image"
+    if doc["type"] == "pdf" and (doc.get("metadata") or {}).get("page_count"):
+        return "pdf"
+    if doc["type"] == "markdown":
+        return "markdown"
+    mimetype = media_mimetype(doc)
+    return mimetype.split("/")[0] if mimetype else "text"
+
+
+# -- PDF pages, Markdown ------------------------------------------------------------------------
+
+
+def page_count(doc: dict) -> int:
+    """Pages of a PDF as counted at extraction (0 when unknown)."""
+    count = (doc.get("metadata") or {}).get("page_count")
+    return count if isinstance(count, int) and count > 0 else 0
+
+
+def pdf_page_image(doc: dict, page: int, q: str) -> tuple[bytes, str]:
+    """Page `page` of a PDF drawn as a JPEG with the matches of q highlighted (whole words the
+    search's matcher accepts, as in the text preview); drawn in a capped child like image
+    previews (422 for a page that does not exist or cannot be drawn)."""
+    path, done = local_copy(doc)
+    try:
+        return get_previews().render(path, "pdf", _limits(), page=page, matcher=_matcher(q))
+    finally:
+        done()
+
+
+def first_pdf_page(doc: dict, q: str) -> int:
+    """The first page of a PDF holding a match of q (1 without q, or when the PDF cannot be
+    read: the page's own image then says why)."""
+    matcher = _matcher(q)
+    if not matcher.terms or page_count(doc) <= 1:
+        return 1
+    path, done = local_copy(doc)
+    try:
+        return get_previews().first_pdf_page(path, matcher, _limits())
+    except (Unprocessable, Unavailable):
+        return 1
+    finally:
+        done()
+
+
+def pdf_hits(doc: dict, q: str) -> dict:
+    """For the PDF viewer: every page's size in points, and the pages holding a match of q
+    with their hit boxes as fractions of the page (previews/pdfhits.py); read in a capped
+    child (422 when the PDF cannot be read)."""
+    path, done = local_copy(doc)
+    try:
+        return get_previews().pdf_hits(path, _matcher(q), _limits())
+    finally:
+        done()
+
+
+def markdown_html(doc: dict, q: str) -> dict | None:
+    """The document's Markdown rendered and sanitized, the matches of q in <mark class="match">
+    (text between tags only); None when it is too long to render."""
+    rendered = render_markdown(doc.get("content") or "")
+    if rendered is None or not q.strip():
+        return None if rendered is None else {"html": rendered, "matches": 0}
+    matcher = _matcher(q)
+    parts = _TAG.split(rendered)
+    for i in range(0, len(parts), 2):  # even items are text (escaped by the sanitizer)
+        if parts[i]:
+            marked = highlight_all(html.unescape(parts[i]), matcher)
+            parts[i] = marked.replace("<em>", MATCH_OPEN).replace("</em>", "</mark>")
+    body = "".join(parts)
+    return {"html": body, "matches": body.count(MATCH_OPEN)}
+
+
+def _limits() -> PreviewLimits:
+    cfg = current_app.config
+    return PreviewLimits(
+        max_side=cfg["PREVIEW_MAX_PX"],
+        max_pixels=cfg["PREVIEW_MAX_PIXELS"],
+        memory_mb=cfg["PREVIEW_MEMORY_MB"],
+        timeout=cfg["PREVIEW_TIMEOUT"],
+    )
