@@ -4,7 +4,10 @@ following the user's grants (archive members too)."""
 
 from __future__ import annotations
 
+import html
 import io
+import json
+import re
 import zipfile
 
 import pytest
@@ -109,6 +112,13 @@ def test_hits_and_file_endpoints_serve_the_viewer(app, client, auth, pdfs):
     assert "data-pdf-viewer" in page and f'data-src="/documents/{pdf_id}/file"' in page
     assert 'data-page="2"' in page  # opens on the first page with a hit
     assert "<noscript data-pdf-fallback>" in page  # the server-drawn pages without JavaScript
+    german = browser.get(f"/documents/{pdf_id}?q=radio", headers={"Accept-Language": "de"}).get_data(
+        as_text=True
+    )
+    assert "Nächste Seite mit Treffer" in german  # the viewer speaks the page's language,
+    messages = json.loads(html.unescape(re.search(r'data-messages="([^"]*)"', german).group(1)))
+    assert messages["page_of"] == "Seite {page} von {pages}"  # its script too
+    assert messages["hits_many"] == "Treffer auf {n} Seiten"
 
     hits = browser.get(f"/documents/{pdf_id}/hits?q=radio")
     assert hits.status_code == 200 and sorted(hits.get_json()["hits"]) == ["2", "3"]
