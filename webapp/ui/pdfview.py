@@ -1,4 +1,4 @@
-"""What the document page's PDF viewer (static/js/pdfview.mjs, pdf.js) fetches: the PDF itself,
+"""What the document page's PDF viewer (static/js/pdf-viewer.mjs, pdf.js) fetches: the PDF itself,
 inline, and the pages holding a match of the search with their hit boxes."""
 
 from __future__ import annotations
