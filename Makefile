@@ -50,16 +50,21 @@ $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 	$(BIN)/python -m pip install -q -r requirements-dev.txt
 	touch $@
 
-# Browser assets (htmx, Swagger UI, ReDoc) come from the npm registry and are served by Trawl itself.
+# Browser assets (htmx, Swagger UI, ReDoc, pdf.js) come from the npm registry and are served by Trawl itself.
 assets: $(VENDOR)/.installed
 
 $(VENDOR)/.installed: package.json package-lock.json
 	@command -v npm >/dev/null || { echo "npm is needed for the browser assets (apt-get install npm)"; exit 1; }
 	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
-	rm -rf $(VENDOR) && mkdir -p $(VENDOR)/htmx $(VENDOR)/swagger-ui $(VENDOR)/redoc
+	rm -rf $(VENDOR) && mkdir -p $(VENDOR)/htmx $(VENDOR)/swagger-ui $(VENDOR)/redoc $(VENDOR)/pdfjs/wasm
 	cp node_modules/htmx.org/dist/htmx.min.js $(VENDOR)/htmx/
 	cp node_modules/swagger-ui-dist/swagger-ui-bundle.js node_modules/swagger-ui-dist/swagger-ui.css $(VENDOR)/swagger-ui/
 	cp node_modules/redoc/bundles/redoc.standalone.js $(VENDOR)/redoc/
+	# pdf.js: the legacy ES-module build, its fonts and CMaps, and the image decoders (never the
+	# scripting sandbox nor quickjs: the viewer runs no PDF JavaScript)
+	cp node_modules/pdfjs-dist/legacy/build/pdf.min.mjs node_modules/pdfjs-dist/legacy/build/pdf.worker.min.mjs node_modules/pdfjs-dist/LICENSE $(VENDOR)/pdfjs/
+	cp -r node_modules/pdfjs-dist/cmaps node_modules/pdfjs-dist/standard_fonts $(VENDOR)/pdfjs/
+	cp node_modules/pdfjs-dist/wasm/openjpeg* node_modules/pdfjs-dist/wasm/jbig2* node_modules/pdfjs-dist/wasm/qcms* node_modules/pdfjs-dist/wasm/LICENSE_* $(VENDOR)/pdfjs/wasm/
 	touch $@
 
 # Debian's chromium for the browser tests (skipped with a message when it cannot be installed).

@@ -197,10 +197,10 @@ def test_every_file_of_the_real_corpus_previews_without_a_500(app, client, auth,
 
 
 def _preview_urls(html: str, doc: dict) -> list[str]:
-    """The image, page and media addresses the document page points its elements at."""
+    """The image, page, media and PDF viewer addresses the document page points its elements at."""
     base = f"/documents/{doc['id']}/"
     urls = []
-    for suffix in ("image", "pages/1?q=the", "media"):
-        if f'src="{base}{suffix}"' in html:
+    for suffix in ("image", "pages/1?q=the", "media", "file", "hits?q=the"):  # the last two:
+        if f'src="{base}{suffix}"' in html or f'data-hits="{base}{suffix}"' in html:  # the viewer's
             urls.append(base + suffix)
     return urls

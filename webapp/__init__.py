@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import mimetypes
 import re
 import uuid
 from collections.abc import Mapping
@@ -12,6 +13,9 @@ from typing import Any
 from flask import Flask, g, request
 
 from webapp import config as settings
+
+# the PDF viewer's ES modules (pdf.js) must be served as JavaScript whatever the system knows
+mimetypes.add_type("text/javascript", ".mjs")
 
 ROOT = Path(__file__).resolve().parent.parent
 # a proxy's X-Request-ID is kept when it is one plain token (it goes into every log line)

@@ -7,11 +7,14 @@ happens in a child started from a clean fork server with an address-space cap, a
 memory goes back to the system when it exits. Only the finished JPEG/PNG crosses the pipe.
 
 A PDF page is drawn the same way (pymupdf), with the query's matched words found on the page
-(`search_for`) and painted over the drawn pixels: the file itself is only read.
+(pdfhits.py: whole words, as the search's matcher accepts them) and painted over the drawn
+pixels; the browser's viewer asks the same child for the pages holding a match and their hit
+boxes ("pdf_hits"). The file itself is only read.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import threading
 import time
@@ -21,7 +24,9 @@ from typing import Any
 from webapp import imaging
 from webapp.exceptions import Unavailable
 from webapp.imaging import ImageRefused
+from webapp.previews import pdfhits
 from webapp.procs import limit_memory
+from webapp.search.query import TermMatcher
 
 # imported once by the fork server, so each child starts with Pillow and its plug-ins loaded
 FORK_SERVER_PRELOAD = [__name__, "webapp.previews.preload"]
@@ -50,7 +55,6 @@ class PreviewBusy(Unavailable):
 PREVIEW_QUALITY = 85  # JPEG quality of previews and drawn PDF pages
 HIGHLIGHT_RGBA = (255, 200, 0, 120)  # translucent yellow over matched words on a PDF page
 PDF_PAGE_PX = 1400  # long side of a drawn PDF page (at most limits.max_side)
-MAX_PAGES_SEARCHED = 500  # pages read to find the first one holding a match
 
 
 def _open_pdf(path: str) -> Any:
@@ -66,21 +70,10 @@ def _open_pdf(path: str) -> Any:
     return doc
 
 
-def first_pdf_match(path: str, words: tuple[str, ...]) -> int:
-    """The first page (1-based) whose text holds one of the words; 1 when none does."""
-    wanted = [w.lower() for w in words]
-    with _open_pdf(path) as doc:
-        for number in range(min(doc.page_count, MAX_PAGES_SEARCHED)):
-            text = doc[number].get_text().lower()
-            if any(w in text for w in wanted):
-                return number + 1
-    return 1
-
-
 def render_pdf_page(
-    path: str, page_no: int, words: tuple[str, ...], limits: PreviewLimits
+    path: str, page_no: int, matcher: TermMatcher | None, limits: PreviewLimits
 ) -> tuple[bytes, str]:
-    """One page of a PDF as a JPEG, the given words highlighted where they appear on it."""
+    """One page of a PDF as a JPEG, the words the matcher accepts highlighted on it."""
     import pymupdf
     from PIL import Image, ImageDraw
 
@@ -92,28 +85,38 @@ def render_pdf_page(
         imaging.check_pixels((int(page.rect.width * zoom), int(page.rect.height * zoom)), limits.max_pixels)
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
         img = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-        # search_for answers in unrotated page space; the pixmap shows the page as rotated
+        # the words' boxes are in unrotated page space; the pixmap shows the page as rotated
         to_pixels = page.rotation_matrix * pymupdf.Matrix(zoom, zoom)
-        rects = [rect * to_pixels for word in words for rect in page.search_for(word)]
+        boxes = pdfhits.hit_rects(page, matcher) if matcher is not None and matcher.terms else []
+        rects = [pymupdf.Rect(box) * to_pixels for box in boxes]
     if rects:
         overlay = Image.new("RGBA", img.size, (0, 0, 0, 0))
         draw = ImageDraw.Draw(overlay)
         for r in rects:
+            r.normalize()
             draw.rectangle((r.x0, r.y0, r.x1, r.y1), fill=HIGHLIGHT_RGBA)
         img = Image.alpha_composite(img.convert("RGBA"), overlay).convert("RGB")
     return imaging.encode(img, PREVIEW_QUALITY)
 
 
 def render(
-    path: str, kind: str, limits: PreviewLimits, page: int = 1, words: tuple[str, ...] = ()
+    path: str, kind: str, limits: PreviewLimits, page: int = 1, matcher: TermMatcher | None = None
 ) -> tuple[bytes, str]:
     """Scale the image to limits.max_side and encode it (PNG keeps transparency, else JPEG);
-    for kind "pdf", draw page `page` with `words` highlighted; for "pdf_find", the number of
-    the first page holding one of `words`, as text."""
+    for kind "pdf", draw page `page` with the matcher's words highlighted; for "pdf_find", the
+    number of the first page holding one, as text; for "pdf_hits", the page sizes and the hit
+    boxes of the pages holding one, as JSON (pdfhits.pdf_hits)."""
     if kind == "pdf":
-        return render_pdf_page(path, page, words, limits)
+        return render_pdf_page(path, page, matcher, limits)
     if kind == "pdf_find":
-        return str(first_pdf_match(path, words)).encode(), "text/plain"
+        with _open_pdf(path) as doc:
+            found = pdfhits.first_match(doc, matcher) if matcher is not None else 1
+        return str(found).encode(), "text/plain"
+    if kind == "pdf_hits":
+        with _open_pdf(path) as doc:
+            seconds = limits.timeout * pdfhits.HITS_SHARE_OF_TIMEOUT
+            found = pdfhits.pdf_hits(doc, matcher, seconds)
+        return json.dumps(found, separators=(",", ":")).encode(), "application/json"
     if kind == "raw_image":
         img = imaging.open_raw(path, develop_max_pixels=limits.max_pixels)
     else:
@@ -123,13 +126,13 @@ def render(
 
 
 def _child_main(
-    conn: Any, path: str, kind: str, limits: PreviewLimits, page: int, words: tuple[str, ...]
+    conn: Any, path: str, kind: str, limits: PreviewLimits, page: int, matcher: TermMatcher | None
 ) -> None:
     """Child: render one preview and send ("ok", bytes, mimetype) or ("refused", message)."""
     try:
         imaging.register_heif()
         limit_memory(limits.memory_mb)
-        data, mimetype = render(path, kind, limits, page, words)
+        data, mimetype = render(path, kind, limits, page, matcher)
         reply: tuple = ("ok", data, mimetype)
     except ImageRefused as exc:
         reply = ("refused", str(exc))
@@ -160,17 +163,20 @@ class IsolatedRenderer:
         self._ctx.set_forkserver_preload(FORK_SERVER_PRELOAD)
 
     def render(
-        self, path: str, kind: str, limits: PreviewLimits, page: int = 1, words: tuple[str, ...] = ()
+        self,
+        path: str,
+        kind: str,
+        limits: PreviewLimits,
+        page: int = 1,
+        matcher: TermMatcher | None = None,
     ) -> tuple[bytes, str]:
-        """The preview bytes and mimetype (an image, or page `page` of a PDF with `words`
-        highlighted); PreviewRefused or PreviewBusy when there is none."""
+        """The preview bytes and mimetype (an image, or page `page` of a PDF with the matcher's
+        words highlighted); PreviewRefused or PreviewBusy when there is none."""
         deadline = time.monotonic() + limits.timeout  # the wait for a slot counts too
         if not self._slots.acquire(timeout=limits.timeout):
             raise PreviewBusy("Too many image previews at once; try again shortly")
         try:
-            return self._run_child(
-                path, kind, limits, (page, tuple(words)), max(0.0, deadline - time.monotonic())
-            )
+            return self._run_child(path, kind, limits, (page, matcher), max(0.0, deadline - time.monotonic()))
         finally:
             self._slots.release()
 
@@ -201,8 +207,14 @@ class IsolatedRenderer:
             raise PreviewRefused(reply[1])
         return reply[1], reply[2]
 
-    def first_pdf_page(self, path: str, words: tuple[str, ...], limits: PreviewLimits) -> int:
-        """The first page of a PDF holding one of the words (1 when none does), read in a
-        child like a drawn page."""
-        data, _ = self.render(path, "pdf_find", limits, words=words)
+    def first_pdf_page(self, path: str, matcher: TermMatcher, limits: PreviewLimits) -> int:
+        """The first page of a PDF holding a word the matcher accepts (1 when none does), read
+        in a child like a drawn page."""
+        data, _ = self.render(path, "pdf_find", limits, matcher=matcher)
         return int(data)
+
+    def pdf_hits(self, path: str, matcher: TermMatcher | None, limits: PreviewLimits) -> dict:
+        """The PDF's page sizes and the hit boxes of its pages holding a match (pdfhits.py),
+        read in a child like a drawn page."""
+        data, _ = self.render(path, "pdf_hits", limits, matcher=matcher)
+        return json.loads(data)

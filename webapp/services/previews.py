@@ -20,9 +20,6 @@ from webapp.services.files import local_copy, media_mimetype
 
 PREVIEW_PAGE_CHARS = 20_000
 IMAGE_TYPES = {"image", "raw_image"}
-MAX_HIGHLIGHT_WORDS = 40  # distinct matched words looked for on a PDF page
-MATCH_FORMS_CHARS = 200_000  # text read to learn the matched forms (5M chars would take 4 s)
-_EM = re.compile(r"<em>(.*?)</em>", re.S)
 # a tag of the sanitizer's output: it always quotes attributes with " and escapes " inside them
 _TAG = re.compile(r'(<(?:[^>"]|"[^"]*")*>)')
 MATCH_OPEN = '<mark class="match">'
@@ -92,23 +89,13 @@ def page_count(doc: dict) -> int:
     return count if isinstance(count, int) and count > 0 else 0
 
 
-def match_words(doc: dict, q: str) -> tuple[str, ...]:
-    """What a drawn PDF page highlights: the query's own words, and the forms of the text that
-    the text preview marks for q (stems, typos, accents) in its first MATCH_FORMS_CHARS."""
-    if not q.strip():
-        return ()
-    marked = highlight_all((doc.get("content") or "")[:MATCH_FORMS_CHARS], _matcher(q))
-    forms = [html.unescape(m).strip() for m in _EM.findall(marked)]
-    words = {w.lower(): w for w in [*re.findall(r"\w{2,}", _free_text(q)), *forms] if w}
-    return tuple(words.values())[:MAX_HIGHLIGHT_WORDS]
-
-
 def pdf_page_image(doc: dict, page: int, q: str) -> tuple[bytes, str]:
-    """Page `page` of a PDF drawn as a JPEG with the matches of q highlighted; drawn in a
-    capped child like image previews (422 for a page that does not exist or cannot be drawn)."""
+    """Page `page` of a PDF drawn as a JPEG with the matches of q highlighted (whole words the
+    search's matcher accepts, as in the text preview); drawn in a capped child like image
+    previews (422 for a page that does not exist or cannot be drawn)."""
     path, done = local_copy(doc)
     try:
-        return get_previews().render(path, "pdf", _limits(), page=page, words=match_words(doc, q))
+        return get_previews().render(path, "pdf", _limits(), page=page, matcher=_matcher(q))
     finally:
         done()
 
@@ -116,14 +103,25 @@ def pdf_page_image(doc: dict, page: int, q: str) -> tuple[bytes, str]:
 def first_pdf_page(doc: dict, q: str) -> int:
     """The first page of a PDF holding a match of q (1 without q, or when the PDF cannot be
     read: the page's own image then says why)."""
-    words = match_words(doc, q)
-    if not words or page_count(doc) <= 1:
+    matcher = _matcher(q)
+    if not matcher.terms or page_count(doc) <= 1:
         return 1
     path, done = local_copy(doc)
     try:
-        return get_previews().first_pdf_page(path, words, _limits())
+        return get_previews().first_pdf_page(path, matcher, _limits())
     except (Unprocessable, Unavailable):
         return 1
+    finally:
+        done()
+
+
+def pdf_hits(doc: dict, q: str) -> dict:
+    """For the PDF viewer: every page's size in points, and the pages holding a match of q
+    with their hit boxes as fractions of the page (previews/pdfhits.py); read in a capped
+    child (422 when the PDF cannot be read)."""
+    path, done = local_copy(doc)
+    try:
+        return get_previews().pdf_hits(path, _matcher(q), _limits())
     finally:
         done()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Flask, Response, current_app, send_from_directory
 
 # the page modules attach their routes to bp when imported
-from webapp.ui import account, filters, i18n, pages, saved, session, sources, status, users  # noqa: F401
+from webapp.ui import account, filters, i18n, pages, pdfview, saved, session, sources, status, users  # noqa: F401
 from webapp.ui.blueprint import bp
 
 
