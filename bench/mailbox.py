@@ -30,7 +30,7 @@ def _write_mbox(path: str, count: int) -> None:
 
 def _run(path: str, data_dir: str, chunked: bool) -> dict:
     from webapp import create_app
-    from webapp.indexing.batch import extract_batch
+    from webapp.indexing.batch import Batch, extract_batch
 
     app = create_app(
         {
@@ -46,14 +46,14 @@ def _run(path: str, data_dir: str, chunked: bool) -> dict:
         out = extract_batch(
             app,
             {"id": "bench", "name": "Bench"},
-            [[path, os.path.getsize(path), 0]],
-            on_partial=(lambda part: chunks.append(len(part["docs"]))) if chunked else None,
+            Batch(0, [(path, os.path.getsize(path), 0)]),
+            on_partial=(lambda part: chunks.append(len(part.docs))) if chunked else None,
         )
         seconds = time.monotonic() - started
     return {
         "seconds": round(seconds, 1),
         "chunks": len(chunks),
-        "kept": len(out["docs"]),
+        "kept": len(out.docs),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
     }
 

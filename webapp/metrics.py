@@ -44,8 +44,6 @@ SEARCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 # seconds: a text file takes a millisecond, a large PDF many seconds, up to its timeout
 EXTRACTION_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0)
 
-SCAN_OUTCOMES = ("success", "failed", "skipped", "unchanged", "deleted")
-
 search_duration = Histogram(
     "trawl_search_duration_seconds",
     "Time to answer a search (API, page or CLI), by backend",

@@ -1,5 +1,9 @@
 """One batch of files read by a worker: extracted in the sandboxed child, turned into the
-search documents and file records the coordinator writes (pipeline.py)."""
+search documents and file records the coordinator writes (pipeline.py).
+
+`Batch` and `BatchResult` are what goes through the run's Redis lists, as JSON: the batches
+the coordinator hands out, the results helpers send back.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ import base64
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from flask import Flask
 
@@ -16,15 +22,74 @@ from webapp.indexing.extractors import ExtractionSettings, extension
 from webapp.indexing.isolation import Extractor, FileResult, MemberResult
 from webapp.indexing.ocr import PENDING, needs_ocr
 from webapp.indexing.ocr_phase import enabled as ocr_enabled
+from webapp.indexing.records import FileRow
 from webapp.indexing.runstats import FileStatus
-from webapp.indexing.scanner import (
-    doc_id,
-)
+from webapp.indexing.scanner import doc_id
 from webapp.metrics import extraction_seconds
+from webapp.search import Doc
 
 log = logging.getLogger(__name__)
 
 MEMBER_CHUNK = 500  # members of one container sent on (and written) together
+
+
+@dataclass
+class Batch:
+    """The n-th batch of files of a run, for whichever worker takes it first."""
+
+    n: int
+    files: list[tuple[str, int, int]]  # (path, size, mtime_ns)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The batch as JSON stores it (a file is a [path, size, mtime_ns] list)."""
+        return {"n": self.n, "files": self.files}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Batch:
+        """A batch read back from JSON."""
+        return cls(data["n"], [(path, size, mtime_ns) for path, size, mtime_ns in data["files"]])
+
+
+@dataclass
+class BatchResult:
+    """What a worker made of batch `n`, or of a part of it (`partial`: more comes later): the
+    documents, their thumbnails and the file records, for the coordinator to write."""
+
+    n: int
+    docs: list[Doc] = field(default_factory=list)
+    # every document's thumbnail by its id (None: it has none, an older one is removed); the
+    # coordinator stores them on its host, where the web server reads them
+    thumbnails: dict[str, bytes | None] = field(default_factory=dict)
+    records: list[FileRow] = field(default_factory=list)
+    # files whose earlier members are dropped before these rows are written (a file's first
+    # rows carry it)
+    reset: list[str] = field(default_factory=list)
+    partial: bool = False
+
+    def size(self) -> int:
+        """Characters of text and bytes of thumbnails held (what the writer's memory holds)."""
+        return sum(len(d["content"]) for d in self.docs) + sum(
+            len(t or b"") for t in self.thumbnails.values()
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as JSON stores it (thumbnails in base64)."""
+        thumbs = {k: base64.b64encode(t).decode() if t else None for k, t in self.thumbnails.items()}
+        return {
+            "n": self.n,
+            "docs": self.docs,
+            "thumbnails": thumbs,
+            "records": self.records,
+            "reset": self.reset,
+            "partial": self.partial,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BatchResult:
+        """A result read back from JSON."""
+        thumbs = {k: base64.b64decode(t) if t else None for k, t in data["thumbnails"].items()}
+        records = [{**r, "status": FileStatus(r["status"])} for r in data["records"]]
+        return cls(data["n"], data["docs"], thumbs, records, data["reset"], data["partial"])
 
 
 def get_extractor(app: Flask) -> Extractor:
@@ -37,74 +102,72 @@ def get_extractor(app: Flask) -> Extractor:
 def extract_batch(
     app: Flask,
     source: dict,
-    files: Iterable[list],
+    batch: Batch,
     on_file: Callable[[], None] | None = None,
-    on_partial: Callable[[dict], None] | None = None,
-) -> dict:
+    on_partial: Callable[[BatchResult], None] | None = None,
+) -> BatchResult:
     """Extract a batch of files into documents and record rows (no writes).
 
     The members of a container (`a.zip!/b.txt`) are documents too, their records naming it.
     A container with many members does not wait in memory: every MEMBER_CHUNK members, what
-    was gathered goes to `on_partial` (a partial result) and a new result starts. A result's
-    `reset` lists the files whose earlier members are to be dropped before its rows are
-    written; it comes with the first rows of each file.
+    was gathered goes to `on_partial` (a partial result) and a new result starts.
     """
     extractor = get_extractor(app)
-    out = {"docs": [], "records": [], "reset": []}
+    out = BatchResult(batch.n)
     now = int(time.time())
     ocr = ocr_enabled(app)  # documents that need it wait for the OCR phase (ocr_phase.py)
-
-    files = list(files)
-    mtimes = {path: mtime_ns for path, _size, mtime_ns in files}
+    mtimes = {path: mtime_ns for path, _size, mtime_ns in batch.files}
     started: set[str] = set()
 
-    def start(path: str) -> None:
-        """A file's first rows carry its reset (its old members are dropped before them)."""
-        if path not in started:
+    def add(path: str, doc: Doc, thumbnail: bytes | None, record: FileRow) -> None:
+        if path not in started:  # a file's first rows carry its reset
             started.add(path)
-            out["reset"].append(path)
+            out.reset.append(path)
+        out.docs.append(doc)
+        out.thumbnails[doc["id"]] = thumbnail
+        out.records.append(record)
 
     def add_member(path: str, member: MemberResult) -> None:
         nonlocal out
         if on_file:
             on_file()  # a helper's "still alive" mark, also while one container takes long
-        start(path)
         mtime_ns = mtimes[path]
         member_path = f"{path}!/{member.inner}"
         parent = f"{path}!/{member.parent}" if member.parent else path
         member_ns = member.mtime * 1_000_000_000 if member.mtime is not None else mtime_ns
         size = max(member.size, 0)
-        out["docs"].append(
-            _document(source, member_path, size, member_ns, member.result, now, doc_id(source["id"], parent))
+        doc = _document(
+            source, member_path, size, member_ns, member.result, now, doc_id(source["id"], parent)
         )
         # members are not read by OCR (the OCR phase reads files by their path on disk)
-        out["records"].append(_record(member_path, size, member_ns, member.result, path, False))
-        if on_partial and len(out["records"]) >= MEMBER_CHUNK:
-            on_partial({**out, "partial": True})
-            out = {"docs": [], "records": [], "reset": []}
+        add(
+            path,
+            doc,
+            member.result.doc.thumbnail,
+            _record(member_path, size, member_ns, member.result, path, False),
+        )
+        if on_partial and len(out.records) >= MEMBER_CHUNK:
+            out.partial = True
+            on_partial(out)
+            out = BatchResult(batch.n)
 
-    results = extractor.run_many((path for path, _size, _mtime in files), on_member=add_member)
-    for (path, size, mtime_ns), result in zip(files, results, strict=True):
+    results = extractor.run_many((path for path, _size, _mtime in batch.files), on_member=add_member)
+    for (path, size, mtime_ns), result in zip(batch.files, results, strict=True):
         if on_file:
             on_file()
-        start(path)
         extraction_seconds.labels(result.doc.type).observe(result.seconds)
-        out["docs"].append(_document(source, path, size, mtime_ns, result, now, None))
-        out["records"].append(_record(path, size, mtime_ns, result, None, ocr))
+        doc = _document(source, path, size, mtime_ns, result, now, None)
+        add(path, doc, result.doc.thumbnail, _record(path, size, mtime_ns, result, None, ocr))
     return out
 
 
 def _document(
     source: dict, path: str, size: int, mtime_ns: int, result: FileResult, now: int, container_id: str | None
-) -> dict:
-    """The document of an extraction result, with its thumbnail (base64, or None) for the
-    coordinator to store on its host before it writes the document (`_store_thumbnails`)."""
+) -> Doc:
+    """The search document of an extraction result."""
     doc = result.doc
-    ident = doc_id(source["id"], path)
-    thumb = base64.b64encode(doc.thumbnail).decode() if doc.thumbnail else None
     return {
-        "thumbnail": thumb,
-        "id": ident,
+        "id": doc_id(source["id"], path),
         "source_id": source["id"],
         "source_name": source["name"],
         "path": path,
@@ -123,7 +186,7 @@ def _document(
 
 def _record(
     path: str, size: int, mtime_ns: int, result: FileResult, container: str | None, ocr: bool
-) -> dict:
+) -> FileRow:
     """A file record; with `ocr`, marked pending when its document needs the OCR phase."""
     doc = result.doc
     pending = (

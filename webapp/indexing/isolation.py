@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from webapp.indexing.extractors import (
@@ -55,6 +56,54 @@ INTERRUPT_POLL = 1.0  # seconds between two looks at `Extractor.interrupt` while
 
 class Interrupted(Exception):
     """The caller's `interrupt` said stop while the child worked: the child was killed."""
+
+
+# -- the wire: what goes through the pipe (pickled) ---------------------------------------
+@dataclass(frozen=True)
+class Extract:
+    """Request: extract the file at `path` and make its thumbnail (answer: an Extracted)."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class Unpack:
+    """Request: unpack the container at `path` into the `spool` folder within the tree's
+    `budget` (answer: the container's Extracted and its members)."""
+
+    path: str
+    spool: str
+    budget: Budget
+
+
+@dataclass(frozen=True)
+class Call:
+    """Request: run a module-level `function(*args)` (answer: its return value)."""
+
+    function: Callable[..., Any]
+    args: tuple
+
+
+Request = Extract | Unpack | Call
+
+
+class Reply(StrEnum):
+    """What kind of answer the child sends."""
+
+    READY = "ready"  # started, once before any request: timeouts count from here
+    OK = "ok"  # payload: the request's result
+    ERROR = "error"  # payload: why the file could not be extracted
+    BOMB = "bomb"  # payload: why the container is a bomb
+    FATAL = "fatal"  # payload: the message; the child exits after sending it
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The child's answer to one request, with the seconds it took there."""
+
+    kind: Reply
+    payload: Any = None
+    seconds: float = 0.0
 
 
 @dataclass
@@ -97,55 +146,56 @@ def _format_seconds(seconds: float) -> str:
 def _child_main(
     conn: Any, other_end: Any, settings: ExtractionSettings, extra: tuple[ExtractorSpec, ...], parent: int
 ) -> None:
-    """Child loop: receive a list of requests (paths, or unpack tuples), send back for each
-    (kind, payload, seconds): ("ok", doc), ("error", message), ("bomb", ...) or ("fatal", ...)."""
+    """Child loop: receive a list of requests (None: exit), send back an Answer for each."""
     die_with_parent(signal.SIGKILL, parent)  # a hanging extraction must not outlive its worker
     other_end.close()
     faulthandler.disable()  # a crash is reported by the parent as a failed file
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     limit_memory(settings.memory_mb)
-    conn.send(("ready", None))  # a file's timeout starts now, not while the child starts up
+    conn.send(Answer(Reply.READY))  # a file's timeout starts now, not while the child starts up
     while True:
         try:
-            requests = conn.recv()
+            requests: list[Request] | None = conn.recv()
         except (EOFError, OSError):
             return
         if requests is None:
             return
         for request in requests:
             started = time.perf_counter()
-            reply = _answer_one(request, settings, extra)
+            kind, payload = _answer_one(request, settings, extra)
             try:
-                conn.send((*reply, time.perf_counter() - started))
+                conn.send(Answer(kind, payload, time.perf_counter() - started))
             except MemoryError:
-                reply = ("fatal", MEMORY_MESSAGE)
-                conn.send((*reply, time.perf_counter() - started))
-            if reply[0] == "fatal":
+                kind = Reply.FATAL
+                conn.send(Answer(kind, MEMORY_MESSAGE, time.perf_counter() - started))
+            if kind == Reply.FATAL:
                 return
 
 
 def _answer_one(
-    request: str | tuple, settings: ExtractionSettings, extra: tuple[ExtractorSpec, ...]
-) -> tuple[str, Any]:
-    """The child's answer to one request: a path to extract, ("unpack", container, spool
-    folder, budget) or ("call", module-level function, arguments)."""
+    request: Request, settings: ExtractionSettings, extra: tuple[ExtractorSpec, ...]
+) -> tuple[Reply, Any]:
+    """The child's answer to one request: its kind and payload."""
     try:
-        if isinstance(request, tuple) and request[0] == "call":
-            return "ok", request[1](*request[2])
-        if isinstance(request, tuple):
-            return "ok", unpack(request[1], settings, request[2], request[3])
-        doc = extract(request, settings, extra)
-        doc.thumbnail = thumbnail(request, doc, settings, extra)  # same child, same limits
-        return "ok", doc
+        match request:
+            case Call(function, args):
+                return Reply.OK, function(*args)
+            case Unpack(path, spool, budget):
+                return Reply.OK, unpack(path, settings, spool, budget)
+            case Extract(path):
+                doc = extract(path, settings, extra)
+                doc.thumbnail = thumbnail(path, doc, settings, extra)  # same child, same limits
+                return Reply.OK, doc
+        raise TypeError(f"not a request: {request!r}")
     except ContainerBomb as exc:
-        return "bomb", str(exc)
+        return Reply.BOMB, str(exc)
     except ExtractionError as exc:
-        return "error", str(exc) or "Extraction failed"
+        return Reply.ERROR, str(exc) or "Extraction failed"
     except MemoryError:
-        return "fatal", MEMORY_MESSAGE
+        return Reply.FATAL, MEMORY_MESSAGE
     except BaseException as exc:  # noqa: B036 - the child must answer whatever happens
-        return "fatal", f"Extraction failed: {type(exc).__name__}"
+        return Reply.FATAL, f"Extraction failed: {type(exc).__name__}"
 
 
 def remove_stale_spools(spool_dir: str) -> None:
@@ -239,7 +289,7 @@ class Extractor:
     ) -> FileResult:
         """Run a module-level function in the child, with the type's timeout and memory cap;
         its return value is the result's `doc` (FAILED with a message if it raised)."""
-        return self._ask_child(("call", function, args), doc_type, path)
+        return self._ask_child(Call(function, args), doc_type, path)
 
     def _check(self, path: str) -> tuple[ExtractorSpec | None, FileResult | None]:
         """A file's extractor, and its result when it is known without the child (vanished,
@@ -263,7 +313,7 @@ class Extractor:
     def _plain(self, group: list[tuple[str, str, FileResult | None]]) -> Iterator[FileResult]:
         """Results of a group of plain files in order: those known already, and the others'
         answers from the child, asked in one request."""
-        asked = [(path, doc_type, path) for path, doc_type, known in group if known is None]
+        asked = [(Extract(path), doc_type, path) for path, doc_type, known in group if known is None]
         with contextlib.closing(self._ask_many(asked)) as answers:
             for _path, _doc_type, known in group:
                 yield known if known is not None else next(answers)
@@ -304,7 +354,7 @@ class Extractor:
             spool = path + ".members"
         try:
             tree, cuts = budget
-            answer = self._ask_child(("unpack", path, spool, tree), doc_type, path)
+            answer = self._ask_child(Unpack(path, spool, tree), doc_type, path)
             if answer.status != FileStatus.SUCCESS:
                 return answer
             doc, members = answer.doc
@@ -347,7 +397,7 @@ class Extractor:
         if spec is not None and spec.unpack is not None and budget[0].members <= 0:
             budget[1].append(prefix + member.name)  # not opened: the tree's budget is spent
         if spec is None or spec.unpack is None or depth >= MAX_DEPTH or budget[0].members <= 0:
-            return done(self._ask_child(member.spooled, doc_type, member.spooled))
+            return done(self._ask_child(Extract(member.spooled), doc_type, member.spooled))
         try:
             result = self._container(
                 member.spooled, doc_type, depth + 1, budget, emit, prefix + member.name + "!/"
@@ -357,13 +407,13 @@ class Extractor:
         return done(result)
 
     # -- the child ---------------------------------------------------------------------------
-    def _ask_child(self, request: str | tuple, doc_type: str, path: str) -> FileResult:
+    def _ask_child(self, request: Request, doc_type: str, path: str) -> FileResult:
         """One request's answer (see `_ask_many`)."""
         with contextlib.closing(self._ask_many([(request, doc_type, path)])) as answers:
             return next(answers)
 
-    def _ask_many(self, requests: list[tuple[str | tuple, str, str]]) -> Iterator[FileResult]:
-        """Send (request, doc_type, path) requests (a path, or an unpack tuple) to the child
+    def _ask_many(self, requests: list[tuple[Request, str, str]]) -> Iterator[FileResult]:
+        """Send (request, doc_type, path) requests to the child
         in one message and take each answer in turn, with its type's timeout; the answer's
         payload is the result's `doc`. After a timeout or a crash, the requests not answered
         yet go to a new child."""
@@ -406,20 +456,20 @@ class Extractor:
                 result = self._failed(doc_type, f"{TIMEOUT_MESSAGE} {_format_seconds(timeout)} s")
                 result.seconds = timeout
                 return result
-            kind, payload, seconds = conn.recv()
+            answer: Answer = conn.recv()
         except (EOFError, OSError):
             log.warning("Extraction child died on %s", path)
             self._kill()
             return self._failed(doc_type, CRASH_MESSAGE)
-        if kind == "bomb":
-            raise ContainerBomb(payload)
-        if kind == "fatal":
+        if answer.kind == Reply.BOMB:
+            raise ContainerBomb(answer.payload)
+        if answer.kind == Reply.FATAL:
             self._kill()
-        if kind == "ok":
-            result = FileResult(FileStatus.SUCCESS, payload)
+        if answer.kind == Reply.OK:
+            result = FileResult(FileStatus.SUCCESS, answer.payload)
         else:
-            result = self._failed(doc_type, payload)
-        result.seconds = seconds
+            result = self._failed(doc_type, answer.payload)
+        result.seconds = answer.seconds
         return result
 
     def _wait(self, conn: Any, timeout: float) -> bool:

@@ -51,6 +51,7 @@ from webapp.indexing.scanner import doc_id
 from webapp.indexing.state import held_lock, renewed, writer_lock
 from webapp.models import IndexedFile, Source
 from webapp.runtime import get_redis, get_search
+from webapp.search import Doc
 
 log = logging.getLogger(__name__)
 WRITE_EVERY = 10  # documents per write (one index commit)
@@ -297,7 +298,7 @@ class OcrRun:
             db.session.commit()
             self.done += len(states)
 
-    def _with_text(self, id_: str, value: dict | None, source_name: str) -> dict | None:
+    def _with_text(self, id_: str, value: dict | None, source_name: str) -> Doc | None:
         """The indexed document with the OCR text after its own, or None if nothing changes."""
         if value is None:
             return None

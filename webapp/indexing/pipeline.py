@@ -9,7 +9,6 @@ and their results come back through another list.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
@@ -23,7 +22,7 @@ from sqlalchemy import or_, select
 from webapp import keys
 from webapp.extensions import db
 from webapp.indexing import live, thumbstore
-from webapp.indexing.batch import extract_batch
+from webapp.indexing.batch import Batch, BatchResult, extract_batch
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
 from webapp.indexing.history import record_run
@@ -91,7 +90,7 @@ class ScanRun:
         self.lists = keys.run_lists(run_id)
         self.stats = RunStats(RunState.INDEXING, started_at=stamp())
         self._last_publish = 0.0
-        self._buffer: list[dict] = []  # batch results not yet written
+        self._buffer: list[BatchResult] = []  # batch results not yet written
         self._buffer_since = 0.0
         self._buffer_chars = 0
 
@@ -257,7 +256,7 @@ class ScanRun:
 
         def payload(n: int) -> str:  # built when pushed (again), never all held at once
             chunk = files[n * size : (n + 1) * size]
-            return json.dumps({"n": n, "files": [[f.path, f.size, f.mtime_ns] for f in chunk]})
+            return json.dumps(Batch(n, [(f.path, f.size, f.mtime_ns) for f in chunk]).to_dict())
 
         for first in range(0, n_batches, PUSH_BATCHES):
             self.redis.rpush(
@@ -271,15 +270,10 @@ class ScanRun:
                 continue  # helpers' results were waiting: the writing is behind, so write first
             raw = self.redis.lpop(self.lists["todo"])
             if raw is not None:
-                task = json.loads(raw)
-                n = task["n"]
+                batch = Batch.from_dict(json.loads(raw))
                 self._write(
-                    n,
                     extract_batch(
-                        self.app,
-                        self.source,
-                        task["files"],
-                        on_partial=lambda part, n=n: self._write(n, part, pending),
+                        self.app, self.source, batch, on_partial=lambda part: self._write(part, pending)
                     ),
                     pending,
                 )
@@ -294,16 +288,14 @@ class ScanRun:
             raw = self.redis.lpop(self.lists["results"])
             if raw is None:
                 return taken
-            result = json.loads(raw)
-            self._write(result["n"], result, pending)
+            self._write(BatchResult.from_dict(json.loads(raw)), pending)
             taken += 1
 
     def _wait_for_helpers(self, pending: set[int], payload: Callable[[int], str]) -> None:
         """Block briefly on results; hand out again any batch whose helper went silent."""
         item = self.redis.blpop([self.lists["results"]], timeout=RESULT_WAIT)
         if item is not None:
-            result = json.loads(item[1])
-            self._write(result["n"], result, pending)
+            self._write(BatchResult.from_dict(json.loads(item[1])), pending)
             return
         alive = {int(n) for n in self.redis.hkeys(self.lists["inflight"]) if self._inflight_fresh(n)}
         for n in sorted(pending - alive):
@@ -315,14 +307,14 @@ class ScanRun:
         seen = self.redis.hget(self.lists["inflight"], n)
         return seen is not None and time.time() - float(seen) < INFLIGHT_TTL
 
-    def _write(self, n: int, result: dict, pending: set[int]) -> None:
+    def _write(self, result: BatchResult, pending: set[int]) -> None:
         """Take a batch's results; they are written (docs, then records) with the next flush."""
-        if n not in pending:
+        if result.n not in pending:
             return  # a batch handed out twice: the first result won
-        if not result.get("partial"):  # a partial result: more of this batch is coming
-            pending.discard(n)
+        if not result.partial:  # a partial result: more of this batch is coming
+            pending.discard(result.n)
         self._buffer.append(result)
-        self._buffer_chars += sum(len(d["content"]) + len(d["thumbnail"] or "") for d in result["docs"])
+        self._buffer_chars += result.size()
         if not self._buffer_since:
             self._buffer_since = time.monotonic()
         self._count_batch(result)
@@ -341,10 +333,14 @@ class ScanRun:
         if not buffer or self.lock.cancelled(self.run_id):
             return
         with writer_lock(self.source_id, self.app):  # the OCR phase writes between flushes
-            self._drop_members([p for result in buffer for p in result.get("reset", ())])
-            records = [r for result in buffer for r in result["records"]]
-            docs = [d for result in buffer for d in result["docs"]]
-            _store_thumbnails(self.app.config["DATA_DIR"], docs)
+            self._drop_members([p for result in buffer for p in result.reset])
+            records = [r for result in buffer for r in result.records]
+            docs = [d for result in buffer for d in result.docs]
+            # stored on the coordinator's host, where the web server reads them, before the
+            # documents are written: a search that finds a document finds its thumbnail
+            for result in buffer:
+                for ident, thumbnail in result.thumbnails.items():
+                    thumbstore.save(self.app.config["DATA_DIR"], ident, thumbnail)
             get_search(self.app).upsert(docs)
             upsert_records(self.source_id, records)
             # a container that failed (a bomb found late) keeps none of the members sent before
@@ -363,17 +359,17 @@ class ScanRun:
             get_search(self.app).delete_ids(ids)
             delete_records(self.source_id, stale)
 
-    def _count_batch(self, result: dict) -> None:
+    def _count_batch(self, result: BatchResult) -> None:
         s = self.stats
-        for rec in result["records"]:
-            status = FileStatus(rec["status"])
+        for rec in result.records:
+            status = rec["status"]
             s.count_file(status)
             scan_files.labels(self.source_id, str(status)).inc()
             if rec["error_message"] and status == FileStatus.FAILED:
                 self.error(rec["path"], rec["error_message"])
-        s.progress.done += sum(1 for r in result["records"] if r.get("container") is None)
-        if result["records"]:
-            s.current_file = result["records"][-1]["path"]
+        s.progress.done += sum(1 for r in result.records if r.get("container") is None)
+        if result.records:
+            s.current_file = result.records[-1]["path"]
         self.publish()
 
     def _finish(self, state: RunState, message: str | None = None) -> None:
@@ -397,15 +393,6 @@ class ScanRun:
             db.session.commit()
 
 
-def _store_thumbnails(data_dir: str, docs: list[dict]) -> None:
-    """Store (or remove) the documents' thumbnails on the coordinator's host, where the web
-    server reads them, before the documents are written (a search that finds a document finds
-    its thumbnail); the documents go to the index without them."""
-    for doc in docs:
-        thumb = doc.pop("thumbnail", None)
-        thumbstore.save(data_dir, doc["id"], base64.b64decode(thumb) if thumb else None)
-
-
 def help_extract(app: Flask, run_id: str, source_id: str) -> int:
     """A helper job: take a run's batches until none are left; results go to the coordinator.
 
@@ -424,12 +411,12 @@ def help_extract(app: Flask, run_id: str, source_id: str) -> int:
         raw = _patiently(r.lpop, lists["todo"])
         if raw is None:
             return done
-        task = json.loads(raw)
+        batch = Batch.from_dict(json.loads(raw))
         _patiently(r.expire, lists["inflight"], keys.RUN_LISTS_TTL)
 
         beat = {"at": 0.0}
 
-        def alive(n: int = task["n"], beat: dict = beat) -> None:
+        def alive(n: int = batch.n, beat: dict = beat) -> None:
             now = time.time()
             if now - beat["at"] >= ALIVE_EVERY:  # one Redis round trip a second, not per file
                 beat["at"] = now
@@ -438,12 +425,11 @@ def help_extract(app: Flask, run_id: str, source_id: str) -> int:
                 except (redis.ConnectionError, redis.TimeoutError):
                     pass  # a mark missed: the extraction goes on, the result will be sent
 
-        def send(result: dict, n: int = task["n"]) -> None:
-            result["n"] = n
-            _patiently(r.rpush, lists["results"], json.dumps(result))
+        def send(result: BatchResult) -> None:
+            _patiently(r.rpush, lists["results"], json.dumps(result.to_dict()))
             _patiently(r.expire, lists["results"], keys.RUN_LISTS_TTL)
 
-        send(extract_batch(app, info, task["files"], on_file=alive, on_partial=send))
+        send(extract_batch(app, info, batch, on_file=alive, on_partial=send))
         done += 1
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TypedDict
 
 from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from webapp.extensions import db
+from webapp.indexing.runstats import FileStatus
 from webapp.indexing.scanner import path_hash
 from webapp.models import IndexedFile, utcnow
 
@@ -27,11 +29,28 @@ _UPDATED = (
 )
 
 
+class _RowFields(TypedDict):
+    path: str
+    size_bytes: int
+    mtime_ns: int
+    doc_type: str
+    status: FileStatus
+    error_message: str | None
+
+
+class FileRow(_RowFields, total=False):
+    """A file's record as a batch carries it (a TypedDict: it is JSON in a helper's result and
+    the values of the insert); the other columns are set by `upsert_records`."""
+
+    container: str | None  # the file on disk holding a member (None: on disk itself)
+    ocr: str | None  # `pending` when its document waits for the OCR phase
+
+
 def _epoch(dt_ns: int) -> datetime:
     return datetime.fromtimestamp(dt_ns / 1e9, UTC).replace(tzinfo=None, microsecond=0)
 
 
-def upsert_records(source_id: str, rows: list[dict]) -> None:
+def upsert_records(source_id: str, rows: list[FileRow]) -> None:
     """Insert or update the records of one batch in a single statement."""
     if not rows:
         return

@@ -214,14 +214,6 @@ class ScanLock:
             return None
         return held_lock(self.conn, self.key, self.ttl, raw)
 
-    def heartbeat(self, run_id: str) -> bool:
-        """Extend the lock of a running scan; False when it was lost (cancelled or expired)."""
-        lock = self.held(run_id)
-        try:
-            return lock is not None and lock.reacquire()
-        except LockNotOwnedError:
-            return False
-
     def release(self, run_id: str) -> None:
         """Free the slot if this run still holds it."""
         lock = self.held(run_id)

@@ -6,8 +6,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, cast, runtime_checkable
 
+from webapp.search.query import TermMatcher
+from webapp.search.snippets import build_snippet
 from webapp.search.syntax import QuerySpec, parse_syntax
 
 SORTS = ("relevance", "modified_at:desc", "modified_at:asc", "size_bytes:desc", "basename:asc")
@@ -23,37 +25,55 @@ FACETS = ("type", "extension", "source_id", "year", "camera", "folder")
 MAX_FACET_VALUES = 100  # per facet, the most frequent first (as Meilisearch's default)
 FOLDER_EDGE = "\x1f"  # between a folder and its subfolder in the facet's index terms
 _EXIF_DATE = re.compile(r"\s*(\d{4})[:\-](\d{2})[:\-](\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2}))?)?")
-# Keys every upserted document carries (title may be None, metadata may be {}; container_id,
-# the id of the archive or e-mail holding a member, is None or absent for plain files).
-DOC_FIELDS = (
-    "id",
-    "source_id",
-    "source_name",
-    "path",
-    "basename",
-    "extension",
-    "type",
-    "size_bytes",
-    "modified_at",
-    "indexed_at",
-    "content",
-    "title",
-    "metadata",
-    "container_id",
-)
-# Keys of one search result.
-RESULT_FIELDS = (
-    "id",
-    "path",
-    "basename",
-    "source_name",
-    "type",
-    "size_bytes",
-    "modified_at",
-    "snippet",
-    "score",
-    "container_id",
-)
+
+
+class _DocFields(TypedDict):
+    id: str  # `<source id>--<hash of the path>` (scanner.doc_id)
+    source_id: str
+    source_name: str
+    path: str  # absolute; a member's is `<container path>!/<inner path>`
+    basename: str
+    extension: str
+    type: str  # the extractor's type, `file` when none reads it
+    size_bytes: int
+    modified_at: int  # Unix seconds
+    indexed_at: int  # Unix seconds
+    content: str
+
+
+class Doc(_DocFields, total=False):
+    """One document as handed to `SearchBackend.upsert` and given back by `get`.
+
+    A TypedDict, not a dataclass: a document is a JSON object at every hop (a helper's batch
+    result in Redis, Tantivy's stored field, Meilisearch, the API's document), and `get`
+    gives back the keys that were upserted, no more (a plain file's has no `container_id`).
+    """
+
+    title: str | None
+    metadata: dict[str, Any]  # the extractor's, plus `ocr` once the OCR phase read it
+    container_id: str | None  # the archive or e-mail holding a member
+
+
+DOC_FIELDS = tuple(Doc.__annotations__)  # every key, the required ones first
+
+
+class _HitFields(TypedDict):
+    id: str
+    path: str
+    basename: str
+    source_name: str
+    type: str
+    size_bytes: int
+    modified_at: int
+    snippet: str  # HTML: escaped text, matches in <em>
+    score: float
+    container_id: str | None
+
+
+class Hit(_HitFields, total=False):
+    """One search result, as the API lists it (built by `search_hit` for every backend)."""
+
+    match: str  # hybrid search only: words, meaning or both (search/hybrid.py)
 
 
 class SearchBackendError(RuntimeError):
@@ -105,7 +125,7 @@ class SearchQuery:
 class SearchPage:
     """One page of results with the exact total number of matches."""
 
-    results: list[dict]
+    results: list[Hit]
     total: int
     processing_time_ms: int
     facet_distribution: dict[str, dict[str, int]] | None = None  # over all matches
@@ -115,7 +135,7 @@ class SearchPage:
 class SearchBackend(Protocol):
     """What the app needs from a search engine; writes are durable when they return."""
 
-    def upsert(self, docs: list[dict]) -> None:
+    def upsert(self, docs: list[Doc]) -> None:
         """Add or replace documents (one commit for the whole list)."""
 
     def delete_ids(self, ids: list[str]) -> None:
@@ -127,7 +147,7 @@ class SearchBackend(Protocol):
     def rename_source(self, source_id: str, name: str) -> None:
         """Set `source_name` on every document of a source."""
 
-    def get(self, doc_id: str) -> dict | None:
+    def get(self, doc_id: str) -> Doc | None:
         """The full document as upserted, or None."""
 
     def search(self, query: SearchQuery) -> SearchPage:
@@ -149,16 +169,48 @@ class SearchBackend(Protocol):
         """Remove every document."""
 
 
-def validate_doc(doc: Mapping) -> dict:
-    """A copy of `doc` with every field present; raises ValueError naming a missing field."""
-    missing = [k for k in DOC_FIELDS if k not in doc and k not in ("title", "metadata", "container_id")]
+def validate_doc(doc: Mapping[str, Any]) -> Doc:
+    """A copy of `doc` with title, metadata and content set; raises ValueError naming the
+    required fields it lacks."""
+    missing = [k for k in DOC_FIELDS if k in Doc.__required_keys__ and k not in doc]
     if missing:
         raise ValueError(f"document {doc.get('id', '?')!r} lacks fields: {', '.join(missing)}")
     out = dict(doc)
     out["title"] = doc.get("title") or None
     out["metadata"] = dict(doc.get("metadata") or {})
     out["content"] = doc.get("content") or ""
-    return out
+    return cast(Doc, out)
+
+
+def search_hit(
+    doc: Mapping[str, Any], score: float, text: str | None, matcher: TermMatcher, snippet_length: int
+) -> Hit:
+    """One search result of a stored document (or a Meilisearch hit): its snippet is cut from
+    `text` around the query's matches (its title, name or path when the text has none), and
+    is empty with `snippet_length` 0 (a ranking only, search/hybrid.py)."""
+    snippet = (
+        build_snippet(
+            text,
+            matcher,
+            snippet_length,
+            fallbacks=(doc.get("title"), doc["basename"], doc["path"]),
+            kind=doc["type"],
+        )
+        if snippet_length
+        else ""
+    )
+    return {
+        "id": doc["id"],
+        "path": doc["path"],
+        "basename": doc["basename"],
+        "source_name": doc["source_name"],
+        "type": doc["type"],
+        "size_bytes": doc["size_bytes"],
+        "modified_at": doc["modified_at"],
+        "snippet": snippet,
+        "score": score,
+        "container_id": doc.get("container_id"),
+    }
 
 
 def doc_folders(path: str) -> list[str]:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import lz4.frame
 
+from webapp.search import Doc
+
 FILE_NAME = "content.sqlite3"
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS content (id TEXT PRIMARY KEY, source_id TEXT NOT NULL, body BLOB NOT NULL)",
@@ -67,7 +69,7 @@ class ContentStore:
         with conn:
             conn.executemany(sql, rows)
 
-    def put(self, docs: Iterable[dict]) -> None:
+    def put(self, docs: Iterable[Doc]) -> None:
         """Store the `content` of these documents (replacing what their ids had), one commit."""
         self._write(
             "INSERT OR REPLACE INTO content (id, source_id, body) VALUES (?, ?, ?)",

@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from webapp.search import SearchBackend, SearchPage, SearchQuery
+from webapp.search import Hit, SearchBackend, SearchPage, SearchQuery
 from webapp.search.embedder import RELATED
 
 DEFAULT_SEMANTIC_RATIO = 0.5  # chosen by bench/semantic.py on CISI, docs/relevance.md
@@ -127,9 +127,9 @@ def _passing(
     backend: SearchBackend,
     query: SearchQuery,
     similar: dict[str, float],
-    by_id: dict[str, dict],
+    by_id: dict[str, Hit],
     deeper_words: bool,
-) -> list[dict]:
+) -> list[Hit]:
     """Meaning's candidates that pass the query's filters and sources, closest first, as
     results; those matching the words below the keyword window are left to their keyword
     position (so no document is listed twice)."""
@@ -161,7 +161,7 @@ def _passing(
     return sorted(passing.values(), key=lambda r: -similar[r["id"]])
 
 
-def _with_snippets(backend: SearchBackend, query: SearchQuery, page: list[dict]) -> list[dict]:
+def _with_snippets(backend: SearchBackend, query: SearchQuery, page: list[Hit]) -> list[Hit]:
     """The page's results with their snippets: the words' matches marked in keyword hits, the
     beginning of the text for documents only meaning found; order, score and match kept."""
     if not page:

@@ -25,6 +25,8 @@ from meilisearch.errors import MeilisearchError
 
 from webapp.search import (
     MAX_FACET_VALUES,
+    Doc,
+    Hit,
     SearchBackendError,
     SearchPage,
     SearchQuery,
@@ -34,13 +36,13 @@ from webapp.search import (
     doc_folders,
     doc_year,
     ranking,
+    search_hit,
     subfolders,
     validate_doc,
 )
 from webapp.search import meili_meaning as meaning
 from webapp.search.hybrid import CANDIDATES
 from webapp.search.query import TOKEN_RE, ParsedQuery, QueryTerm, TermMatcher, parse_query
-from webapp.search.snippets import build_snippet
 from webapp.search.syntax import QuerySpec, Range
 
 MAX_POSITIONS = 60_000  # below the engine's 65,535 limit, with margin for our estimate
@@ -179,7 +181,7 @@ class MeiliBackend:
     # --- writing -------------------------------------------------------------------------
 
     @staticmethod
-    def _chunks(doc: dict) -> list[dict]:
+    def _chunks(doc: Doc) -> list[dict]:
         """The Meilisearch documents of one document: one per content chunk."""
         base = {k: v for k, v in doc.items() if k != "content"}
         base["basename_sort"] = doc["basename"].lower()
@@ -199,7 +201,7 @@ class MeiliBackend:
     def _delete_filter(self, filter_: str) -> None:
         self._wait(self._call(self.index.delete_documents, filter=filter_))
 
-    def upsert(self, docs: list[dict]) -> None:
+    def upsert(self, docs: list[Doc]) -> None:
         """Replace documents: old chunks removed, new chunks added; waits for both tasks."""
         prepared = {d["id"]: validate_doc(d) for d in docs}
         ids = list(prepared)
@@ -232,7 +234,7 @@ class MeiliBackend:
 
     # --- reading -------------------------------------------------------------------------
 
-    def get(self, doc_id: str) -> dict | None:
+    def get(self, doc_id: str) -> Doc | None:
         """The full document, chunks joined back in order, or None."""
         chunks = sorted(self._list(f"id = {_quote(doc_id)}"), key=lambda c: c["chunk"])
         if not chunks:
@@ -328,7 +330,7 @@ class MeiliBackend:
         hits_query, counts, parsed, _ = self._queries(query)
         hits, *counted = self._call(self.client.multi_search, [hits_query, *counts])["results"]
         matcher = TermMatcher.from_query(parsed)
-        results = [_result(h, matcher, query.snippet_length) for h in hits["hits"]]
+        results = [_hit(h, matcher, query.snippet_length) for h in hits["hits"]]
         elapsed = int((time.perf_counter() - started) * 1000)
         return SearchPage(results, int(counted[0]["totalHits"]), elapsed, self._facets(query, counted))
 
@@ -412,7 +414,7 @@ class MeiliBackend:
         matcher = TermMatcher.from_query(parsed)
         results = []
         for hit, match in kept[max(0, query.offset) : want]:
-            result = _result(hit, matcher, query.snippet_length)
+            result = _hit(hit, matcher, query.snippet_length)
             result["match"] = match
             results.append(result)
         only_meaning = sum(1 for doc_id in candidates if doc_id not in by_words)
@@ -546,25 +548,8 @@ def meili_text(parsed: ParsedQuery) -> str:
     return " ".join(parts) + ("" if prefix else " ")
 
 
-def _result(hit: dict, matcher: TermMatcher, snippet_length: int) -> dict:
-    """One search result; the snippet is ours, built from Meilisearch's cropped content."""
+def _hit(hit: dict, matcher: TermMatcher, snippet_length: int) -> Hit:
+    """One search result of a Meilisearch hit; the snippet is ours, cut from the content
+    Meilisearch cropped around the matches."""
     cropped = (hit.get("_formatted") or {}).get("content") or ""
-    snippet = build_snippet(
-        cropped,
-        matcher,
-        snippet_length,
-        fallbacks=(hit.get("title"), hit.get("basename"), hit.get("path")),
-        kind=hit.get("type"),
-    )
-    return {
-        "id": hit["id"],
-        "path": hit["path"],
-        "basename": hit["basename"],
-        "source_name": hit["source_name"],
-        "type": hit["type"],
-        "size_bytes": hit["size_bytes"],
-        "modified_at": hit["modified_at"],
-        "snippet": snippet,
-        "score": float(hit.get("_rankingScore", 0.0)),
-        "container_id": hit.get("container_id"),
-    }
+    return search_hit(hit, float(hit.get("_rankingScore", 0.0)), cropped, matcher, snippet_length)

@@ -19,6 +19,7 @@ from webapp.memtune import PageOut
 from webapp.search import (
     FOLDER_EDGE,
     MAX_FACET_VALUES,
+    Doc,
     IndexRebuilding,
     SearchBackendError,
     SearchPage,
@@ -29,13 +30,13 @@ from webapp.search import (
     doc_year,
     folder_edges,
     ranking,
+    search_hit,
     validate_doc,
 )
 from webapp.search.content_store import ContentStore
 from webapp.search.language import detect
 from webapp.search.query import ParsedQuery, QueryTerm, TermMatcher, parse_query
 from webapp.search.ranking import FIELD_WEIGHTS, NAME_FIELDS, STEMMED
-from webapp.search.snippets import build_snippet
 from webapp.search.syntax import QuerySpec, Range
 from webapp.search.tantivy_rebuild import REBUILDING, open_or_rebuild, reindex
 from webapp.search.tantivy_text import (
@@ -170,7 +171,7 @@ class TantivyBackend:
                 writer.wait_merging_threads()  # finishes merges and frees the lock
                 self._seen_meta = None  # this process's next search sees the commit
 
-    def _to_document(self, doc: dict) -> tantivy.Document:
+    def _to_document(self, doc: Doc) -> tantivy.Document:
         """Index fields of one validated document."""
         fields: dict[str, list] = {
             "id": [doc["id"]],
@@ -203,7 +204,7 @@ class TantivyBackend:
             fields["title_stem"] = [stemmed_text(fields["title"][0], language)]
         return tantivy.Document(**fields)
 
-    def upsert(self, docs: list[dict]) -> None:
+    def upsert(self, docs: list[Doc]) -> None:
         """Add or replace documents in one commit (pass large lists for bulk loads)."""
         prepared = {d["id"]: validate_doc(d) for d in docs}
         if not prepared:
@@ -238,7 +239,7 @@ class TantivyBackend:
             return
         addresses = [address for _, address in searcher.search(query, total, count=False).hits]
 
-        def renamed(doc: dict) -> dict:
+        def renamed(doc: Doc) -> Doc:
             return {**doc, "source_name": name}
 
         with self._writer() as writer:
@@ -282,13 +283,13 @@ class TantivyBackend:
     def _term(self, field: str, value: str) -> Query:
         return Query.term_query(self.schema, field, value)
 
-    def get(self, doc_id: str) -> dict | None:
+    def get(self, doc_id: str) -> Doc | None:
         """The full document as upserted, or None for an unknown id."""
         searcher = self._searcher()
         hits = searcher.search(self._term("id", doc_id), 1, count=False).hits
         return self._with_content([_stored(searcher, hits[0][1])])[0] if hits else None
 
-    def _with_content(self, docs: list[dict]) -> list[dict]:
+    def _with_content(self, docs: list[Doc]) -> list[Doc]:
         """The documents with their text, from the content store."""
         texts = self.content.get_many([d["id"] for d in docs])
         for doc in docs:
@@ -400,7 +401,7 @@ class TantivyBackend:
             scores = self._scores(builder, tquery, docs, [a for _, a in hits])
         matcher = TermMatcher.from_query(self._shown(builder.parsed, searcher))
         results = [
-            _result(doc, score, matcher, query.snippet_length)
+            search_hit(doc, score, doc.get("content"), matcher, query.snippet_length)
             for doc, score in zip(docs, scores, strict=True)
         ]
         facets = None
@@ -440,7 +441,7 @@ class TantivyBackend:
         return dict(top)
 
     @staticmethod
-    def _scores(builder: TextQuery, tquery: Query, docs: list[dict], addresses: list) -> list[float]:
+    def _scores(builder: TextQuery, tquery: Query, docs: list[Doc], addresses: list) -> list[float]:
         """Relevance scores of a field-sorted page: one scored search limited to its ids."""
         if not docs:
             return []
@@ -523,33 +524,6 @@ def _nfc(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
-def _stored(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> dict:
-    """The stored JSON document at `address`."""
+def _stored(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> Doc:
+    """The stored JSON document at `address` (without its content)."""
     return json.loads(searcher.doc(address).get_first("doc"))
-
-
-def _result(doc: dict, score: float, matcher: TermMatcher, snippet_length: int) -> dict:
-    """One search result with its snippet."""
-    snippet = (
-        build_snippet(
-            doc.get("content"),
-            matcher,
-            snippet_length,
-            fallbacks=(doc.get("title"), doc.get("basename"), doc.get("path")),
-            kind=doc.get("type"),
-        )
-        if snippet_length
-        else ""
-    )  # 0: a ranking only (search/hybrid.py)
-    return {
-        "id": doc["id"],
-        "path": doc["path"],
-        "basename": doc["basename"],
-        "source_name": doc["source_name"],
-        "type": doc["type"],
-        "size_bytes": doc["size_bytes"],
-        "modified_at": doc["modified_at"],
-        "snippet": snippet,
-        "score": score,
-        "container_id": doc.get("container_id"),
-    }

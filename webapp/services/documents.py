@@ -17,7 +17,7 @@ from webapp.indexing import thumbstore
 from webapp.metrics import search_duration
 from webapp.models import User
 from webapp.runtime import get_search
-from webapp.search import SearchPage, SearchQuery
+from webapp.search import Doc, SearchPage, SearchQuery
 from webapp.services import meaning, search_args
 from webapp.services.access import can_see, visible_sources
 
@@ -59,7 +59,7 @@ def once_per_file(results: list[dict]) -> list[dict]:
     return kept
 
 
-def get(doc_id: str, user: User | None) -> dict:
+def get(doc_id: str, user: User | None) -> Doc:
     """The full indexed document, or 404 (also when `user` may not see its source)."""
     doc = get_search().get(doc_id)
     if doc is None or not can_see(visible_sources(user), doc["source_id"]):
