@@ -77,8 +77,8 @@ def extract_batch(
         out["docs"].append(
             _document(source, member_path, size, member_ns, member.result, now, doc_id(source["id"], parent))
         )
-        # members are not read by OCR (the OCR phase reads files by their path on disk)
-        out["records"].append(_record(member_path, size, member_ns, member.result, path, False))
+        # a scan inside an archive or e-mail waits for OCR as a file on disk does
+        out["records"].append(_record(member_path, size, member_ns, member.result, path, ocr))
         if on_partial and len(out["records"]) >= MEMBER_CHUNK:
             on_partial({**out, "partial": True})
             out = {"docs": [], "records": [], "reset": []}

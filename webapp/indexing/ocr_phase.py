@@ -6,9 +6,12 @@ background phases (indexing/background.py): a job holds a slot (one worker is al
 indexing), reads page by page, and between pages gives its worker back when a scan, live update
 or helper waits, or after JOB_SECONDS, keeping the pages read so far (DATA_DIR/ocr, `.partial`)
 for its successor, which queues behind the main queue. A deleted source ends the page being read
-within about a second (the OCR child and its tesseract are killed). Text is cached by the
-SHA-256 of the file's bytes (and the languages) under DATA_DIR/ocr, so unchanged bytes are never
-read twice: not after a rescan, a full rebuild, nor a renamed source. Results are written under
+within about a second (the OCR child and its tesseract are killed). Members of archives and
+e-mails (a scan attached to a message) are read too: the OCR child reads the member out of its
+container into a spool folder first. Text is cached by the SHA-256 of the bytes (and the
+languages) under DATA_DIR/ocr, so the same bytes are never read twice: not after a rescan, a
+full rebuild or a renamed source, nor when a file on disk and a member (or two members) are
+the same scan. Results are written under
 the source's writer lock (indexing/state.py), the one the scan's coordinator holds for its
 writes, and only for records that still describe the bytes that were read.
 """
@@ -19,6 +22,8 @@ import hashlib
 import json
 import logging
 import os
+import shutil
+import tempfile
 import time
 import zlib
 from dataclasses import replace
@@ -30,7 +35,13 @@ from sqlalchemy import func, select, update
 from webapp import keys, procs
 from webapp.extensions import db
 from webapp.indexing.background import Phase, Stopped, Yielded
-from webapp.indexing.extractors import TIMEOUT_MESSAGE, ExtractionSettings
+from webapp.indexing.extractors import (
+    TIMEOUT_MESSAGE,
+    ExtractionError,
+    ExtractionSettings,
+    extension,
+    read_out,
+)
 from webapp.indexing.isolation import Extractor, Interrupted
 from webapp.indexing.ocr import (
     DONE,
@@ -54,6 +65,7 @@ from webapp.runtime import get_redis, get_search
 
 log = logging.getLogger(__name__)
 WRITE_EVERY = 10  # documents per write (one index commit)
+MEMBER_SEPARATOR = "!/"  # a member's path: `<container>!/<name>[!/<name inside>...]`
 WRITE_SECONDS = 10.0  # ... or sooner, so text appears while a long queue is read
 PAGE_SEPARATOR = "\n\n"
 
@@ -133,6 +145,12 @@ def file_digest(path: str) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+def _copy_name(path: str) -> str:
+    """The name a member's copy is read out to: `member.<its extension>`."""
+    ext = extension(path)
+    return f"member.{ext}" if ext and len(ext) <= 16 else "member"
+
+
 # -- one job -------------------------------------------------------------------------------------
 
 
@@ -183,7 +201,7 @@ class OcrRun:
             except Yielded:
                 break
             row = db.session.execute(
-                select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
+                select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns, IndexedFile.container)
                 .where(
                     IndexedFile.source_id == self.source_id,
                     IndexedFile.ocr == PENDING,
@@ -197,7 +215,7 @@ class OcrRun:
                 break
             cursor = row.path
             try:
-                results.append((row, self._text_of(row.path, row.size_bytes, row.mtime_ns, phase)))
+                results.append((row, self._read(row, phase)))
             except Yielded:
                 break  # its pages so far are kept for the next job
             if len(results) >= WRITE_EVERY or time.monotonic() - since >= WRITE_SECONDS:
@@ -205,20 +223,79 @@ class OcrRun:
                 results, since = [], time.monotonic()
         self._write(results)
 
-    def _text_of(self, path: str, size: int, mtime_ns: int, phase: Phase) -> dict | None:
-        """{"content", "metadata"} from the cache or Tesseract, page by page with the phase's
-        checks between pages; None when it cannot be read."""
+    def _read(self, row, phase: Phase) -> dict | None:
+        """The text of a pending document: a file on disk, or a member read out of its
+        container (at any depth) into a spool folder first; None when it cannot be read or
+        changed since the scan (the next scan indexes it again)."""
+        if row.container is None:
+            try:
+                stat = os.stat(row.path)
+            except OSError:
+                return None
+            if (stat.st_size, stat.st_mtime_ns) != (row.size_bytes, row.mtime_ns):
+                return None
+            return self._text_of(row.path, ocr_type(row.path), phase)
+        folder = self._member_copy(row)
+        if folder is None:
+            return None
         try:
-            stat = os.stat(path)
-            if (stat.st_size, stat.st_mtime_ns) != (size, mtime_ns):
-                return None  # changed since the scan: the next scan indexes it again
+            return self._text_of(os.path.join(folder, _copy_name(row.path)), ocr_type(row.path), phase)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _member_copy(self, row) -> str | None:
+        """A spool folder holding the member's bytes (`member.<ext>`), read out of its container
+        in the OCR child (its memory cap and the archive timeout); None when the container
+        changed since the scan or no longer holds the member."""
+        container = db.session.execute(
+            select(IndexedFile.size_bytes, IndexedFile.mtime_ns).where(
+                IndexedFile.source_id == self.source_id, IndexedFile.path == row.container
+            )
+        ).first()
+        db.session.rollback()
+        try:
+            stat = os.stat(row.container)
+        except OSError:
+            return None
+        if container is None or (stat.st_size, stat.st_mtime_ns) != tuple(container):
+            return None
+        engine = get_engine(self.app)
+        spool = engine.settings.spool_dir
+        os.makedirs(spool, exist_ok=True)
+        folder = tempfile.mkdtemp(prefix=f"unpack-{os.getpid()}-", dir=spool)
+        names = row.path[len(row.container) + len(MEMBER_SEPARATOR) :].split(MEMBER_SEPARATOR)
+        try:
+            result = engine.call(
+                read_out,
+                row.container,
+                names,
+                os.path.join(folder, _copy_name(row.path)),
+                engine.settings,
+                doc_type="archive",
+                path=row.container,
+            )
+        except ExtractionError as exc:  # a bomb, found on this walk
+            result = None
+            log.info("OCR of %s: its container cannot be read: %s", row.path, exc)
+        if result is None or result.status != FileStatus.SUCCESS or not result.doc:
+            if result is not None:
+                log.info("OCR of %s: not read out of its container: %s", row.path, result.error_message)
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        return folder
+
+    def _text_of(self, path: str, kind: str, phase: Phase) -> dict | None:
+        """{"content", "metadata"} of the file at `path`, read as `kind`, from the cache or
+        Tesseract, page by page with the phase's checks between pages; None when it cannot be
+        read."""
+        try:
             digest = file_digest(path)
         except OSError:
             return None
         cached = self.cache.get(digest)
         if cached is not None:
             return cached
-        engine, kind = get_engine(self.app), ocr_type(path)
+        engine = get_engine(self.app)
         extraction = engine.settings
         done = self.cache.get(digest, partial=True) or {"next": 0, "texts": [], "taken": 0, "timed_out": 0}
         if "count" not in done:

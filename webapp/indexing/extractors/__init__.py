@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
+import tempfile
 import warnings
 from collections.abc import Iterable
 from typing import IO
@@ -194,6 +196,32 @@ def copy_member(path: str, name: str, out: IO[bytes], settings: ExtractionSettin
     if found and found[0].error:
         raise ExtractionError(found[0].error)
     return bool(found)
+
+
+def read_out(path: str, names: list[str], dest: str, settings: ExtractionSettings) -> bool:
+    """Write a member at any depth to the file `dest`: `names` are its name in each container,
+    the outermost first (`a.zip!/b.eml!/scan.png`: `b.eml`, `scan.png`); a container inside is
+    read out on the way into a spool folder of this process (`unpack-<pid>-`: one left by a
+    process that died is removed by the next extraction child's start). False when a level
+    holds no such member; raises ExtractionError when one cannot be read."""
+    held, folder = path, None
+    try:
+        for depth, name in enumerate(names):
+            if depth == len(names) - 1:
+                target = dest
+            else:  # named like the member: the next level's extractor is found by its name
+                if folder is None:
+                    os.makedirs(settings.spool_dir, exist_ok=True)
+                    folder = tempfile.mkdtemp(prefix=f"unpack-{os.getpid()}-", dir=settings.spool_dir)
+                target = os.path.join(folder, f"{depth}-{os.path.basename(name)}")
+            with open(target, "wb") as out:
+                if not copy_member(held, name, out, settings):
+                    return False
+            held = target
+        return True
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class _KeepOpen:
