@@ -7,17 +7,18 @@ indexing), reads page by page, and between pages gives its worker back when a sc
 or helper waits, or after JOB_SECONDS, keeping the pages read so far (DATA_DIR/ocr, `.partial`)
 for its successor, which queues behind the main queue. A deleted source ends the page being read
 within about a second (the OCR child and its tesseract are killed). Members of archives and
-e-mails (a scan attached to a message) are read too: the OCR child reads the member out of its
-container into a spool folder first. Text is cached by the SHA-256 of the bytes (and the
-languages) under DATA_DIR/ocr, so the same bytes are never read twice: not after a rescan, a
-full rebuild or a renamed source, nor when a file on disk and a member (or two members) are
-the same scan. Results are written under
-the source's writer lock (indexing/state.py), the one the scan's coordinator holds for its
-writes, and only for records that still describe the bytes that were read.
+e-mails (a scan attached to a message) are read too: the OCR child reads them out of their
+container into a spool folder first, a batch of one container's pending members per walk of it.
+Text is cached by the SHA-256 of the bytes (and the languages) under DATA_DIR/ocr, so the same
+bytes are never read twice: not after a rescan, a full rebuild or a renamed source, nor when a
+file on disk and a member (or two members) are the same scan. Results are written under the
+source's writer lock (indexing/state.py), the one the scan's coordinator holds for its writes,
+and only for records that still describe the bytes that were read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -39,7 +40,6 @@ from webapp.indexing.extractors import (
     TIMEOUT_MESSAGE,
     ExtractionError,
     ExtractionSettings,
-    extension,
     read_out,
 )
 from webapp.indexing.isolation import Extractor, Interrupted
@@ -66,6 +66,8 @@ from webapp.runtime import get_redis, get_search
 log = logging.getLogger(__name__)
 WRITE_EVERY = 10  # documents per write (one index commit)
 MEMBER_SEPARATOR = "!/"  # a member's path: `<container>!/<name>[!/<name inside>...]`
+MEMBER_BATCH = 50  # pending members of one container read out of it in one walk
+MEMBER_BATCH_BYTES = 256 * 1024 * 1024  # ... holding this much at most (one, if larger)
 WRITE_SECONDS = 10.0  # ... or sooner, so text appears while a long queue is read
 PAGE_SEPARATOR = "\n\n"
 
@@ -145,12 +147,6 @@ def file_digest(path: str) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def _copy_name(path: str) -> str:
-    """The name a member's copy is read out to: `member.<its extension>`."""
-    ext = extension(path)
-    return f"member.{ext}" if ext and len(ext) <= 16 else "member"
-
-
 # -- one job -------------------------------------------------------------------------------------
 
 
@@ -165,6 +161,8 @@ class OcrRun:
         self.read = 0  # pages read by Tesseract in this job (cache hits not counted)
         self.done = 0
         self.ran = False  # whether this job held the source's OCR lock
+        self.folder: str | None = None  # this job's spool folder of members read out
+        self.copies: dict[str, str] = {}  # member path -> its copy in `folder`, not read yet
 
     def run(self) -> int:
         """Work for one job's time; returns the documents finished (0 when another job runs)."""
@@ -192,6 +190,7 @@ class OcrRun:
             log.info("OCR of %s stopped: the source was deleted", self.source_id)
         finally:
             engine.interrupt = None
+            self.close()
 
     def _documents(self, phase: Phase) -> None:
         cursor, results, since = "", [], time.monotonic()
@@ -225,8 +224,8 @@ class OcrRun:
 
     def _read(self, row, phase: Phase) -> dict | None:
         """The text of a pending document: a file on disk, or a member read out of its
-        container (at any depth) into a spool folder first; None when it cannot be read or
-        changed since the scan (the next scan indexes it again)."""
+        container (at any depth); None when it cannot be read or changed since the scan (the
+        next scan indexes it again)."""
         if row.container is None:
             try:
                 stat = os.stat(row.path)
@@ -235,54 +234,81 @@ class OcrRun:
             if (stat.st_size, stat.st_mtime_ns) != (row.size_bytes, row.mtime_ns):
                 return None
             return self._text_of(row.path, ocr_type(row.path), phase)
-        folder = self._member_copy(row)
-        if folder is None:
+        if row.path not in self.copies:
+            self._read_out(row)
+        copy = self.copies.pop(row.path, None)
+        if copy is None:
             return None
         try:
-            return self._text_of(os.path.join(folder, _copy_name(row.path)), ocr_type(row.path), phase)
+            return self._text_of(copy, ocr_type(row.path), phase)
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                os.unlink(copy)
 
-    def _member_copy(self, row) -> str | None:
-        """A spool folder holding the member's bytes (`member.<ext>`), read out of its container
-        in the OCR child (its memory cap and the archive timeout); None when the container
-        changed since the scan or no longer holds the member."""
+    def _read_out(self, row) -> None:
+        """Read the member of `row` and the pending members after it in the same container
+        (up to MEMBER_BATCH of them, MEMBER_BATCH_BYTES together) out of the container into
+        this job's spool folder, in one walk of it in the OCR child (its memory cap, the
+        archive timeout): a mailbox with many scans is not walked once for each. Nothing is
+        read when the container changed since the scan."""
+        self.close()
         container = db.session.execute(
             select(IndexedFile.size_bytes, IndexedFile.mtime_ns).where(
                 IndexedFile.source_id == self.source_id, IndexedFile.path == row.container
             )
         ).first()
+        batch = db.session.execute(
+            select(IndexedFile.path, IndexedFile.size_bytes)
+            .where(
+                IndexedFile.source_id == self.source_id,
+                IndexedFile.container == row.container,
+                IndexedFile.ocr == PENDING,
+                IndexedFile.path >= row.path,
+            )
+            .order_by(IndexedFile.path)
+            .limit(MEMBER_BATCH)
+        ).all()
         db.session.rollback()
         try:
             stat = os.stat(row.container)
         except OSError:
-            return None
+            return
         if container is None or (stat.st_size, stat.st_mtime_ns) != tuple(container):
-            return None
+            return
+        paths, total = [], 0
+        for path, size in batch:
+            total += size
+            if paths and total > MEMBER_BATCH_BYTES:
+                break
+            paths.append(path)
         engine = get_engine(self.app)
-        spool = engine.settings.spool_dir
-        os.makedirs(spool, exist_ok=True)
-        folder = tempfile.mkdtemp(prefix=f"unpack-{os.getpid()}-", dir=spool)
-        names = row.path[len(row.container) + len(MEMBER_SEPARATOR) :].split(MEMBER_SEPARATOR)
+        os.makedirs(engine.settings.spool_dir, exist_ok=True)
+        self.folder = tempfile.mkdtemp(prefix=f"unpack-{os.getpid()}-", dir=engine.settings.spool_dir)
+        start = len(row.container) + len(MEMBER_SEPARATOR)
+        by_names = {tuple(path[start:].split(MEMBER_SEPARATOR)): path for path in paths}
         try:
             result = engine.call(
                 read_out,
                 row.container,
-                names,
-                os.path.join(folder, _copy_name(row.path)),
+                [list(names) for names in by_names],
+                self.folder,
                 engine.settings,
                 doc_type="archive",
                 path=row.container,
             )
         except ExtractionError as exc:  # a bomb, found on this walk
-            result = None
             log.info("OCR of %s: its container cannot be read: %s", row.path, exc)
-        if result is None or result.status != FileStatus.SUCCESS or not result.doc:
-            if result is not None:
-                log.info("OCR of %s: not read out of its container: %s", row.path, result.error_message)
-            shutil.rmtree(folder, ignore_errors=True)
-            return None
-        return folder
+            return
+        if result.status != FileStatus.SUCCESS:
+            log.info("OCR of %s: not read out of its container: %s", row.path, result.error_message)
+            return
+        self.copies = {by_names[names]: file for names, file in result.doc.items() if names in by_names}
+
+    def close(self) -> None:
+        """Remove this job's copies of members."""
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder, self.copies = None, {}
 
     def _text_of(self, path: str, kind: str, phase: Phase) -> dict | None:
         """{"content", "metadata"} of the file at `path`, read as `kind`, from the cache or

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import shutil
 import tempfile
 import warnings
 from collections.abc import Iterable
@@ -198,30 +197,49 @@ def copy_member(path: str, name: str, out: IO[bytes], settings: ExtractionSettin
     return bool(found)
 
 
-def read_out(path: str, names: list[str], dest: str, settings: ExtractionSettings) -> bool:
-    """Write a member at any depth to the file `dest`: `names` are its name in each container,
-    the outermost first (`a.zip!/b.eml!/scan.png`: `b.eml`, `scan.png`); a container inside is
-    read out on the way into a spool folder of this process (`unpack-<pid>-`: one left by a
-    process that died is removed by the next extraction child's start). False when a level
-    holds no such member; raises ExtractionError when one cannot be read."""
-    held, folder = path, None
-    try:
-        for depth, name in enumerate(names):
-            if depth == len(names) - 1:
-                target = dest
-            else:  # named like the member: the next level's extractor is found by its name
-                if folder is None:
-                    os.makedirs(settings.spool_dir, exist_ok=True)
-                    folder = tempfile.mkdtemp(prefix=f"unpack-{os.getpid()}-", dir=settings.spool_dir)
-                target = os.path.join(folder, f"{depth}-{os.path.basename(name)}")
-            with open(target, "wb") as out:
-                if not copy_member(held, name, out, settings):
-                    return False
-            held = target
-        return True
-    finally:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+def read_out(
+    path: str, wanted: list[list[str]], folder: str, settings: ExtractionSettings
+) -> dict[tuple[str, ...], str]:
+    """Members of a container, at any depth, written to files in `folder` with one walk of
+    each container on the way: `wanted` lists each member's names in each container, the
+    outermost first (`a.zip!/b.eml!/scan.png`: `["b.eml", "scan.png"]`). Returns the file of
+    each member read, by its names; one a container does not hold is left out. A container
+    inside is read out to `folder` too (named like its member: its extractor goes by name)."""
+    groups: dict[str, list[list[str]]] = {}  # a name at this level -> the names below it
+    for names in wanted:
+        if names:
+            groups.setdefault(names[0], []).append(names[1:])
+    files = _copy_members(path, set(groups), folder, settings)
+    out: dict[tuple[str, ...], str] = {}
+    for name, below in groups.items():
+        if name not in files:
+            continue
+        if [] in below:
+            out[(name,)] = files[name]
+        deeper = [rest for rest in below if rest]
+        if deeper:
+            inner = read_out(files[name], deeper, folder, settings)
+            out.update({(name, *names): file for names, file in inner.items()})
+    return out
+
+
+def _copy_members(path: str, names: set[str], folder: str, settings: ExtractionSettings) -> dict[str, str]:
+    """The members `names` of one container written to files in `folder`, in one walk; one
+    that could not be read whole (damaged, encrypted) is left out."""
+    spec = find_extractor(path)
+    if spec is None or spec.unpack is None:
+        return {}
+    got: dict[str, tuple[Member, str]] = {}
+
+    def sink(member: Member):
+        if member.name not in names or member.name in got or member.error:
+            return None
+        fd, file = tempfile.mkstemp(dir=folder, suffix="-" + os.path.basename(member.name)[-120:])
+        got[member.name] = (member, file)
+        return os.fdopen(fd, "wb")  # the reader closes it
+
+    _guarded(spec, lambda: spec.unpack(path, settings, sink, Budget.start(settings, path)), path)
+    return {name: file for name, (member, file) in got.items() if not member.error}
 
 
 class _KeepOpen:
