@@ -20,6 +20,7 @@ from webapp.models import IndexedFile
 MAX_LISTED = 500  # members listed on a container's page; the rest are counted ("N more")
 SEPARATOR = "!/"  # between a container's path and a member's name inside it
 _HEADER_LINE = re.compile(r"(?:From|To|Cc): .*")
+_DIGITS = re.compile(r"(\d+)")
 MAIL_HEADERS = (("from", "From"), ("to", "To"), ("cc", "Cc"))
 
 
@@ -31,8 +32,9 @@ def _like_prefix(prefix: str) -> str:
 def listing(doc: dict) -> dict | None:
     """The members directly inside a container document (not those of a container inside it:
     its own page lists them), as a tree: {"tree", "total", "more", "cut"}; None when it holds
-    none. A tree node is {"name", "folder": True, "children"} or {"name", "id", "type",
-    "size", "status", "subject"}; folders first, then by name."""
+    none. The first MAX_LISTED in the container's own order are listed. A tree node is
+    {"name", "folder": True, "children"} or {"name", "id", "type", "size", "status",
+    "subject"}; folders first, then by name."""
     prefix = doc["path"] + SEPARATOR
     pattern = _like_prefix(prefix)
     direct = (
@@ -47,10 +49,10 @@ def listing(doc: dict) -> dict | None:
     rows = db.session.execute(
         select(IndexedFile.path, IndexedFile.doc_type, IndexedFile.size_bytes, IndexedFile.status)
         .where(*direct)
-        .order_by(IndexedFile.path)
+        .order_by(IndexedFile.id)  # the container's own order (members are written in it)
         .limit(MAX_LISTED)
     ).all()
-    subjects = _mailbox_subjects(doc)
+    subjects = _mailbox_subjects(doc, {path[len(prefix) :] for path, *_ in rows})
     root: dict[str, Any] = {"children": {}}
     for path, doc_type, size, status in rows:
         name = path[len(prefix) :]
@@ -75,24 +77,35 @@ def listing(doc: dict) -> dict | None:
 
 
 def _sorted(children: dict[str, dict]) -> list[dict]:
-    """A folder's entries: its folders first, then its files, each by name (case-blind)."""
+    """A folder's entries: its folders first, then its files, each by name (case-blind, the
+    numbers in it by value: `message-2` before `message-10`)."""
     out = []
-    for node in sorted(children.values(), key=lambda n: (not n.get("folder"), n["name"].lower())):
+    for node in sorted(children.values(), key=lambda n: (not n.get("folder"), _natural(n["name"]))):
         if node.get("folder"):
             node = {**node, "children": _sorted(node["children"])}
         out.append(node)
     return out
 
 
-def _mailbox_subjects(doc: dict) -> dict[str, str]:
-    """A mailbox's messages by member name -> subject (its text lists `message-N.eml Subject`)."""
+def _natural(name: str) -> list:
+    """A sort key of a name with its numbers by value."""
+    return [
+        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(name.lower()) if part
+    ]
+
+
+def _mailbox_subjects(doc: dict, names: set[str]) -> dict[str, str]:
+    """The subjects of these messages of a mailbox (its text lists `message-N.eml Subject`
+    in order), by member name."""
     if (doc.get("metadata") or {}).get("format") != "mbox":
         return {}
-    subjects = {}
+    subjects: dict[str, str] = {}
     for line in (doc.get("content") or "").splitlines():
         name, _, subject = line.partition(" ")
-        if subject:
+        if name in names:
             subjects[name] = subject
+            if len(subjects) == len(names):
+                break
     return subjects
 
 
