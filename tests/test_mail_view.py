@@ -253,3 +253,23 @@ def test_a_mailbox_lists_its_messages_by_subject(client, auth, ui, make_tree, ma
     message = lxml.html.fromstring(ui.get(links[1].get("href")).get_data(as_text=True))
     date = message.xpath(".//*[@data-mail-headers]//time")[0]
     assert date.get("datetime") == "2024-01-02T12:00:00Z"
+
+
+def test_a_forged_sent_date_gives_way_to_the_file_time(client, auth, make_tree, make_source, run_jobs):
+    """A Date header in the year 9999 (spam does that) is not a date to sort by: the message
+    and its attachment keep the file's time, and both are indexed."""
+    _index(
+        client,
+        auth,
+        make_tree,
+        make_source,
+        run_jobs,
+        {
+            "spam.eml": _eml(
+                "Win a yacht", "Fri, 31 Dec 9999 23:00:00 +0000", "osprey", {"prize.txt": b"osprey"}
+            )
+        },
+    )
+    hits = _search(client, auth, "osprey")["results"]
+    assert sorted(h["basename"] for h in hits) == ["prize.txt", "spam.eml"]
+    assert {h["modified_at"] for h in hits} == {FILE_TIME}

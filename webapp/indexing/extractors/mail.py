@@ -42,9 +42,17 @@ def _date(value: str) -> str | None:
     return parsed.isoformat() if parsed else None
 
 
+# sent dates outside these years are a broken or forged header: the file's time is used (a
+# member's time is kept in nanoseconds as a 64-bit integer, which ends in 2262)
+SENT_YEARS = (1900, 2200)
+
+
 def _epoch(value: datetime | None) -> int | None:
+    """A sent date as Unix seconds; None without one or outside SENT_YEARS."""
+    if value is None or not SENT_YEARS[0] <= value.year < SENT_YEARS[1]:
+        return None
     try:
-        return int(value.timestamp()) if value is not None else None
+        return int(value.timestamp())
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -52,8 +60,8 @@ def _epoch(value: datetime | None) -> int | None:
 def sent_at(meta: dict[str, Any]) -> int | None:
     """The sent date of a message's metadata (its `date`, ISO), Unix seconds; None without one."""
     try:
-        return int(datetime.fromisoformat(meta["date"]).timestamp())
-    except (KeyError, TypeError, ValueError, OverflowError, OSError):
+        return _epoch(datetime.fromisoformat(meta["date"]))
+    except (KeyError, TypeError, ValueError):
         return None
 
 
