@@ -10,7 +10,16 @@ from flask import Response, abort, g, redirect, render_template, request, send_f
 
 from webapp.exceptions import InvalidInput, TrawlError
 from webapp.search import FACETS, IndexRebuilding, SearchBackendError
-from webapp.services import documents, files, members, previews, saved_searches, search_args, similar, ui_support
+from webapp.services import (
+    documents,
+    files,
+    members,
+    previews,
+    saved_searches,
+    search_args,
+    similar,
+    ui_support,
+)
 from webapp.ui import saved, session
 from webapp.ui.blueprint import bp
 from webapp.ui.filters import type_label
