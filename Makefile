@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 VENDOR := static/vendor
 
-.PHONY: run test install install-dev assets chromium tesseract rartool services lint bench bench-quick bench-relevance clean
+.PHONY: run test install install-dev assets chromium tesseract rartool services lint translations bench bench-quick bench-relevance clean
 
 run: install assets tesseract rartool
 	$(BIN)/python -m webapp.launcher
@@ -96,6 +96,17 @@ services:
 lint:
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# The UI's languages (docs/ui.md, "Languages"): collect the marked strings of templates/ and
+# webapp/ui/ into translations/messages.pot, merge them into each messages.po (translate the new
+# or changed ones: msgstr "" or `#, fuzzy`), and compile the .mo files the app reads. The .mo
+# files are committed, so a clone runs without this step; tests/test_i18n.py fails while a .po
+# lags behind the templates or a .mo behind its .po.
+translations: install
+	$(BIN)/pybabel extract -F babel.cfg -k _l --no-location --sort-output --omit-header \
+	  -o translations/messages.pot .
+	$(BIN)/pybabel update -i translations/messages.pot -d translations --no-fuzzy-matching --ignore-obsolete --ignore-pot-creation-date
+	$(BIN)/pybabel compile -d translations --statistics
 
 bench: install-dev assets
 	$(BIN)/python -m bench.run

@@ -1,4 +1,4 @@
-"""Meaning benchmark: `python -m bench.semantic` (also run by `python -m bench.relevance`).
+"""Meaning benchmark: `python -m bench.semantic` (also run by `python -m bench.run`).
 
 On CISI (../shared/relevance/cisi), in process: the documents go into a TantivyBackend as the
 scanner gives them and their passages (webapp/search/embedder.passages) into Trawl's
@@ -20,8 +20,10 @@ minutes depending on the machine's load). Results: bench/results/semantic-<date>
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time
@@ -30,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.relevance import (
+from bench.cisi import (
     _WORD_RE,
     CISI,
     DEPTH,
@@ -44,6 +46,7 @@ from bench.relevance import (
 )
 
 RATIOS = (0.3, 0.5, 0.7)
+SAVE_EVERY = 64  # documents embedded between two saves of the --vectors file
 THROUGHPUT_PASSAGES = 48  # passages timed per side (Trawl's path and the bare call)
 FILES_50K = 50_000
 
@@ -267,6 +270,77 @@ def cost_50k(rate: float, passages_per_doc: float, disk_per_passage: float) -> d
         "hours": round(passages / rate / 3600, 1),
         "vector_disk_mb": round(passages * disk_per_passage / 1e6, 1),
         "disk_bytes_per_document": int(passages_per_doc * disk_per_passage),
+    }
+
+
+# --- meaning in the service (python -m bench.relevance --meaning) ---------------------------
+
+
+def switch(svc, on: bool) -> None:
+    """Turn the benchmark source's meaning on or off through the API."""
+    from bench.trawl_runner import SOURCE_ID
+
+    resp = svc.http.put(f"{svc.base}/api/sources/{SOURCE_ID}", json={"semantic": on}, timeout=120)
+    resp.raise_for_status()
+
+
+def _fingerprint(passages: list[str]) -> str:
+    return hashlib.sha256("\x00".join(passages).encode()).hexdigest()
+
+
+def http_embed(svc, corpus: Path, cache: Path | None) -> dict:
+    """Give every document of a running service (source meaning off, scanned) its passage
+    vectors, then switch meaning on. What the embedding phase does, done by the benchmark
+    at normal priority (the worker's model runs at nice 10, behind everything else on the
+    machine): each document's title and text as the service indexed them (GET
+    /api/documents/<id>), cut by `embedder.passages`, embedded by the bundled model, written
+    to the service's vector store, the records marked embedded. `cache` (.npz) keeps the
+    vectors by file name with a fingerprint of the passages' text: a document whose passages
+    changed is embedded again."""
+    from bench.trawl_runner import SOURCE_ID
+    from webapp.indexing.scanner import doc_id as trawl_id
+    from webapp.search import embedder
+    from webapp.search.vectors import VectorStore
+
+    stored = dict(np.load(cache)) if cache and cache.exists() else {}
+    started, computed, reused = time.perf_counter(), 0, 0
+    vectors: dict[str, np.ndarray] = {}
+    for n, path in enumerate(sorted(corpus.iterdir())):
+        id_ = trawl_id(SOURCE_ID, str(path.resolve()))
+        resp = svc.http.get(f"{svc.base}/api/documents/{id_}", timeout=60)
+        resp.raise_for_status()
+        doc = resp.json()
+        passages = embedder.passages(doc.get("title"), doc.get("content"))
+        mark = _fingerprint(passages)
+        if path.name in stored and str(stored[f"{path.name}#"]) == mark:
+            matrix, reused = stored[path.name], reused + 1
+        else:
+            chunks = [embedder.embed_passages(passages[i : i + 16]) for i in range(0, len(passages), 16)]
+            matrix = np.vstack(chunks) if chunks else np.zeros((0, embedder.DIMENSIONS), np.float32)
+            stored[path.name], stored[f"{path.name}#"] = matrix, np.array(mark)
+            computed += 1
+            if cache and computed % SAVE_EVERY == 0:
+                np.savez(cache, **stored)
+        if len(matrix):
+            vectors[id_] = matrix
+        if n % 200 == 0:
+            print(f"embedding: {n} documents ({computed} computed)", file=sys.stderr, flush=True)
+    if cache:
+        np.savez(cache, **stored)
+    VectorStore(svc.data_dir / "vectors").add(SOURCE_ID, vectors)
+    with sqlite3.connect(svc.data_dir / "trawl.db") as db:
+        db.execute("UPDATE indexed_files SET embedded = 1 WHERE source_id = ?", (SOURCE_ID,))
+    switch(svc, True)  # nothing waits: no embedding job is queued
+    status = svc.http.get(f"{svc.base}/api/status/{SOURCE_ID}", timeout=60).json()["semantic"]
+    if status["pending"] or status["state"] != "idle":
+        raise RuntimeError(f"meaning is not ready after installing the vectors: {status}")
+    return {
+        "documents": len(vectors),
+        "passages": int(sum(len(m) for m in vectors.values())),
+        "computed": computed,
+        "from_cache": reused,
+        "seconds": round(time.perf_counter() - started, 1),
+        "status": status,
     }
 
 

@@ -535,9 +535,9 @@ def test_phone_search_fits_and_filters_fold(browser, site, scheme):
     assert box["y"] + box["height"] <= 844, f"the first result ends at {box['y'] + box['height']}px"
     for hidden in ("#search-help", ".filters", ".saved-searches", ".facets"):
         expect(tab.locator(hidden)).to_be_hidden()
-    # a file's <script> shows as text and never becomes an element
+    # a file's <script> never becomes an element
     danger = tab.locator("#results .snippet", has_text="alert(")
-    expect(danger).to_contain_text("<script>alert('x')</script>")
+    expect(danger).to_contain_text("alert('x') near the lighthouse")  # Markdown: its words
     expect(tab.locator("#results script")).to_have_count(0)
     shot(tab, f"18-phone-{scheme}-search", full_page=False)
     toggle = tab.get_by_role("link", name="Filters")
@@ -755,6 +755,87 @@ def test_document_page_lists_similar_documents(page, site):
     expect(page.get_by_role("heading", name="tomcat.txt")).to_be_visible()
 
 
+def test_a_german_browser_gets_german_pages_and_dates(browser, site):
+    """Accept-Language de: the pages are German, and the browser draws dates in German (the
+    page's <html lang>) and its own time zone."""
+    context = browser.new_context(base_url=site["url"], timezone_id="Europe/Berlin", locale="de-DE")
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    _ensure_ready(tab, site)
+    tab.goto("/login")
+    expect(tab.locator("html")).to_have_attribute("lang", "de")
+    tab.get_by_label("Benutzername").fill(ADMIN["username"])
+    tab.get_by_label("Passwort").fill(ADMIN["password"])
+    tab.get_by_role("button", name="Anmelden").click()
+    expect(tab.get_by_role("button", name="Abmelden")).to_be_visible()
+    tab.goto("/status")
+    expect(tab.get_by_role("heading", name="Aufträge")).to_be_visible()
+    when = tab.locator("#jobs time").first
+    expect(when).not_to_have_attribute("data-local", "")
+    text = when.inner_text()
+    assert re.search(r"\d{1,2}\. \w+\.? \d{4}", text) and re.search(r"MEZ|MESZ", text), text
+    shot(tab, "15-status-german")
+    context.close()
+
+
+def test_pictures_show_as_a_grid_with_a_lightbox(browser, site):
+    """A search of pictures shows a grid of thumbnails; a tile opens the picture in a lightbox
+    (arrow keys step, Escape closes); the folder tree narrows; it fits a 390 px phone."""
+    from tests import samples
+
+    album = site["folder"].parent / "album"
+    (album / "summer").mkdir(parents=True, exist_ok=True)
+    for name, color in (("sea", samples.BLUE), ("sun", samples.RED), ("grass", samples.GREEN)):
+        (album / "summer" / f"{name}.jpg").write_bytes(samples.picture((900, 600), color))
+    (album / "winter.png").write_bytes(samples.picture((600, 900), samples.MAGENTA, "PNG"))
+    errors: list[str] = []
+    for width in (1200, 390):
+        context = browser.new_context(base_url=site["url"], viewport={"width": width, "height": 844})
+        tab = context.new_page()
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        tab.set_default_timeout(WAIT_MS)
+        _ensure_ready(tab, site)
+        if width == 1200:
+            _add_scanned_source(tab, "Album", album)
+        login(tab)
+        tab.goto("/?type=image&source=album&sort=basename:asc")
+        tiles = tab.locator(".result-grid .tile-link")
+        expect(tiles).to_have_count(4)
+        expect(tab.locator('.view-switch a[data-view="grid"]')).to_have_attribute("aria-current", "true")
+        first = tiles.first.locator("img[data-thumbnail]")
+        tab.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=first.element_handle())
+        if width == 390:  # two columns, nothing wider than the screen
+            boxes = [tiles.nth(i).bounding_box() for i in range(2)]
+            assert boxes[0]["y"] == boxes[1]["y"] and boxes[1]["x"] + boxes[1]["width"] <= 390
+            assert tab.evaluate("document.documentElement.scrollWidth") <= 390
+        shot(tab, f"30-grid-{width}", full_page=False)
+        tiles.first.click()
+        box = tab.locator("dialog.lightbox")
+        expect(box).to_be_visible()
+        picture = box.locator("img[data-lightbox-media]")
+        tab.wait_for_function("img => img.complete && img.naturalWidth > 320", arg=picture.element_handle())
+        expect(box.locator("[data-lightbox-title]")).to_have_text("grass.jpg")
+        fits = picture.bounding_box()
+        assert fits["x"] >= 0 and fits["x"] + fits["width"] <= width
+        shot(tab, f"31-lightbox-{width}", full_page=False)
+        tab.keyboard.press("ArrowRight")
+        expect(box.locator("[data-lightbox-title]")).to_have_text("sea.jpg")
+        tab.keyboard.press("ArrowLeft")
+        tab.keyboard.press("ArrowLeft")
+        expect(box.locator("[data-lightbox-title]")).to_have_text("winter.png")  # wraps around
+        tab.keyboard.press("Escape")
+        expect(box).to_be_hidden()
+        expect(tab).to_have_url(re.compile(r"type=image"))  # still the grid, not a document
+        if width == 1200:
+            tab.locator('.facet[data-facet="folder"] a', has_text="summer/").click()
+            expect(tiles).to_have_count(3)
+            expect(tab.locator(".folder-crumbs")).to_contain_text("All folders / summer")
+            tab.locator('.view-switch a[data-view="list"]').click()
+            expect(tab.locator("#results .result")).to_have_count(3)
+        assert not errors, errors
+        context.close()
+
+
 def test_a_message_reads_as_mail_and_an_archive_as_a_tree(browser, site):
     """A message's page: its header block with the sent time in the reader's zone (Tokyo), the
     body with the hit marked, its attachments as links; an archive's page: its members as a
@@ -804,7 +885,7 @@ def test_a_message_reads_as_mail_and_an_archive_as_a_tree(browser, site):
     expect(headers).to_contain_text("boatman@example.org")
     expect(headers.locator("time")).to_have_text(re.compile(r"Oct 3, 2023, 19:00 GMT\+9"))
     expect(tab.locator("#preview-text em").first).to_have_text("barrels")
-    shot(tab, "15-mail-as-mail")
+    shot(tab, "33-mail-as-mail")
     tab.locator("[data-attachments]").get_by_role("link", name="order.txt").click()
     expect(tab.get_by_role("heading", name="order.txt")).to_be_visible()
     expect(tab.locator("#doc-container")).to_contain_text("order.eml")
@@ -814,7 +895,7 @@ def test_a_message_reads_as_mail_and_an_archive_as_a_tree(browser, site):
     tree = tab.locator("[data-member-tree]")
     expect(tree.locator("summary").first).to_have_text("charts/")
     expect(tree.locator("details details summary")).to_have_text("north/")
-    shot(tab, "16-archive-tree")
+    shot(tab, "34-archive-tree")
     tree.get_by_role("link", name="reef.txt").click()
     expect(tab.locator("#preview-text")).to_contain_text("reef chart notes")
     context.close()

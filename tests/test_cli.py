@@ -255,3 +255,21 @@ def test_help_answers_without_loading_the_app(tmp_path):
     )
     assert "search" in done.stdout and "add-source" in done.stdout, done.stderr
     assert "LOADED []" in done.stdout, done.stdout
+
+
+def test_commands_run_in_the_light_app(tmp_path, app_config):
+    """`python -m webapp.cli` builds create_cli_app: its commands never import the API, the UI,
+    the dashboard or Alembic (most of what a search from the shell used to cost)."""
+    probe = (
+        "import sys\nfrom webapp import create_cli_app\napp = create_cli_app()\n"
+        "with app.app_context():\n    from webapp.services import documents, search_args\n"
+        "print('COMMANDS', sorted(app.cli.commands))\n"
+        "print('LOADED', sorted(m for m in ('alembic', 'flask_smorest', 'flask_migrate', 'apispec', "
+        "'rq_dashboard', 'flask_babel', 'webapp.api', 'webapp.ui') if m in sys.modules))"
+    )
+    env = {**os.environ, **{k: v for k, v in app_config.items() if isinstance(v, str) and v}}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120, env=env
+    )
+    assert "'trawl'" in done.stdout and "'create-admin'" in done.stdout, done.stderr
+    assert "LOADED []" in done.stdout, done.stdout

@@ -155,10 +155,9 @@ def test_the_sent_date_is_the_date_of_sorting_date_filters_and_the_year_facet(
     ] == ["notes.txt", "census.txt", "new.eml", "old.eml"]
     oldest = _search(client, auth, "puffin", sort="modified_at:asc")["results"]
     assert oldest[0]["basename"] == "old.eml"
-    sent = {h["basename"]: h["modified_at"] for h in newest}
-    assert sent["old.eml"] == 1_547_458_200  # 2019-01-14 09:30 UTC
-    assert sent["new.eml"] == sent["census.txt"] == 1_614_985_200  # an attachment: its message's
-    assert sent["notes.txt"] == FILE_TIME
+    times = {h["basename"]: h["modified_at"] for h in newest}  # the files' own times
+    assert times["old.eml"] == times["new.eml"] == times["notes.txt"] == FILE_TIME
+    assert times["census.txt"] == 1_614_985_200  # an attachment's is its message's sent time
 
     assert [h["basename"] for h in _search(client, auth, "puffin modified:2019")["results"]] == ["old.eml"]
     in_range = _search(client, auth, "puffin modified:2021-03-01..2021-03-31")["results"]
@@ -273,6 +272,6 @@ def test_a_forged_sent_date_gives_way_to_the_file_time(client, auth, make_tree, 
             )
         },
     )
-    hits = _search(client, auth, "osprey")["results"]
+    hits = _search(client, auth, "osprey modified:2024")["results"]
     assert sorted(h["basename"] for h in hits) == ["prize.txt", "spam.eml"]
     assert {h["modified_at"] for h in hits} == {FILE_TIME}

@@ -57,7 +57,7 @@ def names(client, auth, q, **body) -> list[str]:
         ({"q": "x source:nope"}, "q: source:nope: unknown source 'nope'"),
         (
             {"q": "x", "facets": ["type", "colour"]},
-            "facets: unknown facet 'colour' (use type, extension, source_id, year)",
+            "facets: unknown facet 'colour' (use type, extension, source_id, year, camera, folder)",
         ),
         ({"q": "x", "facets": "type"}, "facets: not a valid list"),
     ],

@@ -13,6 +13,7 @@ import pytest
 import tantivy
 
 from webapp.search import SORTS, SearchBackend, SearchBackendError, SearchQuery, make_backend
+from webapp.search.syntax import parse_syntax
 from webapp.search.tantivy_backend import TantivyBackend
 
 MEILI_SKIP = "MEILI_URL not set: Meilisearch contract tests skipped"
@@ -580,3 +581,80 @@ def test_within_ids_keeps_only_those_documents_under_the_query_and_its_filters(c
     assert sorted(ids_of(corpus, "", within_ids=some, source_ids=("docs",))) == ["garden", "hostile"]
     assert ids_of(corpus, "cat", within_ids=some) == ["garden"]
     assert ids_of(corpus, "", within_ids=()) == []
+
+
+def _photo(key: str, folder: str, taken: str | None, camera: tuple[str, str] | None, **extra) -> dict:
+    meta: dict = {"format": "JPEG"}
+    if taken:
+        meta["date_taken"] = taken
+    if camera:
+        meta["camera_make"], meta["camera_model"] = camera
+    doc = make_doc(key, "Format: JPEG", f"{key}.jpg", type="image", metadata=meta, **extra)
+    doc["path"] = f"/data/{doc['source_id']}/{folder}/{key}.jpg"
+    return doc
+
+
+BROWSE = [
+    _photo("old", "trips/2019", "2019:07:14 10:00:00", ("Canon", "Canon EOS 5D")),
+    _photo("new", "trips/2023", "2023:01:02 03:04:05", ("Apple", "iPhone 12")),
+    _photo("plain", "misc", None, None),  # no EXIF: its file's time (2023-11-14)
+    _photo("member", "trips/2019/a.zip!/in", None, None),  # counts in its archive's folder
+    _photo("hidden", "trips/2019", "2018:01:01 00:00:00", ("Leica", "M10"), source_id="other"),
+]
+
+
+def test_a_photos_date_taken_sorts_filters_and_makes_its_year(backend):
+    backend.upsert(BROWSE)
+    newest = ids_of(backend, "", sort="modified_at:desc", source_ids=("docs",))
+    assert newest[-2:] == ["new", "old"] and set(newest[:2]) == {"plain", "member"}
+    assert ids_of(backend, "modified:2019-07") == ["old"]
+    page = backend.search(
+        SearchQuery(q="", sort="modified_at:asc", facets=("year", "camera"), source_ids=("docs",))
+    )
+    assert page.facet_distribution["year"] == {"2019": 1, "2023": 3}
+    assert page.facet_distribution["camera"] == {"Canon EOS 5D": 1, "Apple iPhone 12": 1}
+    assert [r["modified_at"] for r in page.results] == [1_700_000_000] * 4  # the file's own time
+
+
+def test_camera_filter_and_the_folder_facet_one_level_at_a_time(backend):
+    backend.upsert(BROWSE)
+    assert ids_of(backend, 'camera:"canon eos 5d"') == ["old"]
+    top = backend.search(
+        SearchQuery(
+            q="", sort="basename:asc", facets=("folder",), folder_facet=("/data/docs",), source_ids=("docs",)
+        )
+    )
+    assert top.facet_distribution["folder"] == {"/data/docs/trips": 3, "/data/docs/misc": 1}
+    spec = parse_syntax("path:/data/docs/trips")
+    trips = backend.search(
+        SearchQuery(
+            q="path:/data/docs/trips",
+            spec=spec,
+            facets=("folder",),
+            folder_facet=("/data/docs/trips",),
+        )
+    )
+    assert trips.total == 3 and trips.facet_distribution["folder"] == {
+        "/data/docs/trips/2019": 2,
+        "/data/docs/trips/2023": 1,
+    }
+    granted = backend.search(
+        SearchQuery(
+            q="", sort="basename:asc", facets=("folder",), folder_facet=("/data/other",), source_ids=("docs",)
+        )
+    )
+    assert granted.facet_distribution["folder"] == {}  # the other source's folders do not exist
+
+
+def test_meilisearch_filters_and_folders_are_composed_without_a_server():
+    from webapp.search import subfolders
+    from webapp.search.meili_backend import INDEX_SETTINGS, _meili_filters
+    from webapp.search.meili_backend import SORTS as MEILI_SORTS
+
+    spec = parse_syntax('camera:"NIKON D750" modified:2019')
+    filters = _meili_filters(SearchQuery(q="x", spec=spec), spec)
+    assert 'camera IN ["NIKON D750"]' in filters
+    assert any(f.startswith("(date >= ") for f in filters)
+    assert MEILI_SORTS["modified_at:desc"] == "date:desc" and "date" in INDEX_SETTINGS["sortableAttributes"]
+    counts = {"/": 9, "/d": 9, "/d/s": 9, "/d/s/a": 5, "/d/s/a/b": 4, "/d/s/c": 2}
+    assert subfolders(counts, ("/d/s",)) == {"/d/s/a": 5, "/d/s/c": 2}

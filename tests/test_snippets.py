@@ -240,3 +240,36 @@ def test_marks_stay_in_place_in_a_long_text_with_accented_letters():
     out = build_snippet(text, matcher("puffin nests"), 60)
     assert "The <em>PUFFIN</em> <em>nests</em> here." in out, out
     assert visible(out).strip("…") in text
+
+
+def test_snippets_show_the_words_of_markdown_not_its_markup():
+    text = (
+        "---\ntitle: Notes\n---\n# Budget plan\n\nThe **budget** for [the trip](https://example.org/t) "
+        "is `small`.\n\n- item *one*\n- [ ] a task\n\n| cost | when |\n|---|---|\n| 10 | May |\n"
+        "![a cat](cat.png)\n"
+    )
+    snippet = build_snippet(text, matcher("budget"), 300, kind="markdown")
+    assert (
+        visible(snippet)
+        == "Budget plan The budget for the trip is small. item one a task cost when 10 May a cat"
+    )
+    assert snippet.count("<em>") == 2
+    raw = build_snippet(text, matcher("budget"), 300)  # another type keeps its characters
+    assert "**" in raw and "](https" in raw
+
+
+def test_snippets_of_pictures_show_telling_metadata_not_a_dump():
+    text = (
+        "Format: PNG\nWidth: 800\nHeight: 600\nMake: Canon\nModel: Canon EOS 5D\n"
+        "DateTimeOriginal: 2019:05:03 10:00:00\nExposureTime: 1/200\nArtist: Jane Doe"
+    )
+    shown = build_snippet(text, matcher(""), 300, fallbacks=("beach.png",), kind="image")
+    assert visible(shown) == "Canon · Canon EOS 5D · Jane Doe"
+    found = build_snippet(text, matcher("jane"), 300, kind="image")
+    assert visible(found) == "Canon · Canon EOS 5D · Jane Doe" and "<em>Jane</em>" in found
+    only_sizes = build_snippet(
+        "Format: PNG\nWidth: 800\nHeight: 600", matcher(""), 300, ("x.png",), kind="image"
+    )
+    assert only_sizes == ""  # nothing worth reading: no snippet, not `Format: PNG Width: 800`
+    ocr = "Format: PNG\nWidth: 800\n\fINVOICE 42 total due"
+    assert visible(build_snippet(ocr, matcher("invoice"), 300, kind="image")) == "INVOICE 42 total due"

@@ -20,7 +20,17 @@ from webapp.search.tantivy_backend import TantivyBackend
 from webapp.search.tantivy_rebuild import INDEX_VERSION, LOCK_NAME, VERSION_FILE, index_version
 from webapp.search.tantivy_text import TOKENIZER, folding
 
-NEW_FIELDS = ("year", "folders", "title_stem", "content_stem", "lang")
+NEW_FIELDS = (
+    "year",
+    "folders",
+    "title_stem",
+    "content_stem",
+    "lang",
+    "date",
+    "camera",
+    "camera_key",
+    "folder_edges",
+)
 
 
 def old_schema() -> tantivy.Schema:
@@ -114,6 +124,10 @@ def test_search_answers_from_the_older_index_while_it_is_rebuilt(app, client, au
         assert resp.status_code == 200, resp.get_json()
         assert [r["basename"] for r in resp.get_json()["results"]] == ["2024-invoice_acme.pdf"]
         assert "<em>invoice</em>" in resp.get_json()["results"][0]["snippet"]
+        listing = {"q": "", "sort": "modified_at:desc", "facets": ["type", "camera", "folder"]}
+        resp = client.post("/api/search", headers=auth, json=listing)  # by modified_at meanwhile
+        assert resp.status_code == 200 and resp.get_json()["total"] == len(CORPUS)
+        assert resp.get_json()["facet_distribution"]["folder"] == {}
         resp = client.post("/api/search", headers=auth, json={"q": "invoice path:/data/docs"})
         assert resp.status_code == 503 and resp.headers["Retry-After"] == "60"
         assert "being rebuilt" in resp.get_json()["detail"]

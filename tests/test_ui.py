@@ -218,7 +218,7 @@ def test_search_page_renders_results_with_escaping(ui, indexed):
     assert "hello.txt" in html and "xss.md" in html
     assert "<em>wonderful</em>" in html
     assert "<script>alert(1)" not in html
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "says alert(1) to the" in html  # a Markdown snippet shows its text, tags left out
     assert re.search(r"<strong>2</strong>\s*results · \d+ ms", html)
     assert 'href="/documents/notes--' in html and "q=wonderfull" in html
     assert 'value="wonderfull"' in html  # the box shows the query of a shared link
@@ -266,8 +266,8 @@ def test_search_filters_sort_and_pagination(app, ui, indexed, make_tree, run_job
 
 
 def test_search_states(ui, indexed):
-    empty = _text(ui.get("/"))
-    assert "Search 3 files" in empty
+    home = _text(ui.get("/"))  # nothing asked: the newest files
+    assert "Recent files" in home and "1–3 of <strong>3</strong>" in home
     none = ui.get("/?q=zzzqqqxxx")
     assert none.status_code == 200 and "No results for “zzzqqqxxx”" in _text(none)
     for query, message in (

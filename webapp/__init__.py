@@ -44,6 +44,30 @@ def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
     return app
 
 
+def create_cli_app(overrides: Mapping[str, Any] | None = None) -> Flask:
+    """The app `python -m webapp.cli` runs its commands in: the settings, the database, Redis,
+    the queue and the search backend, and the commands; no API, UI, dashboard, rate limits or
+    Flask-Migrate (Alembic), whose imports cost a command most of its time (docs/performance.md,
+    "The CLI"). `flask --app wsgi trawl ...` keeps the whole app."""
+    app = Flask(__name__)
+    app.config.update(settings.load(overrides))
+    _flask_settings(app)
+    from webapp import logs
+
+    logs.configure(app.config["LOG_LEVEL"], app.config["LOG_FORMAT"])
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    from webapp import models  # noqa: F401  (the tables)
+    from webapp.extensions import db, jwt
+
+    db.init_app(app)
+    jwt.init_app(app)  # tokens are made and checked by the services the commands share
+    _init_services(app)
+    from webapp import cli
+
+    cli.register(app)
+    return app
+
+
 def _flask_settings(app: Flask) -> None:
     """Settings of Flask and its extensions derived from ours."""
     from datetime import timedelta
@@ -83,13 +107,16 @@ def _limits_uri(redis_url: str) -> str:
 
 def _init_extensions(app: Flask) -> None:
     """Bind the unbound extensions of extensions.py."""
+    from flask_migrate import Migrate
+
     from webapp import models  # noqa: F401  (tables must be known before create_all)
+    from webapp.api import api
     from webapp.api.schemas import ErrorSchema
-    from webapp.extensions import api, db, htmx, jwt, limiter, migrate
+    from webapp.extensions import db, htmx, jwt, limiter
 
     api.ERROR_SCHEMA = ErrorSchema  # the documented default error body is ours: {"detail"}
     db.init_app(app)
-    migrate.init_app(app, db, directory=str(ROOT / "migrations"))
+    Migrate(app, db, directory=str(ROOT / "migrations"))  # `flask db ...`
     jwt.init_app(app)
     limiter.init_app(app)
     htmx.init_app(app)

@@ -551,11 +551,11 @@ def register(app: Flask) -> None:
 
 
 def main() -> None:
-    """`python -m webapp.cli ...`: the trawl commands, loading the app (Flask finds the package's
-    create_app, as `flask --app webapp` would) only for the command that runs: `--help` and a
-    mistyped option answer without it."""
+    """`python -m webapp.cli ...`: the trawl commands, loading the command-line app
+    (webapp.create_cli_app: no API, UI or Alembic) only for the command that runs: `--help` and
+    a mistyped option answer without it."""
     metrics_dir.prepare()  # an entry point: before the app imports prometheus_client
-    trawl.main(prog_name="python -m webapp.cli", obj=ScriptInfo(app_import_path="webapp"))
+    trawl.main(prog_name="python -m webapp.cli", obj=ScriptInfo(app_import_path="webapp:create_cli_app"))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ from webapp import keys
 from webapp.extensions import db
 from webapp.indexing.background import enqueue_once
 from webapp.indexing.embed_phase import EmbedRun, pending_count, pending_sources
+from webapp.indexing.state import writer_lock
 from webapp.models import Source
-from webapp.runtime import get_redis
+from webapp.runtime import get_queue, get_redis, get_search
 
 
 def embed_job(source_id: str) -> int:
@@ -39,6 +40,27 @@ def enqueue_embed(source_id: str) -> None:
         keys.EMBED_JOB_TIMEOUT,
         keys.EMBED_RESULT_TTL,
         keys.EMBED_FAILURE_TTL,
+    )
+
+
+def drop_vectors_job(source_id: str) -> int:
+    """Meaning switched off with Meilisearch holding the vectors: remove them from the
+    source's documents (a partial update of every one, hence a job). Nothing when the source
+    is gone or was switched on again meanwhile (its documents are being embedded anew)."""
+    app = current_app._get_current_object()
+    with app.app_context():
+        source = db.session.get(Source, source_id)
+        if source is None or source.semantic:
+            return 0
+        with writer_lock(source_id, app):  # after an embedding write in progress, not within
+            get_search(app).clear_vectors(source_id)
+        return 1
+
+
+def enqueue_drop_vectors(source_id: str) -> None:
+    """Queue drop_vectors_job on the main queue (as a rename's rewrite)."""
+    get_queue().enqueue(
+        drop_vectors_job, source_id, job_timeout=keys.RENAME_JOB_TIMEOUT, result_ttl=keys.RENAME_RESULT_TTL
     )
 
 

@@ -43,6 +43,8 @@ class User(db.Model):
     # Raised when the account is disabled: part of its credential stamp, so every session,
     # token and download link from before ends, and enabling it again does not revive them.
     generation: Mapped[int] = mapped_column(default=0)
+    # the UI's language chosen on the account page ('en', 'de'); None: the browser's
+    locale: Mapped[str | None] = mapped_column(String(8))
 
     @validates("username")
     def _set_key(self, _field: str, username: str) -> str:

@@ -15,6 +15,7 @@ Daylight saving time, in the schedule's zone:
 from __future__ import annotations
 
 import calendar
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -27,7 +28,6 @@ PRESETS: dict[str, str] = {
 
 _MONTHS = {name.upper(): i for i, name in enumerate(calendar.month_abbr) if name}
 _DAYS = {"SUN": 0, "MON": 1, "TUE": 2, "WED": 3, "THU": 4, "FRI": 5, "SAT": 6}
-_DAY_PLURALS = ["Sundays", "Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays", "Saturdays"]
 # (name, low, high, names) per field, in cron order
 _FIELDS = (
     ("minute", 0, 59, {}),
@@ -210,29 +210,44 @@ def next_scan(schedule: str | None, after: datetime, tz: str = "UTC") -> datetim
     return next_runs(schedule, after, tz, 1)[0]
 
 
-def describe(schedule: str | None) -> str:
-    """A short human-readable description, e.g. "Every day at 02:00" or "cron: 0 */6 * * *"."""
+def _english(message: str, **values: str) -> str:
+    return message % values if values else message
+
+
+def describe(schedule: str | None, _: Callable[..., str] = _english) -> str:
+    """A short human-readable description, e.g. "Every day at 02:00" or "cron: 0 */6 * * *".
+
+    `_` translates the phrases (the UI passes Flask-Babel's gettext; the phrases are in its
+    catalogue); without it they are English."""
     if schedule is None or not schedule.strip():
-        return "Manual only"
+        return _("Manual only")
     text = expand(schedule)
     parts = text.split()
     try:
         spec = parse(text)
     except ValueError:
-        return f"Invalid schedule: {schedule}"
+        return _("Invalid schedule: %(schedule)s", schedule=schedule)
     minute, hour, dom, month, dow = parts
     fixed_time = len(spec.minutes) == 1 and len(spec.hours) == 1 and minute.isdigit()
     at = f"{spec.hours[0]:02d}:{spec.minutes[0]:02d}" if fixed_time and hour.isdigit() else ""
     if minute.isdigit() and (hour, dom, month, dow) == ("*", "*", "*", "*"):
-        return "Every hour" if spec.minutes[0] == 0 else f"At minute {minute} of every hour"
+        if spec.minutes[0] == 0:
+            return _("Every hour")
+        return _("At minute %(minute)s of every hour", minute=minute)
     if at and (dom, month, dow) == ("*", "*", "*"):
-        return f"Every day at {at}"
+        return _("Every day at %(time)s", time=at)
     if at and (dom, month) == ("*", "*") and dow != "*":
         if spec.weekdays == frozenset(range(1, 6)):
-            return f"Monday to Friday at {at}"
-        names = [_DAY_PLURALS[d] for d in sorted(spec.weekdays)]
-        joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        return f"{joined} at {at}"
+            return _("Monday to Friday at %(time)s", time=at)
+        plurals = (
+            _("Sundays"), _("Mondays"), _("Tuesdays"), _("Wednesdays"), _("Thursdays"), _("Fridays"),
+            _("Saturdays"),
+        )  # fmt: skip
+        names = [plurals[d] for d in sorted(spec.weekdays)]
+        if len(names) == 1:
+            return _("%(days)s at %(time)s", days=names[0], time=at)
+        joined = _("%(days)s and %(last)s", days=", ".join(names[:-1]), last=names[-1])
+        return _("%(days)s at %(time)s", days=joined, time=at)
     if at and dom.isdigit() and (month, dow) == ("*", "*"):
-        return f"On day {dom} of every month at {at}"
-    return f"cron: {text}"
+        return _("On day %(day)s of every month at %(time)s", day=dom, time=at)
+    return _("cron: %(expression)s", expression=text)

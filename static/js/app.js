@@ -9,6 +9,25 @@
     return el.isContentEditable || tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT";
   }
 
+  // -- the page's language: its words come from the server (base.html, data-messages) --------
+  // Dates and numbers in the page's language, in the reader's own variant of it when the
+  // browser lists one (en-GB: "25 Nov 2026"; en alone would be the American "Nov 25, 2026").
+  var lang = document.documentElement.lang || undefined;
+  var variants = (navigator.languages || [navigator.language || ""]).filter(function (tag) {
+    return lang && tag.split("-")[0].toLowerCase() === lang;
+  });
+  if (variants.length) lang = variants[0];
+  var words = {};
+  try { words = JSON.parse(document.body.getAttribute("data-messages") || "{}"); } catch (e) { words = {}; }
+  function say(key, fallback, values) {
+    var text = words[key] || fallback;
+    Object.keys(values || {}).forEach(function (name) {
+      text = text.split("%(" + name + ")s").join(String(values[name]));
+    });
+    return text;
+  }
+  var numberFormat = new Intl.NumberFormat(lang);
+
   // -- toasts: short messages from htmx responses --------------------------------------------
   function toast(message, level) {
     var box = document.getElementById("toasts");
@@ -26,7 +45,7 @@
       var detail = doc.querySelector("[data-detail]");
       if (detail && detail.textContent.trim()) return detail.textContent.trim();
     } catch (e) { /* fall through to the status line */ }
-    return "The server answered " + xhr.status + (xhr.statusText ? " " + xhr.statusText : "");
+    return say("server", "The server answered %(status)s", { status: xhr.status + (xhr.statusText ? " " + xhr.statusText : "") });
   }
 
   // -- image previews the server refused (too large, damaged): show the note, not a broken image
@@ -79,7 +98,7 @@
     toast(errorText(evt.detail.xhr), "error");
   });
   document.addEventListener("htmx:sendError", function () {
-    toast("Cannot reach Trawl. Check your connection and try again.", "error");
+    toast(say("offline", "Cannot reach Trawl. Check your connection and try again."), "error");
   });
   document.addEventListener("trawl:notify", function (evt) {
     toast(evt.detail && evt.detail.message, evt.detail && evt.detail.level);
@@ -168,7 +187,8 @@
       var mark = marks[current];
       mark.classList.add("current");
       mark.scrollIntoView({ block: "center", behavior: "smooth" });
-      count.textContent = "Match " + (current + 1) + " of " + marks.length + " on this page";
+      count.textContent = say("match", "Match %(n)s of %(total)s on this page",
+        { n: numberFormat.format(current + 1), total: numberFormat.format(marks.length) });
     }
 
     document.getElementById("next-match").addEventListener("click", function () { show(current + 1); });
@@ -205,11 +225,11 @@
     if (!source) return;
     copyText(source.textContent).then(function () {
       var label = button.textContent;
-      button.textContent = "Copied";
-      toast(button.getAttribute("data-copied") || "Path copied to the clipboard", "success");
+      button.textContent = say("copied", "Copied");
+      toast(button.getAttribute("data-copied") || say("pathCopied", "Path copied to the clipboard"), "success");
       setTimeout(function () { button.textContent = label; }, 1500);
     }, function () {
-      toast("Copying is not allowed here; select the text and copy it by hand.", "error");
+      toast(say("noCopy", "Copying is not allowed here; select the text and copy it by hand."), "error");
     });
   });
 
@@ -233,9 +253,10 @@
   }, true);
 
   // -- times in the browser's time zone (the server writes UTC; the title keeps it) ------------
-  // One style for every date: "25 Nov 2026, 21:07 GMT+1" in the browser's language and zone;
-  // a relative one ("5 minutes ago") keeps its words and shows that in its tooltip.
-  var localFormat = new Intl.DateTimeFormat(undefined, {
+  // One style for every date: "25 Nov 2026, 21:07 GMT+1" in the page's language (<html lang>,
+  // the language the server chose) and the browser's zone; a relative one ("5 minutes ago")
+  // keeps its words and shows that in its tooltip.
+  var localFormat = new Intl.DateTimeFormat(lang, {
     year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
     hour12: false, timeZoneName: "short"
   });
@@ -253,6 +274,79 @@
     });
   }
   document.addEventListener("htmx:afterSettle", function (evt) { localTimes(evt.detail.elt); });
+
+
+  // -- the grid's lightbox: a picture or a video at the size of the screen --------------------
+  // A tile is a link to the document page (that is what it does without JavaScript); a click
+  // on a picture or a video opens it here, with the previous and next tiles a key away.
+  var lightbox = null;
+  var shown = -1;
+  function tiles() {
+    return Array.prototype.slice.call(document.querySelectorAll("#results [data-lightbox]"));
+  }
+  function makeLightbox() {
+    var box = document.createElement("dialog");
+    box.className = "lightbox";
+    box.setAttribute("aria-label", "Picture");
+    box.innerHTML =
+      '<div class="lightbox-stage" data-lightbox-stage></div>' +
+      '<div class="lightbox-bar">' +
+      '<button type="button" data-lightbox-step="-1" aria-label="Previous">←</button>' +
+      '<span class="lightbox-title" data-lightbox-title></span>' +
+      '<a data-lightbox-open href="#">Details</a>' +
+      '<button type="button" data-lightbox-step="1" aria-label="Next">→</button>' +
+      '<button type="button" data-lightbox-close aria-label="Close">✕</button></div>';
+    box.addEventListener("click", function (evt) {
+      var step = evt.target.closest("[data-lightbox-step]");
+      if (step) { showTile(shown + parseInt(step.getAttribute("data-lightbox-step"), 10)); return; }
+      if (evt.target.closest("[data-lightbox-close]") || evt.target.hasAttribute("data-lightbox-stage")) box.close();
+    });
+    box.addEventListener("keydown", function (evt) {
+      if (evt.key === "ArrowRight") { evt.preventDefault(); showTile(shown + 1); }
+      if (evt.key === "ArrowLeft") { evt.preventDefault(); showTile(shown - 1); }
+    });
+    box.addEventListener("close", function () {
+      var stage = box.querySelector("[data-lightbox-stage]");
+      stage.textContent = "";  // stops a video
+      var all = tiles();
+      if (all[shown]) all[shown].focus();
+    });
+    document.body.appendChild(box);
+    return box;
+  }
+  function showTile(index) {
+    var all = tiles();
+    if (!all.length) return;
+    shown = (index + all.length) % all.length;
+    var tile = all[shown];
+    var stage = lightbox.querySelector("[data-lightbox-stage]");
+    stage.textContent = "";
+    var media;
+    if (tile.getAttribute("data-lightbox") === "video") {
+      media = document.createElement("video");
+      media.controls = true;
+      media.autoplay = true;
+      media.preload = "metadata";
+    } else {
+      media = document.createElement("img");
+      media.alt = tile.getAttribute("data-title") || "";
+    }
+    media.src = tile.getAttribute("data-src");
+    media.setAttribute("data-lightbox-media", "");
+    stage.appendChild(media);
+    lightbox.querySelector("[data-lightbox-title]").textContent = tile.getAttribute("data-title") || "";
+    lightbox.querySelector("[data-lightbox-open]").href = tile.getAttribute("href");
+    lightbox.setAttribute("aria-label", tile.getAttribute("data-title") || "Picture");
+  }
+  document.addEventListener("click", function (evt) {
+    var tile = evt.target.closest && evt.target.closest("#results [data-lightbox]");
+    if (!tile || evt.button !== 0 || evt.ctrlKey || evt.metaKey || evt.shiftKey || evt.altKey) return;
+    if (typeof HTMLDialogElement === "undefined") return;  // the document page, as without JS
+    evt.preventDefault();
+    lightbox = lightbox || makeLightbox();
+    showTile(tiles().indexOf(tile));
+    if (!lightbox.open) lightbox.showModal();
+  });
 
   setupMatches();
   localTimes(document);

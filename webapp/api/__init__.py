@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import Flask
+from flask_smorest import Api
 
 from webapp.api import (
     auth,
@@ -15,7 +16,8 @@ from webapp.api import (
     tokens,
     users,
 )
-from webapp.extensions import api
+
+api = Api()  # unbound; create_app binds it (the command-line app never imports flask-smorest)
 
 
 def register_api(app: Flask) -> None:

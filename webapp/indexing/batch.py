@@ -112,8 +112,7 @@ def _document(
         "extension": extension(path),
         "type": doc.type,
         "size_bytes": size,
-        # the date sorting, date filters and the year facet use: an e-mail's sent date
-        "modified_at": doc.date if doc.date is not None else int(mtime_ns // 1_000_000_000),
+        "modified_at": int(mtime_ns // 1_000_000_000),
         "indexed_at": now,
         "content": doc.content or "",
         "title": doc.title,

@@ -229,7 +229,11 @@ class EmbedRun:
                 return
             store = get_vectors(self.app)
             ids = {doc_id(self.source_id, p): p for p in kept}
-            store.add(self.source_id, {i: v for i, v in vectors.items() if i in ids and len(v)})
+            backend = get_search(self.app)
+            if getattr(backend, "native_meaning", False):  # Meilisearch holds them itself
+                backend.set_vectors({i: v for i, v in vectors.items() if i in ids})
+            else:
+                store.add(self.source_id, {i: v for i, v in vectors.items() if i in ids and len(v)})
             db.session.execute(
                 update(IndexedFile)
                 .where(IndexedFile.source_id == self.source_id, IndexedFile.path.in_(kept))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,8 +17,12 @@ BACKENDS = ("tantivy", "meilisearch")
 # relevance benchmark found best (docs/relevance.md).
 MATCHING_STRATEGIES = ("all", "last", "frequency")
 DEFAULT_MATCHING_STRATEGY = "frequency"
-FACETS = ("type", "extension", "source_id", "year")  # `year` of modified_at, UTC
+# `year` of the document's date (doc_date), UTC; `camera` of photos (EXIF make and model);
+# `folder`: the subfolders of SearchQuery.folder_facet (relative names are the service's).
+FACETS = ("type", "extension", "source_id", "year", "camera", "folder")
 MAX_FACET_VALUES = 100  # per facet, the most frequent first (as Meilisearch's default)
+FOLDER_EDGE = "\x1f"  # between a folder and its subfolder in the facet's index terms
+_EXIF_DATE = re.compile(r"\s*(\d{4})[:\-](\d{2})[:\-](\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2}))?)?")
 # Keys every upserted document carries (title may be None, metadata may be {}; container_id,
 # the id of the archive or e-mail holding a member, is None or absent for plain files).
 DOC_FIELDS = (
@@ -79,6 +84,9 @@ class SearchQuery:
     # Only these documents (None: no such limit): meaning's candidates, checked against the
     # query's filters and the asker's sources by the backend (search/hybrid.py).
     within_ids: tuple[str, ...] | None = None
+    # The absolute folders whose direct subfolders the `folder` facet counts (the service
+    # turns the asked folder, relative to the sources' roots, into these).
+    folder_facet: tuple[str, ...] = ()
 
     def syntax(self) -> QuerySpec:
         """The query language terms of `q` (see search/syntax.py)."""
@@ -166,9 +174,88 @@ def doc_folders(path: str) -> list[str]:
     return folders
 
 
-def doc_year(modified_at: int) -> int:
-    """The UTC year of a modification time (Unix seconds), for the `year` facet."""
-    return datetime.fromtimestamp(int(modified_at), tz=UTC).year
+def doc_year(when: int) -> int:
+    """The UTC year of a time (Unix seconds; a document's doc_date), for the `year` facet."""
+    return datetime.fromtimestamp(int(when), tz=UTC).year
+
+
+def doc_date(doc: Mapping) -> int:
+    """A document's date (Unix seconds) for the newest/oldest sorts, `modified:` and the
+    `year` facet: when a photo was taken (EXIF DateTimeOriginal, read as UTC), when an e-mail
+    was sent (its Date header), else the file's modification time."""
+    meta = doc.get("metadata") or {}
+    when = taken_at(meta.get("date_taken"))
+    if when is None and doc.get("type") == "email":
+        when = sent_at(meta.get("date"))
+    return when if when is not None else int(doc["modified_at"])
+
+
+def sent_at(value: object) -> int | None:
+    """Unix seconds of an e-mail's sent date (ISO 8601, as the extractor writes its Date
+    header; one without a zone read as UTC), None when unreadable or absurd."""
+    try:
+        when = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    if when is None or not 1826 <= when.year <= 2200:
+        return None
+    return int((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp())
+
+
+def taken_at(value: object) -> int | None:
+    """Unix seconds of an EXIF date (`2019:05:03 14:30:00`), None when unreadable or absurd."""
+    m = _EXIF_DATE.match(value) if isinstance(value, str) else None
+    if m is None:
+        return None
+    try:
+        parts = [int(p or 0) for p in m.groups()]
+        when = datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+    except ValueError:  # `0000:00:00 00:00:00`, a month 13
+        return None
+    return int(when.timestamp()) if 1826 <= when.year <= 2200 else None
+
+
+def doc_camera(doc: Mapping) -> str | None:
+    """The camera of a photo for the `camera` facet: its EXIF model, after the make unless
+    the model starts with it (`Canon EOS 5D`, `NIKON D750`, `Apple iPhone 12`)."""
+    meta = doc.get("metadata") or {}
+    make, model = (_tag_text(meta.get(k)) for k in ("camera_make", "camera_model"))
+    if not model:
+        return make or None
+    brand = make.split()[0].casefold() if make else ""
+    if not brand or model.casefold().startswith(brand):
+        return model
+    return f"{make} {model}"
+
+
+def _tag_text(value: object) -> str:
+    if isinstance(value, list):
+        value = value[0] if value else ""
+    return " ".join(str(value).split())[:100] if value not in (None, "") else ""
+
+
+def disk_folders(path: str) -> list[str]:
+    """The folders on disk above a document (a member counts under its container's folder)."""
+    outer = path.split("!/", 1)[0]
+    return doc_folders(outer)
+
+
+def folder_edges(path: str) -> list[str]:
+    """`<folder>\x1f<subfolder>` for every folder on disk above a document and the next one
+    down: the terms the `folder` facet counts a folder's subfolders by (a prefix look-up)."""
+    folders = disk_folders(path)
+    return [f"{a}{FOLDER_EDGE}{b}" for a, b in zip(folders, folders[1:], strict=False)]
+
+
+def subfolders(counts: Mapping[str, int], parents: tuple[str, ...]) -> dict[str, int]:
+    """Of folder -> count, the direct subfolders of any of `parents` (a server engine gives
+    every folder; the Meilisearch backend keeps these)."""
+    out: dict[str, int] = {}
+    for folder, count in counts.items():
+        parent = folder.rpartition("/")[0] or "/"
+        if parent in parents and folder not in parents:
+            out[folder] = out.get(folder, 0) + int(count)
+    return out
 
 
 def make_backend(settings: Mapping) -> SearchBackend:

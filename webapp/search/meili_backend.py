@@ -6,26 +6,39 @@ content of a document into chunks whose estimated position count stays under 60,
 each chunk as its own Meilisearch document (`uid` = `<id>_c<n>`, the other fields copied),
 and collapse chunks with `distinctAttribute: id`, so a word anywhere in a long file is found
 and results and totals count documents, not chunks. `get` joins the chunks back in order.
+
+Meaning (hybrid search, similar documents): Trawl's passage vectors go to Meilisearch as a
+`userProvided` embedder and searches use its own `hybrid` parameter; what is sent and what
+is derived from the answers is in search/meili_meaning.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Iterator
 
 import meilisearch
+import numpy as np
 from meilisearch.errors import MeilisearchError
 
 from webapp.search import (
+    MAX_FACET_VALUES,
     SearchBackendError,
     SearchPage,
     SearchQuery,
+    disk_folders,
+    doc_camera,
+    doc_date,
     doc_folders,
     doc_year,
     ranking,
+    subfolders,
     validate_doc,
 )
+from webapp.search import meili_meaning as meaning
+from webapp.search.hybrid import CANDIDATES
 from webapp.search.query import TOKEN_RE, ParsedQuery, QueryTerm, TermMatcher, parse_query
 from webapp.search.snippets import build_snippet
 from webapp.search.syntax import QuerySpec, Range
@@ -35,9 +48,9 @@ HARD_SEPARATOR_COST = 8
 _HARD_SEPARATORS = re.compile(r"[.!?;:\n]")
 _WORD_RE = re.compile(r"\S+\s*|\s+")
 PAGE = 1000  # documents per page when listing, per batch when writing
-SORTS = {
-    "modified_at:desc": "modified_at:desc",
-    "modified_at:asc": "modified_at:asc",
+SORTS = {  # newest/oldest: by the document's date (doc_date: when a photo was taken)
+    "modified_at:desc": "date:desc",
+    "modified_at:asc": "date:asc",
     "size_bytes:desc": "size_bytes:desc",
     "basename:asc": "basename_sort:asc",
 }
@@ -64,8 +77,14 @@ INDEX_SETTINGS = {
         "year",
         "folders",
         "chunk",
+        "date",
+        "camera",
+        "dirs",
     ],
-    "sortableAttributes": ["modified_at", "size_bytes", "basename_sort"],
+    "sortableAttributes": ["modified_at", "size_bytes", "basename_sort", "date"],
+    # The `folder` facet keeps the subfolders of the folder asked from every folder counted:
+    # enough values, the most frequent first (a subfolder counts at least its own subfolders).
+    "faceting": {"maxValuesPerFacet": 1000, "sortFacetValuesBy": {"*": "count"}},
     "distinctAttribute": "id",
     # `sort` first: an explicit sort orders the whole result set, not only ties; then the
     # declared rules (search/ranking.py) by their Meilisearch names.
@@ -75,6 +94,7 @@ INDEX_SETTINGS = {
     # Japanese segmenters then find `说明书` in `募集说明书`); naming locales would turn
     # detection off for every language not named. Meilisearch does not stem English words.
     "pagination": {"maxTotalHits": 100_000},
+    "embedders": meaning.EMBEDDERS,  # meaning: Trawl's own vectors (meili_meaning.py)
 }
 
 
@@ -163,8 +183,11 @@ class MeiliBackend:
         """The Meilisearch documents of one document: one per content chunk."""
         base = {k: v for k, v in doc.items() if k != "content"}
         base["basename_sort"] = doc["basename"].lower()
-        base["year"] = doc_year(doc["modified_at"])
+        base["date"] = doc_date(doc)
+        base["year"] = doc_year(base["date"])
         base["folders"] = doc_folders(doc["path"])
+        base["dirs"] = disk_folders(doc["path"])  # the `folder` facet
+        base["camera"] = doc_camera(doc)
         out = []
         for n, part in enumerate(split_content(doc["content"])):
             chunk = dict(base, uid=f"{doc['id']}_c{n}", chunk=n, content=part)
@@ -214,7 +237,7 @@ class MeiliBackend:
         chunks = sorted(self._list(f"id = {_quote(doc_id)}"), key=lambda c: c["chunk"])
         if not chunks:
             return None
-        derived = ("uid", "chunk", "basename_sort", "year", "folders")
+        derived = ("uid", "chunk", "basename_sort", "year", "folders", "date", "dirs", "camera")
         doc = {k: v for k, v in chunks[0].items() if k not in derived}
         doc["content"] = "".join(c.get("content") or "" for c in chunks)
         return doc
@@ -243,9 +266,9 @@ class MeiliBackend:
             return f"meilisearch: {exc}"[:200]
         return "ok" if status == "available" else f"meilisearch: {status}"
 
-    def search(self, query: SearchQuery) -> SearchPage:
-        """Run a query; a second (page-mode) query gives the exact total."""
-        started = time.perf_counter()
+    def _queries(self, query: SearchQuery) -> tuple[dict, list[dict], ParsedQuery, str | None]:
+        """The hits query and the count queries of a search (page mode: the total and facets,
+        then the folder facet's when asked), its parsed text and its filter expression."""
         spec = query.syntax()
         filters = _meili_filters(query, spec)
         parsed = parse_query(spec.text)
@@ -254,8 +277,9 @@ class MeiliBackend:
             "q": _meili_q(spec, parsed),
             "matchingStrategy": query.matching_strategy,
         }
-        if filters:
-            common["filter"] = " AND ".join(filters)
+        filter_ = " AND ".join(filters) if filters else None
+        if filter_:
+            common["filter"] = filter_
         if query.effective_sort() in SORTS:
             common["sort"] = [SORTS[query.effective_sort()]]
         hits_query = dict(
@@ -269,18 +293,185 @@ class MeiliBackend:
             showRankingScore=True,
         )
         count_query = dict(common, hitsPerPage=1, page=1, attributesToRetrieve=["id"])
-        if query.facets:  # counted after `distinct`, so per document, not per chunk
-            count_query["facets"] = list(query.facets)
-        answer = self._call(self.client.multi_search, [hits_query, count_query])
-        hits, counted = answer["results"]
+        counted_facets = [f for f in query.facets if f != "folder"]
+        if counted_facets:  # counted after `distinct`, so per document, not per chunk
+            count_query["facets"] = counted_facets
+        counts = [count_query]
+        if "folder" in query.facets:  # the folders under the asked ones
+            under = ", ".join(_quote(f) for f in query.folder_facet) or '""'
+            counts.append(
+                dict(
+                    common,
+                    hitsPerPage=1,
+                    page=1,
+                    attributesToRetrieve=["id"],
+                    facets=["dirs"],
+                    filter=" AND ".join([*filters, f"dirs IN [{under}]"]),
+                )
+            )
+        return hits_query, counts, parsed, filter_
+
+    def _facets(self, query: SearchQuery, counted: list[dict]) -> dict | None:
+        """The facets of a search from its count queries' answers (`_queries`)."""
+        if not query.facets:
+            return None
+        found = dict(counted[0].get("facetDistribution") or {})
+        if "folder" in query.facets:
+            dirs = (counted[1].get("facetDistribution") or {}).get("dirs") or {}
+            found["folder"] = subfolders(dirs, query.folder_facet)
+        return {name: _top(found.get(name) or {}) for name in query.facets}
+
+    def search(self, query: SearchQuery) -> SearchPage:
+        """Run a query; a second (page-mode) query gives the exact total (a third the
+        folder facet's subfolders)."""
+        started = time.perf_counter()
+        hits_query, counts, parsed, _ = self._queries(query)
+        hits, *counted = self._call(self.client.multi_search, [hits_query, *counts])["results"]
         matcher = TermMatcher.from_query(parsed)
         results = [_result(h, matcher, query.snippet_length) for h in hits["hits"]]
-        facets = None
-        if query.facets:
-            found = counted.get("facetDistribution") or {}
-            facets = {name: dict(found.get(name) or {}) for name in query.facets}
         elapsed = int((time.perf_counter() - started) * 1000)
-        return SearchPage(results, int(counted["totalHits"]), elapsed, facets)
+        return SearchPage(results, int(counted[0]["totalHits"]), elapsed, self._facets(query, counted))
+
+    # --- meaning -------------------------------------------------------------------------
+
+    native_meaning = True  # services/meaning.py: this backend ranks meaning itself
+
+    def _uids(self, doc_ids: list[str]) -> dict[str, list[str]]:
+        """{doc id: its chunks' uids}."""
+        filter_ = "id IN [" + ", ".join(_quote(x) for x in doc_ids) + "]"
+        out: dict[str, list[str]] = {}
+        for chunk in self._list(filter_, ["uid", "id"]):
+            out.setdefault(chunk["id"], []).append(chunk["uid"])
+        return out
+
+    def set_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        """Give documents their passage vectors ({doc id: (n, 384) array}; an empty array
+        removes them); every chunk of a document carries them. Unknown ids are ignored."""
+        ids = list(vectors)
+        for i in range(0, len(ids), PAGE // 10):  # 100 documents, up to 800 vectors a task
+            batch = ids[i : i + PAGE // 10]
+            updates = meaning.vector_updates(self._uids(batch), {x: vectors[x] for x in batch})
+            if updates:
+                self._wait(self._call(self.index.update_documents, updates, "uid"))
+
+    def clear_vectors(self, source_id: str) -> None:
+        """Remove the vectors of a source's documents (meaning switched off)."""
+        uids = [d["uid"] for d in self._list(f"source_id = {_quote(source_id)}", ["uid"])]
+        for i in range(0, len(uids), PAGE):
+            updates = [{"uid": u, "_vectors": meaning.vectors_field(None)} for u in uids[i : i + PAGE]]
+            self._wait(self._call(self.index.update_documents, updates, "uid"))
+
+    def vectors_of(self, doc_id: str) -> np.ndarray | None:
+        """The passages of one document as Meilisearch holds them, or None."""
+        try:
+            params = {"fields": ["id", "_vectors"], "retrieveVectors": "true"}
+            doc = self._call(self.index.get_document, f"{doc_id}_c0", params)
+        except SearchBackendError as exc:
+            if "document_not_found" in str(exc):
+                return None
+            raise
+        return meaning.passages_of(dict(doc))
+
+    def hybrid_queries(
+        self, query: SearchQuery, ratio: float, vector: np.ndarray, sources: list[str], window: int
+    ) -> tuple[list[dict], ParsedQuery]:
+        """The three queries of a search with meaning (one multi-search): the first `window`
+        hits ranked by Meilisearch's `hybrid`, the keyword count (and facets), and the
+        CANDIDATES documents closest to the question (pure vector search, same filters,
+        `sources`: those with meaning on)."""
+        window_query = dataclasses.replace(query, offset=0, limit=window)
+        hits_query, counts, parsed, filter_ = self._queries(window_query)
+        hits_query.update(meaning.hybrid_params(vector, ratio))
+        near = meaning.related_query(self.uid, vector, filter_, sources, CANDIDATES)
+        return [hits_query, *counts, near], parsed
+
+    def search_hybrid(
+        self, query: SearchQuery, ratio: float, vector: np.ndarray, min_similarity: float, sources: list[str]
+    ) -> SearchPage:
+        """A search with meaning, ranked by Meilisearch's `hybrid` (meili_meaning.py says
+        what is sent and how each hit's `match` and the total are derived); `sources`: those
+        whose documents meaning may bring (the asker's, with meaning on). The hits are read
+        from the first one and those found by neither words nor meaning's candidates left
+        out before the page is cut, so pages follow each other; the window doubles while it
+        holds too few."""
+        started = time.perf_counter()
+        want = max(0, query.offset) + max(0, query.limit)
+        window = max(2 * want, meaning.MIN_WINDOW)
+        queries, parsed = self.hybrid_queries(query, ratio, vector, sources, window)
+        hits, *counted, nearest = self._call(self.client.multi_search, queries)["results"]
+        candidates = meaning.related(nearest["hits"], vector, min_similarity)
+        while True:
+            found = hits["hits"]
+            ids = list(dict.fromkeys([h["id"] for h in found] + list(candidates)))
+            by_words = self._matching_words(query, ids)
+            kept = meaning.classify(found, by_words, candidates)
+            if len(kept) >= want or len(found) < window or window >= want + meaning.MAX_EXTRA:
+                break
+            window = min(2 * window, want + meaning.MAX_EXTRA)
+            hits = self._call(self.client.multi_search, [dict(queries[0], limit=window)])["results"][0]
+        matcher = TermMatcher.from_query(parsed)
+        results = []
+        for hit, match in kept[max(0, query.offset) : want]:
+            result = _result(hit, matcher, query.snippet_length)
+            result["match"] = match
+            results.append(result)
+        only_meaning = sum(1 for doc_id in candidates if doc_id not in by_words)
+        elapsed = int((time.perf_counter() - started) * 1000)
+        total = int(counted[0]["totalHits"]) + only_meaning
+        return SearchPage(results, total, elapsed, self._facets(query, counted))
+
+    def _matching_words(self, query: SearchQuery, doc_ids: list[str]) -> set[str]:
+        """Those of these documents that the query's words find (a keyword query, no hybrid)."""
+        if not doc_ids:
+            return set()
+        check = SearchQuery(
+            q=query.q,
+            spec=query.spec,
+            source_ids=query.source_ids,
+            source_id=query.source_id,
+            type=query.type,
+            matching_strategy=query.matching_strategy,
+            within_ids=tuple(doc_ids),
+            limit=len(doc_ids),
+            snippet_length=0,
+        )
+        hits_query, _, _, _ = self._queries(check)
+        hits_query.update(attributesToRetrieve=["id"], attributesToCrop=[], showRankingScore=False)
+        hits_query.pop("cropLength", None)
+        hits_query.pop("cropMarker", None)
+        answer = self._call(self.client.multi_search, [hits_query])
+        return {h["id"] for h in answer["results"][0]["hits"]}
+
+    def similar(self, doc_id: str, source_ids: tuple[str, ...] | None, limit: int) -> list[tuple[str, float]]:
+        """The documents closest in meaning to one document, through Meilisearch's similar
+        documents route: (doc id, cosine similarity of the closest passages), best first;
+        [] when the document has no vectors. `source_ids`: the sources the asker sees."""
+        own = self.vectors_of(doc_id)
+        if own is None:
+            return []
+        centre = own.mean(axis=0)
+        centre /= max(float(np.linalg.norm(centre)), 1e-9)
+        filters = ["chunk = 0", f"id != {_quote(doc_id)}"]
+        if source_ids is not None:
+            granted = ", ".join(_quote(s) for s in source_ids)
+            filters.append(f"source_id IN [{granted}]" if granted else "chunk < 0")
+        body = {
+            "id": f"{doc_id}_c0",
+            "embedder": meaning.EMBEDDER,
+            "filter": " AND ".join(filters),
+            "limit": limit,
+            "attributesToRetrieve": ["id", "_vectors"],
+            "retrieveVectors": True,
+        }
+        answer = self._call(self.index.get_similar_documents, body)
+        scored = [(h["id"], meaning.similarity(centre, meaning.passages_of(h))) for h in answer["hits"]]
+        return sorted(((i, s) for i, s in scored if s is not None), key=lambda item: -item[1])
+
+
+def _top(counts: dict) -> dict[str, int]:
+    """The MAX_FACET_VALUES most frequent values of one facet."""
+    ranked = sorted(counts.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
+    return {str(k): int(v) for k, v in ranked[:MAX_FACET_VALUES]}
 
 
 def _meili_q(spec: QuerySpec, parsed: ParsedQuery) -> str:
@@ -320,7 +511,9 @@ def _meili_filters(query: SearchQuery, spec: QuerySpec) -> list[str]:
     ):
         if values:
             out.append(f"{attribute} IN [" + ", ".join(_quote(v) for v in values) + "]")
-    out += [_meili_range("modified_at", r) for r in spec.modified]
+    if spec.cameras:
+        out.append("camera IN [" + ", ".join(_quote(c) for c in spec.cameras) + "]")
+    out += [_meili_range("date", r) for r in spec.modified]
     out += [_meili_range("size_bytes", r) for r in spec.size]
     return [f for f in out if f]
 
@@ -361,6 +554,7 @@ def _result(hit: dict, matcher: TermMatcher, snippet_length: int) -> dict:
         matcher,
         snippet_length,
         fallbacks=(hit.get("title"), hit.get("basename"), hit.get("path")),
+        kind=hit.get("type"),
     )
     return {
         "id": hit["id"],

@@ -9,6 +9,7 @@ from functools import lru_cache
 from html import escape
 
 from webapp.search.query import CJK_RE, TOKEN_RE, TermMatcher, is_cjk
+from webapp.search.tidy import tidy
 
 ELLIPSIS = "…"
 _DIGIT_RE = re.compile(r"\d")
@@ -343,24 +344,32 @@ def _region(text: str, matcher: TermMatcher, length: int, short: bool) -> tuple[
 
 
 def build_snippet(
-    text: str | None, matcher: TermMatcher, length: int = 300, fallbacks: Sequence[str | None] = ()
+    text: str | None,
+    matcher: TermMatcher,
+    length: int = 300,
+    fallbacks: Sequence[str | None] = (),
+    kind: str | None = None,
 ) -> str:
     """HTML snippet of about `length` visible chars around the best match in `text`.
 
     When `text` has no match, the first fallback (title, basename, ...) that has one is used;
     when nothing matches, the start of `text` (or of the first non-empty fallback) is shown.
+    The text of a document of type `kind` is tidied first (tidy()): a snippet shows words,
+    not Markdown markup or `Width: 800` metadata lines; a text only of those shows none.
     """
     candidates = [t for t in (text, *fallbacks) if t and not t.isspace()]
     for candidate in candidates:
         region = _region(candidate, matcher, length, short=candidate is not text)
         if region is not None:
             raw, lo, hi = region
-            cleaned = _clean(raw)
-            return _cut(cleaned, matcher, length, lo > 0, hi < len(candidate))
+            cleaned = _clean(tidy(raw, kind) if candidate is text else raw)
+            if cleaned:
+                return _cut(cleaned, matcher, length, lo > 0, hi < len(candidate))
     if not candidates:
         return ""
     head = candidates[0][: 4 * length]
-    return _cut(_clean(head), matcher, length, False, len(head) < len(candidates[0]))
+    cleaned = _clean(tidy(head, kind) if candidates[0] is text else head)
+    return _cut(cleaned, matcher, length, False, len(head) < len(candidates[0])) if cleaned else ""
 
 
 def highlight_all(text: str, matcher: TermMatcher) -> str:

@@ -25,6 +25,7 @@ FIELDS = {
     "title": "title",
     "modified": "modified",
     "size": "size",
+    "camera": "cameras",
 }
 EXAMPLES = {
     "type": "type:pdf",
@@ -34,6 +35,7 @@ EXAMPLES = {
     "title": "title:budget",
     "modified": "modified:2024-03",
     "size": "size:>10MB",
+    "camera": 'camera:"Canon EOS 5D"',
 }
 DATE_HINT = "is not a date (use 2024, 2024-03 or 2024-03-15)"
 SIZE_HINT = "is not a size (use 500, 10k, 2MB or 1GB)"
@@ -78,6 +80,7 @@ class QuerySpec:
     title: tuple[tuple[str, ...], ...] = ()  # folded words of each title: term, each required
     modified: tuple[Range, ...] = ()  # Unix seconds, UTC; every range must hold
     size: tuple[Range, ...] = ()  # bytes; every range must hold
+    cameras: tuple[str, ...] = ()  # the camera as the `camera` facet names it (any case)
 
     @property
     def has_positive_text(self) -> bool:
@@ -102,6 +105,7 @@ class QuerySpec:
                 self.title,
                 self.modified,
                 self.size,
+                self.cameras,
             )
         )
 
@@ -206,8 +210,8 @@ def _read_term(raw: str, values: dict[str, list]) -> None:
         values[key].append(value.lower().lstrip(".") if key == "extensions" else value.lower())
     elif key == "paths":  # `a//b/` -> `a/b`, the form folders are indexed in
         values[key].append(re.sub("/+", "/", value).rstrip("/") or "/")
-    elif key == "sources":
-        values[key].append(value)
+    elif key in ("sources", "cameras"):
+        values[key].append(" ".join(value.split()) if key == "cameras" else value)
     elif key == "title":
         words = tuple(tokens(value))
         if not words:

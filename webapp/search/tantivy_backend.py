@@ -17,13 +17,17 @@ from tantivy import Occur, Order, Query
 
 from webapp.memtune import PageOut
 from webapp.search import (
+    FOLDER_EDGE,
     MAX_FACET_VALUES,
     IndexRebuilding,
     SearchBackendError,
     SearchPage,
     SearchQuery,
+    doc_camera,
+    doc_date,
     doc_folders,
     doc_year,
+    folder_edges,
     ranking,
     validate_doc,
 )
@@ -46,9 +50,10 @@ from webapp.search.tantivy_text import (
 
 log = logging.getLogger(__name__)
 
+# The newest/oldest sorts order by the document's date (doc_date: when a photo was taken).
 SORT_FIELDS = {
-    "modified_at:desc": ("modified_at", Order.Desc),
-    "modified_at:asc": ("modified_at", Order.Asc),
+    "modified_at:desc": ("date", Order.Desc),
+    "modified_at:asc": ("date", Order.Asc),
     "size_bytes:desc": ("size_bytes", Order.Desc),
     "basename:asc": ("basename_sort", Order.Asc),
 }
@@ -58,7 +63,13 @@ SORT_FIELDS = {
 # docs/relevance.md).
 SNIPPET_COMMON_SHARE = 0.1
 # API facet name -> fast field counted by Searcher.aggregate.
-FACET_FIELDS = {"type": "type", "extension": "extension", "source_id": "source_id", "year": "year"}
+FACET_FIELDS = {
+    "type": "type",
+    "extension": "extension",
+    "source_id": "source_id",
+    "year": "year",
+    "camera": "camera",
+}
 
 
 def build_schema() -> tantivy.Schema:
@@ -66,7 +77,7 @@ def build_schema() -> tantivy.Schema:
     the stored document."""
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("id", tokenizer_name="raw")
-    for name in ("source_id", "type", "extension", "basename_sort", LANGUAGE_FIELD):
+    for name in ("source_id", "type", "extension", "basename_sort", LANGUAGE_FIELD, "camera"):
         sb.add_text_field(name, tokenizer_name="raw", fast=True)
     for name in FIELD_WEIGHTS:
         sb.add_text_field(name, tokenizer_name=TOKENIZER)
@@ -77,8 +88,11 @@ def build_schema() -> tantivy.Schema:
         )
     sb.add_integer_field("modified_at", indexed=True, fast=True)
     sb.add_integer_field("size_bytes", indexed=True, fast=True)
-    sb.add_integer_field("year", indexed=True, fast=True)  # of modified_at, UTC: the facet
+    sb.add_integer_field("date", indexed=True, fast=True)  # doc_date: sorts, `modified:`
+    sb.add_integer_field("year", indexed=True, fast=True)  # of the date, UTC: the facet
     sb.add_text_field("folders", tokenizer_name="raw")  # every folder above the path: `path:`
+    sb.add_text_field("folder_edges", tokenizer_name="raw")  # the `folder` facet's terms
+    sb.add_text_field("camera_key", tokenizer_name="raw")  # lower case: `camera:`
     sb.add_bytes_field("doc", stored=True)  # the document as upserted minus its content, JSON
     return sb.build()
 
@@ -168,12 +182,17 @@ class TantivyBackend:
             "path": [_nfc(doc["path"])],
             "modified_at": [int(doc["modified_at"])],
             "size_bytes": [int(doc["size_bytes"])],
-            "year": [doc_year(doc["modified_at"])],
+            "date": [doc_date(doc)],
+            "year": [doc_year(doc_date(doc))],
             "folders": doc_folders(doc["path"]),
+            "folder_edges": folder_edges(doc["path"]),
             "doc": [
                 json.dumps({k: v for k, v in doc.items() if k != "content"}, ensure_ascii=False).encode()
             ],
         }
+        camera = doc_camera(doc)
+        if camera:
+            fields["camera"], fields["camera_key"] = [camera], [camera.casefold()]
         language = detect(doc["content"] or doc["title"])
         fields[LANGUAGE_FIELD] = [language]
         if doc["content"]:
@@ -351,7 +370,9 @@ class TantivyBackend:
             if self._older is None:
                 self._older = tantivy.Index.open(str(self.directory))
                 register(self._older)
-            return TextQuery(self._older.schema, self._older.searcher(), stemmed=False, visible=visible)
+            older = TextQuery(self._older.schema, self._older.searcher(), stemmed=False, visible=visible)
+            older.dated = False  # no `date` field: it sorts and filters by modified_at
+            return older
         except ValueError as exc:
             raise IndexRebuilding(REBUILDING) from exc
 
@@ -363,6 +384,8 @@ class TantivyBackend:
         text = builder.build(parsed, query.matching_strategy)
         limit, offset = max(0, query.limit), max(0, query.offset)
         sort = SORT_FIELDS.get(query.effective_sort())
+        if sort and not builder.dated:
+            sort = ("modified_at", sort[1])
         tquery = self._build_query(text.scored, query, spec, builder)
         kwargs = {"order_by_field": sort[0], "order": sort[1]} if sort else {}
         # limit=0 panics inside tantivy: fetch one and drop it.
@@ -382,7 +405,12 @@ class TantivyBackend:
         ]
         facets = None
         if query.facets:
-            facets = self._facets(searcher, self._build_query(text.match, query, spec, builder), query.facets)
+            matched = self._build_query(text.match, query, spec, builder)
+            facets = self._facets(searcher, matched, tuple(f for f in query.facets if f != "folder"))
+            if "folder" in query.facets:  # (an older index being rebuilt has no folder_edges)
+                parents = query.folder_facet if builder.dated else ()
+                facets["folder"] = self._folders(searcher, matched, parents)
+            facets = {name: facets[name] for name in query.facets}
         elapsed = int((time.perf_counter() - started) * 1000)
         return SearchPage(results=results, total=total, processing_time_ms=elapsed, facet_distribution=facets)
 
@@ -396,6 +424,20 @@ class TantivyBackend:
             name: {_facet_key(b["key"]): int(b["doc_count"]) for b in answer[name]["buckets"]}
             for name in names
         }
+
+    @staticmethod
+    def _folders(searcher: tantivy.Searcher, tquery: Query, parents: tuple[str, ...]) -> dict[str, int]:
+        """Matches per direct subfolder of each of `parents` (the index's folder_edges terms
+        that start with the parent: one look-up in the term dictionary each)."""
+        counts: dict[str, int] = {}
+        for parent in parents:
+            prefix = parent + FOLDER_EDGE
+            for term, count in searcher.terms_with_prefix("folder_edges", prefix, filter_query=tquery):
+                if count > 0:
+                    child = term[len(prefix) :]
+                    counts[child] = counts.get(child, 0) + int(count)
+        top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_FACET_VALUES]
+        return dict(top)
 
     @staticmethod
     def _scores(builder: TextQuery, tquery: Query, docs: list[dict], addresses: list) -> list[float]:
@@ -438,7 +480,10 @@ class TantivyBackend:
             )
             if values
         ]
-        filters += [_range(schema, "modified_at", r) for r in spec.modified]
+        if spec.cameras:
+            filters.append(Query.term_set_query(schema, "camera_key", [c.casefold() for c in spec.cameras]))
+        date = "date" if builder.dated else "modified_at"
+        filters += [_range(schema, date, r) for r in spec.modified]
         filters += [_range(schema, "size_bytes", r) for r in spec.size]
         clauses = [(Occur.Must, text_query)]
         clauses += [(Occur.Must, Query.const_score_query(f, 0.0)) for f in filters]
@@ -491,6 +536,7 @@ def _result(doc: dict, score: float, matcher: TermMatcher, snippet_length: int) 
             matcher,
             snippet_length,
             fallbacks=(doc.get("title"), doc.get("basename"), doc.get("path")),
+            kind=doc.get("type"),
         )
         if snippet_length
         else ""

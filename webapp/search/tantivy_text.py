@@ -119,6 +119,7 @@ class TextQuery:
         self.visible = visible  # the asker's sources (None: every source)
         self._languages: list[str] | None = None
         self.parsed = ParsedQuery()
+        self.dated = True  # False: an index of an older version, without the `date` field
 
     def term(self, field: str, value: str) -> Query:
         return Query.term_query(self.schema, field, value)

@@ -143,6 +143,12 @@ def change_own_password(user: User, current: str, new: str) -> dict:
     return issue_token(user)
 
 
+def set_locale(user: User, code: str | None) -> None:
+    """Save the UI's language of the account (the UI checks the code; None: the browser's)."""
+    user.locale = code or None
+    db.session.commit()
+
+
 def issue_token(user: User) -> dict:
     """The token response of login and setup."""
     token = create_access_token(identity=str(user.id), additional_claims={"stp": credential_stamp(user)})

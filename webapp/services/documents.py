@@ -40,7 +40,10 @@ def search(args: dict, user: User | None) -> dict:
         "processing_time_ms": page.processing_time_ms,
     }
     if query.facets:
-        out["facet_distribution"] = page.facet_distribution or {}
+        out["facet_distribution"] = facets = dict(page.facet_distribution or {})
+        if "folder" in facets:  # relative to the sources' roots, as `path:` reads them
+            shown = None if query.source_ids is None else query.source_ids
+            facets["folder"] = search_args.relative_folders(facets["folder"], shown)
     return out
 
 

@@ -20,15 +20,25 @@ def vector_sources(query: SearchQuery) -> list[str]:
 
 
 def search(query: SearchQuery, ratio: float) -> SearchPage:
-    """The search, fused with meaning when it applies (search/hybrid.py)."""
+    """The search, with meaning when it applies: ranked by the backend itself when it can
+    (Meilisearch's `hybrid`, search/meili_meaning.py), else fused by search/hybrid.py."""
+    backend = get_search()
     vector, nearest = None, None
     if hybrid.uses_meaning(query, ratio):
         sources = vector_sources(query)
         if sources:
             vector = embedder.embed_query(query.syntax().text)
+            if vector is not None and native(backend):
+                return backend.search_hybrid(query, ratio, vector, embedder.RELATED, sources)
             store = get_vectors()
             nearest = lambda v, k: store.nearest(v, sources, k)  # noqa: E731
-    return hybrid.search(get_search(), query, ratio, vector, nearest)
+    return hybrid.search(backend, query, ratio, vector, nearest)
+
+
+def native(backend) -> bool:
+    """Whether the backend holds the vectors and ranks meaning itself (Meilisearch), rather
+    than Trawl's vector store (search/vectors.py) beside it."""
+    return bool(getattr(backend, "native_meaning", False))
 
 
 def health() -> str:

@@ -26,7 +26,7 @@ from webapp.search import (
     SearchQuery,
 )
 from webapp.search.hybrid import DEFAULT_SEMANTIC_RATIO
-from webapp.search.syntax import parse_syntax
+from webapp.search.syntax import QuerySpec, parse_syntax
 from webapp.services.access import Visible, can_see
 from webapp.validation import StrictSchema, validation_detail
 
@@ -76,6 +76,14 @@ class SearchArgsSchema(StrictSchema):
         load_default=list,
         metadata={"description": "Count matches per value of these: " + ", ".join(FACETS)},
     )
+    facet_folder = fields.String(
+        load_default=None,
+        allow_none=True,
+        metadata={
+            "description": "The folder, relative to the sources' roots, whose subfolders the "
+            "`folder` facet counts; absent: the single relative `path:` of q, else the top"
+        },
+    )
     hybrid = fields.Nested(
         HybridSchema,
         load_default=None,
@@ -85,10 +93,22 @@ class SearchArgsSchema(StrictSchema):
 
     @ma.validates("q")
     def _q(self, value: str, **kwargs) -> None:
-        if not value.strip():
-            raise ma.ValidationError("must not be empty")
         if len(value) > MAX_Q_CHARS:
             raise ma.ValidationError(f"must be at most {MAX_Q_CHARS} characters")
+
+    @ma.validates_schema
+    def _browse(self, data: dict, **kwargs) -> None:
+        """An empty q lists documents when a sort, type or source says which (browsing)."""
+        listing = data.get("type") or data.get("source_id") or data.get("sort", "relevance") != "relevance"
+        if "q" in data and not data["q"].strip() and not listing:
+            raise ma.ValidationError(
+                "must not be empty (or give a sort, type or source_id to list documents)", "q"
+            )
+
+    @ma.validates("facet_folder")
+    def _facet_folder(self, value: str | None, **kwargs) -> None:
+        if value and ".." in value.split("/"):
+            raise ma.ValidationError("must be a folder inside the sources, without `..`")
 
     @ma.validates("facets")
     def _facets(self, value: list[str], **kwargs) -> None:
@@ -119,8 +139,12 @@ def to_query(args: Mapping, visible: Visible) -> SearchQuery:
         check_type(value, f"q: type:{value}")
     for value in spec.sources:
         check_source(value, f"q: source:{value}", visible)
+    wanted = [source_id] if source_id else list(spec.sources) or visible
+    facets = tuple(dict.fromkeys(args.get("facets") or ()))
+    folder_facet: tuple[str, ...] = ()
+    if "folder" in facets:
+        folder_facet = tuple(folder_parents(facet_folder(args, spec), wanted))
     if spec.paths:
-        wanted = [source_id] if source_id else list(spec.sources) or visible
         spec = dataclasses.replace(spec, paths=tuple(resolve_paths(spec.paths, wanted)))
     return SearchQuery(
         q=args["q"],
@@ -130,11 +154,48 @@ def to_query(args: Mapping, visible: Visible) -> SearchQuery:
         offset=args.get("offset", 0),
         sort=args.get("sort", "relevance"),
         snippet_length=args.get("snippet_length", 300),
-        facets=tuple(dict.fromkeys(args.get("facets") or ())),
+        facets=facets,
+        folder_facet=folder_facet,
         spec=spec,
         source_ids=None if visible is None else tuple(sorted(visible)),
         matching_strategy=args.get("matching_strategy") or DEFAULT_MATCHING_STRATEGY,
     )
+
+
+def facet_folder(args: Mapping, spec: QuerySpec) -> str:
+    """The folder (relative, `` for the top) whose subfolders the `folder` facet counts."""
+    asked = args.get("facet_folder")
+    if asked is None and len(spec.paths) == 1 and not spec.paths[0].startswith("/"):
+        asked = spec.paths[0]
+    return _clean(asked.strip("/")).strip("/") if asked and asked.strip("/") else ""
+
+
+def folder_parents(folder: str, source_ids: Iterable[str] | None) -> list[str]:
+    """The absolute folders of a relative one under the root of each source (of
+    `source_ids` when given): the parents the `folder` facet counts the subfolders of."""
+    return [_clean(posixpath.join(root, folder)) if folder else root for _, root in source_roots(source_ids)]
+
+
+def source_roots(source_ids: Iterable[str] | None) -> list[tuple[str, str]]:
+    """(id, root folder) of the sources (of `source_ids` when given), deepest root first."""
+    wanted = None if source_ids is None else set(source_ids)
+    rows = db.session.query(Source.id, Source.root_path)
+    found = [(sid, _clean(root)) for sid, root in rows if wanted is None or sid in wanted]
+    return sorted(found, key=lambda row: -len(row[1]))
+
+
+def relative_folders(counts: Mapping[str, int], source_ids: Iterable[str] | None) -> dict[str, int]:
+    """The `folder` facet's absolute folders as paths relative to their source's root (the
+    same folder name in several sources counts once, summed), most frequent first."""
+    roots = source_roots(source_ids)
+    out: dict[str, int] = {}
+    for folder, count in counts.items():
+        for _, root in roots:
+            if folder.startswith(root.rstrip("/") + "/"):
+                name = folder[len(root.rstrip("/")) + 1 :]
+                out[name] = out.get(name, 0) + count
+                break
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def semantic_ratio(args: Mapping) -> float:

@@ -20,17 +20,10 @@ def similar(doc_id: str, user: User | None, limit: int = 10) -> dict:
     query = SearchQuery(
         q="", limit=limit, snippet_length=200, source_ids=None if visible is None else tuple(sorted(visible))
     )
-    passages = get_vectors().vectors_of(doc_id)
     sources = meaning.vector_sources(query)
-    if passages is None or not sources:
+    if not sources:
         return {"results": []}
-    centre = passages.mean(axis=0)
-    centre /= max(float(np.linalg.norm(centre)), 1e-9)
-    near = {
-        i: sim
-        for i, sim in get_vectors().nearest(centre, sources, limit, exclude=doc_id)
-        if sim >= embedder.RELATED
-    }
+    near = {i: sim for i, sim in _nearest(doc_id, sources, limit) if sim >= embedder.RELATED}
     if not near:
         return {"results": []}
     check = SearchQuery(
@@ -42,3 +35,18 @@ def similar(doc_id: str, user: User | None, limit: int = 10) -> dict:
         result["match"] = hybrid.MEANING
         result["thumbnail_url"] = documents.thumbnail_url(result["id"])
     return {"results": sorted(found, key=lambda r: -r["score"])}
+
+
+def _nearest(doc_id: str, sources: list[str], limit: int) -> list[tuple[str, float]]:
+    """(doc id, similarity) of the documents closest to `doc_id` among these sources: from
+    Meilisearch's similar documents route when it holds the vectors, else from the vector
+    store (the mean of the document's passages against each one's closest passage)."""
+    backend = get_search()
+    if meaning.native(backend):
+        return backend.similar(doc_id, tuple(sources), limit)
+    passages = get_vectors().vectors_of(doc_id)
+    if passages is None:
+        return []
+    centre = passages.mean(axis=0)
+    centre /= max(float(np.linalg.norm(centre)), 1e-9)
+    return get_vectors().nearest(centre, sources, limit, exclude=doc_id)

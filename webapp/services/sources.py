@@ -9,7 +9,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import func
 
-from webapp import jobs, slugs
+from webapp import embed_jobs, jobs, slugs
 from webapp import schedule as cron
 from webapp.exceptions import Conflict, InvalidInput
 from webapp.extensions import db
@@ -19,7 +19,7 @@ from webapp.indexing.runstats import FileStatus
 from webapp.indexing.scanner import inside_any, within
 from webapp.models import IndexedFile, Source, UserSource, get_source, iso, utcnow
 from webapp.runtime import get_search, get_vectors
-from webapp.services import scans
+from webapp.services import meaning, scans
 from webapp.services.access import Visible, can_see
 from webapp.validation import display_name
 
@@ -272,6 +272,8 @@ def _semantic_switched(source: Source) -> None:
         jobs.enqueue_embed(source.id)
         return
     get_vectors().delete_source(source.id)
+    if meaning.native(get_search()):  # Meilisearch holds them: a worker removes them
+        embed_jobs.enqueue_drop_vectors(source.id)
     db.session.query(IndexedFile).filter_by(source_id=source.id).update({IndexedFile.embedded: False})
     db.session.commit()
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 from flask import Flask, Response, current_app, send_from_directory
 
 # the page modules attach their routes to bp when imported
-from webapp.ui import account, filters, pages, saved, session, sources, status, users  # noqa: F401
+from webapp.ui import account, filters, i18n, pages, saved, session, sources, status, users  # noqa: F401
 from webapp.ui.blueprint import bp
 
 
 def register_ui(app: Flask) -> None:
     """Register the UI blueprint, its session handling and the page modules that extend it."""
     session.init_app(app)
+    i18n.init_app(app)
     filters.init_app(app)
     app.register_blueprint(bp)
     app.add_url_rule("/favicon.ico", "favicon", _favicon)

@@ -3,12 +3,14 @@ your account: password and API tokens."""
 
 from __future__ import annotations
 
-from flask import flash, g, redirect, render_template, request, url_for
+from flask import flash, g, make_response, redirect, render_template, request, url_for
+from flask_babel import gettext as _
+from flask_babel import refresh
 
 from webapp import ratelimits
 from webapp.exceptions import TrawlError
 from webapp.services import auth, tokens
-from webapp.ui import session
+from webapp.ui import i18n, session
 from webapp.ui.blueprint import bp
 
 
@@ -28,7 +30,7 @@ def setup():
     password = request.form.get("password", "")
     error = None
     if password != request.form.get("password_confirm", ""):
-        error = "password: the two passwords do not match"
+        error = _("Password: the two passwords do not match")
     else:
         try:
             user = auth.setup(form["username"], password)
@@ -37,7 +39,7 @@ def setup():
     if error:
         return render_template("setup.html", form=form, error=error), 400
     session.login(user)
-    flash(f"Welcome, {user.username}. Add a folder to index to get started.", "success")
+    flash(_("Welcome, %(name)s. Add a folder to index to get started.", name=user.username), "success")
     return redirect(url_for("ui.source_new"))
 
 
@@ -66,7 +68,7 @@ def login():
 def logout():
     """End the session (POST with the CSRF token, so no other site can log you out)."""
     session.logout()
-    flash("You have been logged out.", "info")
+    flash(_("You have been logged out."), "info")
     return redirect(url_for("ui.login"))
 
 
@@ -77,7 +79,7 @@ def account():
     if request.method == "POST":
         new = request.form.get("new_password", "")
         if new != request.form.get("new_password_confirm", ""):
-            error, status_code = "new_password: the two passwords do not match", 400
+            error, status_code = _("New password: the two passwords do not match"), 400
         else:
             try:
                 auth.change_own_password(g.user, request.form.get("current_password", ""), new)
@@ -85,9 +87,30 @@ def account():
                 error, status_code = exc.detail, exc.status
             else:
                 session.login(g.user)  # this session goes on; every other one has ended
-                flash("Password changed. Your other sessions and API tokens have ended.", "success")
+                flash(_("Password changed. Your other sessions and API tokens have ended."), "success")
                 return redirect(url_for("ui.account"))
-    return render_template("account.html", user=auth.user_json(g.user), error=error), status_code
+    return render_template(
+        "account.html", user=auth.user_json(g.user), error=error, language=g.user.locale or ""
+    ), status_code
+
+
+@bp.post("/account/language")
+def account_language():
+    """Save the UI's language on the account ('' for the browser's choice) and in a cookie, so
+    the login page keeps it after a logout."""
+    choice = request.form.get("language", "")
+    if choice and choice not in i18n.LANGUAGES:
+        flash(_("Unknown language: %(code)s", code=choice), "error")
+        return redirect(url_for("ui.account"))
+    auth.set_locale(g.user, choice or None)
+    refresh()  # the message below is in the language just chosen
+    flash(_("Language saved."), "success")
+    resp = make_response(redirect(url_for("ui.account")))
+    if choice:
+        resp.set_cookie(i18n.COOKIE, choice, max_age=i18n.COOKIE_DAYS * 86400, httponly=True, samesite="Lax")
+    else:
+        resp.delete_cookie(i18n.COOKIE)
+    return resp
 
 
 @bp.route("/account/tokens", methods=["GET", "POST"])
@@ -115,5 +138,5 @@ def account_tokens():
 def account_token_delete(token_id: int):
     """Revoke one of your tokens at once."""
     tokens.delete(g.user, token_id)
-    flash("Token revoked.", "success")
+    flash(_("Token revoked."), "success")
     return redirect(url_for("ui.account_tokens"))

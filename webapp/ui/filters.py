@@ -2,30 +2,38 @@
 
 from __future__ import annotations
 
+import mimetypes
 import re
 from datetime import UTC, datetime
 
 from flask import Flask
+from flask_babel import format_date, format_decimal, gettext, ngettext
+from flask_babel import lazy_gettext as _l
 from markupsafe import Markup
 
 from webapp import schedule
 
-_UNITS = ("bytes", "KB", "MB", "GB", "TB")
+_UNITS = ("bytes", "KB", "MB", "GB", "TB")  # the unit symbols are the same in German
 _NOT_EM = re.compile(r"<(?!/?em>)")
 
 
 def filesize(value: int | None) -> str:
-    """1536 -> '1.5 KB' (powers of 1024, like file managers)."""
+    """1536 -> '1.5 KB' (powers of 1024, like file managers; '1,5 KB' in German)."""
     if value is None:
         return "–"
     size = float(value)
     for unit in _UNITS:
         if size < 1024 or unit == _UNITS[-1]:
             if unit == "bytes":
-                return f"{int(size)} byte" + ("" if int(size) == 1 else "s")
-            return f"{size:.1f} {unit}" if size < 10 else f"{size:.0f} {unit}"
+                return ngettext("%(num)s byte", "%(num)s bytes", int(size))
+            return f"{format_decimal(size, '0.0' if size < 10 else '0')} {unit}"
         size /= 1024
-    return f"{size:.0f} TB"
+    return f"{format_decimal(size, '0')} TB"
+
+
+def num(value: int | float | None) -> str:
+    """A number in the page's language: 12345 -> '12,345' (English), '12.345' (German)."""
+    return "–" if value is None else format_decimal(value)
 
 
 def to_datetime(value: int | float | str | datetime | None) -> datetime | None:
@@ -49,21 +57,31 @@ def _ago(seconds: float, future: bool) -> str:
     for limit, div, name in steps:
         if seconds < limit:
             n = max(1, int(seconds // div))
-            text = f"{n} {name}{'' if n == 1 else 's'}"
-            return f"in {text}" if future else f"{text} ago"
+            return _AGO[name, future](n)
     return ""
+
+
+# whole phrases, not pieces: German says "vor 5 Minuten" and "in 5 Minuten" with other endings
+_AGO = {
+    ("minute", False): lambda n: ngettext("%(num)s minute ago", "%(num)s minutes ago", n),
+    ("minute", True): lambda n: ngettext("in %(num)s minute", "in %(num)s minutes", n),
+    ("hour", False): lambda n: ngettext("%(num)s hour ago", "%(num)s hours ago", n),
+    ("hour", True): lambda n: ngettext("in %(num)s hour", "in %(num)s hours", n),
+    ("day", False): lambda n: ngettext("%(num)s day ago", "%(num)s days ago", n),
+    ("day", True): lambda n: ngettext("in %(num)s day", "in %(num)s days", n),
+}
 
 
 def reltime(value, now: datetime | None = None) -> str:
     """'just now', '5 minutes ago', 'in 3 hours', '4 days ago'; the date when older than 30 days."""
     when = to_datetime(value)
     if when is None:
-        return "never"
+        return gettext("never")
     now = now or datetime.now(UTC).replace(tzinfo=None)
     delta = (now - when).total_seconds()
     if abs(delta) < 60:
-        return "just now"
-    return _ago(abs(delta), delta < 0) or when.strftime("%d %b %Y")
+        return gettext("just now")
+    return _ago(abs(delta), delta < 0) or format_date(when, "d MMM y")
 
 
 def recent(value, now: datetime | None = None) -> bool:
@@ -87,7 +105,7 @@ def isotime(value) -> str:
 
 def describe_schedule(value: str | None) -> str:
     """The schedule in words ('Every day at 02:00', 'Manual only')."""
-    return schedule.describe(value)
+    return schedule.describe(value, gettext)
 
 
 def highlighted(html: str | None) -> Markup:
@@ -124,24 +142,24 @@ def container_parts(path: str) -> tuple[str, str]:
 
 # document types in words for people (the API and the query language keep the ids: type:raw_image)
 TYPE_LABELS = {
-    "text": "Text",
-    "markdown": "Markdown",
-    "code": "Source code",
-    "config": "Configuration",
-    "pdf": "PDF",
-    "docx": "Word document",
-    "xlsx": "Spreadsheet",
-    "pptx": "Presentation",
-    "rtf": "RTF document",
-    "epub": "E-book",
-    "subtitle": "Subtitles",
-    "comic": "Comic book",
-    "image": "Image",
-    "raw_image": "RAW photo",
-    "media": "Audio or video",
-    "archive": "Archive",
-    "email": "E-mail",
-    "file": "Other file",
+    "text": _l("Text"),
+    "markdown": _l("Markdown"),
+    "code": _l("Source code"),
+    "config": _l("Configuration"),
+    "pdf": _l("PDF"),
+    "docx": _l("Word document"),
+    "xlsx": _l("Spreadsheet"),
+    "pptx": _l("Presentation"),
+    "rtf": _l("RTF document"),
+    "epub": _l("E-book"),
+    "subtitle": _l("Subtitles"),
+    "comic": _l("Comic book"),
+    "image": _l("Image"),
+    "raw_image": _l("RAW photo"),
+    "media": _l("Audio or video"),
+    "archive": _l("Archive"),
+    "email": _l("E-mail"),
+    "file": _l("Other file"),
 }
 
 
@@ -171,14 +189,14 @@ def doc_title(doc: dict) -> str:
 
 # the form fields messages name ("current_password: is wrong"), as their labels say them
 FIELD_LABELS = {
-    "current_password": "Current password",
-    "new_password": "New password",
-    "password": "Password",
-    "username": "User name",
-    "name": "Name",
-    "scope": "Scope",
-    "expires_in_days": "Expiry",
-    "source_ids": "Sources",
+    "current_password": _l("Current password"),
+    "new_password": _l("New password"),
+    "password": _l("Password"),
+    "username": _l("User name"),
+    "name": _l("Name"),
+    "scope": _l("Scope"),
+    "expires_in_days": _l("Expiry"),
+    "source_ids": _l("Sources"),
 }
 _FIELD_MESSAGE = re.compile(r"([a-z][a-z_]*): (.+)", re.S)
 _VERBS = ("is ", "are ", "must ", "was ", "has ", "cannot ", "does ")
@@ -189,10 +207,22 @@ def readable(detail: str | None) -> str:
     is wrong', 'new_password: the two passwords do not match' -> 'New password: the two ...'."""
     match = _FIELD_MESSAGE.fullmatch(detail or "")
     if not match:
-        return detail or ""
+        return gettext(detail) if detail else ""
     field, rest = match.groups()
     label = FIELD_LABELS.get(field, field.replace("_", " ").capitalize())
+    rest = gettext(rest)  # the messages of the catalogue's list (ui/messages.py) in the page's language
     return f"{label} {rest}" if rest.startswith(_VERBS) else f"{label}: {rest}"
+
+
+def lightbox_kind(result: dict) -> str | None:
+    """What the grid's lightbox shows of a result: `image` (pictures, RAW previews), `video`,
+    or None (its tile opens the document page)."""
+    if result.get("type") in ("image", "raw_image"):
+        return "image"
+    if result.get("type") == "media":
+        guessed, _ = mimetypes.guess_type(result.get("basename") or "", strict=False)
+        return "video" if guessed and guessed.startswith("video/") else None
+    return None
 
 
 def init_app(app: Flask) -> None:
@@ -210,5 +240,7 @@ def init_app(app: Flask) -> None:
         doc_title,
         recent,
         text_tables,
+        num,
+        lightbox_kind,
     ):
         app.add_template_filter(func)

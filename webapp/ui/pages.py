@@ -7,9 +7,11 @@ import re
 from collections.abc import Mapping
 
 from flask import Response, abort, g, redirect, render_template, request, send_file, url_for
+from flask_babel import lazy_gettext as _l
 
 from webapp.exceptions import InvalidInput, TrawlError
 from webapp.search import FACETS, IndexRebuilding, SearchBackendError
+from webapp.search.syntax import parse_syntax
 from webapp.services import (
     documents,
     files,
@@ -20,45 +22,38 @@ from webapp.services import (
     similar,
     ui_support,
 )
-from webapp.ui import saved, session
+from webapp.ui import browse, saved, session
 from webapp.ui.blueprint import bp
-from webapp.ui.filters import type_label
 from webapp.ui.htmx import is_htmx, render
 
 PAGE_SIZES = (10, 20, 50, 100)
 SORT_LABELS = {
-    "relevance": "Best match",
-    "modified_at:desc": "Newest first",
-    "modified_at:asc": "Oldest first",
-    "size_bytes:desc": "Largest first",
-    "basename:asc": "Name A–Z",
+    "relevance": _l("Best match"),
+    "modified_at:desc": _l("Newest first"),
+    "modified_at:asc": _l("Oldest first"),
+    "size_bytes:desc": _l("Largest first"),
+    "basename:asc": _l("Name A–Z"),
 }
 MAX_OFFSET = 100_000
 SNIPPET_LENGTH = 240
 # The syntax help beside the search box: (written, means).
 SYNTAX_ROWS = (
-    ('"two words"', "the exact phrase"),
-    ('-word, -"a phrase"', "leave out documents containing it"),
-    ("cats OR dogs", "either word (upper-case OR)"),
-    ("type:pdf ext:docx", "only that type or extension; repeat for several"),
-    ("source:notes", "only that source (its id)"),
-    ("path:projects/2024", "only files under that folder"),
-    ("title:budget", "the word is in the title or file name"),
-    ("modified:2024-03", "changed that year, month or day (UTC)"),
-    ("modified:>2024-01-01, modified:2023..2024-06", "date ranges (>, >=, <, <=, a..b)"),
-    ("size:>10MB, size:1MB..5MB", "size ranges (k, KB, MB, GB)"),
+    ('"two words"', _l("the exact phrase")),
+    ('-word, -"a phrase"', _l("leave out documents containing it")),
+    ("cats OR dogs", _l("either word (upper-case OR)")),
+    ("type:pdf ext:docx", _l("only that type or extension; repeat for several")),
+    ("source:notes", _l("only that source (its id)")),
+    ("path:projects/2024", _l("only files under that folder")),
+    ("title:budget", _l("the word is in the title or file name")),
+    ("modified:2024-03", _l("dated that year, month or day (UTC): taken, for photos")),
+    ("modified:>2024-01-01, modified:2023..2024-06", _l("date ranges (>, >=, <, <=, a..b)")),
+    ("size:>10MB, size:1MB..5MB", _l("size ranges (k, KB, MB, GB)")),
+    ('camera:"Canon EOS 5D"', _l("photos taken with that camera")),
 )
 
 
-FILTER_PARAMS = ("source", "type", "ext", "year", "from", "to")  # the page's facet filters
-# (API facet, URL parameter, heading) of the facets beside the results.
-FACET_GROUPS = (
-    ("type", "type", "Type"),
-    ("extension", "ext", "Extension"),
-    ("source_id", "source", "Source"),
-    ("year", "year", "Year modified"),
-)
-MAX_FACET_LINKS = 12
+# the page's facet filters (`folder`: relative to the sources' roots, as `path:` reads it)
+FILTER_PARAMS = ("source", "type", "ext", "year", "from", "to", "camera", "folder")
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _YEAR = re.compile(r"\d{4}")
 
@@ -91,6 +86,7 @@ def read_form(args: Mapping) -> dict:
     form = {name: (args.get(name) or "").strip() for name in ("q", *FILTER_PARAMS)}
     form["sort"] = args.get("sort") or "relevance"
     form["limit"] = (args.get("limit") or "").strip() or "20"
+    form["view"] = args.get("view") if args.get("view") in browse.VIEWS else ""
     return form
 
 
@@ -105,7 +101,14 @@ def filter_terms(form: Mapping) -> list[str]:
             raise InvalidInput(f"{name}: is not a date (use {example})")
     terms = [
         f"{field}:{_quoted(form[name])}"
-        for name, field in (("source", "source"), ("type", "type"), ("ext", "ext"), ("year", "modified"))
+        for name, field in (
+            ("source", "source"),
+            ("type", "type"),
+            ("ext", "ext"),
+            ("year", "modified"),
+            ("camera", "camera"),
+            ("folder", "path"),
+        )
         if form[name]
     ]
     if form["from"] or form["to"]:
@@ -121,51 +124,26 @@ def _quoted(value: str) -> str:
 def parse_search(args: Mapping) -> dict:
     """The search page's query string as documents.search() arguments; InvalidInput when bad.
 
-    The box's text and the facet filters become one `q`, read by the API's own validator;
-    `args` is None when nothing is asked yet."""
+    The box's text and the facet filters become one `q`, read by the API's own validator.
+    Nothing asked (or only a sort) lists the files, newest first unless sorted otherwise."""
     form = read_form(args)
     q = " ".join([form["q"], *filter_terms(form)]).strip()
-    if not q:  # nothing asked yet: the page says what there is to search
-        return {"form": form, "args": None, "limit": _int_arg(args, "limit", 20, 1, 100), "page": 1}
+    sort = form["sort"]
+    if not q and sort == "relevance":  # nothing asked yet: the newest files
+        sort = "modified_at:desc"
     loaded = search_args.load(
         {
             "q": q,
-            "sort": form["sort"],
+            "sort": sort,
             "limit": form["limit"],
             "snippet_length": SNIPPET_LENGTH,
             "facets": list(FACETS),
+            "facet_folder": form["folder"].strip("/") or None,
         }
     )
     page = _page_arg(args, MAX_OFFSET // loaded["limit"] + 1)
     loaded["offset"] = (page - 1) * loaded["limit"]
     return {"form": form, "args": loaded, "limit": loaded["limit"], "page": page}
-
-
-def _facet_groups(result: dict, form: dict, source_names: dict[str, str]) -> list[dict]:
-    """The facets beside the results: per value its count and a link that toggles it."""
-    groups = []
-    for facet, param, label in FACET_GROUPS:
-        counts = (result.get("facet_distribution") or {}).get(facet) or {}
-        items = sorted(
-            counts.items(), key=lambda kv: (-int(kv[0]), 0) if facet == "year" else (-kv[1], kv[0])
-        )[:MAX_FACET_LINKS]
-        values = [
-            {
-                "value": value,
-                "count": count,
-                "selected": form[param] == value,
-                "label": source_names.get(value, value)
-                if facet == "source_id"
-                else type_label(value)
-                if facet == "type"
-                else value,
-                "url": _page_url(form, 1, **{param: None if form[param] == value else value}),
-            }
-            for value, count in items
-        ]
-        if values:
-            groups.append({"param": param, "label": label, "values": values})
-    return groups
 
 
 def _run_search(args: Mapping) -> tuple[dict, dict | None, str | None]:
@@ -176,8 +154,6 @@ def _run_search(args: Mapping) -> tuple[dict, dict | None, str | None]:
         form = read_form(args)
         form["q"] = form["q"][:1000]
         return {"form": form, "args": None, "limit": 20, "page": 1}, None, exc.detail
-    if parsed["args"] is None:
-        return parsed, None, None
     try:
         result = documents.search(parsed["args"], g.user)
         last = max(1, math.ceil(result["total"] / parsed["limit"]))
@@ -202,6 +178,7 @@ def _page_url(form: dict, page: int, **changes: str | None) -> str:
         "sort": form["sort"] if form["sort"] != "relevance" else None,
         "limit": form["limit"] if str(form["limit"]) != "20" else None,
         "page": page if page > 1 else None,
+        "view": form.get("view") or None,
     }
     params.update(changes)
     return url_for("ui.index", **{k: v for k, v in params.items() if v})
@@ -214,15 +191,21 @@ def index():
     form, limit, page = parsed["form"], parsed["limit"], parsed["page"]
     pages = math.ceil(result["total"] / limit) if result else 0
     sources = ui_support.source_choices(g.user)
+    page_url = lambda n, **changes: _page_url(form, n, **changes)  # noqa: E731
+    try:
+        spec = parse_syntax(form["q"])
+    except TrawlError:
+        spec = None
     context = {
         "form": form,
         "result": result,
         "error": error,
         "page": page,
         "pages": pages,
-        "searched": parsed["args"] is not None or bool(error),
-        "page_url": lambda n, **changes: _page_url(form, n, **changes),
-        "facets": _facet_groups(result, form, dict(sources)) if result else [],
+        "browsing": not form["q"] and not any(form[name] for name in FILTER_PARAMS),
+        "page_url": page_url,
+        "view": browse.view_of(form, spec),
+        "facets": browse.facet_groups(result, form, dict(sources), page_url) if result else [],
         "sources": sources,
         "filter_count": sum(1 for name in FILTER_PARAMS if form[name]),
         "sort_labels": SORT_LABELS,
@@ -235,8 +218,6 @@ def index():
             {**s, "url": saved.search_url(s)}  # results alone)
             for s in saved_searches.list_json(g.user)
         ]
-    if not context["searched"]:
-        context["file_total"] = ui_support.document_total(g.user)
     resp = render("index.html", "_results.html", 400 if error else 200, **context)
     if is_htmx():  # the address bar shows the short form of the search (shared links, history)
         typing = request.headers.get("X-Trawl-Typing") == "1"  # replaced, not a history step
@@ -296,6 +277,8 @@ def document(doc_id: str):
     elif kind == "email":
         context["mail"] = members.mail(doc)
         text_of = {**doc, "content": context["mail"]["body"]}
+    if kind == "text":  # a comic's or a book's cover (the thumbnail: its first picture)
+        context["cover_url"] = documents.thumbnail_url(doc["id"])
     if kind in ("text", "email"):
         context["preview"] = _text_preview(text_of, q)
     return render_template("document.html", **context)

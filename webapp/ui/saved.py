@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from flask import flash, g, redirect, request, url_for
+from flask_babel import gettext as _
 
 from webapp.exceptions import TrawlError
 from webapp.services import saved_searches
 from webapp.ui.blueprint import bp
 
 # The page's filters that have no field of their own in a saved search: kept as query terms.
-_AS_TERMS = (("ext", "ext"), ("year", "modified"))
+_AS_TERMS = (("ext", "ext"), ("year", "modified"), ("camera", "camera"), ("folder", "path"))
 
 
 def search_url(saved: dict) -> str:
@@ -23,10 +24,15 @@ def search_url(saved: dict) -> str:
     return url_for("ui.index", **{k: v for k, v in params.items() if v})
 
 
+def _quoted(value: str) -> str:
+    value = value.strip().replace('"', "")
+    return f'"{value}"' if any(c.isspace() for c in value) else value
+
+
 def _from_form(form) -> dict:
     """The saved search of the page's form: its box, filters and sort."""
     terms = [(form.get("q") or "").strip()]
-    terms += [f"{field}:{form[name].strip()}" for name, field in _AS_TERMS if (form.get(name) or "").strip()]
+    terms += [f"{field}:{_quoted(form[name])}" for name, field in _AS_TERMS if (form.get(name) or "").strip()]
     start, end = (form.get("from") or "").strip(), (form.get("to") or "").strip()
     if start or end:
         terms.append(f"modified:{start}..{end}")
@@ -46,9 +52,9 @@ def saved_search_create():
     try:
         saved = saved_searches.to_json(saved_searches.create(g.user, data))
     except TrawlError as exc:
-        flash(f"Not saved: {exc.detail}", "error")
+        flash(_("Not saved: %(reason)s", reason=exc.detail), "error")
         return redirect(search_url({"sort": "relevance", **data}))
-    flash(f"Search saved as “{saved['name']}”.", "success")
+    flash(_("Search saved as “%(name)s”.", name=saved["name"]), "success")
     return redirect(search_url(saved))
 
 
@@ -56,5 +62,5 @@ def saved_search_create():
 def saved_search_delete(saved_id: int):
     """Delete one of the user's saved searches; back to the search page."""
     saved_searches.delete(g.user, saved_id)
-    flash("Saved search deleted.", "success")
+    flash(_("Saved search deleted."), "success")
     return redirect(url_for("ui.index"))

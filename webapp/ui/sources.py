@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import htmx_flask
 from flask import current_app, flash, g, redirect, render_template, request, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
+from flask_babel import ngettext
 
 from webapp import schedule
 from webapp.exceptions import Conflict, TrawlError
@@ -16,11 +19,11 @@ from webapp.ui.session import admin_required
 
 SCHEDULE_PRESETS = {"manual": None, "hourly": "@hourly", "daily": "@daily", "weekly": "@weekly"}
 SCHEDULE_LABELS = {
-    "manual": "Manual only",
-    "hourly": "Every hour",
-    "daily": "Every day at 02:00",
-    "weekly": "Every Sunday at 02:00",
-    "custom": "Custom (cron)",
+    "manual": _l("Manual only"),
+    "hourly": _l("Every hour"),
+    "daily": _l("Every day at 02:00"),
+    "weekly": _l("Every Sunday at 02:00"),
+    "custom": _l("Custom (cron)"),
 }
 
 
@@ -93,12 +96,12 @@ def _form_state(source=None, form=None) -> dict:
 
 
 LABELS = {
-    "name": "Name",
-    "id": "ID",
-    "root_path": "Folder",
-    "include_patterns": "Include patterns",
-    "exclude_patterns": "Exclude patterns",
-    "cron": "Cron expression",
+    "name": _l("Name"),
+    "id": _l("ID"),
+    "root_path": _l("Folder"),
+    "include_patterns": _l("Include patterns"),
+    "exclude_patterns": _l("Exclude patterns"),
+    "cron": _l("Cron expression"),
 }
 
 
@@ -107,7 +110,7 @@ def form_error(detail: str) -> tuple[str | None, str]:
 
     'scan_schedule: must be 5 fields' -> ('cron', 'Cron expression: must be 5 fields');
     a message naming no field of the form stays as it is."""
-    name, _, rule = detail.partition(":")
+    name, _sep, rule = detail.partition(":")
     field = "cron" if name == "scan_schedule" else name
     if field not in LABELS or not rule:
         return None, detail
@@ -159,9 +162,11 @@ def source_new():
     except TrawlError as exc:
         return _render_form(None, _form_state(form=request.form), exc, 400)
     if request.form.get("scan_now") == "1":
-        flash(f"Source “{created.name}” added; its first scan has started.", "success")
+        flash(_("Source “%(name)s” added; its first scan has started.", name=created.name), "success")
     else:
-        flash(f"Source “{created.name}” added. Start its first scan with “Scan now”.", "success")
+        flash(
+            _("Source “%(name)s” added. Start its first scan with “Scan now”.", name=created.name), "success"
+        )
     return redirect(url_for("ui.sources_page") + f"#source-{created.id}")
 
 
@@ -176,7 +181,7 @@ def source_edit(source_id: str):
         sources.update(source_id, form_to_data(request.form, creating=False))
     except TrawlError as exc:
         return _render_form(source, _form_state(form=request.form), exc, 400)
-    flash(f"Source “{source.name}” saved.", "success")
+    flash(_("Source “%(name)s” saved.", name=source.name), "success")
     return redirect(url_for("ui.sources_page") + f"#source-{source_id}")
 
 
@@ -189,7 +194,7 @@ def source_delete(source_id: str):
         return render_template("source_delete.html", source=sources.to_json(source))
     name = source.name
     sources.delete(source_id)
-    flash(f"Source “{name}” deleted. Its files on disk were not touched.", "success")
+    flash(_("Source “%(name)s” deleted. Its files on disk were not touched.", name=name), "success")
     return redirect(url_for("ui.sources_page"))
 
 
@@ -208,13 +213,14 @@ def _schedule_preview(values) -> dict:
     """Description and next three runs of the chosen schedule, or why it is invalid."""
     value = schedule_from_form(values)
     if value is None:
-        return {"value": None, "text": "Scans run only when you start them.", "runs": [], "error": None}
+        return {"value": None, "text": _("Scans run only when you start them."), "runs": [], "error": None}
     problem = schedule.validate_schedule(value)
     if problem:
-        return {"value": value, "text": "", "runs": [], "error": f"Invalid schedule: {problem}"}
+        error = _("Invalid schedule: %(problem)s", problem=problem)
+        return {"value": value, "text": "", "runs": [], "error": error}
     tz = current_app.config["SCHEDULE_TIMEZONE"]
     runs = schedule.next_runs(value, utcnow(), tz, 3)
-    return {"value": value, "text": schedule.describe(value) + f" ({tz})", "runs": runs, "error": None}
+    return {"value": value, "text": schedule.describe(value, _) + f" ({tz})", "runs": runs, "error": None}
 
 
 @bp.get("/sources/schedule-preview")
@@ -245,9 +251,8 @@ def _action(source_id: str, run):
         message, level = run(), "success"
     except TrawlError as exc:
         message, level = exc.detail, "error"
-    message = message.replace(f"Source '{source_id}'", f"“{name}”").replace(
-        f"'{source_id}'", f"“{name}”"
-    )  # people know the source by its name, not its id
+    quoted = _("“%(name)s”", name=name)  # people know the source by its name, not its id
+    message = message.replace(f"Source '{source_id}'", quoted).replace(f"'{source_id}'", quoted)
     if is_htmx():
         return htmx_flask.make_response(
             _status_fragment(source_id), trigger={"trawl:notify": {"message": message, "level": level}}
@@ -261,7 +266,17 @@ def _action(source_id: str, run):
 def source_reindex(source_id: str):
     """Queue a scan (full=1: a full rebuild); 409 while busy is shown as a message."""
     full = request.form.get("full") == "1"
-    return _action(source_id, lambda: scans.request_scan(source_id, full=full)["message"])
+
+    def run() -> str:
+        scans.request_scan(source_id, full=full)
+        at = f"'{source_id}'"  # _action puts the name there
+        return (
+            _("Full rebuild of %(source)s queued", source=at)
+            if full
+            else _("Scan of %(source)s queued", source=at)
+        )
+
+    return _action(source_id, run)
 
 
 @bp.post("/sources/<source_id>/clear-stale")
@@ -271,7 +286,9 @@ def source_clear_stale(source_id: str):
 
     def run() -> str:
         removed = scans.clear_stale(source_id)
-        return f"Removed {removed} failed file record{'' if removed == 1 else 's'}."
+        return ngettext(
+            "Removed %(num)s failed file record.", "Removed %(num)s failed file records.", removed
+        )
 
     return _action(source_id, run)
 

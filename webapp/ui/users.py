@@ -4,6 +4,7 @@ disable and delete through the same service as the API."""
 from __future__ import annotations
 
 from flask import flash, g, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 
 from webapp.exceptions import TrawlError
 from webapp.services import auth, ui_support, users
@@ -45,7 +46,7 @@ def users_page():
         user = users.create(data)
     except TrawlError as exc:
         return _page(exc.detail, data, exc.status)
-    flash(f"User “{user.username}” created.", "success")
+    flash(_("User “%(name)s” created.", name=user.username), "success")
     return redirect(url_for("ui.users_page"))
 
 
@@ -63,7 +64,7 @@ def user_edit(user_id: int):
         except TrawlError as exc:
             error, status_code, shown = exc.detail, exc.status, {**shown, **data}
         else:
-            flash(f"User “{user.username}” saved.", "success")
+            flash(_("User “%(name)s” saved.", name=user.username), "success")
             return redirect(url_for("ui.users_page"))
     return render_template(
         "user_edit.html", user=shown, error=error, sources=ui_support.source_choices(g.user)
@@ -81,5 +82,5 @@ def user_delete(user_id: int):
     except TrawlError as exc:
         flash(exc.detail, "error")
     else:
-        flash(f"User “{name}” deleted.", "success")
+        flash(_("User “%(name)s” deleted.", name=name), "success")
     return redirect(url_for("ui.users_page"))

@@ -332,8 +332,7 @@ def _normalized(doc: Extracted, settings: ExtractionSettings) -> Extracted:
     metadata = json_safe(doc.metadata or {})
     content = cap_content(clean_str(doc.content or ""), settings, metadata)
     title = clean_str(doc.title).strip() or None if isinstance(doc.title, str) else None
-    date = doc.date if isinstance(doc.date, int) and not isinstance(doc.date, bool) else None
-    return Extracted(type=doc.type, content=content, title=title, metadata=metadata, date=date)
+    return Extracted(type=doc.type, content=content, title=title, metadata=metadata)
 
 
 def preload() -> list[str]:

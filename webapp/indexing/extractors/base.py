@@ -21,9 +21,6 @@ class Extracted:
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     thumbnail: bytes | None = None  # JPEG bytes, made in the extraction child (extractors.thumbnail)
-    # the date the document carries (an e-mail's sent date), Unix seconds: its date for
-    # sorting, date filters and the year facet; None: the file's modification time
-    date: int | None = None
 
 
 class ExtractionError(Exception):

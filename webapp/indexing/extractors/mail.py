@@ -42,9 +42,10 @@ def _date(value: str) -> str | None:
     return parsed.isoformat() if parsed else None
 
 
-# sent dates outside these years are a broken or forged header: the file's time is used (a
-# member's time is kept in nanoseconds as a 64-bit integer, which ends in 2262)
-SENT_YEARS = (1900, 2200)
+# the sent date is the time of a message's attachments and of a mailbox's messages (their
+# member time); outside these years it is a broken or forged header and the container's time
+# is used (a member's time is kept in nanoseconds as a 64-bit integer, which ends in 2262)
+SENT_YEARS = (1826, 2201)
 
 
 def _epoch(value: datetime | None) -> int | None:
@@ -153,8 +154,7 @@ def _email_doc(
         f"{k.replace('_', ' ').title()}: {v}" for k, v in meta.items() if k in ("from", "to", "cc")
     ]
     content = "\n".join([*header_lines, "", body]) if header_lines else body
-    title = clean_str(subject or "") or None
-    return Extracted(type="email", content=content, title=title, metadata=meta, date=sent_at(meta))
+    return Extracted(type="email", content=content, title=clean_str(subject or "") or None, metadata=meta)
 
 
 def unpack_eml(
