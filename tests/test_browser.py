@@ -973,3 +973,68 @@ def test_pdf_viewer_draws_real_pdfs_without_errors(page, site):
     expect(page.locator(".pdf-slot[data-page='16']")).to_have_attribute("data-drawn", "1")
     expect(page.locator("[data-page-status]")).to_have_text("Page 16 of 16")
     shot(page, "42-pdf-viewer-corpus", full_page=False)
+
+
+def test_a_message_reads_as_mail_and_an_archive_as_a_tree(browser, site):
+    """A message's page: its header block with the sent time in the reader's zone (Tokyo), the
+    body with the hit marked, its attachments as links; an archive's page: its members as a
+    folder tree of links."""
+    import io
+    import time
+    import zipfile
+    from email.message import EmailMessage
+
+    post = site["folder"].parent / "post"
+    post.mkdir(exist_ok=True)
+    msg = EmailMessage()
+    msg["Subject"], msg["From"] = "Lamp oil order", "Harbour Master <master@example.org>"
+    msg["To"], msg["Cc"] = "keeper@example.org", "boatman@example.org"
+    msg["Date"] = "Tue, 03 Oct 2023 10:00:00 +0000"
+    msg.set_content("Please send two barrels of lamp oil before the storm season.")
+    msg.add_attachment("barrels: 2\nwicks: 40", subtype="plain", filename="order.txt")
+    (post / "order.eml").write_bytes(bytes(msg))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as archive:
+        archive.writestr("charts/north/reef.txt", "reef chart notes")
+        archive.writestr("charts/south.txt", "south chart notes")
+        archive.writestr("readme.txt", "chart bundle")
+    (post / "charts.zip").write_bytes(buf.getvalue())
+
+    context = browser.new_context(base_url=site["url"], timezone_id="Asia/Tokyo", locale="en-US")
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    api = tab.request
+    api.post("/api/auth/setup", data=ADMIN)  # when the first-session test did not run first
+    token = api.post("/api/auth/login", data=ADMIN).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    api.post("/api/sources", headers=headers, data={"name": "Post", "root_path": str(post)})
+    api.post("/api/sources/post/reindex", headers=headers)
+    deadline = time.monotonic() + 120  # the worker process may still be starting
+    while True:
+        state = api.get("/api/status/post", headers=headers).json()
+        if state.get("state") == "idle" and state.get("last_indexed_at"):
+            break
+        assert time.monotonic() < deadline, state
+        time.sleep(0.5)
+    login(tab)
+    tab.goto("/?q=barrels")
+    tab.locator(".result-link", has_text="order.eml").first.click()
+    headers = tab.locator("[data-mail-headers]")
+    expect(headers).to_contain_text("Harbour Master <master@example.org>")
+    expect(headers).to_contain_text("boatman@example.org")
+    expect(headers.locator("time")).to_have_text(re.compile(r"Oct 3, 2023, 19:00 GMT\+9"))
+    expect(tab.locator("#preview-text em").first).to_have_text("barrels")
+    shot(tab, "33-mail-as-mail")
+    tab.locator("[data-attachments]").get_by_role("link", name="order.txt").click()
+    expect(tab.get_by_role("heading", name="order.txt")).to_be_visible()
+    expect(tab.locator("#doc-container")).to_contain_text("order.eml")
+
+    tab.goto("/?q=charts")
+    tab.locator(".result-link", has_text="charts.zip").first.click()
+    tree = tab.locator("[data-member-tree]")
+    expect(tree.locator("summary").first).to_have_text("charts/")
+    expect(tree.locator("details details summary")).to_have_text("north/")
+    shot(tab, "34-archive-tree")
+    tree.get_by_role("link", name="reef.txt").click()
+    expect(tab.locator("#preview-text")).to_contain_text("reef chart notes")
+    context.close()

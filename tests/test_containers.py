@@ -949,3 +949,25 @@ def test_an_encrypted_zip_of_many_members_is_indexed_with_a_passwords_file(
     assert outer["many.zip"].status == "success", outer["many.zip"].error_message
     assert len(inside) == 1_500
     assert _one(client, auth, '"sandpiper1499"')["path"] == f"{root}/many.zip!/notes/n1499.txt"
+
+
+def test_members_at_any_depth_are_read_out_together(tmp_path):
+    """What the OCR phase reads scans inside containers with: the wanted members of a tar.gz
+    holding messages with attachments, each written whole; one it does not hold is left out."""
+    from webapp.indexing.extractors import ExtractionSettings, read_out
+
+    messages = {
+        f"mail/m{n}.eml": _eml(f"m{n}", "see attached", attachments={f"scan{n}.png": bytes([n]) * 300})
+        for n in range(3)
+    }
+    path = tmp_path / "box.tar.gz"
+    path.write_bytes(_tar({**messages, "notes.txt": b"plain notes"}))
+    folder = tmp_path / "out"
+    folder.mkdir()
+    settings = ExtractionSettings(spool_dir=str(tmp_path / "spool"))
+    wanted = [["mail/m0.eml", "scan0.png"], ["mail/m2.eml", "scan2.png"], ["notes.txt"], ["gone.txt"]]
+    files = read_out(str(path), wanted, str(folder), settings)
+    assert set(files) == {("mail/m0.eml", "scan0.png"), ("mail/m2.eml", "scan2.png"), ("notes.txt",)}
+    assert open(files[("mail/m2.eml", "scan2.png")], "rb").read() == bytes([2]) * 300
+    assert open(files[("notes.txt",)], "rb").read() == b"plain notes"
+    assert all(str(f).startswith(str(folder)) for f in files.values())

@@ -304,3 +304,88 @@ def test_a_job_out_of_time_yields_between_pages_and_the_next_goes_on_where_it_st
     assert len(FinishedJobRegistry(queue=get_ocr_queue(app)).get_job_ids()) >= 3
     words = _words(*seeds)
     assert sum("long.pdf" in _found(client, auth, w) for w in words) / len(words) >= MIN_FOUND
+
+
+def test_the_text_read_from_an_image_is_on_its_page_with_the_hits_marked(
+    app, client, auth, make_tree, make_source, run_jobs, run_ocr
+):
+    src = make_source(make_tree("office", {"whiteboard.png": image_bytes(page_image(page_words(4)), "PNG")}))
+    _scan(client, auth, run_jobs, src["id"])
+    run_ocr()
+    word = page_words(4)[1][2]
+    hit = client.post("/api/search", headers=auth, json={"q": word}).get_json()["results"][0]
+    ui = app.test_client()
+    login(ui)
+    page = ui.get(f"/documents/{hit['id']}?q={word}").get_data(as_text=True)
+    assert "data-image-preview" in page  # the picture, and under it its text
+    text = page.split('id="ocr-text-heading">Text</h3>', 1)[1]
+    shown = text.split('id="preview-text"', 1)[1].split("</pre>", 1)[0]
+    assert f'<mark class="match">{word}</mark>' in shown or f"<em>{word}</em>" in shown, shown[:500]
+    assert "match-nav" in text.split('id="preview-text"', 1)[0]  # previous / next hit
+    bare = ui.get(f"/documents/{hit['id']}?q={word}&view=text").get_data(as_text=True)
+    assert "data-image-preview" not in bare and 'id="preview-text"' in bare
+
+
+def test_scans_inside_archives_and_e_mails_are_read_and_the_same_bytes_once(
+    app, client, auth, make_tree, make_source, run_jobs, run_ocr, monkeypatch, tmp_path
+):
+    """A page scanned to a PNG lies in the folder and, the same bytes, in a zip; another scan
+    is in the zip, a scanned PDF is attached to a message inside it, another to a message on
+    disk. Every one is found by its words; Tesseract reads each distinct page once."""
+    import io
+    import zipfile
+    from email.message import EmailMessage
+
+    log = tmp_path / "calls.log"
+    wrapper = tmp_path / "bin" / "tesseract"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        f'#!/bin/sh\n[ "$1" = stdin ] && echo page >> {log}\nexec {shutil.which("tesseract")} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
+
+    def eml(attachment: str, data: bytes) -> bytes:
+        msg = EmailMessage()
+        msg["Subject"], msg["From"], msg["Date"] = (
+            "Scan",
+            "scanner@example.org",
+            "Tue, 03 Oct 2023 10:00:00 +0000",
+        )
+        msg.set_content("The scan is attached.")
+        msg.add_attachment(data, maintype="application", subtype="pdf", filename=attachment)
+        return bytes(msg)
+
+    board = image_bytes(page_image(page_words(4)), "PNG")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as archive:
+        archive.writestr("scans/board-copy.png", board)
+        archive.writestr("scans/receipt.jpg", image_bytes(page_image(page_words(5)), "JPEG"))
+        archive.writestr("inbox/fax.eml", eml("fax.pdf", scanned_pdf([page_image(page_words(7))])))
+    tree = {
+        "board.png": board,
+        "box.zip": buf.getvalue(),
+        "letter.eml": eml("letter.pdf", scanned_pdf([page_image(page_words(6))])),
+    }
+    src = make_source(make_tree("office", tree))
+    _scan(client, auth, run_jobs, src["id"])
+    assert _status(client, auth, src["id"])["ocr_pending"] == 5
+    run_ocr()
+    assert _status(client, auth, src["id"])["ocr_pending"] == 0
+    assert log.read_text().count("page") == 4  # board.png's bytes were read once for both
+    for name, seed in (
+        ("board.png", 4),
+        ("box.zip!/scans/board-copy.png", 4),
+        ("box.zip!/scans/receipt.jpg", 5),
+        ("letter.eml!/letter.pdf", 6),
+        ("box.zip!/inbox/fax.eml!/fax.pdf", 7),
+    ):
+        words = _words(seed)
+        assert sum(name in _found(client, auth, w) for w in words) / len(words) >= MIN_FOUND, name
+    hits = client.post("/api/search", headers=auth, json={"q": "receipt"}).get_json()["results"]
+    receipt = next(h for h in hits if h["path"].endswith("receipt.jpg"))
+    doc = client.get(f"/api/documents/{receipt['id']}", headers=auth).get_json()
+    assert doc["metadata"]["ocr"] == {"pages": 1, "languages": "eng"}
+    spool = Path(app.config["DATA_DIR"]) / "tmp" / "unpack"
+    leftover = [p for p in spool.rglob("*") if p.is_file()] if spool.exists() else []
+    assert leftover == []  # the members' copies are gone once read

@@ -139,12 +139,12 @@ def extract_batch(
         doc = _document(
             source, member_path, size, member_ns, member.result, now, doc_id(source["id"], parent)
         )
-        # members are not read by OCR (the OCR phase reads files by their path on disk)
+        # a scan inside an archive or e-mail waits for OCR as a file on disk does
         add(
             path,
             doc,
             member.result.doc.thumbnail,
-            _record(member_path, size, member_ns, member.result, path, False),
+            _record(member_path, size, member_ns, member.result, path, ocr),
         )
         if on_partial and len(out.records) >= MEMBER_CHUNK:
             out.partial = True

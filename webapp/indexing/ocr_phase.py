@@ -6,19 +6,25 @@ background phases (indexing/background.py): a job holds a slot (one worker is al
 indexing), reads page by page, and between pages gives its worker back when a scan, live update
 or helper waits, or after JOB_SECONDS, keeping the pages read so far (DATA_DIR/ocr, `.partial`)
 for its successor, which queues behind the main queue. A deleted source ends the page being read
-within about a second (the OCR child and its tesseract are killed). Text is cached by the
-SHA-256 of the file's bytes (and the languages) under DATA_DIR/ocr, so unchanged bytes are never
-read twice: not after a rescan, a full rebuild, nor a renamed source. Results are written under
-the source's writer lock (indexing/state.py), the one the scan's coordinator holds for its
-writes, and only for records that still describe the bytes that were read.
+within about a second (the OCR child and its tesseract are killed). Members of archives and
+e-mails (a scan attached to a message) are read too: the OCR child reads them out of their
+container into a spool folder first, a batch of one container's pending members per walk of it.
+Text is cached by the SHA-256 of the bytes (and the languages) under DATA_DIR/ocr, so the same
+bytes are never read twice: not after a rescan, a full rebuild or a renamed source, nor when a
+file on disk and a member (or two members) are the same scan. Results are written under the
+source's writer lock (indexing/state.py), the one the scan's coordinator holds for its writes,
+and only for records that still describe the bytes that were read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import shutil
+import tempfile
 import time
 import zlib
 from dataclasses import replace
@@ -30,7 +36,12 @@ from sqlalchemy import func, select, update
 from webapp import keys, procs
 from webapp.extensions import db
 from webapp.indexing.background import Phase, Stopped, Yielded
-from webapp.indexing.extractors import TIMEOUT_MESSAGE, ExtractionSettings
+from webapp.indexing.extractors import (
+    TIMEOUT_MESSAGE,
+    ExtractionError,
+    ExtractionSettings,
+    read_out,
+)
 from webapp.indexing.isolation import Extractor, Interrupted
 from webapp.indexing.ocr import (
     DONE,
@@ -55,6 +66,9 @@ from webapp.search import Doc
 
 log = logging.getLogger(__name__)
 WRITE_EVERY = 10  # documents per write (one index commit)
+MEMBER_SEPARATOR = "!/"  # a member's path: `<container>!/<name>[!/<name inside>...]`
+MEMBER_BATCH = 50  # pending members of one container read out of it in one walk
+MEMBER_BATCH_BYTES = 256 * 1024 * 1024  # ... holding this much at most (one, if larger)
 WRITE_SECONDS = 10.0  # ... or sooner, so text appears while a long queue is read
 PAGE_SEPARATOR = "\n\n"
 
@@ -148,6 +162,8 @@ class OcrRun:
         self.read = 0  # pages read by Tesseract in this job (cache hits not counted)
         self.done = 0
         self.ran = False  # whether this job held the source's OCR lock
+        self.folder: str | None = None  # this job's spool folder of members read out
+        self.copies: dict[str, str] = {}  # member path -> its copy in `folder`, not read yet
 
     def run(self) -> int:
         """Work for one job's time; returns the documents finished (0 when another job runs)."""
@@ -175,6 +191,7 @@ class OcrRun:
             log.info("OCR of %s stopped: the source was deleted", self.source_id)
         finally:
             engine.interrupt = None
+            self.close()
 
     def _documents(self, phase: Phase) -> None:
         cursor, results, since = "", [], time.monotonic()
@@ -184,7 +201,7 @@ class OcrRun:
             except Yielded:
                 break
             row = db.session.execute(
-                select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
+                select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns, IndexedFile.container)
                 .where(
                     IndexedFile.source_id == self.source_id,
                     IndexedFile.ocr == PENDING,
@@ -198,7 +215,7 @@ class OcrRun:
                 break
             cursor = row.path
             try:
-                results.append((row, self._text_of(row.path, row.size_bytes, row.mtime_ns, phase)))
+                results.append((row, self._read(row, phase)))
             except Yielded:
                 break  # its pages so far are kept for the next job
             if len(results) >= WRITE_EVERY or time.monotonic() - since >= WRITE_SECONDS:
@@ -206,20 +223,106 @@ class OcrRun:
                 results, since = [], time.monotonic()
         self._write(results)
 
-    def _text_of(self, path: str, size: int, mtime_ns: int, phase: Phase) -> dict | None:
-        """{"content", "metadata"} from the cache or Tesseract, page by page with the phase's
-        checks between pages; None when it cannot be read."""
+    def _read(self, row, phase: Phase) -> dict | None:
+        """The text of a pending document: a file on disk, or a member read out of its
+        container (at any depth); None when it cannot be read or changed since the scan (the
+        next scan indexes it again)."""
+        if row.container is None:
+            try:
+                stat = os.stat(row.path)
+            except OSError:
+                return None
+            if (stat.st_size, stat.st_mtime_ns) != (row.size_bytes, row.mtime_ns):
+                return None
+            return self._text_of(row.path, ocr_type(row.path), phase)
+        if row.path not in self.copies:
+            self._read_out(row)
+        copy = self.copies.pop(row.path, None)
+        if copy is None:
+            return None
         try:
-            stat = os.stat(path)
-            if (stat.st_size, stat.st_mtime_ns) != (size, mtime_ns):
-                return None  # changed since the scan: the next scan indexes it again
+            return self._text_of(copy, ocr_type(row.path), phase)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(copy)
+
+    def _read_out(self, row) -> None:
+        """Read the member of `row` and the pending members after it in the same container
+        (up to MEMBER_BATCH of them, MEMBER_BATCH_BYTES together) out of the container into
+        this job's spool folder, in one walk of it in the OCR child (its memory cap, the
+        archive timeout): a mailbox with many scans is not walked once for each. Nothing is
+        read when the container changed since the scan."""
+        self.close()
+        container = db.session.execute(
+            select(IndexedFile.size_bytes, IndexedFile.mtime_ns).where(
+                IndexedFile.source_id == self.source_id, IndexedFile.path == row.container
+            )
+        ).first()
+        batch = db.session.execute(
+            select(IndexedFile.path, IndexedFile.size_bytes)
+            .where(
+                IndexedFile.source_id == self.source_id,
+                IndexedFile.container == row.container,
+                IndexedFile.ocr == PENDING,
+                IndexedFile.path >= row.path,
+            )
+            .order_by(IndexedFile.path)
+            .limit(MEMBER_BATCH)
+        ).all()
+        db.session.rollback()
+        try:
+            stat = os.stat(row.container)
+        except OSError:
+            return
+        if container is None or (stat.st_size, stat.st_mtime_ns) != tuple(container):
+            return
+        paths, total = [], 0
+        for path, size in batch:
+            total += size
+            if paths and total > MEMBER_BATCH_BYTES:
+                break
+            paths.append(path)
+        engine = get_engine(self.app)
+        os.makedirs(engine.settings.spool_dir, exist_ok=True)
+        self.folder = tempfile.mkdtemp(prefix=f"unpack-{os.getpid()}-", dir=engine.settings.spool_dir)
+        start = len(row.container) + len(MEMBER_SEPARATOR)
+        by_names = {tuple(path[start:].split(MEMBER_SEPARATOR)): path for path in paths}
+        try:
+            result = engine.call(
+                read_out,
+                row.container,
+                [list(names) for names in by_names],
+                self.folder,
+                engine.settings,
+                doc_type="archive",
+                path=row.container,
+            )
+        except ExtractionError as exc:  # a bomb, found on this walk
+            log.info("OCR of %s: its container cannot be read: %s", row.path, exc)
+            return
+        if result.status != FileStatus.SUCCESS:
+            log.info("OCR of %s: not read out of its container: %s", row.path, result.error_message)
+            return
+        self.copies = {by_names[names]: file for names, file in result.doc.items() if names in by_names}
+
+    def close(self) -> None:
+        """Remove this job's copies of members."""
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder, self.copies = None, {}
+
+    def _text_of(self, path: str, kind: str, phase: Phase) -> dict | None:
+        """{"content", "metadata"} of the file at `path`, read as `kind`, from the cache or
+        Tesseract, page by page with the phase's checks between pages; None when it cannot be
+        read."""
+        try:
             digest = file_digest(path)
         except OSError:
             return None
         cached = self.cache.get(digest)
         if cached is not None:
             return cached
-        engine, kind = get_engine(self.app), ocr_type(path)
+        engine = get_engine(self.app)
         extraction = engine.settings
         done = self.cache.get(digest, partial=True) or {"next": 0, "texts": [], "taken": 0, "timed_out": 0}
         if "count" not in done:

@@ -233,10 +233,25 @@ def doc_year(when: int) -> int:
 
 def doc_date(doc: Mapping) -> int:
     """A document's date (Unix seconds) for the newest/oldest sorts, `modified:` and the
-    `year` facet: when a photo was taken (EXIF DateTimeOriginal, read as UTC), else the
-    file's modification time."""
-    taken = taken_at((doc.get("metadata") or {}).get("date_taken"))
-    return taken if taken is not None else int(doc["modified_at"])
+    `year` facet: when a photo was taken (EXIF DateTimeOriginal, read as UTC), when an e-mail
+    was sent (its Date header), else the file's modification time."""
+    meta = doc.get("metadata") or {}
+    when = taken_at(meta.get("date_taken"))
+    if when is None and doc.get("type") == "email":
+        when = sent_at(meta.get("date"))
+    return when if when is not None else int(doc["modified_at"])
+
+
+def sent_at(value: object) -> int | None:
+    """Unix seconds of an e-mail's sent date (ISO 8601, as the extractor writes its Date
+    header; one without a zone read as UTC), None when unreadable or absurd."""
+    try:
+        when = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    if when is None or not 1826 <= when.year <= 2200:
+        return None
+    return int((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp())
 
 
 def taken_at(value: object) -> int | None:

@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 # 3: stemmed fields (title_stem, content_stem) and the document's language (`lang`).
 # 4: the document's date (`date`: when a photo was taken), `camera`, `camera_key` and
 # `folder_edges` (the facets and filters of browsing).
-INDEX_VERSION = 4
+# 5: an e-mail's date is the time it was sent (doc_date).
+INDEX_VERSION = 5
 VERSION_FILE = "trawl-index.json"
 MISMATCH = "schema does not match"
 CHUNK = 500  # documents read and written at a time

@@ -12,7 +12,16 @@ from flask_babel import lazy_gettext as _l
 from webapp.exceptions import InvalidInput, TrawlError
 from webapp.search import FACETS, IndexRebuilding, SearchBackendError
 from webapp.search.syntax import parse_syntax
-from webapp.services import documents, files, previews, saved_searches, search_args, similar, ui_support
+from webapp.services import (
+    documents,
+    files,
+    members,
+    previews,
+    saved_searches,
+    search_args,
+    similar,
+    ui_support,
+)
 from webapp.ui import browse, saved, session
 from webapp.ui.blueprint import bp
 from webapp.ui.htmx import is_htmx, render
@@ -224,24 +233,34 @@ SIMILAR_SHOWN = 8  # documents in the page's "Similar documents" list
 
 @bp.get("/documents/<doc_id>")
 def document(doc_id: str):
-    """One document: facts, metadata and its preview: the image, PDF pages drawn with the
-    matches highlighted, rendered Markdown, a player, or the paged text with highlights
-    (`view=text` asks for the text of a PDF or Markdown file)."""
+    """One document: facts, metadata and its preview: the image (and the text OCR read from
+    it), PDF pages drawn with the matches highlighted, rendered Markdown, a player, an e-mail
+    as mail (headers, body, attachments), an archive's members as a tree of links, or the
+    paged text with highlights (`view=text` asks for the text of a PDF, Markdown file, image
+    or archive)."""
     doc = documents.get(doc_id, g.user)
     q = (request.args.get("q") or "").strip()[:1000]
     kind = previews.preview_kind(doc)
-    if request.args.get("view") == "text" and kind in ("pdf", "markdown"):
+    as_text = request.args.get("view") == "text"
+    if as_text and kind in ("pdf", "markdown", "image"):
         kind = "text"
+    held = members.listing(doc)  # what an archive or e-mail holds
+    if kind == "text" and not as_text:
+        kind = "email" if doc["type"] == "email" else "archive" if held else "text"
     context = {
         "doc": doc,
         "q": q,
         "kind": kind,
         "preview": None,
+        "members": held,
         "back_url": _back_url(),
         "similar": similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"],
     }
+    text_of = doc  # the document whose text is shown, paged
     if kind == "image":
         context["has_thumbnail"] = documents.thumbnail_url(doc["id"]) is not None
+        if (doc.get("metadata") or {}).get("ocr") and doc.get("content"):
+            context["preview"] = _text_preview(doc, q)  # under the picture
     elif kind == "pdf":
         context["preview"] = _pdf_pager(doc, q)
     elif kind == "markdown":
@@ -255,14 +274,24 @@ def document(doc_id: str):
             )
     elif kind in ("audio", "video"):
         context["mimetype"] = files.media_mimetype(doc)
+    elif kind == "email":
+        context["mail"] = members.mail(doc)
+        text_of = {**doc, "content": context["mail"]["body"]}
     if kind == "text":  # a comic's or a book's cover (the thumbnail: its first picture)
         context["cover_url"] = documents.thumbnail_url(doc["id"])
-        try:
-            page = int(request.args.get("page", ""))
-        except ValueError:
-            page = ui_support.first_match_page(doc, q)
-        context["preview"] = previews.text_page(doc, q, max(1, page))
+    if kind in ("text", "email"):
+        context["preview"] = _text_preview(text_of, q)
     return render_template("document.html", **context)
+
+
+def _text_preview(doc: dict, q: str) -> dict:
+    """The page of the document's text this request asks for; without one, the first page
+    holding a match of q."""
+    try:
+        page = int(request.args.get("page", ""))
+    except ValueError:
+        page = ui_support.first_match_page(doc, q)
+    return previews.text_page(doc, q, max(1, page))
 
 
 def _pdf_pager(doc: dict, q: str) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import tempfile
 import warnings
 from collections.abc import Iterable
 from typing import IO
@@ -194,6 +195,51 @@ def copy_member(path: str, name: str, out: IO[bytes], settings: ExtractionSettin
     if found and found[0].error:
         raise ExtractionError(found[0].error)
     return bool(found)
+
+
+def read_out(
+    path: str, wanted: list[list[str]], folder: str, settings: ExtractionSettings
+) -> dict[tuple[str, ...], str]:
+    """Members of a container, at any depth, written to files in `folder` with one walk of
+    each container on the way: `wanted` lists each member's names in each container, the
+    outermost first (`a.zip!/b.eml!/scan.png`: `["b.eml", "scan.png"]`). Returns the file of
+    each member read, by its names; one a container does not hold is left out. A container
+    inside is read out to `folder` too (named like its member: its extractor goes by name)."""
+    groups: dict[str, list[list[str]]] = {}  # a name at this level -> the names below it
+    for names in wanted:
+        if names:
+            groups.setdefault(names[0], []).append(names[1:])
+    files = _copy_members(path, set(groups), folder, settings)
+    out: dict[tuple[str, ...], str] = {}
+    for name, below in groups.items():
+        if name not in files:
+            continue
+        if [] in below:
+            out[(name,)] = files[name]
+        deeper = [rest for rest in below if rest]
+        if deeper:
+            inner = read_out(files[name], deeper, folder, settings)
+            out.update({(name, *names): file for names, file in inner.items()})
+    return out
+
+
+def _copy_members(path: str, names: set[str], folder: str, settings: ExtractionSettings) -> dict[str, str]:
+    """The members `names` of one container written to files in `folder`, in one walk; one
+    that could not be read whole (damaged, encrypted) is left out."""
+    spec = find_extractor(path)
+    if spec is None or spec.unpack is None:
+        return {}
+    got: dict[str, tuple[Member, str]] = {}
+
+    def sink(member: Member):
+        if member.name not in names or member.name in got or member.error:
+            return None
+        fd, file = tempfile.mkstemp(dir=folder, suffix="-" + os.path.basename(member.name)[-120:])
+        got[member.name] = (member, file)
+        return os.fdopen(fd, "wb")  # the reader closes it
+
+    _guarded(spec, lambda: spec.unpack(path, settings, sink, Budget.start(settings, path)), path)
+    return {name: file for name, (member, file) in got.items() if not member.error}
 
 
 class _KeepOpen:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+from datetime import UTC, datetime
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
@@ -25,12 +26,44 @@ def _address_text(value: Any) -> str:
     return clean_str(str(value)).strip() if value is not None else ""
 
 
-def _date(value: str) -> str | None:
+def _parsed_date(value: Any) -> datetime | None:
+    """A Date header as an aware datetime (one without a zone is read as UTC), or None."""
     try:
-        parsed = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+        parsed = parsedate_to_datetime(str(value))
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
+    if parsed is None:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _date(value: str) -> str | None:
+    parsed = _parsed_date(value)
     return parsed.isoformat() if parsed else None
+
+
+# the sent date is the time of a message's attachments and of a mailbox's messages (their
+# member time); outside these years it is a broken or forged header and the container's time
+# is used (a member's time is kept in nanoseconds as a 64-bit integer, which ends in 2262)
+SENT_YEARS = (1826, 2201)
+
+
+def _epoch(value: datetime | None) -> int | None:
+    """A sent date as Unix seconds; None without one or outside SENT_YEARS."""
+    if value is None or not SENT_YEARS[0] <= value.year < SENT_YEARS[1]:
+        return None
+    try:
+        return int(value.timestamp())
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def sent_at(meta: dict[str, Any]) -> int | None:
+    """The sent date of a message's metadata (its `date`, ISO), Unix seconds; None without one."""
+    try:
+        return _epoch(datetime.fromisoformat(meta["date"]))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _metadata(message: EmailMessage) -> dict[str, Any]:
@@ -93,12 +126,15 @@ def _attachments(message: EmailMessage) -> list[tuple[str | None, bytes]]:
     return out
 
 
-def _emit_all(files: list[tuple[str | None, bytes]], sink: Sink, budget: Budget) -> list[Member]:
+def _emit_all(
+    files: list[tuple[str | None, bytes]], sink: Sink, budget: Budget, sent: int | None = None
+) -> list[Member]:
+    """The attachments as members, dated with the message's sent date."""
     members, taken = [], set()
     for n, (name, data) in enumerate(files, 1):
         if not budget.take():
             break  # the tree's member budget is spent: the rest is cut
-        member = Member(safe_attachment_name(name, n, taken), len(data))
+        member = Member(safe_attachment_name(name, n, taken), len(data), sent)
         out = sink(member)
         if out is not None:
             with out:
@@ -131,9 +167,10 @@ def unpack_eml(
         message = BytesParser(policy=policy.default).parse(f)
     if not message.keys():
         raise ExtractionError("Not a valid e-mail message")
-    members = _emit_all(_attachments(message), sink, budget)
+    meta = _metadata(message)
+    members = _emit_all(_attachments(message), sink, budget, sent_at(meta))
     subject = _address_text(message.get("subject")) or None
-    return _email_doc(subject, _body(message), _metadata(message), members, budget), members
+    return _email_doc(subject, _body(message), meta, members, budget), members
 
 
 def unpack_msg(
@@ -153,7 +190,8 @@ def unpack_msg(
             if text:
                 meta[key] = text
         if getattr(message, "date", None):
-            meta["date"] = message.date.isoformat()
+            date = message.date
+            meta["date"] = (date if date.tzinfo else date.replace(tzinfo=UTC)).isoformat()
         body = message.body or ""
         if not body.strip() and message.htmlBody:
             body = html_text(message.htmlBody)
@@ -164,7 +202,7 @@ def unpack_msg(
             )
             for a in message.attachments
         ]
-        members = _emit_all(files, sink, budget)
+        members = _emit_all(files, sink, budget, sent_at(meta))
         return _email_doc(message.subject, body, meta, members, budget), members
     finally:
         message.close()
@@ -198,12 +236,14 @@ def unpack_mbox(
             if not budget.take():
                 break
             data = b"".join(lines)
-            member = Member(f"message-{n}.eml", len(data))
             head = data.split(b"\n\n", 1)[0]
             try:
-                subject = _address_text(parse_headers(head, headersonly=True).get("subject"))
+                headers = parse_headers(head, headersonly=True)
+                subject = _address_text(headers.get("subject"))
+                sent = _parsed_date(headers.get("date")) if headers.get("date") else None
             except Exception:  # noqa: BLE001 - a broken header fails nothing but its subject
-                subject = ""
+                subject, sent = "", None
+            member = Member(f"message-{n}.eml", len(data), _epoch(sent))
             listing.append(f"{member.name} {subject}".rstrip())
             out = sink(member)
             if out is not None:
