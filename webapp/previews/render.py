@@ -125,22 +125,40 @@ def render(
     return imaging.encode(img, PREVIEW_QUALITY, keep_alpha=kind != "raw_image")
 
 
-def _child_main(
-    conn: Any, path: str, kind: str, limits: PreviewLimits, page: int, matcher: TermMatcher | None
-) -> None:
-    """Child: render one preview and send ("ok", bytes, mimetype) or ("refused", message)."""
+@dataclass(frozen=True)
+class PreviewRequest:
+    """What the web process asks a preview child for (its only argument)."""
+
+    path: str
+    kind: str  # a document type, or pdf_find / pdf_hits (render())
+    limits: PreviewLimits
+    page: int = 1
+    matcher: TermMatcher | None = None
+
+
+@dataclass(frozen=True)
+class PreviewAnswer:
+    """The child's answer: the preview's bytes and mimetype, or why there is none."""
+
+    data: bytes = b""
+    mimetype: str = ""
+    refused: str | None = None
+
+
+def _child_main(conn: Any, request: PreviewRequest) -> None:
+    """Child: render one preview and send a PreviewAnswer."""
     try:
         imaging.register_heif()
-        limit_memory(limits.memory_mb)
-        data, mimetype = render(path, kind, limits, page, matcher)
-        reply: tuple = ("ok", data, mimetype)
+        limit_memory(request.limits.memory_mb)
+        data, mimetype = render(request.path, request.kind, request.limits, request.page, request.matcher)
+        answer = PreviewAnswer(data, mimetype)
     except ImageRefused as exc:
-        reply = ("refused", str(exc))
+        answer = PreviewAnswer(refused=str(exc))
     except MemoryError:
-        reply = ("refused", "Image needs too much memory to preview")
+        answer = PreviewAnswer(refused="Image needs too much memory to preview")
     except Exception as exc:  # noqa: BLE001 - any decoder failure means this file has no preview
-        reply = ("refused", f"Image cannot be read for a preview ({_reason(exc)})")
-    conn.send(reply)
+        answer = PreviewAnswer(refused=f"Image cannot be read for a preview ({_reason(exc)})")
+    conn.send(answer)
     conn.close()
 
 
@@ -176,17 +194,16 @@ class IsolatedRenderer:
         if not self._slots.acquire(timeout=limits.timeout):
             raise PreviewBusy("Too many image previews at once; try again shortly")
         try:
-            return self._run_child(path, kind, limits, (page, matcher), max(0.0, deadline - time.monotonic()))
+            request = PreviewRequest(path, kind, limits, page, matcher)
+            return self._run_child(request, max(0.0, deadline - time.monotonic()))
         finally:
             self._slots.release()
 
-    def _run_child(
-        self, path: str, kind: str, limits: PreviewLimits, extra: tuple, seconds: float
-    ) -> tuple[bytes, str]:
+    def _run_child(self, request: PreviewRequest, seconds: float) -> tuple[bytes, str]:
         parent_end, child_end = self._ctx.Pipe(duplex=False)
         proc = self._ctx.Process(
             target=_child_main,
-            args=(child_end, path, kind, limits, *extra),
+            args=(child_end, request),
             name="trawl-preview",
             daemon=True,
         )
@@ -194,8 +211,8 @@ class IsolatedRenderer:
         child_end.close()
         try:
             if not parent_end.poll(seconds):
-                raise PreviewRefused(f"Image took longer than {limits.timeout:g} s to preview")
-            reply = parent_end.recv()
+                raise PreviewRefused(f"Image took longer than {request.limits.timeout:g} s to preview")
+            answer: PreviewAnswer = parent_end.recv()
         except (EOFError, OSError) as exc:  # killed by its memory cap or a decoder crash
             raise PreviewRefused("Image needs too much memory to preview or crashed the decoder") from exc
         finally:
@@ -203,9 +220,9 @@ class IsolatedRenderer:
             if proc.is_alive():
                 proc.kill()
             proc.join()
-        if reply[0] != "ok":
-            raise PreviewRefused(reply[1])
-        return reply[1], reply[2]
+        if answer.refused is not None:
+            raise PreviewRefused(answer.refused)
+        return answer.data, answer.mimetype
 
     def first_pdf_page(self, path: str, matcher: TermMatcher, limits: PreviewLimits) -> int:
         """The first page of a PDF holding a word the matcher accepts (1 when none does), read
