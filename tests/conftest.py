@@ -20,9 +20,13 @@ REPO = Path(__file__).resolve().parent.parent
 # every process of a test run (this one and the workers it starts) writes its metrics here,
 # never into the repository's data folder; `webapp` exports it before a test module imports
 # prometheus_client (which reads it once, when imported). This file is imported twice (as
-# `conftest` and as `tests.conftest`): the folder is made once.
-if "TRAWL_TEST_METRICS_DIR" not in os.environ:
+# `conftest` and as `tests.conftest`): the folder is made once. Each pytest-xdist worker is a run
+# of its own (it inherits the environment of the process that started it): it makes its own
+# folder, so a test's series never move with another worker's searches and scans.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if "TRAWL_TEST_METRICS_DIR" not in os.environ or os.environ.get("TRAWL_TEST_METRICS_OWNER") != XDIST_WORKER:
     os.environ["TRAWL_TEST_METRICS_DIR"] = tempfile.mkdtemp(prefix="trawl-metrics-")
+    os.environ["TRAWL_TEST_METRICS_OWNER"] = XDIST_WORKER
 os.environ["METRICS_DIR"] = os.environ["TRAWL_TEST_METRICS_DIR"]
 import webapp  # noqa: E402, F401, I001
 
@@ -119,7 +123,8 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def _claim_db(base_url: str) -> str | None:
-    """An empty database of this Redis, marked as ours so parallel runs never share one."""
+    """An empty database of this Redis, marked as ours so parallel runs (and the workers of one
+    run under pytest-xdist) never share one: SET NX lets one process alone mark it."""
     token = uuid.uuid4().hex
     for number in range(1, 16):
         url = f"{base_url.rstrip('/')}/{number}"
@@ -127,6 +132,18 @@ def _claim_db(base_url: str) -> str | None:
         if conn.dbsize() == 0 and conn.set(CLAIM_KEY, token, nx=True, ex=6 * 3600):
             return url
     return None
+
+
+def flush_redis(url: str) -> None:
+    """Empty the test's Redis database, keeping its claim, in one transaction (MULTI/EXEC): a
+    process looking for an empty database never sees this one empty and unclaimed."""
+    conn = redis.Redis.from_url(url)
+    claim = conn.get(CLAIM_KEY)
+    with conn.pipeline(transaction=True) as pipe:
+        pipe.flushdb()
+        if claim:
+            pipe.set(CLAIM_KEY, claim, ex=6 * 3600)
+        pipe.execute()
 
 
 def _embedded_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
@@ -337,11 +354,7 @@ def app(app_config, redis_url, database_url, sqlite_template):
     from webapp import config, create_app
     from webapp.runtime import init_data
 
-    conn = redis.Redis.from_url(redis_url)
-    claim = conn.get(CLAIM_KEY)
-    conn.flushdb()
-    if claim:
-        conn.set(CLAIM_KEY, claim, ex=6 * 3600)
+    flush_redis(redis_url)
     url = app_config.get("DATABASE_URL")
     # the session's PostgreSQL database emptied; one of the test's own is new: init migrates it
     ready = _reset_database(url) if url and url == database_url else not url

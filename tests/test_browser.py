@@ -15,9 +15,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-import redis
 
-from tests.conftest import CHEAP_HASHES, initialised_app
+from tests.conftest import CHEAP_HASHES, flush_redis, initialised_app
 from tests.ui_helpers import ADMIN
 
 CHROMIUM = "/usr/bin/chromium"
@@ -51,15 +50,6 @@ STORY = (
 )
 
 
-def _flush(url: str) -> None:
-    """Empty the test Redis database, keeping the claim marker of conftest."""
-    conn = redis.Redis.from_url(url)
-    claim = conn.get("trawl-test-claim")
-    conn.flushdb()
-    if claim:
-        conn.set("trawl-test-claim", claim, ex=6 * 3600)
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, redis_url):
     """The app on a free port, a worker process, and the folder a newcomer will add."""
@@ -73,7 +63,7 @@ def site(tmp_path_factory, redis_url):
     (folder / "danger.md").write_text("# Note\n\n<script>alert('x')</script> near the lighthouse\n")
     for i in range(150):
         (folder / "archive" / f"entry{i:03d}.txt").write_text(f"entry {i}: calm sea, light wind")
-    _flush(redis_url)
+    flush_redis(redis_url)
     env = {
         "DATA_DIR": str(data),
         "REDIS_URL": redis_url,
