@@ -71,6 +71,7 @@ def pytest_configure(config):
         )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups it is given
 def pytest_collection_modifyitems(config, items):
     """The PostgreSQL pass runs only the tests marked `pg`, those whose outcome depends on the
     database dialect (upserts, constraints and cascades, integer ranges, ordering, migrations
@@ -82,6 +83,25 @@ def pytest_collection_modifyitems(config, items):
         _keep(config, items, lambda item: item.get_closest_marker("pg") is not None)
     if os.environ.get("TRAWL_TEST_CORPUS_ONLY"):
         _keep(config, items, _touches_corpus)
+    if config.pluginmanager.hasplugin("xdist"):
+        _group_shared_fixtures(items)
+
+
+def _group_shared_fixtures(items: list) -> None:
+    """Under pytest-xdist (`make test` runs `-n 3 --dist loadgroup`) each test goes to whichever
+    worker is free, except that the tests of a module sharing a module-scoped fixture form one
+    group, run on one worker one after the other as without xdist: the fixture is made once (a
+    browser with its site, a launched service, images that take seconds to draw) and the state
+    the tests build on it stays theirs, in their order."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        shared = any(
+            d.scope in ("package", "module", "class")
+            for defs in (info.name2fixturedefs.values() if info else ())
+            for d in defs
+        )
+        if shared and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 def _keep(config, items: list, wanted) -> None:
