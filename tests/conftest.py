@@ -71,7 +71,6 @@ def pytest_configure(config):
         )
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups it is given
 def pytest_collection_modifyitems(config, items):
     """The PostgreSQL pass runs only the tests marked `pg`, those whose outcome depends on the
     database dialect (upserts, constraints and cascades, integer ranges, ordering, migrations
@@ -83,25 +82,44 @@ def pytest_collection_modifyitems(config, items):
         _keep(config, items, lambda item: item.get_closest_marker("pg") is not None)
     if os.environ.get("TRAWL_TEST_CORPUS_ONLY"):
         _keep(config, items, _touches_corpus)
-    if config.pluginmanager.hasplugin("xdist"):
-        _group_shared_fixtures(items)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: slow tests are handed out first
+        items.sort(key=lambda item: not (item.get_closest_marker("slow") and not _shares_fixtures(item)))
 
 
-def _group_shared_fixtures(items: list) -> None:
-    """Under pytest-xdist (`make test` runs `-n 3 --dist loadgroup`) each test goes to whichever
-    worker is free, except that the tests of a module sharing a module-scoped fixture form one
-    group, run on one worker one after the other as without xdist: the fixture is made once (a
-    browser with its site, a launched service, images that take seconds to draw) and the state
-    the tests build on it stays theirs, in their order."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        shared = any(
-            d.scope in ("package", "module", "class")
-            for defs in (info.name2fixturedefs.values() if info else ())
-            for d in defs
-        )
-        if shared and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+# A test module that defines a module-scoped fixture (a browser with its site, a launched
+# service, images that take seconds to draw) shares it, and often the state its tests build on
+# it, between its tests.
+SHARED_FIXTURE = re.compile(r"""@pytest\.fixture\(scope=["'](?:package|module|class)["']""")
+
+
+def _shares_fixtures(item) -> bool:
+    return SHARED_FIXTURE.search(inspect.getsource(item.module)) is not None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` (what `make test` runs): each test goes to whichever worker is free,
+    except that the tests of a module sharing a module-scoped fixture are one unit, run on one
+    worker in their order as without xdist; the units with most tests go first, then the tests
+    marked slow (sorted first by the workers, above). pytest-xdist's own loadgroup reads
+    `xdist_group` marks by renaming node ids, which pytest 9.2 no longer lets it do; and the
+    process handing the tests out collects none, so it reads the modules' source."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    shared = {
+        path.relative_to(config.rootpath).as_posix()
+        for path in Path(__file__).parent.glob("test_*.py")
+        if SHARED_FIXTURE.search(path.read_text(encoding="utf-8"))
+    }
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path in shared else nodeid
+
+    return SharedFixtureScheduling(config, log)
 
 
 def _keep(config, items: list, wanted) -> None:
