@@ -43,6 +43,7 @@ LAUNCH_ARGS = [
     "--no-first-run",
 ]
 WAIT_MS = 20_000
+expect.set_options(timeout=WAIT_MS)  # assertions wait as long as actions (5 s by default)
 STORY = (
     "The lighthouse keeper wrote in his log every night.\n" * 3
     + "A storm came; the lighthouse keeper kept the lamp burning.\n"
