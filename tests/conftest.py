@@ -100,10 +100,11 @@ def _shares_fixtures(item) -> bool:
 def pytest_xdist_make_scheduler(config, log):
     """`-n N` (`--dist load`) or `--dist loadgroup` (what `make test` runs): each test goes to
     whichever worker is free, except that the tests of a module sharing a module-scoped fixture
-    are one unit, run on one worker in their order as without xdist; the units with most tests go first, then the tests
-    marked slow (sorted first by the workers, above). pytest-xdist's own loadgroup reads
-    `xdist_group` marks by renaming node ids, which pytest 9.2 no longer lets it do; and the
-    process handing the tests out collects none, so it reads the modules' source."""
+    are one unit, run on one worker in their order as without xdist; the units with most tests
+    go first, then the tests marked slow (sorted first by the workers, above). pytest-xdist's
+    own loadgroup reads `xdist_group` marks by renaming node ids, which pytest 9.2 no longer
+    lets it do; and the process handing the tests out collects none, so it reads the modules'
+    source."""
     if config.getvalue("dist") not in ("load", "loadgroup"):
         return None
     from xdist.scheduler import LoadScopeScheduling
