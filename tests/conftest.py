@@ -21,8 +21,13 @@ REPO = Path(__file__).resolve().parent.parent
 # never into the repository's data folder; prepared, as every entry point does, before a test
 # module imports prometheus_client (which reads it once, when imported: webapp/metrics_dir.py).
 # This file is imported twice (as `conftest` and as `tests.conftest`): the folder is made once.
-if "TRAWL_TEST_METRICS_DIR" not in os.environ:
+# Each pytest-xdist worker is a run of its own (it inherits the environment of the process that
+# started it): it makes its own folder, so a test's series never move with another worker's
+# searches and scans.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if "TRAWL_TEST_METRICS_DIR" not in os.environ or os.environ.get("TRAWL_TEST_METRICS_OWNER") != XDIST_WORKER:
     os.environ["TRAWL_TEST_METRICS_DIR"] = tempfile.mkdtemp(prefix="trawl-metrics-")
+    os.environ["TRAWL_TEST_METRICS_OWNER"] = XDIST_WORKER
 os.environ["METRICS_DIR"] = os.environ["TRAWL_TEST_METRICS_DIR"]
 from webapp import metrics_dir  # noqa: E402, I001
 
@@ -80,6 +85,45 @@ def pytest_collection_modifyitems(config, items):
         _keep(config, items, lambda item: item.get_closest_marker("pg") is not None)
     if os.environ.get("TRAWL_TEST_CORPUS_ONLY"):
         _keep(config, items, _touches_corpus)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: slow tests are handed out first
+        items.sort(key=lambda item: not (item.get_closest_marker("slow") and not _shares_fixtures(item)))
+
+
+# A test module that defines a module-scoped fixture (a browser with its site, a launched
+# service, images that take seconds to draw) shares it, and often the state its tests build on
+# it, between its tests.
+SHARED_FIXTURE = re.compile(r"""@pytest\.fixture\(scope=["'](?:package|module|class)["']""")
+
+
+def _shares_fixtures(item) -> bool:
+    return SHARED_FIXTURE.search(inspect.getsource(item.module)) is not None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`-n N` (`--dist load`) or `--dist loadgroup` (what `make test` runs): each test goes to
+    whichever worker is free, except that the tests of a module sharing a module-scoped fixture
+    are one unit, run on one worker in their order as without xdist; the units with most tests
+    go first, then the tests marked slow (sorted first by the workers, above). pytest-xdist's
+    own loadgroup reads `xdist_group` marks by renaming node ids, which pytest 9.2 no longer
+    lets it do; and the process handing the tests out collects none, so it reads the modules'
+    source."""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    shared = {
+        path.relative_to(config.rootpath).as_posix()
+        for path in Path(__file__).parent.glob("test_*.py")
+        if SHARED_FIXTURE.search(path.read_text(encoding="utf-8"))
+    }
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path in shared else nodeid
+
+    return SharedFixtureScheduling(config, log)
 
 
 def _keep(config, items: list, wanted) -> None:
@@ -121,7 +165,8 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def _claim_db(base_url: str) -> str | None:
-    """An empty database of this Redis, marked as ours so parallel runs never share one."""
+    """An empty database of this Redis, marked as ours so parallel runs (and the workers of one
+    run under pytest-xdist) never share one: SET NX lets one process alone mark it."""
     token = uuid.uuid4().hex
     for number in range(1, 16):
         url = f"{base_url.rstrip('/')}/{number}"
@@ -129,6 +174,18 @@ def _claim_db(base_url: str) -> str | None:
         if conn.dbsize() == 0 and conn.set(CLAIM_KEY, token, nx=True, ex=6 * 3600):
             return url
     return None
+
+
+def flush_redis(url: str) -> None:
+    """Empty the test's Redis database, keeping its claim, in one transaction (MULTI/EXEC): a
+    process looking for an empty database never sees this one empty and unclaimed."""
+    conn = redis.Redis.from_url(url)
+    claim = conn.get(CLAIM_KEY)
+    with conn.pipeline(transaction=True) as pipe:
+        pipe.flushdb()
+        if claim:
+            pipe.set(CLAIM_KEY, claim, ex=6 * 3600)
+        pipe.execute()
 
 
 def _embedded_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
@@ -339,11 +396,7 @@ def app(app_config, redis_url, database_url, sqlite_template):
     from webapp import config, create_app
     from webapp.runtime import init_data
 
-    conn = redis.Redis.from_url(redis_url)
-    claim = conn.get(CLAIM_KEY)
-    conn.flushdb()
-    if claim:
-        conn.set(CLAIM_KEY, claim, ex=6 * 3600)
+    flush_redis(redis_url)
     url = app_config.get("DATABASE_URL")
     # the session's PostgreSQL database emptied; one of the test's own is new: init migrates it
     ready = _reset_database(url) if url and url == database_url else not url

@@ -29,13 +29,15 @@ def _hog_memory(path: str, settings: ExtractionSettings) -> Extracted:
     return Extracted(type="text", content=str(len(hoard)))
 
 
-# Test-only extractors, handed to the child through Extractor(extra_extractors=...).
+# Test-only extractors, handed to the child through Extractor(extra_extractors=...). The endless
+# one is a PDF: its type's timeout is the short one, while ordinary text files get a timeout no
+# loaded machine reaches (a test of many files must not fail because one waited 0.5 s for a core).
 TEST_EXTRACTORS = (
-    ExtractorSpec(type="text", extract=_loop_forever, extensions=("hang",)),
+    ExtractorSpec(type="pdf", extract=_loop_forever, extensions=("hang",)),
     ExtractorSpec(type="pdf", extract=_segfault, extensions=("crash",)),
     ExtractorSpec(type="text", extract=_hog_memory, extensions=("hog",)),
 )
-FAST = ExtractionSettings(timeout_text=0.5, timeout_pdf=0.5, memory_mb=256)
+FAST = ExtractionSettings(timeout_text=30, timeout_pdf=0.5, memory_mb=256)
 
 
 @pytest.fixture
@@ -71,7 +73,7 @@ def test_endless_extractor_is_killed_at_timeout(extractor, files):
     assert time.monotonic() - started < 3
     assert result.status == "failed"
     assert result.error_message == "Extraction timed out after 0.5 s"
-    assert result.doc.type == "text" and result.doc.content == ""
+    assert result.doc.type == "pdf" and result.doc.content == ""
     with pytest.raises(ProcessLookupError):
         os.kill(old_pid, 0)
     after = extractor.run(files["ok.txt"])
@@ -86,9 +88,8 @@ def test_segfault_is_a_failed_file(extractor, files):
 
 
 def test_memory_cap_stops_a_greedy_file(files):
-    # a generous timeout, so that only the memory cap can stop it even on a loaded machine
-    settings = ExtractionSettings(timeout_text=30, memory_mb=256)
-    with Extractor(settings, extra_extractors=TEST_EXTRACTORS) as extractor:
+    # a generous timeout (FAST's for text), so that only the memory cap can stop it
+    with Extractor(FAST, extra_extractors=TEST_EXTRACTORS) as extractor:
         result = extractor.run(files["c.hog"])
         assert result.status == "failed"
         assert result.error_message in (
@@ -105,7 +106,7 @@ def test_oversize_file_is_skipped_unopened(tmp_path):
         result = ex.run(str(big))
         assert result.status == "skipped"
         assert result.error_message == "File is larger than 1 MB"
-        assert result.doc.type == "text" and ex.children_started == 0
+        assert result.doc.type == "pdf" and ex.children_started == 0
 
 
 def test_missing_file_fails_with_message(extractor, tmp_path):
@@ -165,8 +166,9 @@ def test_spawn_start_method_also_works(files):
 
 
 def test_a_slow_child_start_does_not_count_against_the_first_file(files):
-    # A spawned child re-imports the app (far over 0.1 s); a tiny text file extracts in ~1 ms.
-    quick = ExtractionSettings(timeout_text=0.1, timeout_pdf=0.1, memory_mb=256)
+    # A spawned child re-imports the app (1-4 s here); a tiny text file extracts in ~1 ms, and
+    # 0.25 s leaves room for a loaded machine to give the child a core.
+    quick = ExtractionSettings(timeout_text=0.25, timeout_pdf=0.25, memory_mb=256)
     with Extractor(quick, TEST_EXTRACTORS, start_method="spawn") as ex:
         first = ex.run(files["ok.txt"])
         assert first.status == "success", first.error_message
@@ -177,7 +179,7 @@ def test_a_hanging_child_dies_with_its_parent(files):
     """A worker (here a forked process) killed mid-extraction leaves no child spinning."""
     import psutil
 
-    settings = ExtractionSettings(timeout_text=600, memory_mb=256)
+    settings = ExtractionSettings(timeout_pdf=600, memory_mb=256)
     reader, writer = os.pipe()
     parent = os.fork()
     if parent == 0:  # the "worker": hands the child an endless file and waits for its answer
