@@ -7,10 +7,13 @@ FROM node:20-bookworm-slim AS assets
 WORKDIR /build
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
- && mkdir -p vendor/htmx vendor/swagger-ui vendor/redoc \
+ && mkdir -p vendor/htmx vendor/swagger-ui vendor/redoc vendor/pdfjs/wasm \
  && cp node_modules/htmx.org/dist/htmx.min.js vendor/htmx/ \
  && cp node_modules/swagger-ui-dist/swagger-ui-bundle.js node_modules/swagger-ui-dist/swagger-ui.css vendor/swagger-ui/ \
  && cp node_modules/redoc/bundles/redoc.standalone.js vendor/redoc/ \
+ && cp node_modules/pdfjs-dist/legacy/build/pdf.min.mjs node_modules/pdfjs-dist/legacy/build/pdf.worker.min.mjs node_modules/pdfjs-dist/LICENSE vendor/pdfjs/ \
+ && cp -r node_modules/pdfjs-dist/cmaps node_modules/pdfjs-dist/standard_fonts vendor/pdfjs/ \
+ && cp node_modules/pdfjs-dist/wasm/openjpeg* node_modules/pdfjs-dist/wasm/jbig2* node_modules/pdfjs-dist/wasm/qcms* node_modules/pdfjs-dist/wasm/LICENSE_* vendor/pdfjs/wasm/ \
  && touch vendor/.installed
 
 # --- 2. Python dependencies in a virtualenv (wheels only: no compiler in the final image) ------------

@@ -16,7 +16,6 @@ from marshmallow import fields, validate
 
 from webapp.exceptions import InvalidInput
 from webapp.extensions import db
-from webapp.indexing.extractors import DOC_TYPES
 from webapp.models import IndexedFile, Source
 from webapp.search import (
     DEFAULT_MATCHING_STRATEGY,
@@ -205,6 +204,10 @@ def semantic_ratio(args: Mapping) -> float:
 
 def check_type(doc_type: str, label: str) -> None:
     """400 `<label>: unknown type 'X'` unless extractors make that type or documents have it."""
+    # the extractors' registry imports every extractor's libraries: only when a type is checked
+    # (a CLI search without one stays light, docs/performance.md "The CLI")
+    from webapp.indexing.extractors import DOC_TYPES
+
     if doc_type in DOC_TYPES:
         return
     if db.session.query(IndexedFile.id).filter_by(doc_type=doc_type).first() is None:
