@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             report["words"] = {name: timed(service, texts, 0.0) for name, texts in classes.items()}
             report["hybrid"] = {name: timed(service, texts, None) for name, texts in classes.items()}
             report["words_while_embedding"] = while_embedding(service, corpus, args.embedding, classes)
-        report["load_after"] = [round(x, 2) for x in __import__("os").getloadavg()]
+        report["load_after"] = [round(x, 2) for x in os.getloadavg()]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(report, indent=2))
