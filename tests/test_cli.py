@@ -273,3 +273,22 @@ def test_commands_run_in_the_light_app(tmp_path, app_config):
     )
     assert "'trawl'" in done.stdout and "'create-admin'" in done.stdout, done.stderr
     assert "LOADED []" in done.stdout, done.stdout
+
+
+def test_init_in_the_light_app_prepares_a_new_data_folder(tmp_path, redis_url):
+    """`python -m webapp.cli init` (the light app, which binds no Flask-Migrate of its own)
+    makes a new data folder ready: the schema is created and a second run has nothing to do."""
+    env = {
+        **os.environ,
+        "DATA_DIR": str(tmp_path / "data"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'new.db'}",
+        "REDIS_URL": redis_url,
+    }
+    env.pop("SECRET_KEY", None)
+    command = [sys.executable, "-m", "webapp.cli", "init"]
+    first = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "database schema empty ->" in first.stdout + first.stderr
+    again = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 0, again.stderr
+    assert "->" not in again.stdout + again.stderr and "is ready" in again.stdout + again.stderr

@@ -111,16 +111,14 @@ def _limits_uri(redis_url: str) -> str:
 
 def _init_extensions(app: Flask) -> None:
     """Bind the unbound extensions of extensions.py."""
-    from flask_migrate import Migrate
-
-    from webapp import models  # noqa: F401  (tables must be known before create_all)
+    from webapp import models, runtime  # noqa: F401  (models: the tables)
     from webapp.api import api
     from webapp.api.schemas import ErrorSchema
     from webapp.extensions import db, htmx, jwt, limiter
 
     api.ERROR_SCHEMA = ErrorSchema  # the documented default error body is ours: {"detail"}
     db.init_app(app)
-    Migrate(app, db, directory=str(ROOT / "migrations"))  # `flask db ...`
+    runtime.migrations(app)  # `flask db ...`
     jwt.init_app(app)
     limiter.init_app(app)
     htmx.init_app(app)

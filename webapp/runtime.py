@@ -129,12 +129,25 @@ def require_initialised(app: Flask) -> None:
         raise SystemExit(problem)
 
 
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def migrations(app: Flask):
+    """The app's Flask-Migrate (Alembic) binding, made on first use: create_app binds it for
+    `flask db ...`; the command-line app only when `init` migrates."""
+    if "migrate" not in app.extensions:
+        from flask_migrate import Migrate
+
+        Migrate(app, db, directory=str(MIGRATIONS))
+    return app.extensions["migrate"]
+
+
 SCHEMA_LOCK_ID = 0x7472_6177_6C  # PostgreSQL advisory lock key of schema upgrades ("trawl")
 
 
 def upgrade_schema(app: Flask) -> None:
     """Bring the database to the newest migration; one process migrates while the others wait."""
-    head = _head_revision(app.extensions["migrate"].directory)
+    head = _head_revision(migrations(app).directory)
     with db.engine.connect() as conn:
         if _current_revision(conn) == head:
             return  # the common case costs one query
@@ -144,7 +157,7 @@ def upgrade_schema(app: Flask) -> None:
             return
         from alembic import command
 
-        cfg = app.extensions["migrate"].migrate.get_config()
+        cfg = migrations(app).migrate.get_config()
         cfg.attributes["connection"] = conn
         if current is None and inspect(conn).has_table("users"):
             command.stamp(cfg, "head")  # tables made by create_all before migrations existed
