@@ -718,6 +718,9 @@ def test_a_session_that_ends_while_typing_comes_back_to_the_search(browser, site
     _ensure_ready(tab, site)
     login(tab)
     tab.goto("/")
+    # every answer refreshes the session cookie (permanent sessions): one still in flight (the
+    # favicon, a thumbnail) would bring it back after it is cleared
+    tab.wait_for_load_state("networkidle")
     context.clear_cookies()
     tab.get_by_label("Search your files").fill("calm sea")  # one input event: one request
     expect(tab).to_have_url(re.compile(r"/login\?next="))
