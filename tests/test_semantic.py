@@ -167,3 +167,14 @@ def test_a_document_not_embedded_yet_is_found_by_words(client, auth, make_tree, 
 def test_health_names_the_model(client):
     body = client.get("/api/health").get_json()
     assert body["components"]["semantic"].startswith("ok: multilingual-e5-small")
+
+
+def test_the_cli_numbers_hits_and_marks_those_found_by_meaning(app, indexed):
+    """`trawl search` prints ranks, not scores (keyword scores and similarities are not one
+    scale), and marks a hit no word of the query is in, as the results page does."""
+    out = app.test_cli_runner().invoke(args=["trawl", "search", "feline napping"])
+    assert out.exit_code == 0, out.output
+    first = out.output.splitlines()[1]
+    assert first.startswith("   1. ") and first.endswith("kitten.txt  (by meaning)"), out.output
+    words = app.test_cli_runner().invoke(args=["trawl", "search", "bake bread", "--offset", "0"])
+    assert words.output.splitlines()[1].endswith("recipe.txt"), words.output

@@ -485,8 +485,9 @@ def search(
         _print_json(page)
         return
     click.echo(f"{page['total']} results in {page['processing_time_ms']} ms")
-    for r in page["results"]:
-        click.echo(f"{r['score']:7.2f}  {r['path']}")
+    # rank, not score: a hybrid page mixes keyword scores with meaning's similarities (--json has both)
+    for rank, r in enumerate(page["results"], start=page["offset"] + 1):
+        click.echo(f"{rank:>4}. {r['path']}" + ("  (by meaning)" if r.get("match") == "meaning" else ""))
     for facet, counts in (page.get("facet_distribution") or {}).items():
         click.echo(f"{facet}: " + ", ".join(f"{value} {n}" for value, n in counts.items()))
 
