@@ -292,4 +292,3 @@ def test_init_in_the_light_app_prepares_a_new_data_folder(tmp_path, redis_url):
     again = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
     assert again.returncode == 0, again.stderr
     assert "->" not in again.stdout + again.stderr and "is ready" in again.stdout + again.stderr
-
