@@ -178,3 +178,13 @@ def test_the_cli_numbers_hits_and_marks_those_found_by_meaning(app, indexed):
     assert first.startswith("   1. ") and first.endswith("kitten.txt  (by meaning)"), out.output
     words = app.test_cli_runner().invoke(args=["trawl", "search", "bake bread", "--offset", "0"])
     assert words.output.splitlines()[1].endswith("recipe.txt"), words.output
+
+
+def test_a_repeated_question_gets_the_same_vector_and_callers_cannot_spoil_it():
+    """Question vectors are kept per process (a page change or a facet click repeats the
+    question); each caller gets its own copy."""
+    first = embedder.embed_query("feline napping")
+    first[:] = 0  # a caller scribbling on its vector
+    again = embedder.embed_query("feline napping")
+    assert again is not None and abs(float(again @ again) - 1.0) < 1e-3
+    assert float(again @ embedder.embed_query("bake bread in the oven")) < 0.95

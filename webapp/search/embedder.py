@@ -29,6 +29,7 @@ MAX_PASSAGES = 8  # per document: its first 8,000 characters (a book is found by
 # compressed, unrelated texts scoring 0.74-0.79 and related ones 0.82-0.90 (measured on small
 # texts, docs/relevance.md); below it meaning brings nothing.
 RELATED = 0.80
+QUESTIONS_KEPT = 256  # question vectors kept per process (1.5 KB each)
 _SPACES = re.compile(r"\s+")
 
 _loading = threading.Lock()  # web processes have threads: the model is loaded once, not per thread
@@ -97,7 +98,15 @@ def embed_passages(texts: list[str]) -> np.ndarray:
 
 
 def embed_query(text: str) -> np.ndarray | None:
-    """The vector of a question ("query: " prefix), or None when the model is unavailable."""
+    """The vector of a question ("query: " prefix), or None when the model is unavailable.
+    The last QUESTIONS_KEPT questions of the process are kept: a page change, a facet or a
+    filter click repeats the question, and embedding it is most of a hybrid search's time."""
+    vector = _question(text)
+    return None if vector is None else vector.copy()
+
+
+@functools.lru_cache(maxsize=QUESTIONS_KEPT)
+def _question(text: str) -> np.ndarray | None:
     model = load()
     if model is None:
         return None
