@@ -88,7 +88,7 @@ def build(coll: Collection, work: Path, vectors_file: Path | None):
                 "metadata": {},
             }
         )
-        texts += [(doc_id(key), p) for p in embedder.passages(title, body)]
+        texts += [(doc_id(key), p) for p in embedder.passages(title, content, "markdown")]  # as served
     backend.upsert(docs)
     if vectors_file and vectors_file.exists():
         matrix = np.load(vectors_file)
@@ -310,7 +310,7 @@ def http_embed(svc, corpus: Path, cache: Path | None) -> dict:
         resp = svc.http.get(f"{svc.base}/api/documents/{id_}", timeout=60)
         resp.raise_for_status()
         doc = resp.json()
-        passages = embedder.passages(doc.get("title"), doc.get("content"))
+        passages = embedder.passages(doc.get("title"), doc.get("content"), doc.get("type"))
         mark = _fingerprint(passages)
         if path.name in stored and str(stored[f"{path.name}#"]) == mark:
             matrix, reused = stored[path.name], reused + 1

