@@ -12,6 +12,7 @@ import threading
 import time
 
 import psutil
+import redis
 
 from tests.conftest import REPO
 
@@ -132,13 +133,45 @@ class Worker:
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=10)
 
+    def background_only(self) -> bool:
+        """Whether the worker's processes are busy, each with a background phase's job (OCR,
+        meaning: the `<queue>-ocr` queue). A scan queues the meaning phase as it ends, so a
+        worker stopped after a test's scan is often in it; a warm shutdown waits for that job,
+        which runs for up to a minute (it yields only to queued scans)."""
+        from rq import Worker as RQWorker
+
+        try:
+            top = psutil.Process(self.proc.pid)
+            pids = {top.pid, *(child.pid for child in top.children(recursive=True))}
+        except psutil.NoSuchProcess:
+            return False
+        conn = redis.Redis.from_url(self.env["REDIS_URL"])
+        try:
+            mine = [w for w in RQWorker.all(connection=conn) if w.pid in pids]
+            jobs = [w.get_current_job() for w in mine if w.get_current_job_id()]
+        except redis.RedisError:
+            return False
+        finally:
+            conn.close()
+        background = f"{self.env['QUEUE_NAME']}-ocr"
+        return bool(jobs) and all(job is not None and job.origin == background for job in jobs)
+
     def __exit__(self, *exc) -> None:
+        """Warm shutdown (SIGTERM: RQ finishes the job it runs), then SIGKILL after 15 s; at
+        once when the job it finishes is a background phase's (see background_only): the
+        15 s wait ended in the same SIGKILL."""
         self._stop.set()
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
+            deadline = time.monotonic() + 15
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                if self.background_only():
+                    break
+                try:
+                    self.proc.wait(timeout=0.2)
+                except subprocess.TimeoutExpired:
+                    pass
+            if self.proc.poll() is None:
                 self.kill()
         try:  # stray members of the group (a killed work horse's extraction child)
             os.killpg(self.proc.pid, signal.SIGKILL)
