@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import CHEAP_HASHES, flush_redis, initialised_app
 from tests.ui_helpers import ADMIN
+from tests.workers import stop_workers
 
 CHROMIUM = "/usr/bin/chromium"
 if not os.path.exists(CHROMIUM):
@@ -98,11 +99,7 @@ def site(tmp_path_factory, redis_url):
         stderr=subprocess.STDOUT,
     )
     yield {"url": f"http://127.0.0.1:{server.server_port}", "folder": folder, "app": app}
-    worker.terminate()
-    try:
-        worker.wait(10)
-    except subprocess.TimeoutExpired:
-        worker.kill()
+    stop_workers([worker], redis_url, app.config["QUEUE_NAME"], grace=10)
     log.close()
     server.shutdown()
 
