@@ -194,8 +194,13 @@ def _assert_password_required(dep: Deployment) -> None:
     import redis
 
     def redis_without():
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        # refused at the first try (redis-py would try 3 times more, 3 s, to be refused again)
+        once = Retry(NoBackoff(), 0)
         with pytest.raises(redis.AuthenticationError):
-            redis.Redis(host=dep.redis.host, port=dep.redis.port, socket_timeout=5).set("k", 1)
+            redis.Redis(host=dep.redis.host, port=dep.redis.port, socket_timeout=5, retry=once).set("k", 1)
 
     def pg_without():
         url = f"postgresql://trawl@{dep.pg.host}:{dep.pg.port}/trawl"
