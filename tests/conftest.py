@@ -370,6 +370,11 @@ def roots(tmp_path):
 @pytest.fixture
 def app_config(data_dir, roots, redis_url, database_url):
     """Overrides for create_app; tests may change them before `app` is built."""
+    return app_settings(data_dir, roots, redis_url, database_url)
+
+
+def app_settings(data_dir: Path, roots: Path, redis_url: str, database_url: str) -> dict:
+    """The test app's settings over a data folder and an allowed root."""
     return {
         "DATA_DIR": str(data_dir),
         "REDIS_URL": redis_url,
@@ -393,6 +398,13 @@ def app_config(data_dir, roots, redis_url, database_url):
 def app(app_config, redis_url, database_url, sqlite_template):
     """A fresh app over an empty Redis database, data folder and database, as `trawl init`
     leaves them (the SQLite file copied from the template, PostgreSQL's tables emptied)."""
+    with fresh_app(app_config, redis_url, database_url, sqlite_template) as application:
+        yield application
+
+
+@contextmanager
+def fresh_app(app_config: dict, redis_url: str, database_url: str, sqlite_template: Path):
+    """The `app` fixture's app (also for a module's shared app); its sessions closed after."""
     from webapp import config, create_app
     from webapp.runtime import init_data
 

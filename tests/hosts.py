@@ -217,18 +217,19 @@ class Processes:
             f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}" for p in sorted(self.logs.glob("*.log"))
         )
 
-    def stop(self) -> None:
-        """Stop Trawl's processes, then the servers they use (no error lines while they stop)."""
+    def stop(self, grace: float = STOP_GRACE) -> None:
+        """Stop Trawl's processes, then the servers they use (no error lines while they stop);
+        each gets `grace` seconds after SIGTERM, then SIGKILL."""
         servers = {"redis"}
-        self._stop([p for n, p in self.procs.items() if n not in servers])
-        self._stop([p for n, p in self.procs.items() if n in servers])
+        self._stop([p for n, p in self.procs.items() if n not in servers], grace)
+        self._stop([p for n, p in self.procs.items() if n in servers], grace)
 
     @staticmethod
-    def _stop(procs: list[subprocess.Popen]) -> None:
+    def _stop(procs: list[subprocess.Popen], grace: float) -> None:
         for proc in procs:
             if proc.poll() is None:
                 _signal_group(proc, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE
+        deadline = time.monotonic() + grace
         for proc in procs:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))

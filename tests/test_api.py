@@ -50,10 +50,19 @@ def test_health_is_public_and_ok(client):
     assert semantic.startswith("ok: multilingual-e5-small")  # the bundled model (meaning)
 
 
+def _unreachable_redis() -> redis.Redis:
+    """A client of a Redis that refuses connections. It gives up at the first refusal: redis-py
+    otherwise tries 3 times more with backoff (3.5 s), only to raise the same ConnectionError."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
+
+
 def test_health_is_503_when_redis_is_down(app):
     from webapp.runtime import get_redis
 
-    app.extensions["trawl.redis"] = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
+    app.extensions["trawl.redis"] = _unreachable_redis()
     try:
         resp = app.test_client().get("/api/health")
     finally:
@@ -131,7 +140,7 @@ def test_redis_down_is_503_with_a_detail(app, auth):
     from webapp.runtime import get_redis
 
     real = get_redis(app)
-    app.extensions["trawl.redis"] = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
+    app.extensions["trawl.redis"] = _unreachable_redis()
     try:
         resp = app.test_client().get("/api/auth/me", headers=auth)
     finally:

@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import CHEAP_HASHES, flush_redis, initialised_app
 from tests.ui_helpers import ADMIN
+from tests.workers import stop_workers
 
 CHROMIUM = "/usr/bin/chromium"
 if not os.path.exists(CHROMIUM):
@@ -98,11 +99,7 @@ def site(tmp_path_factory, redis_url):
         stderr=subprocess.STDOUT,
     )
     yield {"url": f"http://127.0.0.1:{server.server_port}", "folder": folder, "app": app}
-    worker.terminate()
-    try:
-        worker.wait(10)
-    except subprocess.TimeoutExpired:
-        worker.kill()
+    stop_workers([worker], redis_url, app.config["QUEUE_NAME"], grace=10)
     log.close()
     server.shutdown()
 
@@ -510,12 +507,14 @@ PAGES = (
 
 
 def _no_sideways_scroll(tab, width: int, label: str) -> None:
-    """Every page of PAGES (and the document page) is no wider than the screen."""
+    """Every page of PAGES (and the document page) is no wider than the screen, once drawn:
+    loaded (its stylesheets, scripts, images and fonts) with no htmx request in flight (the
+    pages fetch nothing else; waiting for the network to be idle added 0.5 s a page)."""
     doc = tab.request.get("/?q=keeper").text()
     doc_url = re.search(r'href="(/documents/[^"?]+)', doc).group(1)
     for path in (*PAGES, doc_url):
-        tab.goto(path)
-        tab.wait_for_load_state("networkidle")
+        tab.goto(path, wait_until="load")
+        tab.wait_for_function("() => !document.querySelector('.htmx-request')")
         scroll = tab.evaluate("document.documentElement.scrollWidth")
         assert scroll <= width, f"{path} is {scroll}px wide on a {width}px screen ({label})"
 

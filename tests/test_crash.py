@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import redis
 import requests
@@ -262,6 +263,10 @@ class SearchLoad:
             with self._lock:
                 self.outcomes[kind] = self.outcomes.get(kind, 0) + 1
 
+    def total(self) -> int:
+        with self._lock:
+            return sum(self.outcomes.values())
+
     def __enter__(self) -> SearchLoad:
         self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(self.n)]
         for thread in self.threads:
@@ -284,8 +289,18 @@ def test_web_restart_during_search_load(app, client, auth, token, make_tree, mak
         with Worker(app, SCAN_BATCH_SIZE="5"):
             with SearchLoad(web.url, token) as graceful:
                 time.sleep(1.5)
+                old = {p.pid for p in psutil.Process(web.proc.pid).children()}
                 os.kill(web.proc.pid, signal.SIGHUP)  # graceful reload: workers replaced
-                time.sleep(4)
+                # until every old worker is gone and the new ones have answered a few times
+                # (each thread twice), all under load
+                deadline = time.monotonic() + 60
+                while (new := {p.pid for p in psutil.Process(web.proc.pid).children()}) & old or not new:
+                    assert time.monotonic() < deadline, "the workers were not replaced"
+                    time.sleep(0.1)
+                answered = graceful.total()
+                while graceful.total() < answered + 2 * graceful.n:
+                    assert time.monotonic() < deadline, "no answers after the reload"
+                    time.sleep(0.1)
             assert set(graceful.outcomes) == {"200"}, graceful.outcomes
             with SearchLoad(web.url, token) as hard:
                 time.sleep(1.0)

@@ -241,7 +241,7 @@ def test_deleting_a_source_during_its_scan_leaves_no_thumbnails(app, client, aut
         deadline = time.monotonic() + 120
         while client.get("/api/status", headers=auth).get_json()["queue"]["started"]:
             assert time.monotonic() < deadline, "the cancelled scan did not end"
-            time.sleep(2)
+            time.sleep(0.2)
         time.sleep(2)  # a batch still in the extraction child has written by now
     assert _thumbs(app, sid) == []
     again = make_source(root, id="pictures")["id"]  # the id made again keeps its thumbnails

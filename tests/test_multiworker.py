@@ -8,7 +8,6 @@ the benchmarks measure speed; this test checks that the work is spread and done 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from rq.job import Job
 from rq.registry import FinishedJobRegistry
 
 from tests.samples import workbook
+from tests.workers import stop_workers
 
 REPO = Path(__file__).resolve().parent.parent
 FILES = 80  # spreadsheets per tree; each takes tens of milliseconds to extract
@@ -81,27 +81,7 @@ def start_workers(app, tmp_path):
         return new
 
     yield start
-    stop(procs)
-
-
-def stop(procs: list[subprocess.Popen]) -> None:
-    """Warm shutdown (SIGTERM); a worker still busy after 5 s (a job it took after the scan,
-    which a warm shutdown waits for: that cost 2 x 20 s here) gets a second SIGTERM, RQ's cold
-    shutdown, which ends its work horse; then kill what is left."""
-    for grace in (5, 15):
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        for proc in procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    stop_workers(procs, app.config["REDIS_URL"], app.config["QUEUE_NAME"])
 
 
 def _logs(tmp_path: Path) -> str:
@@ -231,9 +211,15 @@ def test_a_pool_runs_its_workers_without_rq_schedulers(app, tmp_path):
         while Worker.count(connection=get_redis(app), queue=get_queue(app)) < 2:
             assert time.monotonic() < deadline and pool.poll() is None
             time.sleep(0.1)
-        time.sleep(2)  # a scheduler would be up by now
+        # each worker starts RQ's scheduler (when asked to) before it first waits for a job,
+        # idle: once both are idle, a scheduler would be up
+        while {w.get_state() for w in Worker.all(connection=get_redis(app), queue=get_queue(app))} != {
+            "idle"
+        }:
+            assert time.monotonic() < deadline and pool.poll() is None
+            time.sleep(0.1)
         tree = psutil.Process(pool.pid).children(recursive=True)
         assert len(tree) == 2, [p.cmdline() for p in tree]
         assert all(p.ppid() == pool.pid for p in tree)
     finally:
-        stop([pool])
+        stop_workers([pool], app.config["REDIS_URL"], app.config["QUEUE_NAME"])

@@ -13,6 +13,7 @@ import pytest
 import requests
 from PIL import Image
 
+from tests.conftest import ADMIN, app_settings, fresh_app
 from tests.test_crash import Gunicorn
 from tests.ui_helpers import login
 
@@ -59,19 +60,56 @@ def hostile_images() -> dict[str, bytes]:
     }
 
 
+@pytest.fixture(scope="module")
+def scanned(tmp_path_factory, redis_url, database_url, sqlite_template, hostile_images):
+    """One app over a scanned source of the hostile images, for the whole module: the scan
+    draws their thumbnails (seconds of decoding each time) and every test here only reads
+    what it made. Yields the app, the admin's token and each file name's document id."""
+    from rq import SimpleWorker
+
+    from webapp.runtime import get_queue, get_redis
+
+    top = tmp_path_factory.mktemp("previews")
+    data, roots = top / "data", top / "roots"
+    data.mkdir()
+    (roots / "pics").mkdir(parents=True)
+    for name, content in hostile_images.items():
+        (roots / "pics" / name).write_bytes(content)
+    settings = app_settings(data, roots, redis_url, database_url)
+    with fresh_app(settings, redis_url, database_url, sqlite_template) as app:
+        client = app.test_client()
+        token = client.post("/api/auth/setup", json=ADMIN).get_json()["access_token"]
+        auth = {"Authorization": f"Bearer {token}"}
+        src = client.post(
+            "/api/sources", headers=auth, json={"name": "Pics", "root_path": str(roots / "pics")}
+        ).get_json()
+        assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+        with app.app_context():  # a real RQ worker, burst (conftest's run_jobs)
+            SimpleWorker([get_queue(app)], connection=get_redis(app)).work(
+                burst=True, logging_level="WARNING"
+            )
+        ids = {}
+        for name in hostile_images:
+            word = name.split()[0]
+            hits = client.post("/api/search", headers=auth, json={"q": word}).get_json()["results"]
+            ids[name] = next(h["id"] for h in hits if h["basename"] == name)
+        yield app, token, ids
+
+
 @pytest.fixture
-def previews(client, auth, make_tree, make_source, run_jobs, hostile_images):
-    """A scanned source over the hostile images; maps each file name to its document id."""
-    root = make_tree("pics", hostile_images)
-    src = make_source(root, name="Pics")
-    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
-    run_jobs()
-    ids = {}
-    for name in hostile_images:
-        word = name.split()[0]
-        hits = client.post("/api/search", headers=auth, json={"q": word}).get_json()["results"]
-        ids[name] = next(h["id"] for h in hits if h["basename"] == name)
-    return ids
+def app(scanned):
+    return scanned[0]
+
+
+@pytest.fixture
+def token(scanned):
+    return scanned[1]
+
+
+@pytest.fixture
+def previews(scanned):
+    """Each file name of the scanned source -> its document id."""
+    return scanned[2]
 
 
 def _rss_mb() -> float:
@@ -109,13 +147,13 @@ def test_big_jpeg_is_decoded_reduced_and_heic_is_previewed(app, client, auth, pr
     assert Image.open(io.BytesIO(png.data)).size == (2048, 1365)
 
 
-def test_the_decoding_child_is_capped_in_memory_and_time(app, client, auth, previews):
+def test_the_decoding_child_is_capped_in_memory_and_time(app, client, auth, previews, monkeypatch):
     url = f"/api/documents/{previews['ordinary 3000x2000.png']}/preview"
-    app.config["PREVIEW_MEMORY_MB"] = 8  # 3000x2000 RGBA needs 24 MB
+    monkeypatch.setitem(app.config, "PREVIEW_MEMORY_MB", 8)  # 3000x2000 RGBA needs 24 MB
     resp = client.get(url, headers=auth)
     assert resp.status_code == 422 and "too much memory" in resp.get_json()["detail"]
     app.config["PREVIEW_MEMORY_MB"] = 512
-    app.config["PREVIEW_TIMEOUT"] = 0.001
+    monkeypatch.setitem(app.config, "PREVIEW_TIMEOUT", 0.001)
     slow = client.get(url, headers=auth)
     assert slow.status_code == 422 and "longer than" in slow.get_json()["detail"]
     app.config["PREVIEW_TIMEOUT"] = 20.0

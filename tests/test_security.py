@@ -209,6 +209,7 @@ def test_download_tokens_expire_and_are_bound_to_one_document(app, client, auth,
     time.sleep(2.1)
     late = client.get(short)
     assert late.status_code == 401 and b"zanzibar" not in late.data
+    assert "expired" in late.get_json()["detail"]  # (was also test_documents.py's, merged here)
     app.config["SECRET_KEY"] = "rotated-" * 8  # a link signed with an old key is void
     assert client.get(url).status_code == 401
 

@@ -38,6 +38,7 @@ BATCH = 4  # files per batch
 CUT_SECONDS = 30
 B_WORKERS = 2
 WEB_PORT = 8000
+TEARDOWN_GRACE = 3  # seconds Trawl's processes get to stop at the end (SIGTERM, then SIGKILL)
 
 
 def _workbook(seed: int) -> bytes:
@@ -138,7 +139,11 @@ def deployment():
         procs = Processes(net, folder / "logs", env)
         pg = Postgres(procs, "a", net.addr["a"])
         stack.callback(pg.stop)
-        stack.callback(procs.stop)  # first (last in, first out): Trawl, then its servers
+        # first (last in, first out): Trawl, then its servers. Nothing is checked after the
+        # test and their stop is not what it tests: 3 s after SIGTERM, not 8, before SIGKILL
+        # (host a's worker would finish the meaning phase the scans queued, and an idle RQ pool
+        # worker on host b often misses the signal: 8 s each time)
+        stack.callback(procs.stop, TEARDOWN_GRACE)
         pg.start()
         redis = Redis(procs, "a", net.addr["a"], folder / "redis")
         redis.start()
@@ -194,8 +199,13 @@ def _assert_password_required(dep: Deployment) -> None:
     import redis
 
     def redis_without():
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        # refused at the first try (redis-py would try 3 times more, 3 s, to be refused again)
+        once = Retry(NoBackoff(), 0)
         with pytest.raises(redis.AuthenticationError):
-            redis.Redis(host=dep.redis.host, port=dep.redis.port, socket_timeout=5).set("k", 1)
+            redis.Redis(host=dep.redis.host, port=dep.redis.port, socket_timeout=5, retry=once).set("k", 1)
 
     def pg_without():
         url = f"postgresql://trawl@{dep.pg.host}:{dep.pg.port}/trawl"

@@ -12,6 +12,7 @@ import threading
 import time
 
 import psutil
+import redis
 
 from tests.conftest import REPO
 
@@ -134,16 +135,69 @@ class Worker:
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        try:  # stray members of the group (a killed work horse's extraction child)
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        stop_workers([self.proc], self.env["REDIS_URL"], self.env["QUEUE_NAME"], group=True)
+
+
+def busy_in_background(pids: set[int], redis_url: str, queue_name: str) -> bool:
+    """Whether the RQ workers among `pids` are busy, each with a background phase's job (OCR,
+    meaning: the `<queue>-ocr` queue). A scan queues the meaning phase as it ends, so a worker
+    stopped after a test's scan is often in it, and a warm shutdown waits for that job, which
+    runs for up to a minute (it yields only to queued scans)."""
+    from rq import Worker as RQWorker
+
+    conn = redis.Redis.from_url(redis_url)
+    try:
+        mine = [w for w in RQWorker.all(connection=conn) if w.pid in pids]
+        jobs = [w.get_current_job() for w in mine if w.get_current_job_id()]
+    except redis.RedisError:
+        return False
+    finally:
+        conn.close()
+    return bool(jobs) and all(job is not None and job.origin == f"{queue_name}-ocr" for job in jobs)
+
+
+def _tree_pids(proc: subprocess.Popen) -> set[int]:
+    try:
+        top = psutil.Process(proc.pid)
+        return {top.pid, *(child.pid for child in top.children(recursive=True))}
+    except psutil.NoSuchProcess:
+        return set()
+
+
+def stop_workers(
+    procs: list[subprocess.Popen], redis_url: str, queue_name: str, grace: float = 15, group: bool = False
+) -> None:
+    """Stop `python worker.py` processes: a warm shutdown (SIGTERM: RQ finishes the job it
+    runs), SIGKILL for those still running after `grace` seconds, and at once for one whose
+    workers are busy only with background phases' jobs (busy_in_background): the wait would
+    have ended in the same SIGKILL. With `group`, signals go to each process group (a worker
+    started in a session of its own, with its work horse's children)."""
+
+    def send(proc: subprocess.Popen, sig: int) -> None:
+        try:
+            os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+    running = [p for p in procs if p.poll() is None]
+    for proc in running:
+        send(proc, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while running and time.monotonic() < deadline:
+        for proc in list(running):
+            if proc.poll() is not None:
+                running.remove(proc)
+            elif busy_in_background(_tree_pids(proc), redis_url, queue_name):
+                send(proc, signal.SIGKILL)
+        if running:
+            time.sleep(0.2)
+    for proc in procs:
+        if proc.poll() is None:
+            send(proc, signal.SIGKILL)
+        proc.wait(timeout=10)
+    if group:  # stray members of the groups (a killed work horse's extraction child)
+        for proc in procs:
+            send(proc, signal.SIGKILL)
 
 
 def poll_status(client, auth, sid: str, until, timeout: float = 60.0) -> dict:
