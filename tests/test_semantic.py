@@ -193,9 +193,8 @@ def test_a_repeated_question_gets_the_same_vector_and_callers_cannot_spoil_it():
 def test_the_model_reads_the_text_a_reader_sees_with_the_title_once():
     """Passages hold Markdown's words without its marks, a photo's telling metadata rather than
     its technical dump, and the title once when the text already begins with it."""
-    note = embedder.passages(
-        "Abstracting Concepts", "# Abstracting Concepts\n\nA **graduate** course, see [notes](n.md).", "markdown"
-    )
+    text = "# Abstracting Concepts\n\nA **graduate** course, see [notes](n.md)."
+    note = embedder.passages("Abstracting Concepts", text, "markdown")
     assert note == ["Abstracting Concepts A graduate course, see notes."]
     assert embedder.passages("Report", "Quarterly numbers", "text") == ["Report Quarterly numbers"]
     photo = embedder.passages(None, "Format: PNG\nWidth: 800\nMake: Canon\nModel: EOS 5D", "image")
