@@ -223,3 +223,67 @@ def test_a_pool_runs_its_workers_without_rq_schedulers(app, tmp_path):
         assert all(p.ppid() == pool.pid for p in tree)
     finally:
         stop_workers([pool], app.config["REDIS_URL"], app.config["QUEUE_NAME"])
+
+
+def test_a_helper_marks_the_batch_it_takes_before_its_first_file_is_read(
+    app, make_tree, make_source, redis_url
+):
+    """A helper says at once that it holds a batch: the coordinator hands out again, as lost,
+    every batch without a mark after a second (RESULT_WAIT), so a first file slower than that
+    (a big PDF, a slow share) had its batch extracted twice. The first file here is a FIFO that
+    gives its bytes only when the test writes them."""
+    import json
+    import threading
+
+    import redis
+
+    from webapp import keys
+    from webapp.indexing.batch import Batch
+    from webapp.indexing.pipeline import help_extract
+
+    root = make_tree("slow", {"after.txt": "read after the slow one"})
+    slow = root / "slow.txt"
+    os.mkfifo(slow)
+    source = make_source(root, "Slow")
+    run_id = "mark-at-once"
+    lists = keys.run_lists(run_id)
+    r = redis.Redis.from_url(redis_url)
+    batch = Batch(0, [(str(slow), 0, 0), (str(root / "after.txt"), 23, 0)])
+    r.rpush(lists["todo"], json.dumps(batch.to_dict()))
+    done: list[int] = []
+
+    def helper() -> None:
+        with app.app_context():
+            done.append(help_extract(app, run_id, source["id"]))
+
+    thread = threading.Thread(target=helper, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5  # well past RESULT_WAIT, well before the slow file's end
+        while r.hget(lists["inflight"], 0) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert r.hget(lists["inflight"], 0) is not None, (
+            "the batch was not marked while its first file was read"
+        )
+    finally:
+        _feed(slow, b"the slow first file")  # the first file's bytes: the extraction goes on
+        thread.join(60)
+    assert done == [1]
+    result = json.loads(r.lpop(lists["results"]))
+    assert result["n"] == 0
+
+
+def _feed(fifo: Path, data: bytes, timeout: float = 20) -> None:
+    """Write `data` into a FIFO once its reader has opened it (never blocks: no reader, no write)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: nobody reads it yet
+            time.sleep(0.05)
+            continue
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        return

@@ -429,6 +429,7 @@ def help_extract(app: Flask, run_id: str, source_id: str) -> int:
             _patiently(r.rpush, lists["results"], json.dumps(result.to_dict()))
             _patiently(r.expire, lists["results"], keys.RUN_LISTS_TTL)
 
+        alive()  # held from now on: a first file slower than RESULT_WAIT is not handed out again
         send(extract_batch(app, info, batch, on_file=alive, on_partial=send))
         done += 1
 
