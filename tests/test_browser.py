@@ -294,7 +294,7 @@ def test_keyboard_and_history(page, site):
     # the answer to the whole question, settled: an answer to `calm` drawn first and replaced
     # later would take the focus away from the result the keys are on
     expect(page).to_have_url(re.compile(r"q=calm\+sea"))
-    page.wait_for_function("() => !document.querySelector('.htmx-request')")
+    _no_request_in_flight(page)
     expect(links.first).to_be_visible()
     page.keyboard.press("ArrowDown")
     expect(links.nth(0)).to_be_focused()
@@ -511,6 +511,11 @@ PAGES = (
 )
 
 
+def _no_request_in_flight(tab) -> None:
+    """Wait until htmx has no request in flight (it marks the requesting element)."""
+    tab.wait_for_function("() => !document.querySelector('.htmx-request')")
+
+
 def _no_sideways_scroll(tab, width: int, label: str) -> None:
     """Every page of PAGES (and the document page) is no wider than the screen, once drawn:
     loaded (its stylesheets, scripts, images and fonts) with no htmx request in flight (the
@@ -519,7 +524,7 @@ def _no_sideways_scroll(tab, width: int, label: str) -> None:
     doc_url = re.search(r'href="(/documents/[^"?]+)', doc).group(1)
     for path in (*PAGES, doc_url):
         tab.goto(path, wait_until="load")
-        tab.wait_for_function("() => !document.querySelector('.htmx-request')")
+        _no_request_in_flight(tab)
         scroll = tab.evaluate("document.documentElement.scrollWidth")
         assert scroll <= width, f"{path} is {scroll}px wide on a {width}px screen ({label})"
 
