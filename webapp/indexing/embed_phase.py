@@ -6,8 +6,8 @@ that workers serve only when the main one is empty, one job per source at a time
 each in one of the `workers - 1` background slots, yielding between model calls as soon as a
 scan or live update is queued (or after the policy's share of time) and queueing its successor
 behind it. The model runs in
-one thread of the process at a lowered CPU priority (nice 10; the model computes in the
-calling thread), so web processes answering keyword searches go first.
+one thread of the process at a lowered CPU priority (nice 10; the model computes in that
+thread alone, embedder.one_thread), so web processes answering keyword searches go first.
 Between two model calls (a few seconds at most) it stops when the source was deleted, switched
 off (`semantic: false`) or is being scanned (the scan queues the phase again when it ends).
 
@@ -104,11 +104,12 @@ def status(source: Source) -> dict:
 
 def _lower_priority() -> None:
     """Lower the calling thread's CPU priority (Linux: nice values are per thread), so the
-    worker's other work and the web processes go first."""
+    worker's other work and the web processes go first, and keep its model calls on it."""
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
     except OSError:
         pass
+    embedder.one_thread()
 
 
 def _model_thread() -> ThreadPoolExecutor:

