@@ -176,6 +176,15 @@ def _claim_db(base_url: str) -> str | None:
     return None
 
 
+def redis_once(host: str, port: int, **timeouts: float) -> redis.Redis:
+    """A Redis client that gives up at the first refusal: redis-py otherwise tries 3 times
+    more with backoff (3-3.5 s), only to be refused again."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return redis.Redis(host=host, port=port, retry=Retry(NoBackoff(), 0), **timeouts)
+
+
 def flush_redis(url: str) -> None:
     """Empty the test's Redis database, keeping its claim, in one transaction (MULTI/EXEC): a
     process looking for an empty database never sees this one empty and unclaimed."""

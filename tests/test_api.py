@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import redis
 
+from tests.conftest import redis_once
+
 
 def test_every_api_error_has_only_a_detail(client, auth):
     cases = [
@@ -51,12 +53,8 @@ def test_health_is_public_and_ok(client):
 
 
 def _unreachable_redis() -> redis.Redis:
-    """A client of a Redis that refuses connections. It gives up at the first refusal: redis-py
-    otherwise tries 3 times more with backoff (3.5 s), only to raise the same ConnectionError."""
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    return redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
+    """A client of a Redis that refuses connections (at once: redis_once)."""
+    return redis_once("127.0.0.1", 1, socket_connect_timeout=0.5)
 
 
 def test_health_is_503_when_redis_is_down(app):

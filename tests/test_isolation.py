@@ -237,3 +237,21 @@ def test_a_forked_process_makes_its_own_entries_and_leaves_the_parents():
     assert os.read(read, 1) == b"1"
     assert kept.get("thing", 1, lambda: ["new"], closed.append) is mine and not closed
     assert kept.get("thing", 2, lambda: ["new"], closed.append) == ["new"] and closed == [mine]
+
+
+def test_the_child_does_not_keep_an_index_lock_its_worker_held(tmp_path, files):
+    """A lock taken with flock belongs to the open file, which a fork shares. Tantivy's reader
+    holds the index's meta lock for a moment as it reloads: if the extraction child is forked
+    then, the worker's next commit must not wait for the child to let it go (a scan hung at
+    its commit for as long as its child lived)."""
+    import fcntl
+
+    lock = tmp_path / ".tantivy-meta.lock"
+    held = open(lock, "w")  # noqa: SIM115 - held across the fork, let go after it
+    fcntl.flock(held, fcntl.LOCK_EX)  # a thread of the worker holds it as the child is forked
+    with Extractor(FAST, extra_extractors=TEST_EXTRACTORS, start_method="fork") as ex:
+        assert ex.run(files["ok.txt"]).status == "success"  # the child runs
+        held.close()  # the worker's thread lets go
+        with open(lock, "w") as again:  # the worker's commit takes it: at once, not never
+            fcntl.flock(again, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert ex.run(files["ok.txt"]).status == "success"

@@ -26,9 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ADMIN, REPO
+from tests.conftest import ADMIN, REPO, redis_once
 from tests.hosts import Network, Postgres, Processes, Redis, unavailable
 from tests.samples import workbook
+from webapp import keys
 from webapp.indexing.scanner import doc_id
 
 pytestmark = pytest.mark.slow
@@ -199,13 +200,8 @@ def _assert_password_required(dep: Deployment) -> None:
     import redis
 
     def redis_without():
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-
-        # refused at the first try (redis-py would try 3 times more, 3 s, to be refused again)
-        once = Retry(NoBackoff(), 0)
         with pytest.raises(redis.AuthenticationError):
-            redis.Redis(host=dep.redis.host, port=dep.redis.port, socket_timeout=5, retry=once).set("k", 1)
+            redis_once(dep.redis.host, dep.redis.port, socket_timeout=5).set("k", 1)
 
     def pg_without():
         url = f"postgresql://trawl@{dep.pg.host}:{dep.pg.port}/trawl"
@@ -247,7 +243,7 @@ def _b_workers(dep: Deployment) -> dict[str, int]:
         return {
             w.name: w.pid
             for w in Worker.all(connection=r)
-            if w.hostname and w.queue_names() == ["trawl-extract"]
+            if w.hostname and w.queue_names() == [keys.extract_queue("trawl")]
         }
 
     return dep.on_redis(read)
@@ -346,7 +342,7 @@ def _b_batches(dep: Deployment, source_id: str, since: datetime) -> dict[str, in
     from rq.registry import FinishedJobRegistry
 
     def read(r):
-        registry = FinishedJobRegistry("trawl-extract", connection=r)
+        registry = FinishedJobRegistry(keys.extract_queue("trawl"), connection=r)
         jobs = [j for j in Job.fetch_many(registry.get_job_ids(), connection=r) if j]
         return [(j.args[1], j.worker_name, j.return_value(), j.ended_at) for j in jobs]
 

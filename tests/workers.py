@@ -15,6 +15,7 @@ import psutil
 import redis
 
 from tests.conftest import REPO
+from webapp import keys
 
 SETTING_KEYS = (
     "DATA_DIR",
@@ -153,7 +154,9 @@ def busy_in_background(pids: set[int], redis_url: str, queue_name: str) -> bool:
         return False
     finally:
         conn.close()
-    return bool(jobs) and all(job is not None and job.origin == f"{queue_name}-ocr" for job in jobs)
+    return bool(jobs) and all(
+        job is not None and job.origin == keys.background_queue(queue_name) for job in jobs
+    )
 
 
 def _tree_pids(proc: subprocess.Popen) -> set[int]:

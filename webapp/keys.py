@@ -134,3 +134,14 @@ LIVE_JOB_TIMEOUT = DAY  # a live update of a burst is an incremental scan of the
 LIVE_RESULT_TTL = 60
 SCHEDULED_RESULT_TTL = HOUR
 DEFAULT_JOB_TIMEOUT = DAY  # the queue's default, for any job enqueued without its own
+
+
+# -- RQ's queues: the main one (QUEUE_NAME: scans, live updates) and two beside it ---------------
+def background_queue(queue_name: str) -> str:
+    """The background phases' queue (OCR, meaning), served only when the main one is empty."""
+    return f"{queue_name}-ocr"
+
+
+def extract_queue(queue_name: str) -> str:
+    """The queue of running scans' helpers (extraction-only workers serve it alone)."""
+    return f"{queue_name}-extract"

@@ -32,6 +32,30 @@ def die_with_parent(signum: int, parent: int) -> None:
         os._exit(1)
 
 
+def close_inherited_index_locks() -> None:
+    """Close, in a forked child, its copies of the parent's Tantivy lock files (Linux).
+
+    A lock taken with flock belongs to the open file, which a fork shares. A thread of the
+    parent may hold one as the child is forked: Tantivy's reader takes the index's meta lock
+    to reload after a commit elsewhere. The parent's thread then lets go by closing its
+    descriptor, but the child's copy keeps the lock. The parent's next commit waits for it for
+    as long as the child lives, which is the whole scan. Call it first thing in a forked child
+    that never touches the index; nothing in the child owns these descriptors, so nothing
+    closes them twice."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:  # not Linux
+        return
+    for name in names:
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:  # the listing's own descriptor, gone already
+            continue
+        base = os.path.basename(target)
+        if base.startswith(".tantivy-") and base.endswith(".lock"):
+            os.close(int(name))
+
+
 def limit_memory(memory_mb: int) -> None:
     """Cap this process's address space at its present size plus memory_mb; no core dumps.
 

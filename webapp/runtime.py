@@ -39,12 +39,16 @@ def init_app(app: Flask) -> None:
     )
     # OCR jobs: workers serve this queue only when the main one is empty (scans go first)
     app.extensions["trawl.ocr_queue"] = Queue(
-        f"{app.config['QUEUE_NAME']}-ocr", connection=client, default_timeout=keys.DEFAULT_JOB_TIMEOUT
+        keys.background_queue(app.config["QUEUE_NAME"]),
+        connection=client,
+        default_timeout=keys.DEFAULT_JOB_TIMEOUT,
     )
     # helpers of running scans: served by every worker, and alone by extraction-only workers
     # (`worker.py --extract-only`: hosts that neither coordinate scans nor write the index)
     app.extensions["trawl.extract_queue"] = Queue(
-        f"{app.config['QUEUE_NAME']}-extract", connection=client, default_timeout=keys.DEFAULT_JOB_TIMEOUT
+        keys.extract_queue(app.config["QUEUE_NAME"]),
+        connection=client,
+        default_timeout=keys.DEFAULT_JOB_TIMEOUT,
     )
     app.extensions["trawl.search"] = None
     app.extensions["trawl.previews"] = IsolatedRenderer(app.config["PREVIEW_CONCURRENCY"])

@@ -42,7 +42,7 @@ from webapp.indexing.extractors import (
 )
 from webapp.indexing.extractors.base import is_mailbox
 from webapp.indexing.runstats import FileStatus
-from webapp.procs import die_with_parent, limit_memory
+from webapp.procs import close_inherited_index_locks, die_with_parent, limit_memory
 
 log = logging.getLogger(__name__)
 CRASH_MESSAGE = "Extractor crashed on this file"
@@ -148,6 +148,7 @@ def _child_main(
 ) -> None:
     """Child loop: receive a list of requests (None: exit), send back an Answer for each."""
     die_with_parent(signal.SIGKILL, parent)  # a hanging extraction must not outlive its worker
+    close_inherited_index_locks()  # forked from a scan that has the index open
     other_end.close()
     faulthandler.disable()  # a crash is reported by the parent as a failed file
     signal.signal(signal.SIGINT, signal.SIG_IGN)
