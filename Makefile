@@ -14,10 +14,10 @@ run: install assets tesseract rartool
 # the SQLite pass, and the PostgreSQL pass runs only the tests marked `pg`, whose outcome depends
 # on the database dialect (tests/conftest.py). Its output is printed after the SQLite pass's.
 # Each pass prints its 15 slowest tests (--durations=15 in pyproject.toml).
-# The SQLite pass runs in one process; `make test XDIST="-n 3 --dist loadgroup"` spreads it over
-# pytest-xdist workers (tests sharing a module fixture stay on one worker, tests/conftest.py):
-# not the default while two browser tests fail under its load (docs/architecture.md, "Tests").
-XDIST ?=
+# The SQLite pass runs on three pytest-xdist workers (tests sharing a module fixture stay on one
+# worker, tests/conftest.py; docs/architecture.md, "Tests"); `make test XDIST=` runs it in one
+# process.
+XDIST ?= -n 3 --dist loadgroup
 PG_CHECK := import psycopg; psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3").close()
 
 test: install-dev assets chromium tesseract rartool services
