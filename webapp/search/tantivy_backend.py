@@ -397,6 +397,8 @@ class TantivyBackend:
             docs = self._with_content(docs)
         if sort is None:
             scores = [float(key) for key, _ in hits]
+        elif parsed.is_empty:  # filters only: nothing to score (a search saved)
+            scores = [0.0] * len(docs)
         else:
             scores = self._scores(builder, tquery, docs, [a for _, a in hits])
         matcher = TermMatcher.from_query(self._shown(builder.parsed, searcher))
