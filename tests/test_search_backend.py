@@ -372,6 +372,17 @@ def test_each_sort_pages_without_overlap_or_gaps(backend, sort):
         assert keys == sorted(keys, reverse=direction == "desc")
 
 
+def test_a_sorted_title_search_keeps_its_scores_and_a_filter_listing_has_none(tmp_path):
+    backend = TantivyBackend(tmp_path / "index")
+    backend.upsert(
+        [make_doc(f"t{i}", "plain words", title="Quarterly report" if i % 2 else "Notes") for i in range(6)]
+    )
+    titled = backend.search(SearchQuery(q="title:report", sort="modified_at:desc")).results
+    assert len(titled) == 3 and all(r["score"] > 0 for r in titled)
+    listed = backend.search(SearchQuery(q="type:text", sort="modified_at:desc")).results
+    assert len(listed) == 6 and all(r["score"] == 0 for r in listed)
+
+
 def test_total_is_exact_beyond_the_page(backend):
     backend.upsert(LOREM)
     page = backend.search(SearchQuery(q="dolor", limit=3))

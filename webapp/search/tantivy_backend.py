@@ -397,7 +397,7 @@ class TantivyBackend:
             docs = self._with_content(docs)
         if sort is None:
             scores = [float(key) for key, _ in hits]
-        elif parsed.is_empty:  # filters only: nothing to score (a search saved)
+        elif spec.is_filter_only:  # nothing that scores: no second search for the scores
             scores = [0.0] * len(docs)
         else:
             scores = self._scores(builder, tquery, docs, [a for _, a in hits])
