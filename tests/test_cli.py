@@ -160,6 +160,36 @@ def test_an_unused_default_data_folder_is_refused(app_config, tmp_path, monkeypa
     assert fresh.test_cli_runner().invoke(args=["trawl", "sources", "--json"]).exit_code == 0
 
 
+def test_a_restart_waits_for_the_embedded_redis_to_load_its_data(tmp_path):
+    """After a big scan the embedded Redis's data file is hundreds of MB and loading it takes
+    a while, during which Redis answers INFO and CONFIG but refuses data commands: the
+    launcher waits until it has loaded (it used to go on and die on its first data call)."""
+    from webapp import launcher
+
+    data = tmp_path / "data"
+    data.mkdir()
+    url = f"unix://{data / 'redis.sock'}"
+    first = subprocess.Popen(launcher.redis_command(data), stdout=subprocess.DEVNULL)
+    try:
+        assert launcher.redis_ready(url, first)
+        filled = redis.Redis.from_url(url)
+        for batch in range(8):
+            with filled.pipeline(transaction=False) as pipe:
+                for i in range(25_000):
+                    pipe.set(f"k{batch}:{i}", "x" * 64)
+                pipe.execute()
+        filled.shutdown()  # written out, as the launcher's stop leaves it
+    finally:
+        first.wait(30)
+    again = subprocess.Popen(launcher.redis_command(data), stdout=subprocess.DEVNULL)
+    try:
+        assert launcher.redis_ready(url, again)
+        assert redis.Redis.from_url(url).dbsize() == 200_000
+    finally:
+        again.terminate()
+        again.wait(30)
+
+
 def test_the_cli_finds_the_redis_of_make_run(tmp_path, roots, database_url):
     """With only DATA_DIR set, as in `make run`'s .env, the CLI uses the Redis `make run` starts
     for that folder (launched here as the launcher launches it): a schedule lands there, and

@@ -127,17 +127,26 @@ def redis_command(data_dir: Path) -> list[str]:
 
 
 def redis_ready(url: str, proc: subprocess.Popen) -> bool:
-    """Wait until the new redis-server answers and writes its AOF; False if it did not."""
+    """Wait until the new redis-server answers and writes its AOF; False if it did not.
+    It gets REDIS_READY seconds to answer, and as long as it needs while it says it is
+    loading its data (an AOF of hundreds of MB after a big scan takes longer than that)."""
     client = redis.Redis.from_url(url, socket_timeout=5, decode_responses=True)
-    deadline = time.monotonic() + REDIS_READY
-    while time.monotonic() < deadline and proc.poll() is None:
+    deadline, loading = time.monotonic() + REDIS_READY, False
+    while (loading or time.monotonic() < deadline) and proc.poll() is None:
         try:
-            if client.config_get("appendonly").get("appendonly") != "yes":
-                client.config_set("appendonly", "yes")
-            persistence = client.info("persistence")
-            if not persistence.get("aof_rewrite_in_progress"):
-                return True
-        except redis.ConnectionError:  # not listening yet, or still loading its data
+            persistence = client.info("persistence")  # answered while loading, as CONFIG is
+            if persistence.get("loading"):
+                if not loading:
+                    say("redis is loading its data ...")
+                loading = True
+            else:
+                if client.config_get("appendonly").get("appendonly") != "yes":
+                    client.config_set("appendonly", "yes")
+                if not client.info("persistence").get("aof_rewrite_in_progress"):
+                    return True
+        except redis.BusyLoadingError:
+            loading = True
+        except redis.ConnectionError:  # not listening yet
             pass
         time.sleep(0.05)
     return False
