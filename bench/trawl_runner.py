@@ -309,7 +309,11 @@ class TrawlService:
         return sampler.result()
 
     def _search(self, q: str | dict, limit: int) -> dict:
+        """One search by words: the source has meaning on (the service's default), so its
+        embedding phase runs meanwhile, but these classes time keyword search (hybrid search
+        has its own benchmark, bench/hybrid_http.py)."""
         body = {"q": q} if isinstance(q, str) else dict(q)
+        body.setdefault("hybrid", {"semantic_ratio": 0})
         resp = self.http.post(f"{self.base}/api/search", json={**body, "limit": limit}, timeout=30)
         resp.raise_for_status()
         return resp.json()
