@@ -140,6 +140,8 @@ def redis_ready(url: str, proc: subprocess.Popen) -> bool:
                     say("redis is loading its data ...")
                 loading = True
             else:
+                if loading:  # loaded: the usual time again for what follows
+                    deadline, loading = time.monotonic() + REDIS_READY, False
                 if client.config_get("appendonly").get("appendonly") != "yes":
                     client.config_set("appendonly", "yes")
                 if not client.info("persistence").get("aof_rewrite_in_progress"):
