@@ -6,7 +6,7 @@ Usage: python -m bench.spin [--counts 0,1000,3000] [--questions 100]
 
 Each count runs in its own process (libgomp reads the setting once, as it loads): the model
 embeds `--questions` of bench.search's questions (10 more first, untimed) through the
-embedder's own path without its cache, and prints p50 / p95 in ms. The conditions: nothing
+embedder's own path without its cache, and prints p50 / p95 / p99 in ms. The conditions: nothing
 else running; one `yes` at nice 0 (another program wants a core); two `yes` at nice 10 (like
 Trawl's background phase); two such processes at once (two questions at the same moment).
 Figures: docs/performance.md, "Threads".
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -28,8 +27,9 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 def child(questions: int) -> None:
-    """In the measuring process: embed the questions, print {p50, p95} as JSON."""
+    """In the measuring process: embed the questions, print their percentiles as JSON."""
     sys.path.insert(0, str(ROOT))
+    from bench.measure import percentiles
     from bench.search import Corpus, make_queries
     from webapp.search import embedder
 
@@ -41,8 +41,7 @@ def child(questions: int) -> None:
         started = time.perf_counter()
         embedder._question.__wrapped__(text)
         times.append((time.perf_counter() - started) * 1000)
-    cuts = statistics.quantiles(times, n=100)
-    print(json.dumps({"p50_ms": round(cuts[49], 1), "p95_ms": round(cuts[94], 1)}))
+    print(json.dumps(percentiles(times)))
 
 
 def measure(count: int, questions: int, together: int = 1) -> list[dict]:

@@ -143,8 +143,8 @@ def redis_ready(url: str, proc: subprocess.Popen) -> bool:
                 if loading:  # loaded: the usual time again for what follows
                     deadline, loading = time.monotonic() + REDIS_READY, False
                 if client.config_get("appendonly").get("appendonly") != "yes":
-                    client.config_set("appendonly", "yes")
-                if not client.info("persistence").get("aof_rewrite_in_progress"):
+                    client.config_set("appendonly", "yes")  # starts a rewrite: read again
+                elif not persistence.get("aof_rewrite_in_progress"):
                     return True
         except redis.BusyLoadingError:
             loading = True
