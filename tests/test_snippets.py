@@ -273,3 +273,39 @@ def test_snippets_of_pictures_show_telling_metadata_not_a_dump():
     assert only_sizes == ""  # nothing worth reading: no snippet, not `Format: PNG Width: 800`
     ocr = "Format: PNG\nWidth: 800\n\fINVOICE 42 total due"
     assert visible(build_snippet(ocr, matcher("invoice"), 300, kind="image")) == "INVOICE 42 total due"
+
+
+HOSTILE_MARKDOWN = {
+    # a line of dashes before words (a README's banner): one such line once took a search 9 s
+    "banner": "-" * 60 + " turtleDemo - Help " + "-" * 60 + " puffin",
+    "empty lines": "\n" * 100_000 + "puffin",
+    "blanks": " \t" * 50_000 + "x | puffin",
+    "bold openers": "**a " * 25_000 + "puffin",
+    "italic openers": "_a *b " * 20_000 + "puffin",
+    "brackets": "[" * 100_000 + " puffin",
+    "link openers": "[a](b" * 20_000 + " puffin",
+    "comments": "<!--" * 25_000 + " puffin",
+    "table": ("|" + "---|" * 1_000 + "x\n") * 20 + "puffin",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_MARKDOWN))
+def test_markdown_built_to_make_a_pattern_backtrack_is_tidied_at_once(name):
+    """Every Markdown pattern runs in time linear in the text: a hostile file cannot stall a
+    search's snippets nor the embedding phase (which tidies whole documents). The bound is
+    far above the milliseconds these take, and far below what backtracking would need."""
+    import subprocess
+    import sys
+
+    text = HOSTILE_MARKDOWN[name]
+    child = "import sys; from webapp.search.tidy import tidy; print(tidy(sys.stdin.read(), 'markdown'))"
+    try:  # in a child: a pattern stuck backtracking holds the interpreter until it is killed
+        done = subprocess.run(
+            [sys.executable, "-c", child], input=text, capture_output=True, text=True, timeout=30, check=True
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"tidying {name!r} did not end")
+    out = [done.stdout]
+    assert out[0].rstrip().endswith("puffin")
+    snippet = build_snippet(text, matcher("puffin"), 80, kind="markdown")
+    assert "<em>puffin</em>" in snippet

@@ -38,26 +38,41 @@ TECHNICAL_KEYS = frozenset(
 }
 DESCRIPTIVE_KEYS = frozenset({"title", "album", "artist", "series", "headline", "caption", "objectname"})
 _META_LINE = re.compile(r"\s*([A-Za-z][\w .()/-]{0,40}?)\s*:(?:\s+(.*))?\s*$")
+# Markdown's marks, each removed by one pattern. Every pattern runs in time linear in the
+# text (the embedding phase tidies whole documents): no pattern can split one run of
+# characters in more than one way (a table rule's dashes between required pipes, not
+# `(?:-{3,})+`, which took 8 s for one line of 46 dashes followed by words); whitespace that
+# may not hold a line break is `[ \t]`, not `\s` (a `^\s*` swept over every later empty line
+# from each one); a run of blanks is tried from its start only (`(?<![ \t])`); and what a
+# mark encloses can hold neither its own opening character nor a line break, and at most
+# MARK_SPAN characters (an opening `**`, `[` or `<!--` without its end scans no further than
+# the next one).
+MARK_SPAN = 1_000
+_N = f"{{0,{MARK_SPAN}}}"
+_N1 = f"{{1,{MARK_SPAN}}}"
 _MARKDOWN = (
-    (re.compile(r"\A---\n.*?\n---\s*\n", re.S), ""),  # front matter
-    (re.compile(r"^\s*(```|~~~).*$", re.M), ""),  # code fences
-    (re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)"), r"\1"),  # images: their alt text
-    (re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)"), r"\1"),  # links: their text
-    (re.compile(r"\[([^\]\n]+)\]\[[^\]\n]*\]"), r"\1"),  # reference links
-    (re.compile(r"^\s{0,3}\[[^\]\n]+\]:\s*\S.*$", re.M), ""),  # link definitions
-    (re.compile(r"<(https?://[^>\s]+)>"), r"\1"),  # autolinks
-    (re.compile(r"</?[A-Za-z][^>\n]{0,200}>|<!--.*?-->", re.S), " "),  # HTML tags, comments
-    (re.compile(r"^\s{0,3}#{1,6}\s+|\s+#+\s*$", re.M), ""),  # headings
-    (re.compile(r"^\s{0,3}(?:>\s?)+", re.M), ""),  # quotes
-    (re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?", re.M), ""),  # list items
-    (re.compile(r"^\s{0,3}(?:[-*_=]\s*){3,}$", re.M), ""),  # rules, setext underlines
-    (re.compile(r"^\s*\|?(?:\s*:?-{3,}:?\s*\|?)+\s*$", re.M), ""),  # table rules
-    (re.compile(r"[ \t]*\|[ \t]*"), " "),  # table cells
-    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # bold
-    (re.compile(r"(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])"), r"\1"),  # *italic*
-    (re.compile(r"(?<![\w_])_(?=[^\s_])(.+?)(?<=[^\s_])_(?![\w_])"), r"\1"),  # _italic_
-    (re.compile(r"~~(.+?)~~"), r"\1"),  # struck through
-    (re.compile(r"`+([^`\n]+)`+"), r"\1"),  # code spans
+    (re.compile(r"\A---\n.*?\n---[ \t]*\n", re.S), ""),  # front matter
+    (re.compile(r"^[ \t]*(?:```|~~~).*$", re.M), ""),  # code fences
+    (re.compile(rf"!\[([^\[\]\n]{_N})\]\([^()\n]{_N}\)"), r"\1"),  # images: their alt text
+    (re.compile(rf"\[([^\[\]\n]{_N1})\]\([^()\n]{_N}\)"), r"\1"),  # links: their text
+    (re.compile(rf"\[([^\[\]\n]{_N1})\]\[[^\[\]\n]{_N}\]"), r"\1"),  # reference links
+    (re.compile(rf"^ {{0,3}}\[[^\[\]\n]{_N}\]:[ \t]*\S.*$", re.M), ""),  # link definitions
+    (re.compile(rf"<(https?://[^<>\s]{_N})>"), r"\1"),  # autolinks
+    (re.compile(r"</?[A-Za-z][^<>\n]{0,200}>"), " "),  # HTML tags
+    (re.compile(rf"<!--(?:(?!<!--).){_N}?-->", re.S), " "),  # HTML comments
+    (re.compile(r"^ {0,3}#{1,6}[ \t]+|(?<![ \t])[ \t]+#+[ \t]*$", re.M), ""),  # headings
+    (re.compile(r"^ {0,3}(?:>[ \t]?)+", re.M), ""),  # quotes
+    (re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?", re.M), ""),  # list items
+    (re.compile(r"^ {0,3}(?:[-*_=][ \t]*){3,}$", re.M), ""),  # rules, setext underlines
+    # table rules: cells of dashes (colons for alignment) between pipes
+    (re.compile(r"^[ \t]*(?:\|[ \t]*)?:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*(?:\|[ \t]*)?$", re.M), ""),
+    (re.compile(r"(?<![ \t])[ \t]*\|[ \t]*"), " "),  # table cells
+    (re.compile(rf"\*\*(?=[^\s*])([^*\n]{_N}?)(?<=\S)\*\*"), r"\1"),  # **bold**
+    (re.compile(rf"__(?=[^\s_])([^_\n]{_N}?)(?<=\S)__"), r"\1"),  # __bold__
+    (re.compile(rf"(?<![\w*])\*(?=[^\s*])([^*\n]{_N}?)(?<=\S)\*(?![\w*])"), r"\1"),  # *italic*
+    (re.compile(rf"(?<![\w_])_(?=[^\s_])([^_\n]{_N}?)(?<=\S)_(?![\w_])"), r"\1"),  # _italic_
+    (re.compile(rf"~~([^~\n]{_N}?)~~"), r"\1"),  # struck through
+    (re.compile(rf"(?<!`)`+([^`\n]{_N1})`+"), r"\1"),  # code spans
 )
 
 
