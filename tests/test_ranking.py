@@ -62,6 +62,28 @@ def test_one_typo_above_two_and_typo_matches_rank_by_distance(backend):
     assert results[0]["score"] > results[1]["score"]
 
 
+def test_a_word_many_texts_hold_as_typed_gets_no_typo_forms_in_texts(backend, monkeypatch):
+    """Typed as the texts hold it (in more than ranking.TYPED_RIGHT_DOCS of the asker's
+    documents), a word finds its one-typo neighbours in titles and file names, not in texts;
+    counted among the asker's own documents, a word they hold rarely keeps them."""
+    if _meili(backend):
+        pytest.skip("a rule of the Tantivy backend (Meilisearch derives its typos itself)")
+    monkeypatch.setattr(ranking, "TYPED_RIGHT_DOCS", 3)
+    backend.upsert(
+        [make_doc(f"h{i}", f"The harbour dues of year {i}.") for i in range(4)]
+        + [
+            make_doc("text", "The harbuor master signed it."),
+            make_doc("titled", "Minutes of the meeting.", title="Harbuor plan"),
+            make_doc("mine", "Our harbour.", source_id="mine"),
+            make_doc("mine-typo", "Our harbuor.", source_id="mine"),
+        ]
+    )
+    found = ids_of(backend, "harbour ")
+    assert "titled" in found and "text" not in found
+    assert found.index("titled") > max(found.index(f"h{i}") for i in range(4))  # exact first
+    assert ids_of(backend, "harbour ", source_ids=("mine",)) == ["mine", "mine-typo"]
+
+
 def test_title_above_body(backend):
     backend.upsert(
         [
@@ -112,6 +134,37 @@ def test_a_long_question_ranks_by_its_rare_words(backend):
     )
     q = "what does the system do with data and information about cryptographic hashing"
     assert ids_of(backend, q)[0] == "rare"
+
+
+def test_a_question_leaves_out_the_words_most_documents_hold(backend):
+    """`the` and `of`, in most texts, neither find nor weigh in a question that holds a rarer
+    word; a question of such words alone still finds them. What counts is the asker's own
+    documents: a word common only in a source they may not see is still theirs to find."""
+    if _meili(backend):
+        pytest.skip("a rule of the Tantivy backend's BM25F (Meilisearch ranks by its words rule)")
+    reports = [make_doc(f"r{i}", f"the report of the year {i}") for i in range(6)]
+    backend.upsert(
+        reports
+        + [
+            make_doc("harbour", "the harbour master"),
+            make_doc("quiet", "a quiet harbour"),
+            make_doc("own", "notes of the harbour", source_id="mine"),
+            make_doc("own2", "the yearly notes", source_id="mine"),
+            make_doc("own3", "notes on a mill", source_id="mine"),
+        ]
+    )
+    question = "what is the state of the harbour today"
+    page = backend.search(SearchQuery(q=question))
+    assert page.total == 3  # the harbour's documents, not every `the` and `of` (10 of 11)
+    assert {r["id"] for r in page.results} == {"docs--harbour", "docs--quiet", "mine--own"}
+    assert backend.search(SearchQuery(q="of the of the")).total == 9
+    # What is common is counted among the asker's documents: `notes`, in 3 of the 11, finds
+    # `own3` for an admin; for the asker of `mine` alone it is in all 3 of theirs (and `the`
+    # in 2), so there `year`, `of` and `harbour` find and rank.
+    question = "the year of the harbour notes"
+    assert "mine--own3" in {r["id"] for r in backend.search(SearchQuery(q=question)).results}
+    mine = backend.search(SearchQuery(q=question, source_ids=("mine",)))
+    assert [r["id"] for r in mine.results] == ["mine--own", "mine--own2"]
 
 
 # --- a typed word is one unit -----------------------------------------------------------------

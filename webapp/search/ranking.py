@@ -106,6 +106,24 @@ RULED_MAX_WORDS = 2
 assert RULED_MAX_WORDS <= _largest_ruled()  # the counts must fit a 32-bit score
 
 
+# A word of a longer query (ranked by BM25F alone) held by more than this share of the texts
+# is left out of it while another of its words is held (`the`, `of`, `is` in a question):
+# Robertson and Sparck Jones's weight of such a word, log((N - n + 0.5) / (n + 0.5)), is zero
+# or below; the BM25 of Tantivy and Lucene keeps it above zero by adding 1 inside the log, but
+# under log 2, so it moves the order little (CISI, docs/relevance.md), while reading its
+# posting list, nearly every document, was most of a question's time at a million documents.
+COMMON_WORD_SHARE = 0.5
+
+
+# A word the texts the asker may see hold, as typed, in more than this many documents gets no
+# typo forms in the text (in a title or a file name it keeps them): it is typed as written.
+# A search for it alone then lists those documents first on ten pages of the largest `limit`
+# (100) with or without them, and their forms were the largest part of a one- or two-word
+# query's time at a million documents (a common word's one-typo neighbours are its own
+# inflections and other common words: `named` 94,000 documents, its forms 471,000).
+TYPED_RIGHT_DOCS = 1_000
+
+
 def ruled(slots: int) -> bool:
     """True when a query of `slots` words is ordered by the counted rules before its score."""
     return 0 < slots <= RULED_MAX_WORDS

@@ -118,6 +118,7 @@ class TextQuery:
         self.stemmed = stemmed  # False: an index of an older version, without stemmed fields
         self.visible = visible  # the asker's sources (None: every source)
         self._languages: list[str] | None = None
+        self._visible_docs: int | None = None  # how many documents the asker may see
         self.parsed = ParsedQuery()
         self.dated = True  # False: an index of an older version, without the `date` field
 
@@ -129,7 +130,7 @@ class TextQuery:
         if parsed.is_empty:  # placeholder search: everything, like Meilisearch
             return Text(Query.all_query(), Query.all_query())
         if not ranking.ruled(len(parsed.slots)):
-            parsed = self._as_held(parsed)
+            parsed = self._as_scored(parsed)
         self.parsed = parsed  # as searched: what snippets mark
         slots = [self._slot(s.alternatives) for s in parsed.slots]
         where = [s.where() for s in slots]
@@ -181,34 +182,73 @@ class TextQuery:
         out += [(Occur.Should, Query.const_score_query(q, unit.proximity)) for q in self._proximity(parsed)]
         return out
 
-    def _as_held(self, parsed: ParsedQuery) -> ParsedQuery:
-        """A longer query's words without typo and prefix forms where the index holds the
-        word (as typed or by its stem): ranked by BM25F, a typo or prefix match would only
-        come after every match of the word itself, and their automata over four fields were
-        most of a question's time. A word the index lacks keeps them (no empty results).
+    def _as_scored(self, parsed: ParsedQuery) -> ParsedQuery:
+        """A longer query (ranked by BM25F alone) as it is searched.
+
+        A word the index holds (as typed or by its stem) gets no typo or prefix forms: under
+        BM25F such a match would only come after every match of the word itself, and their
+        automata over four fields were most of a question's time. A word the index lacks
+        keeps them (no empty results).
+
+        A word held by more than ranking.COMMON_WORD_SHARE of the texts is left out while
+        another word of the query is held (ranking.py says why).
+
         Only the documents the asker may see count: a word held by a hidden source alone must
         not change what they find (nor, measurably, how long it takes)."""
+        slots = [Slot(tuple(self._as_held(a) for a in s.alternatives)) for s in parsed.slots]
+        common = [self._common(s) for s in slots]
+        rest = [s for s, c in zip(slots, common, strict=True) if not c]
+        if any(common) and any(self._held(a) for s in rest for a in s.alternatives):
+            slots = rest
+        return ParsedQuery(tuple(slots))
 
-        def held(alt):
-            if not isinstance(alt, QueryTerm) or not (alt.typos or alt.prefix):
-                return alt
-            found = any(self._seen(f, alt.text) for f in FIELD_WEIGHTS) or (
-                self.stemmed and self._seen("content_stem", query_stem(alt.text))
-            )
-            return QueryTerm(alt.text, 0, False) if found else alt
+    def _as_held(self, alternative):
+        """A word without its typo and prefix forms when the index holds it."""
+        if not isinstance(alternative, QueryTerm) or not (alternative.typos or alternative.prefix):
+            return alternative
+        return QueryTerm(alternative.text, 0, False) if self._held(alternative) else alternative
 
-        return ParsedQuery(tuple(Slot(tuple(held(a) for a in s.alternatives)) for s in parsed.slots))
-
-    def _seen(self, field: str, text: str) -> bool:
-        """Whether a document the asker may see holds `text` in `field` (the index-wide
-        count, a dictionary look-up, answers for an admin and when no document holds it)."""
-        if not self.searcher.doc_freq(field, text):
-            return False
-        if self.visible is None:
+    def _held(self, alternative) -> bool:
+        """Whether a document the asker may see holds a word (as typed or by its stem); a
+        phrase counts as held (its words are looked up by the phrase query itself)."""
+        if not isinstance(alternative, QueryTerm):
             return True
-        granted = Query.term_set_query(self.schema, "source_id", list(self.visible))
-        seen = Query.boolean_query([(Occur.Must, self.term(field, text)), (Occur.Must, granted)])
-        return bool(self.searcher.search(seen, 1).hits)
+        text = alternative.text
+        return any(self._holds(f, text, 0) for f in FIELD_WEIGHTS) or (
+            self.stemmed and self._holds("content_stem", query_stem(text), 0)
+        )
+
+    def _common(self, slot: Slot) -> bool:
+        """Whether each of a slot's words is held by more than ranking.COMMON_WORD_SHARE of
+        the texts the asker may see (by its stem: the form BM25F scores)."""
+        field, form = ("content_stem", query_stem) if self.stemmed else ("content", str)
+        most = ranking.COMMON_WORD_SHARE * self._visible()
+        return all(
+            isinstance(a, QueryTerm) and not is_cjk(a.text) and self._holds(field, form(a.text), most)
+            for a in slot.alternatives
+        )
+
+    def _holds(self, field: str, text: str, more_than: float) -> bool:
+        """Whether more than `more_than` documents the asker may see hold `text` in `field`.
+        The index-wide count (a dictionary look-up) bounds theirs and answers for an admin:
+        only a word that could hold that many of theirs is counted among them."""
+        everywhere = self.searcher.doc_freq(field, text)
+        if everywhere <= more_than or self.visible is None:
+            return everywhere > more_than
+        seen = Query.boolean_query([(Occur.Must, self.term(field, text)), (Occur.Must, self._granted())])
+        return self.searcher.search(seen, 1, count=True).count > more_than
+
+    def _visible(self) -> int:
+        """How many documents the asker may see."""
+        if self.visible is None:
+            return self.searcher.num_docs
+        if self._visible_docs is None:
+            self._visible_docs = self.searcher.search(self._granted(), 1, count=True).count
+        return self._visible_docs
+
+    def _granted(self) -> Query:
+        """The asker's sources, as a filter."""
+        return Query.term_set_query(self.schema, "source_id", list(self.visible or ()))
 
     def _slot(self, alternatives: tuple) -> _Slot:
         """The clauses of one slot (any of its alternatives fills it)."""
@@ -238,6 +278,8 @@ class TextQuery:
                 continue
             if word.prefix:
                 slot.prefix.append(Query.fuzzy_term_query(self.schema, field, text, 0, True, True))
+            if field == "content" and word.typos and self._holds("content", text, ranking.TYPED_RIGHT_DOCS):
+                continue  # typed as the texts hold it (ranking.TYPED_RIGHT_DOCS)
             if word.typos >= 1:
                 slot.typo1.append(Query.fuzzy_term_query(self.schema, field, text, 1, True, word.prefix))
             if word.typos >= 2:
