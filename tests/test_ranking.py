@@ -62,10 +62,11 @@ def test_one_typo_above_two_and_typo_matches_rank_by_distance(backend):
     assert results[0]["score"] > results[1]["score"]
 
 
-def test_a_word_many_texts_hold_as_typed_gets_no_typo_forms_in_texts(backend, monkeypatch):
+def test_a_word_many_texts_hold_as_typed_gets_no_typo_or_prefix_forms_in_texts(backend, monkeypatch):
     """Typed as the texts hold it (in more than ranking.TYPED_RIGHT_DOCS of the asker's
-    documents), a word finds its one-typo neighbours in titles and file names, not in texts;
-    counted among the asker's own documents, a word they hold rarely keeps them."""
+    documents), a word finds its one-typo neighbours and longer words it begins in titles and
+    file names, not in texts; counted among the asker's own documents, a word they hold
+    rarely keeps them."""
     if _meili(backend):
         pytest.skip("a rule of the Tantivy backend (Meilisearch derives its typos itself)")
     monkeypatch.setattr(ranking, "TYPED_RIGHT_DOCS", 3)
@@ -74,6 +75,8 @@ def test_a_word_many_texts_hold_as_typed_gets_no_typo_forms_in_texts(backend, mo
         + [
             make_doc("text", "The harbuor master signed it."),
             make_doc("titled", "Minutes of the meeting.", title="Harbuor plan"),
+            make_doc("begun", "The harbourmaster came."),
+            make_doc("begun-titled", "Minutes.", title="Harbourside walk"),
             make_doc("mine", "Our harbour.", source_id="mine"),
             make_doc("mine-typo", "Our harbuor.", source_id="mine"),
         ]
@@ -82,6 +85,8 @@ def test_a_word_many_texts_hold_as_typed_gets_no_typo_forms_in_texts(backend, mo
     assert "titled" in found and "text" not in found
     assert found.index("titled") > max(found.index(f"h{i}") for i in range(4))  # exact first
     assert ids_of(backend, "harbour ", source_ids=("mine",)) == ["mine", "mine-typo"]
+    typing = ids_of(backend, "harbour")  # the last word, still being typed: a prefix too
+    assert "begun-titled" in typing and "begun" not in typing
 
 
 def test_title_above_body(backend):

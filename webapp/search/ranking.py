@@ -116,11 +116,13 @@ COMMON_WORD_SHARE = 0.5
 
 
 # A word the texts the asker may see hold, as typed, in more than this many documents gets no
-# typo forms in the text (in a title or a file name it keeps them): it is typed as written.
-# A search for it alone then lists those documents first on ten pages of the largest `limit`
-# (100) with or without them, and their forms were the largest part of a one- or two-word
-# query's time at a million documents (a common word's one-typo neighbours are its own
-# inflections and other common words: `named` 94,000 documents, its forms 471,000).
+# typo or prefix forms in the text (in a title or a file name it keeps them): it is typed as
+# written. A search for it alone then lists those documents first, on ten pages of the
+# largest `limit` (100), with or without them (a text matched by a form ranks below every
+# text matched as typed, by `typo` or `exactness`), and those forms were the largest part of
+# a one- or two-word query's time at a million documents (a common word's one-typo
+# neighbours are its inflections and other common words: `named`, in 94,000 texts, has
+# one-typo forms in 471,000).
 TYPED_RIGHT_DOCS = 1_000
 
 

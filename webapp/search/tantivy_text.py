@@ -274,12 +274,12 @@ class TextQuery:
                 slot.score.append(Query.boost_query(exact, weight))
             if field in NAME_FIELDS:
                 slot.named.append(exact)
-            if field not in FORMS_FIELDS:
+            if field not in FORMS_FIELDS or not (word.prefix or word.typos):
                 continue
+            if field == "content" and self._holds("content", text, ranking.TYPED_RIGHT_DOCS):
+                continue  # typed as the texts hold it: neither typos nor a prefix there
             if word.prefix:
                 slot.prefix.append(Query.fuzzy_term_query(self.schema, field, text, 0, True, True))
-            if field == "content" and word.typos and self._holds("content", text, ranking.TYPED_RIGHT_DOCS):
-                continue  # typed as the texts hold it (ranking.TYPED_RIGHT_DOCS)
             if word.typos >= 1:
                 slot.typo1.append(Query.fuzzy_term_query(self.schema, field, text, 1, True, word.prefix))
             if word.typos >= 2:
