@@ -300,11 +300,13 @@ class TextQuery:
             self._languages = [
                 language for language in LANGUAGES[1:] if self.searcher.doc_freq(LANGUAGE_FIELD, language)
             ]
+        languages_of: dict[str, list[str]] = {}  # one clause per stem, for all its languages
         for language in self._languages:
             stem = query_stem(word, language)
-            if stem == english or not self.searcher.doc_freq(field, stem):
-                continue
-            only = Query.const_score_query(self.term(LANGUAGE_FIELD, language), 0.0)
+            if stem != english and self.searcher.doc_freq(field, stem):
+                languages_of.setdefault(stem, []).append(language)
+        for stem, languages in languages_of.items():
+            only = Query.const_score_query(Query.term_set_query(self.schema, LANGUAGE_FIELD, languages), 0.0)
             out.append(Query.boolean_query([(Occur.Must, self.term(field, stem)), (Occur.Must, only)]))
         return out
 
