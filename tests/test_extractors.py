@@ -246,6 +246,71 @@ def test_markdown_front_matter_reads_the_same_with_and_without_an_alias_check(tm
     assert checked == {**fast, "note": "*"}
 
 
+# Files built so that a regex of their extractor backtracks: each took seconds to minutes
+# (blanks after `# Puffin`: cubic; the others quadratic), so the file was killed at the
+# extraction timeout and never indexed. (name, text, the title it must give)
+_BLANK_HEADING = "Puffin" + " " * 5_000 + "notes"
+HOSTILE_FOR_PATTERNS = {
+    "markdown heading with a run of blanks": (
+        "notes.md",
+        f"# {_BLANK_HEADING} ##\n\npuffin\n",
+        _BLANK_HEADING,
+    ),
+    "markdown of empty lines": ("notes.md", "\n" * 300_000 + "Puffin\n======\npuffin\n", "Puffin"),
+    "subtitle line of tag openers": (
+        "movie.srt",
+        "1\n00:00:01,000 --> 00:00:02,000\n" + "<" * 200_000 + " puffin\n",
+        None,
+    ),
+    "subtitle dialogue of override openers": (
+        "movie.ass",
+        "[Events]\nFormat: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text\n"
+        "Dialogue: 0,0:00:01.00,0:00:02.00,Default,,0,0,0,,{\\i1}" + "{" * 400_000 + " puffin\n",
+        None,
+    ),
+    "rtf title of blanks": (
+        "letter.rtf",
+        "{\\rtf1{\\info{\\title" + " " * 150_000 + "{\\b x}}}Dear puffin}",
+        None,
+    ),
+    "xlsx number format of brackets": ("book.xlsx", "[" * 400_000 + "0", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_FOR_PATTERNS))
+def test_a_file_built_to_make_a_pattern_backtrack_is_indexed_not_timed_out(tmp_path, name):
+    """Every extractor pattern runs in time linear in the file: the bound is far above the
+    fraction of a second these take, and far below what backtracking would need."""
+    import subprocess
+    import sys
+
+    filename, text, title = HOSTILE_FOR_PATTERNS[name]
+    path = tmp_path / filename
+    if filename.endswith(".xlsx"):  # `text` is the number format of the cell under `puffin`
+        from openpyxl import Workbook
+
+        book = Workbook()
+        book.active.append(["puffin"])
+        book.active.append([12])
+        book.active["A2"].number_format = text
+        book.save(path)
+    else:
+        path.write_text(text, encoding="utf-8")
+    child = (
+        "import json, sys; from webapp.indexing.extractors import ExtractionSettings, extract;"
+        "doc = extract(sys.argv[1], ExtractionSettings()); print(json.dumps([doc.title, doc.content]))"
+    )
+    try:  # in a child: a pattern stuck backtracking holds the interpreter until it is killed
+        done = subprocess.run(
+            [sys.executable, "-c", child, str(path)], capture_output=True, text=True, timeout=30, check=True
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"extracting {name!r} did not end")
+    found_title, content = json.loads(done.stdout)
+    assert "puffin" in content
+    assert found_title == title
+
+
 def _write_zip(path: Path, members: dict[str, bytes]) -> None:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in members.items():

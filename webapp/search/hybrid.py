@@ -37,7 +37,9 @@ CANDIDATES = 50  # documents meaning brings per query
 WINDOW = 100  # keyword matches fused at least (more when a page reaches further)
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.: 60)
 WORDS, MEANING, BOTH = "words", "meaning", "both"
-_EXACT_TOKEN = re.compile(r"\w*\d\w*|\w+[._@/\\-]\w+")
+# a word with a digit (its first digit ends `[^\W\d]*`: `\w*\d\w*` tried every digit of a long
+# number against every end, quadratic) or two words joined by a dot, `_`, `@`, `/`, `\`, `-`
+_EXACT_TOKEN = re.compile(r"[^\W\d]*\d\w*|\w+[._@/\\-]\w+")
 
 Nearest = Callable[[np.ndarray, int], list[tuple[str, float]]]  # (vector, k) -> (id, sim)
 

@@ -8,7 +8,9 @@ from ._util import clean_str, read_bytes, summary_lines
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 
 _CODEPAGE = re.compile(rb"\\ansicpg(\d{3,5})")
-_INFO = re.compile(r"\{\\(title|author|subject|keywords|operator|company|doccomm)\s+([^{}]*)\}")
+# `\s++` keeps its blanks: the value's `[^{}]*` matches blanks too, and gave every split of a
+# run of them a try (quadratic: 0.5 s for 10,000 blanks after `{\title`, minutes for 200,000).
+_INFO = re.compile(r"\{\\(title|author|subject|keywords|operator|company|doccomm)\s++([^{}]*)\}")
 _INFO_NAMES = {"operator": "last_modified_by", "doccomm": "comments"}
 
 
