@@ -6,8 +6,9 @@ that workers serve only when the main one is empty, one job per source at a time
 each in one of the `workers - 1` background slots, yielding between model calls as soon as a
 scan or live update is queued (or after the policy's share of time) and queueing its successor
 behind it. The model runs in
-one thread of the process at a lowered CPU priority (nice 10; the model computes in that
-thread alone, embedder.one_thread), so web processes answering keyword searches go first.
+one thread of the process in Linux's idle scheduling class (nice NICE where it is missing;
+the model computes in that thread alone, embedder.one_thread), so web processes answering
+keyword searches go first.
 Between two model calls (a few seconds at most) it stops when the source was deleted, switched
 off (`semantic: false`) or is being scanned (the scan queues the phase again when it ends).
 
@@ -40,7 +41,7 @@ from webapp.search import embedder
 log = logging.getLogger(__name__)
 DOCS_PER_READ = 8  # documents read from the index (and written) at a time
 PASSAGES_PER_CALL = 16  # passages per model call: the stop checks fall between calls
-NICE = 10  # the model's thread in a job runs at this CPU priority (0 = normal, 19 = lowest)
+NICE = 10  # without the idle class, the model's thread runs at this nice value (19 = lowest)
 
 IDLE, EMBEDDING, OFF, UNAVAILABLE = "idle", "embedding", "off", "unavailable"
 
@@ -98,12 +99,20 @@ def status(source: Source) -> dict:
 
 
 def _lower_priority() -> None:
-    """Lower the calling thread's CPU priority (Linux: nice values are per thread), so the
-    worker's other work and the web processes go first, and keep its model calls on it."""
+    """Lower the calling thread's CPU priority (Linux: scheduling is per thread), so the
+    worker's other work and the web processes go first, and keep its model calls on it.
+
+    Linux's idle class first: the thread runs only on a core nothing else wants, and gives it
+    up as soon as a search's thread wakes there (a nice value only shares the core). Where the
+    class is missing, nice NICE."""
+    tid = threading.get_native_id()
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
-    except OSError:
-        pass
+        os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, NICE)
+        except OSError:
+            pass
     embedder.one_thread()
 
 
