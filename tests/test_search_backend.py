@@ -332,6 +332,25 @@ def test_granted_sources_limit_results_totals_facets_and_sorts(corpus):
     assert none.total == 0 and none.results == [] and none.facet_distribution["type"] == {}
 
 
+def test_a_user_who_saw_every_document_does_not_see_one_added_to_another_source(backend):
+    """A user granted every source that holds documents is searched without the access filter
+    (nothing to filter); once a source they may not see holds one, the filter is back, in the
+    next search of that process (what was counted for them is dropped with the old reader)."""
+    backend.upsert([make_doc("a1", "the harbour report", source_id="a")])
+    seen = backend.search(SearchQuery(q="harbour report and the rest of it", source_ids=("a",)))
+    assert [r["id"] for r in seen.results] == ["a--a1"] and seen.total == 1
+    backend.upsert([make_doc("b1", "the harbour report", source_id="b")])
+    for q in ("harbour", "harbour report and the rest of it"):
+        page = backend.search(SearchQuery(q=q, source_ids=("a",), facets=("source_id",)))
+        assert [r["id"] for r in page.results] == ["a--a1"] and page.total == 1
+        assert page.facet_distribution["source_id"] == {"a": 1}
+    assert backend.search(SearchQuery(q="harbour")).total == 2
+    backend.delete_ids(["a--a1", "b--b1"])
+    backend.upsert([make_doc("b2", "the harbour report", source_id="b")])  # one document again
+    for q in ("harbour", "harbour report and the rest of it"):
+        assert backend.search(SearchQuery(q=q, source_ids=("a",))).total == 0
+
+
 LOREM = [
     make_doc(
         f"l{i:02d}",

@@ -63,6 +63,10 @@ SORT_FIELDS = {
 # texts was most of a question's time (the share questions once used for common words;
 # docs/relevance.md).
 SNIPPET_COMMON_SHARE = 0.1
+# Counts of a user's documents holding a word (TextQuery.counts) kept per set of sources
+# while the index does not change: a question's `the` or `of` counted among a million
+# documents costs 10-20 ms each time.
+COUNTS_KEPT = 10_000
 # API facet name -> fast field counted by Searcher.aggregate.
 FACET_FIELDS = {
     "type": "type",
@@ -112,6 +116,10 @@ class TantivyBackend:
         self._opened: tantivy.Index | None = None
         self._seen_meta: tuple | None = None  # the meta.json the searcher was reloaded at
         self._older: tantivy.Index | None = None  # the index being rebuilt, searched meanwhile
+        self._reading = threading.Lock()  # reloads, and the counts kept for them
+        self._reloads = 0  # how many times the searcher was reloaded
+        self._counts: dict = {}  # per asker's sources: TextQuery.counts of reload _counts_at
+        self._counts_at = -1
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
         self.content = ContentStore(self.directory)  # the text: see content_store.py
@@ -264,11 +272,31 @@ class TantivyBackend:
         """A searcher that sees every commit made so far, by any process: reloaded when the
         index's meta.json was replaced (every commit and merge writes a new one; a reload of
         a million-document index costs ~0.4 ms, a stat ~2 us)."""
-        seen = self._meta_state()
-        if seen is None or seen != self._seen_meta:
-            self._index.reload()
-            self._seen_meta = seen
-        return self._index.searcher()
+        return self._searcher_at()[0]
+
+    def _searcher_at(self) -> tuple[tantivy.Searcher, int]:
+        """A searcher (see _searcher) and the number of the reload it comes from: every
+        searcher of one number sees the same documents."""
+        with self._reading:
+            seen = self._meta_state()
+            if seen is None or seen != self._seen_meta:
+                self._index.reload()
+                self._seen_meta = seen
+                self._reloads += 1
+            return self._index.searcher(), self._reloads
+
+    def _counts_for(self, reload: int, source_ids: tuple[str, ...] | None) -> dict:
+        """Counts a search of these sources' asker may reuse (TextQuery.counts), made with a
+        searcher of reload number `reload`: kept until the next reload, at most COUNTS_KEPT
+        per asker."""
+        with self._reading:
+            if reload != self._counts_at:
+                self._counts = {}
+                self._counts_at = reload
+            counts = self._counts.setdefault(source_ids and tuple(sorted(source_ids)), {})
+            if len(counts) > COUNTS_KEPT:
+                counts.clear()
+            return counts
 
     def _meta_state(self) -> tuple | None:
         """Identity of the index's meta.json (None in memory or when unreadable)."""
@@ -334,7 +362,9 @@ class TantivyBackend:
         """Run a query with filters, sort and pagination; exact total; snippets in <em>.
         While the index is rebuilt for a new version, the older index answers."""
         try:
-            builder = TextQuery(self.schema, self._searcher(), visible=query.source_ids)
+            searcher, reload = self._searcher_at()
+            counts = self._counts_for(reload, query.source_ids)
+            builder = TextQuery(self.schema, searcher, visible=query.source_ids, counts=counts)
         except IndexRebuilding:
             builder = self._previous(query.source_ids)
             try:
@@ -465,8 +495,8 @@ class TantivyBackend:
         (scored) and -exclusions."""
         schema = builder.schema
         filters = []
-        if query.source_ids is not None:  # the sources the asker may see
-            filters.append(Query.term_set_query(schema, "source_id", list(query.source_ids)))
+        if builder.visible is not None:  # the sources the asker may see (None: all there are)
+            filters.append(builder.granted())
         if query.source_id is not None:
             filters.append(builder.term("source_id", query.source_id))
         if query.type is not None:

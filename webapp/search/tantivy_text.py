@@ -112,13 +112,21 @@ class TextQuery:
         searcher: tantivy.Searcher,
         stemmed: bool = True,
         visible: tuple[str, ...] | None = None,
+        counts: dict | None = None,
     ) -> None:
         self.schema = schema
         self.searcher = searcher
         self.stemmed = stemmed  # False: an index of an older version, without stemmed fields
-        self.visible = visible  # the asker's sources (None: every source)
+        # Counts among the asker's documents, which the backend may keep between searches
+        # while the index does not change: `None` the documents they may see, (field, term)
+        # those of them holding the term.
+        self.counts = {} if counts is None else counts
+        # The asker's sources, None when they may see every document (an admin, or a user
+        # granted every source that holds any): then nothing is counted nor filtered.
+        self.visible = visible
+        if visible is not None and self._visible() == searcher.num_docs:
+            self.visible = None
         self._languages: list[str] | None = None
-        self._visible_docs: int | None = None  # how many documents the asker may see
         self.parsed = ParsedQuery()
         self.dated = True  # False: an index of an older version, without the `date` field
 
@@ -235,18 +243,20 @@ class TextQuery:
         everywhere = self.searcher.doc_freq(field, text)
         if everywhere <= more_than or self.visible is None:
             return everywhere > more_than
-        seen = Query.boolean_query([(Occur.Must, self.term(field, text)), (Occur.Must, self._granted())])
-        return self.searcher.search(seen, 1, count=True).count > more_than
+        if (field, text) not in self.counts:
+            seen = Query.boolean_query([(Occur.Must, self.term(field, text)), (Occur.Must, self.granted())])
+            self.counts[field, text] = self.searcher.search(seen, 1, count=True).count
+        return self.counts[field, text] > more_than
 
     def _visible(self) -> int:
         """How many documents the asker may see."""
         if self.visible is None:
             return self.searcher.num_docs
-        if self._visible_docs is None:
-            self._visible_docs = self.searcher.search(self._granted(), 1, count=True).count
-        return self._visible_docs
+        if None not in self.counts:
+            self.counts[None] = self.searcher.search(self.granted(), 1, count=True).count
+        return self.counts[None]
 
-    def _granted(self) -> Query:
+    def granted(self) -> Query:
         """The asker's sources, as a filter."""
         return Query.term_set_query(self.schema, "source_id", list(self.visible or ()))
 
