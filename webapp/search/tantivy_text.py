@@ -317,7 +317,8 @@ class TextQuery:
             only = Query.const_score_query(self.term(LANGUAGE_FIELD, language), 0.0)
             held = Query.boolean_query([(Occur.Must, self.term(field, stem)), (Occur.Must, only)])
             # only where a document of that language holds it (a look-up of a few hundredths
-            # of a millisecond): in a union such a clause costs even when it finds nothing
+            # of a millisecond): in the text's union such a clause costs ~0.45 ms at a million
+            # documents even when it finds only a few
             if self.searcher.search(held, 1).hits:
                 out.append(held)
         return out
