@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bounded import child_output
 from tests.conftest import CORPUS_SKIP, corpus_dir, require_corpus
 from webapp.indexing.extractors import (
     DOC_TYPES,
@@ -281,9 +282,6 @@ HOSTILE_FOR_PATTERNS = {
 def test_a_file_built_to_make_a_pattern_backtrack_is_indexed_not_timed_out(tmp_path, name):
     """Every extractor pattern runs in time linear in the file: the bound is far above the
     fraction of a second these take, and far below what backtracking would need."""
-    import subprocess
-    import sys
-
     filename, text, title = HOSTILE_FOR_PATTERNS[name]
     path = tmp_path / filename
     if filename.endswith(".xlsx"):  # `text` is the number format of the cell under `puffin`
@@ -300,13 +298,7 @@ def test_a_file_built_to_make_a_pattern_backtrack_is_indexed_not_timed_out(tmp_p
         "import json, sys; from webapp.indexing.extractors import ExtractionSettings, extract;"
         "doc = extract(sys.argv[1], ExtractionSettings()); print(json.dumps([doc.title, doc.content]))"
     )
-    try:  # in a child: a pattern stuck backtracking holds the interpreter until it is killed
-        done = subprocess.run(
-            [sys.executable, "-c", child, str(path)], capture_output=True, text=True, timeout=30, check=True
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"extracting {name!r} did not end")
-    found_title, content = json.loads(done.stdout)
+    found_title, content = json.loads(child_output(child, str(path), what=f"extracting {name!r}"))
     assert "puffin" in content
     assert found_title == title
 

@@ -7,6 +7,7 @@ import unicodedata
 
 import pytest
 
+from tests.bounded import child_output
 from tests.conftest import corpus_dir
 from webapp.search.query import (
     MAX_QUERY_WORDS,
@@ -186,24 +187,11 @@ def test_a_query_holding_a_long_number_is_told_exact_or_not_at_once():
     regex tried every digit of a number against every end, 0.09 s of a search's time for a
     query of 4,000 digits, and minutes for the longer texts that make the difference certain
     here (in a child, so a regex stuck backtracking fails the test instead of hanging it)."""
-    import subprocess
-    import sys
-
     from webapp.search.hybrid import exact_first
 
     assert exact_first("invoice INV-2024") and exact_first("report 2024") and exact_first("a.lee@x")
     assert not exact_first("bake bread") and not exact_first("why 2024!")
     child = "import sys; from webapp.search.hybrid import exact_first; print(exact_first(sys.stdin.read()))"
     for text, exact in (("why " + "1" * 300_000 + "!", False), ("why " + "x" * 300_000 + "1", True)):
-        try:
-            done = subprocess.run(
-                [sys.executable, "-c", child],
-                input=text,
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=True,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"classifying a query of {len(text):,} characters did not end")
-        assert done.stdout.strip() == str(exact)
+        out = child_output(child, stdin=text, what=f"classifying a query of {len(text):,} characters")
+        assert out.strip() == str(exact)

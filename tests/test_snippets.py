@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tests.bounded import child_output
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import build_snippet, find_matches, highlight_all
 
@@ -294,18 +295,9 @@ def test_markdown_built_to_make_a_pattern_backtrack_is_tidied_at_once(name):
     """Every Markdown pattern runs in time linear in the text: a hostile file cannot stall a
     search's snippets nor the embedding phase (which tidies whole documents). The bound is
     far above the milliseconds these take, and far below what backtracking would need."""
-    import subprocess
-    import sys
-
     text = HOSTILE_MARKDOWN[name]
     child = "import sys; from webapp.search.tidy import tidy; print(tidy(sys.stdin.read(), 'markdown'))"
-    try:  # in a child: a pattern stuck backtracking holds the interpreter until it is killed
-        done = subprocess.run(
-            [sys.executable, "-c", child], input=text, capture_output=True, text=True, timeout=30, check=True
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"tidying {name!r} did not end")
-    out = [done.stdout]
-    assert out[0].rstrip().endswith("puffin")
+    out = child_output(child, stdin=text, what=f"tidying {name!r}")
+    assert out.rstrip().endswith("puffin")
     snippet = build_snippet(text, matcher("puffin"), 80, kind="markdown")
     assert "<em>puffin</em>" in snippet
