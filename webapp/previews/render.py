@@ -24,6 +24,8 @@ from typing import Any
 from webapp import imaging
 from webapp.exceptions import Unavailable
 from webapp.imaging import ImageRefused
+from webapp.indexing.extractors.base import ExtractionError
+from webapp.indexing.extractors.comic import comic_page
 from webapp.previews import pdfhits
 from webapp.procs import limit_memory
 from webapp.search.query import TermMatcher
@@ -105,7 +107,8 @@ def render(
     """Scale the image to limits.max_side and encode it (PNG keeps transparency, else JPEG);
     for kind "pdf", draw page `page` with the matcher's words highlighted; for "pdf_find", the
     number of the first page holding one, as text; for "pdf_hits", the page sizes and the hit
-    boxes of the pages holding one, as JSON (pdfhits.pdf_hits)."""
+    boxes of the pages holding one, as JSON (pdfhits.pdf_hits); for "comic", page `page` of a
+    comic archive."""
     if kind == "pdf":
         return render_pdf_page(path, page, matcher, limits)
     if kind == "pdf_find":
@@ -117,12 +120,22 @@ def render(
             seconds = limits.timeout * pdfhits.HITS_SHARE_OF_TIMEOUT
             found = pdfhits.pdf_hits(doc, matcher, seconds)
         return json.dumps(found, separators=(",", ":")).encode(), "application/json"
-    if kind == "raw_image":
+    if kind == "comic":
+        img = _comic_page(path, page)
+    elif kind == "raw_image":
         img = imaging.open_raw(path, develop_max_pixels=limits.max_pixels)
     else:
         img = imaging.open_image(path)
     img = imaging.scale(img, limits.max_side, limits.max_pixels)
     return imaging.encode(img, PREVIEW_QUALITY, keep_alpha=kind != "raw_image")
+
+
+def _comic_page(path: str, page: int) -> Any:
+    """Page `page` of a comic archive (its pictures in natural order)."""
+    try:
+        return comic_page(path, page)
+    except ExtractionError as exc:
+        raise PreviewRefused(str(exc)) from exc
 
 
 @dataclass(frozen=True)

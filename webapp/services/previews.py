@@ -16,9 +16,10 @@ from webapp.runtime import get_previews
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
 from webapp.search.syntax import parse_syntax
-from webapp.services.files import local_copy, media_mimetype
+from webapp.services.files import local_copy
 
 PREVIEW_PAGE_CHARS = 20_000
+OCR_SEPARATOR = "\n\n"  # between an image's details and the text OCR read (ocr_phase.PAGE_SEPARATOR)
 IMAGE_TYPES = {"image", "raw_image"}
 # a tag of the sanitizer's output: it always quotes attributes with " and escapes " inside them
 _TAG = re.compile(r'(<(?:[^>"]|"[^"]*")*>)')
@@ -62,22 +63,39 @@ def image_preview(doc: dict) -> tuple[bytes, str]:
         done()
 
 
+def comic_page_image(doc: dict, page: int) -> tuple[bytes, str]:
+    """Page `page` of a comic archive, scaled like an image preview, drawn in the same capped
+    child (422 for a page that does not exist or cannot be read)."""
+    path, done = local_copy(doc)
+    try:
+        return get_previews().render(path, "comic", _limits(), page=page)
+    finally:
+        done()
+
+
 def is_image(doc: dict) -> bool:
     """Whether the preview of this document is an image."""
     return doc["type"] in IMAGE_TYPES
 
 
-def preview_kind(doc: dict) -> str:
-    """How the document page shows this document: image, pdf (drawn pages), markdown, audio,
-    video, or text (the extracted text, paged and highlighted)."""
-    if is_image(doc):
-        return "image"
-    if doc["type"] == "pdf" and (doc.get("metadata") or {}).get("page_count"):
-        return "pdf"
-    if doc["type"] == "markdown":
-        return "markdown"
-    mimetype = media_mimetype(doc)
-    return mimetype.split("/")[0] if mimetype else "text"
+def has_pdf_pages(doc: dict) -> bool:
+    """Whether the document is a PDF whose pages can be drawn (its pages were counted)."""
+    return doc["type"] == "pdf" and page_count(doc) > 0
+
+
+def marked(text: str, q: str) -> str:
+    """The text escaped for HTML, with the matches of q's free text in <em>."""
+    return highlight_all(text, _matcher(q))
+
+
+def ocr_text(doc: dict) -> str:
+    """The text OCR read from an image: what follows the image's details in its content (the
+    OCR phase adds it after them, PAGE_SEPARATOR between)."""
+    content = doc.get("content") or ""
+    if not (doc.get("metadata") or {}).get("ocr"):
+        return ""
+    details, _, read = content.partition(OCR_SEPARATOR)
+    return read if read else details
 
 
 # -- PDF pages, Markdown ------------------------------------------------------------------------

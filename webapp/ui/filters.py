@@ -6,8 +6,9 @@ import mimetypes
 import re
 from datetime import UTC, datetime
 
+from babel import dates as babel_dates
 from flask import Flask
-from flask_babel import format_date, format_decimal, gettext, ngettext
+from flask_babel import format_date, format_decimal, get_locale, gettext, ngettext
 from flask_babel import lazy_gettext as _l
 from markupsafe import Markup
 
@@ -95,6 +96,11 @@ def fulltime(value) -> str:
     """'2026-11-21 10:30 UTC' (the exact time, shown as a tooltip and in tables)."""
     when = to_datetime(value)
     return when.strftime("%Y-%m-%d %H:%M UTC") if when else "–"
+
+
+def wallclock(value: datetime) -> str:
+    """A time as a clock showed it (a camera's, no zone), in the page's language."""
+    return babel_dates.format_datetime(value, "medium", locale=get_locale() or "en")
 
 
 def isotime(value) -> str:
@@ -232,6 +238,7 @@ def init_app(app: Flask) -> None:
         reltime,
         fulltime,
         isotime,
+        wallclock,
         describe_schedule,
         highlighted,
         container_parts,
