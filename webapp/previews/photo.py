@@ -19,6 +19,22 @@ _EXIF_DATE = re.compile(r"(\d{4})[:-](\d{2})[:-](\d{2})[ T](\d{2}):(\d{2})(?::(\
 MAP_URL = "https://www.openstreetmap.org/?mlat={lat}&mlon={lon}#map=15/{lat}/{lon}"
 # the top-level copies of EXIF fields that search uses (facets, `camera:`): not shown again
 SHOWN_ELSEWHERE = {"camera_make", "camera_model", "date_taken", "exif", "format", "width", "height", "mode"}
+# EXIF tags the compact table shows (in its own words): not listed again under "All fields"
+IN_TABLE = {
+    "Make",
+    "Model",
+    "LensModel",
+    "DateTimeOriginal",
+    "ExposureTime",
+    "FNumber",
+    "ISOSpeedRatings",
+    "PhotographicSensitivity",
+    "FocalLength",
+    "GPSLatitude",
+    "GPSLongitude",
+    "GPSAltitude",
+    "lens",
+}
 DATE_TAGS = ("DateTimeOriginal", "DateTimeDigitized", "DateTime", "CreateDate", "DateCreated")
 
 
@@ -116,6 +132,7 @@ def other_fields(meta: Mapping[str, Any]) -> list[Fact]:
     """Every other field (EXIF tags by name, XMP, IPTC, OCR aside), dates as datetimes."""
     exif = meta.get("exif") if isinstance(meta.get("exif"), Mapping) else {}
     rows = {**{k: v for k, v in meta.items() if k not in SHOWN_ELSEWHERE and k != "ocr"}, **exif}
+    rows = {k: v for k, v in rows.items() if k not in IN_TABLE}
     facts = []
     for key in sorted(rows):
         value = rows[key]
