@@ -823,10 +823,17 @@ def test_pictures_show_as_a_grid_with_a_lightbox(browser, site):
         expect(tab.locator('.view-switch a[data-view="grid"]')).to_have_attribute("aria-current", "true")
         first = tiles.first.locator("img[data-thumbnail]")
         tab.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=first.element_handle())
-        if width == 390:  # two columns, nothing wider than the screen
+        if width == 390:  # two a row, nothing wider than the screen
             boxes = [tiles.nth(i).bounding_box() for i in range(2)]
             assert boxes[0]["y"] == boxes[1]["y"] and boxes[1]["x"] + boxes[1]["width"] <= 390
             assert tab.evaluate("document.documentElement.scrollWidth") <= 390
+        else:  # the window's width, not the 62rem column; pictures keep their shape
+            assert tab.locator("main").bounding_box()["width"] > 1150  # was 62rem (992 px)
+            assert tab.locator(".result-grid").bounding_box()["width"] > 900
+            tab.wait_for_function("() => [...document.querySelectorAll('.result-grid img')].every(i => i.complete)")
+            portrait = tab.locator(".tile-link[data-title='winter.png'] img").bounding_box()
+            landscape = tab.locator(".tile-link[data-title='sea.jpg'] img").bounding_box()
+            assert portrait["height"] > portrait["width"] and landscape["width"] > landscape["height"]
         shot(tab, f"30-grid-{width}", full_page=False)
         tiles.first.click()
         box = tab.locator("dialog.lightbox")
@@ -851,6 +858,12 @@ def test_pictures_show_as_a_grid_with_a_lightbox(browser, site):
             expect(tab.locator(".folder-crumbs")).to_contain_text("All folders / summer")
             tab.locator('.view-switch a[data-view="list"]').click()
             expect(tab.locator("#results .result")).to_have_count(3)
+        if width == 1200:  # endless scroll: two a page, the next page's tiles follow
+            first_page = tab.goto("/?type=image&source=album&sort=basename:asc&limit=2").text()
+            assert first_page.count('class="tile"') == 2 and "data-grid-more" in first_page
+            tab.mouse.wheel(0, 2000)  # (here the end of the grid is in view at once)
+            expect(tiles).to_have_count(4)
+            expect(tab.locator("[data-grid-more]")).to_have_count(0)
         assert not errors, errors
         context.close()
 
