@@ -911,9 +911,7 @@ def test_pdf_viewer_scrolls_draws_lazily_and_jumps_between_hits(page, site):
     ten = page.locator(".pdf-slot[data-page='10']")
     expect(ten).to_have_attribute("data-drawn", "1")
     expect(ten.locator("mark.pdf-hit")).to_have_count(1)
-    box = ten.bounding_box()
-    view = page.locator("[data-pages]").bounding_box()
-    assert view["y"] - 1 <= box["y"] <= view["y"] + 40  # page 10's top is at the top of the view
+    _hit_in_view(page, ten)
     expect(page.get_by_role("button", name="Next page with a hit")).to_be_disabled()
 
     page.locator("[data-pages]").evaluate("el => { el.scrollTop = 0; }")  # scroll to the start
@@ -940,6 +938,49 @@ def test_pdf_viewer_scrolls_draws_lazily_and_jumps_between_hits(page, site):
     expect(status).to_have_text("Page 10 of 12")
     page.keyboard.press("Shift+N")
     expect(status).to_have_text("Page 4 of 12")
+
+
+def _hit_in_view(tab, slot) -> None:
+    """The page's first hit is in the upper part of the pages' view, and inside the window."""
+    mark = slot.locator("mark.pdf-hit").first.bounding_box()
+    view = tab.locator("[data-pages]").bounding_box()
+    window = tab.evaluate("window.innerHeight")
+    assert view["y"] <= mark["y"] <= view["y"] + view["height"] * 0.6, (mark, view)
+    assert 0 <= mark["y"] and mark["y"] + mark["height"] <= window * 0.8, (mark, window)
+
+
+def test_pdf_viewer_shows_a_hit_at_the_foot_of_a_page_in_the_window(browser, site):
+    """A hit near the foot of its page opens inside the window, desktop and phone (the viewer
+    once put the page's top at the view's top, the hit at the window's bottom edge or below)."""
+    import pymupdf
+
+    folder = site["folder"].parent / "footnotes"
+    folder.mkdir(exist_ok=True)
+    doc = pymupdf.open()
+    for n in range(3):
+        page = doc.new_page()
+        page.insert_text((72, 100), f"Chapter {n + 1} of the harbour book", fontsize=14)
+        if n == 1:
+            page.insert_text((72, 790), "the lighthouse keeper wrote this", fontsize=12)
+    (folder / "harbour.pdf").write_bytes(doc.tobytes())
+    for width, height in ((1366, 768), (390, 844)):
+        context = browser.new_context(base_url=site["url"], viewport={"width": width, "height": height})
+        tab = context.new_page()
+        tab.set_default_timeout(WAIT_MS)
+        try:
+            _ensure_ready(tab, site)
+            if width == 1366:
+                _add_scanned_source(tab, "Footnotes", folder)
+            login(tab)
+            tab.goto("/?q=lighthouse")
+            tab.locator(".result-link", has_text="harbour.pdf").click()
+            expect(tab.locator("[data-page-status]")).to_have_text("Page 2 of 3")
+            slot = tab.locator(".pdf-slot[data-page='2']")
+            expect(slot.locator("mark.pdf-hit")).to_have_count(1)
+            _hit_in_view(tab, slot)
+            shot(tab, f"42-pdf-hit-at-foot-{width}", full_page=False)
+        finally:
+            context.close()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
