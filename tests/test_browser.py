@@ -830,7 +830,8 @@ def test_pictures_show_as_a_grid_with_a_lightbox(browser, site):
         else:  # the window's width, not the 62rem column; pictures keep their shape
             assert tab.locator("main").bounding_box()["width"] > 1150  # was 62rem (992 px)
             assert tab.locator(".result-grid").bounding_box()["width"] > 900
-            tab.wait_for_function("() => [...document.querySelectorAll('.result-grid img')].every(i => i.complete)")
+            loaded = "() => [...document.querySelectorAll('.result-grid img')].every(i => i.complete)"
+            tab.wait_for_function(loaded)
             portrait = tab.locator(".tile-link[data-title='winter.png'] img").bounding_box()
             landscape = tab.locator(".tile-link[data-title='sea.jpg'] img").bounding_box()
             assert portrait["height"] > portrait["width"] and landscape["width"] > landscape["height"]

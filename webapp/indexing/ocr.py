@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from webapp import imaging
 from webapp.procs import die_with_parent
 
 from .extractors import ExtractionSettings, ExtractorSpec
@@ -123,8 +124,11 @@ def ocr_type(path: str) -> str:
     return "pdf" if ext == "pdf" else "raw_image" if ext in RAW_EXTENSIONS else "image"
 
 
-def needs_ocr(doc_type: str, ext: str, metadata: Mapping[str, Any]) -> bool:
-    """Whether an extracted document has pages whose text only OCR can read."""
+def needs_ocr(doc_type: str, ext: str, metadata: Mapping[str, Any], holds_text: bool | None = None) -> bool:
+    """Whether an extracted document has pages whose text only OCR can read; a picture the
+    text test found no text in (`holds_text` False) is left alone."""
+    if holds_text is False:
+        return False
     if doc_type == "pdf":
         return bool(metadata.get("image_only") or metadata.get("image_only_pages"))
     if doc_type == "image":
@@ -133,6 +137,72 @@ def needs_ocr(doc_type: str, ext: str, metadata: Mapping[str, Any]) -> bool:
     if doc_type == "raw_image":
         return ext in RAW_EXTENSIONS and bool(metadata.get("preview"))
     return False
+
+
+# -- does a picture hold text (in the extraction child) ------------------------------------------
+
+TEXT_TEST_PX = 1024  # long side the text test looks at (JPEG decodes at 1/2..1/8 scale for it)
+# A page, a receipt, a screenshot: a plain background (paper, screen) under thin strokes of
+# strong contrast. A photo: no plain background, or soft contrast, or broad dark shapes.
+# Chosen on the corpus's photos and on scans made of its PDFs' pages (docs/formats.md, OCR).
+MIN_CONTRAST = 90  # grey levels between the background and the strokes
+MIN_PLAIN_BACKGROUND = 0.85  # share of the background within 24 grey levels of its median
+MIN_THIN_RUNS = 0.75  # share of the strokes' horizontal runs at most 1/128 of the width
+MIN_RUNS_PER_KPX = 0.3  # strokes' runs per 1,000 pixels (a blank page has none)
+
+
+def looks_like_text(grey: Any) -> bool:
+    """Whether a grey picture (a 2-D uint8 numpy array) looks like it holds lines of text."""
+    import numpy as np
+
+    height, width = grey.shape
+    counts = np.bincount(grey.ravel(), minlength=256).astype(float)
+    share = counts / counts.sum()
+    below, mean_below = np.cumsum(share), np.cumsum(share * np.arange(256))
+    between = (mean_below[-1] * below - mean_below) ** 2 / (below * (1 - below) + 1e-12)
+    dark = grey <= int(np.argmax(between))  # Otsu's threshold
+    strokes = dark if dark.mean() <= 0.5 else ~dark  # light text on a dark screen too
+    background, ink = grey[~strokes], grey[strokes]
+    if not ink.size or not background.size:
+        return False  # one colour: nothing written
+    contrast = abs(float(background.mean()) - float(ink.mean()))
+    plain = float((np.abs(background.astype(np.int16) - np.median(background)) <= 24).mean())
+    edges = np.diff(np.pad(strokes.astype(np.int8), ((0, 0), (1, 1))), axis=1)
+    runs = np.flatnonzero(edges.ravel() == -1) - np.flatnonzero(edges.ravel() == 1)
+    thin = float((runs <= max(3, width // 128)).mean()) if runs.size else 0.0
+    per_kpx = runs.size * 1000 / (height * width)
+    return (
+        contrast >= MIN_CONTRAST
+        and plain >= MIN_PLAIN_BACKGROUND
+        and thin >= MIN_THIN_RUNS
+        and per_kpx >= MIN_RUNS_PER_KPX
+    )
+
+
+def holds_text(
+    path: str, doc_type: str, metadata: Mapping[str, Any], settings: ExtractionSettings
+) -> bool | None:
+    """Whether the picture OCR would read (a RAW file's embedded preview) looks like it holds
+    text. False for a picture that cannot be decoded (Tesseract could not read it either);
+    None when it is too large to look at within the limits (OCR then decides as before)."""
+    import numpy as np
+
+    try:
+        img = imaging.open_image(_raw_preview_bytes(path, metadata) if doc_type == "raw_image" else path)
+        img = imaging.scale(img, TEXT_TEST_PX, settings.max_pixels)
+        return looks_like_text(np.asarray(img.convert("L")))
+    except imaging.ImageRefused:
+        return None
+    except Exception:  # noqa: BLE001 - damaged or truncated: nothing OCR could read
+        return False
+
+
+def _raw_preview_bytes(path: str, metadata: Mapping[str, Any]) -> bytes:
+    """The JPEG preview a RAW file embeds, where its metadata says it is."""
+    preview = metadata.get("preview") or {}
+    with open(path, "rb") as handle:
+        handle.seek(int(preview["offset"]))
+        return handle.read(int(preview["length"]))
 
 
 # -- reading pages (in the extraction child) -----------------------------------------------------
