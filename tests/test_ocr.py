@@ -4,18 +4,27 @@ that does not wait for them, each unchanged file is read once, and a missing Tes
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageFont
 from rq import SimpleWorker
 from rq.registry import FinishedJobRegistry
 
 from tests.conftest import require_corpus
-from tests.ocr_samples import image_bytes, page_image, page_words, scanned_pdf, tesseract_installed
+from tests.ocr_samples import (
+    FONT,
+    LINE_PX,
+    image_bytes,
+    page_image,
+    page_words,
+    scanned_pdf,
+    tesseract_installed,
+)
 from tests.ui_helpers import login
 from tests.workers import Worker, poll_status
 from webapp import jobs
@@ -328,6 +337,16 @@ def test_the_text_read_from_an_image_is_on_its_page_with_the_hits_marked(
     assert "match-nav" in text.split('id="preview-text"', 1)[0]  # previous / next hit
     bare = ui.get(f"/documents/{hit['id']}?q={word}&view=text").get_data(as_text=True)
     assert "data-image-preview" not in bare and 'id="preview-text"' in bare
+    # the word is boxed on the picture where it is written (the second line, third word)
+    marks = re.findall(r'data-scan-hit style="left: ([\d.]+)%; top: ([\d.]+)%', page)
+    assert marks, "no box on the scan"
+    image = page_image(page_words(4))
+    line = page_words(4)[1]
+    font = ImageFont.truetype(FONT, 40)
+    left = (180 + font.getlength(" ".join(line[:2]) + " ")) / image.width * 100
+    top = (100 + LINE_PX) / image.height * 100
+    assert any(abs(float(x) - left) < 2 and abs(float(y) - top) < 4 for x, y in marks), (marks, left, top)
+    assert "data-scan-hit" not in ui.get(f"/documents/{hit['id']}").get_data(as_text=True)  # no q
 
 
 def test_scans_inside_archives_and_e_mails_are_read_and_the_same_bytes_once(

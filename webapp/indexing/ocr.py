@@ -208,11 +208,15 @@ def _raw_preview_bytes(path: str, metadata: Mapping[str, Any]) -> bytes:
 # -- reading pages (in the extraction child) -----------------------------------------------------
 
 
-def read_page(pnm: bytes, settings: OcrSettings) -> str:
-    """The text of one page image (PNM bytes); ExtractionError when Tesseract fails."""
+Word = list  # [x0, y0, x1, y1, "word"]: a word OCR read, its box as fractions of the page
+
+
+def read_page(pnm: bytes, settings: OcrSettings) -> tuple[str, list[Word]]:
+    """The text of one page image (PNM bytes) and its words' boxes; ExtractionError when
+    Tesseract fails."""
     try:
         proc = subprocess.run(
-            [settings.command or TESSERACT, "stdin", "stdout", "-l", settings.languages],
+            [settings.command or TESSERACT, "stdin", "stdout", "-l", settings.languages, "tsv"],
             input=pnm,
             capture_output=True,
             timeout=settings.timeout_page,
@@ -226,7 +230,32 @@ def read_page(pnm: bytes, settings: OcrSettings) -> str:
         raise ExtractionError("Tesseract is not installed") from exc
     if proc.returncode != 0:
         raise ExtractionError(f"Tesseract failed ({proc.returncode})")
-    return proc.stdout.decode("utf-8", "replace")
+    return from_tsv(proc.stdout.decode("utf-8", "replace"))
+
+
+def from_tsv(tsv: str) -> tuple[str, list[Word]]:
+    """The page's text from Tesseract's TSV (a line of words per line, a blank line between
+    paragraphs, as its plain output) and each word's box as fractions of the page."""
+    width = height = 1
+    lines: dict[tuple[str, str, str], list[str]] = {}
+    words: list[Word] = []
+    for row in (line.split("\t") for line in tsv.splitlines()[1:]):
+        if len(row) < 12 or not row[6].isdigit():
+            continue
+        left, top, w, h = (int(v) for v in row[6:10])
+        if row[0] == "1":  # the page itself
+            width, height = max(w, 1), max(h, 1)
+        elif row[0] == "5" and row[11].strip():
+            lines.setdefault((row[2], row[3], row[4]), []).append(row[11])
+            box = (left / width, top / height, (left + w) / width, (top + h) / height)
+            words.append([*(round(v, 4) for v in box), row[11]])
+    text, paragraph = [], None
+    for (block, par, _line), line_words in lines.items():
+        if paragraph is not None and paragraph != (block, par):
+            text.append("")
+        paragraph = (block, par)
+        text.append(" ".join(line_words))
+    return "\n".join(text), words
 
 
 def _pnm(image: Any) -> bytes:
@@ -290,8 +319,9 @@ def _image_page(data: str | bytes, index: int) -> bytes:
 
 def read_one(
     path: str, doc_type: str, index: int, settings: OcrSettings, extraction: ExtractionSettings
-) -> tuple[str, str]:
-    """(READ, text), (SKIPPED, "") for a page OCR has nothing to do on, or (TIMED_OUT, "")."""
+) -> tuple[str, str, list[Word]]:
+    """(READ, text, its words' boxes), (SKIPPED, "", []) for a page OCR has nothing to do on,
+    or (TIMED_OUT, "", [])."""
     if doc_type == "pdf":
         pnm = _pdf_page(path, index)
     elif doc_type == "raw_image":
@@ -299,11 +329,12 @@ def read_one(
     else:
         pnm = _image_page(path, index)
     if pnm is None:
-        return SKIPPED, ""
+        return SKIPPED, "", []
     try:
-        return READ, read_page(pnm, settings).strip()
+        text, words = read_page(pnm, settings)
+        return READ, text.strip(), words
     except TimeoutError:
-        return TIMED_OUT, ""
+        return TIMED_OUT, "", []
 
 
 def _raw_preview(path: str, settings: ExtractionSettings) -> bytes:
@@ -334,7 +365,7 @@ def read_file(path: str, doc_type: str, settings: OcrSettings, extraction: Extra
     for index in range(page_count(path, doc_type, settings, extraction)):
         if taken >= settings.max_pages:
             break
-        state, text = read_one(path, doc_type, index, settings, extraction)
+        state, text, _words = read_one(path, doc_type, index, settings, extraction)
         taken += state != SKIPPED
         timed_out += state == TIMED_OUT
         texts.append(text)

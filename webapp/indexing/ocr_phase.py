@@ -343,9 +343,9 @@ class OcrRun:
                 read_one, path, kind, index, self.settings, extraction, doc_type="ocr", path=path
             )
             if result.status == FileStatus.SUCCESS:
-                state, text = result.doc
+                state, text, words = result.doc
             elif (result.error_message or "").startswith(TIMEOUT_MESSAGE):
-                state, text = TIMED_OUT, ""
+                state, text, words = TIMED_OUT, "", []
             else:
                 log.info("OCR of %s failed: %s", path, result.error_message)
                 return None
@@ -353,10 +353,11 @@ class OcrRun:
             done["timed_out"] += state == TIMED_OUT
             self.read += state != SKIPPED
             done["texts"].append(text)
+            done.setdefault("words", {})[str(index)] = words  # boxes of hits on the page
             done["next"] = index + 1
             phase.page_done()
         doc = result_of(done["texts"], done["taken"], done["timed_out"], kind, self.settings)
-        value = {"content": doc.content, "metadata": doc.metadata}
+        value = {"content": doc.content, "metadata": doc.metadata, "words": done.get("words", {})}
         self.cache.put(digest, value)
         return value
 

@@ -58,6 +58,7 @@ class Preview:
     mail: dict | None = None
     members: dict | None = None  # what an archive or an e-mail holds (members.listing)
     has_picture: bool = False  # an image with something to show (a RAW file: its preview)
+    hits: list[list[float]] = field(default_factory=list)  # boxes of q's words OCR read on a scan
     facts: list[Fact] = field(default_factory=list)  # a photo's compact table
     fields: list[Fact] = field(default_factory=list)  # ... and its other fields
     cover_url: str | None = None  # a book's cover
@@ -118,6 +119,7 @@ def _image(doc: dict, q: str, page: int | None, _url: Callable) -> Preview:
         Kind.IMAGE,
         text=ocr_text,
         has_picture=doc["type"] == "image" or documents.thumbnail_url(doc["id"]) is not None,
+        hits=previews.ocr_hits(doc, q),
         facts=photo_facts(meta),
         fields=other_fields(meta),
     )

@@ -10,7 +10,10 @@ import re
 from flask import current_app
 
 from webapp.exceptions import QuerySyntaxError, Unavailable, Unprocessable
+from webapp.indexing.ocr import OcrSettings
+from webapp.indexing.ocr_phase import TextCache, file_digest
 from webapp.previews.markdown import render_markdown
+from webapp.previews.pdfhits import word_hits
 from webapp.previews.render import PreviewLimits
 from webapp.runtime import get_previews
 from webapp.search.query import TermMatcher, parse_query
@@ -71,6 +74,26 @@ def comic_page_image(doc: dict, page: int) -> tuple[bytes, str]:
         return get_previews().render(path, "comic", _limits(), page=page)
     finally:
         done()
+
+
+def ocr_hits(doc: dict, q: str) -> list[list[float]]:
+    """The boxes (fractions of the picture) of the words of q that OCR read on an image, from
+    the OCR cache of its bytes (previews/pdfhits.word_hits matches them as on PDF pages);
+    none without q, or when its words were read before boxes were kept."""
+    matcher = _matcher(q)
+    if not matcher.terms or not (doc.get("metadata") or {}).get("ocr"):
+        return []
+    path, done = local_copy(doc)
+    try:
+        digest = file_digest(path)
+    except OSError:
+        return []
+    finally:
+        done()
+    languages = OcrSettings.from_config(current_app.config).languages
+    cached = TextCache(current_app.config["DATA_DIR"], languages).get(digest) or {}
+    words = (cached.get("words") or {}).get("0") or []  # the first page: the one shown
+    return [[round(v, 4) for v in box] for box in word_hits(words, matcher)]
 
 
 def is_image(doc: dict) -> bool:
