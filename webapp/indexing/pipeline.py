@@ -42,7 +42,7 @@ from webapp.indexing.state import Heartbeat, scan_lock, stamp, writer_lock
 from webapp.memtune import release_freed
 from webapp.metrics import scan_files, scan_runs
 from webapp.models import IndexedFile, Source, utcnow
-from webapp.runtime import get_redis, get_search, get_vectors
+from webapp.runtime import get_meaning, get_redis, get_search
 
 log = logging.getLogger(__name__)
 RESULT_WAIT = 1.0  # seconds the coordinator blocks on helpers' results before looking around
@@ -181,7 +181,7 @@ class ScanRun:
             with writer_lock(self.source_id, self.app):
                 # vectors first: search and records then go together, so what search no
                 # longer finds is not still counted by the source's status
-                get_vectors(self.app).delete_ids(ids)  # meaning
+                get_meaning(self.app).delete_ids(ids)  # meaning
                 get_search(self.app).delete_ids(ids)
                 delete_records(self.source_id, gone)
             thumbstore.remove(self.app.config["DATA_DIR"], ids)
@@ -240,7 +240,7 @@ class ScanRun:
         orphans = search.ids(self.source_id) - known
         if orphans:
             log.info("Removing %d orphan documents of %s", len(orphans), self.source_id)
-            get_vectors(self.app).delete_ids(sorted(orphans))  # meaning
+            get_meaning(self.app).delete_ids(sorted(orphans))  # meaning
             search.delete_ids(sorted(orphans))
         thumbstore.prune(self.app.config["DATA_DIR"], self.source_id, known)
 
@@ -355,7 +355,7 @@ class ScanRun:
         stale = [p for p, _ in member_paths(self.source_id, containers)]
         if stale:
             ids = [doc_id(self.source_id, p) for p in stale]
-            get_vectors(self.app).delete_ids(ids)  # meaning
+            get_meaning(self.app).delete_ids(ids)  # meaning
             get_search(self.app).delete_ids(ids)
             delete_records(self.source_id, stale)
 
