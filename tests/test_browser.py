@@ -998,6 +998,12 @@ def test_pdf_viewer_fits_a_phone(browser, site, scheme):
         drawn = tab.locator(".pdf-slot[data-page='4'][data-drawn]")
         expect(drawn).to_be_visible()
         assert drawn.bounding_box()["width"] <= 390
+        # the document before the facts: the viewer starts on the first screen (was ~1,000 px down)
+        on_page = "el => el.getBoundingClientRect().top + window.scrollY"
+        top = tab.locator("[data-pdf-viewer]").evaluate(on_page)
+        assert top < 600, top
+        facts = tab.locator(".facts").evaluate(on_page)
+        assert facts > top
         assert tab.evaluate("document.documentElement.scrollWidth") <= 390
         expect(tab.get_by_role("button", name="Next page with a hit")).to_be_visible()
         tab.get_by_role("button", name="Next page with a hit").click()

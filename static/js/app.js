@@ -50,9 +50,11 @@
 
   // -- image previews the server refused (too large, damaged): show the note, not a broken image
   function noPreview(img) {
-    var note = img.parentNode && img.parentNode.querySelector(".no-preview");
+    var box = img.closest("figure") || img.parentNode;  // a scan's picture sits in its frame of hit boxes
+    var note = box && box.querySelector(".no-preview");
     if (!note) return;
     img.hidden = true;
+    if (img.parentNode.classList.contains("scan-frame")) img.parentNode.hidden = true;
     note.hidden = false;
   }
   document.addEventListener("error", function (evt) {
