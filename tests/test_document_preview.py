@@ -65,7 +65,8 @@ def test_each_kind_of_document_gets_its_preview():
     assert kind_of({"type": "raw_image", "basename": "a.nef"}) == Kind.IMAGE
     assert kind_of({"type": "markdown", "basename": "a.md"}) == Kind.MARKDOWN
     assert kind_of({"type": "media", "basename": "a.mp3"}) == Kind.MEDIA
-    assert kind_of({"type": "email", "basename": "a.eml"}) == Kind.EMAIL
+    mail = {"type": "email", "basename": "a.eml"}
+    assert kind_of(mail) == Kind.EMAIL and kind_of(mail, as_text=True) == Kind.TEXT
     assert kind_of({"type": "comic", "basename": "a.cbz", "metadata": {"page_count": 2}}) == Kind.PAGES
     assert kind_of({"type": "comic", "basename": "a.cbz", "metadata": {"page_count": 0}}) == Kind.TEXT
     deck = {"type": "pptx", "basename": "a.pptx", "content": "Slide 1\nHello\n\nSlide 2\nWorld"}

@@ -32,7 +32,7 @@ class Kind(StrEnum):
 
 
 # kinds whose text `?view=text` asks for instead
-HAS_TEXT_VIEW = (Kind.IMAGE, Kind.PDF, Kind.MARKDOWN, Kind.SLIDES, Kind.PAGES)
+HAS_TEXT_VIEW = (Kind.IMAGE, Kind.PDF, Kind.MARKDOWN, Kind.EMAIL, Kind.SLIDES, Kind.PAGES)
 
 
 @dataclass(frozen=True)
