@@ -20,12 +20,15 @@ EN = {"Accept-Language": "en-US,en;q=0.9"}
 
 
 def _deck(slides: list[tuple[str, str]]) -> bytes:
-    """A presentation whose slides have a title and one line of body text."""
+    """A presentation whose slides have a title, one line of body text and a picture each
+    (red on the first slide, blue on the second, ...)."""
     deck = Presentation()
-    for title, body in slides:
+    colors = ((200, 0, 0), (0, 0, 200), (0, 160, 0))
+    for (title, body), color in zip(slides, colors, strict=False):
         slide = deck.slides.add_slide(deck.slide_layouts[1])
         slide.shapes.title.text = title
         slide.placeholders[1].text = body
+        slide.shapes.add_picture(io.BytesIO(samples.picture((80, 60), color, "PNG")), 0, 0)
     buf = io.BytesIO()
     deck.save(buf)
     return buf.getvalue()
@@ -90,7 +93,7 @@ def test_a_photos_details_show_once_in_the_pages_language_with_a_map_link(pages)
     assert taken_de.startswith("11.08.2009")
 
 
-def test_a_presentation_shows_one_slide_at_a_time(pages):
+def test_a_presentation_shows_one_slide_at_a_time_with_its_pictures(pages):
     ids, browser = pages
     page = browser.get(f"/documents/{ids['talk.pptx']}?q=forecast").get_data(as_text=True)
     assert 'data-slide="2"' in page  # the first slide with a match
@@ -98,6 +101,12 @@ def test_a_presentation_shows_one_slide_at_a_time(pages):
     assert "<em>forecast</em>" in page or 'class="match">forecast' in page
     first = browser.get(f"/documents/{ids['talk.pptx']}?page=1").get_data(as_text=True)
     assert 'data-slide="1"' in first and "Welcome aboard" in first and 'rel="next"' in first
+    doc = ids["talk.pptx"]
+    assert f"/documents/{doc}/slides/pictures/2" in page and "/slides/pictures/1" not in page
+    assert f"/documents/{doc}/slides/pictures/1" in first
+    picture = browser.get(f"/documents/{doc}/slides/pictures/2")
+    assert picture.status_code == 200 and samples.near(samples.main_color(picture.data), (0, 0, 200))
+    assert browser.get(f"/documents/{doc}/slides/pictures/9").status_code == 422
     text = browser.get(f"/documents/{ids['talk.pptx']}?view=text").get_data(as_text=True)
     assert "data-slide" not in text and "Welcome aboard" in text and "The forecast" in text
 

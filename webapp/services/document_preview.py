@@ -63,6 +63,7 @@ class Preview:
     fields: list[Fact] = field(default_factory=list)  # ... and its other fields
     cover_url: str | None = None  # a book's cover
     slide: Slide | None = None
+    pictures: list[int] = field(default_factory=list)  # the slide's pictures, by deck number
 
 
 def kind_of(doc: dict, as_text: bool = False) -> Kind:
@@ -157,7 +158,8 @@ def _slides_preview(doc: dict, q: str, page: int | None, _url: Callable) -> Prev
         page = _first_slide_with(slides, q)
     number = min(max(1, page), len(slides))
     slide = _marked(slides[number - 1], q)
-    return Preview(Kind.SLIDES, pager={"page": number, "pages": len(slides)}, slide=slide)
+    pictures = previews.slide_pictures(doc, number)
+    return Preview(Kind.SLIDES, pager={"page": number, "pages": len(slides)}, slide=slide, pictures=pictures)
 
 
 def _comic(doc: dict, q: str, page: int | None, _url: Callable) -> Preview:

@@ -4,6 +4,7 @@ drawn in the preview child, Markdown rendered, with the matches of the search hi
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 
@@ -94,6 +95,33 @@ def ocr_hits(doc: dict, q: str) -> list[list[float]]:
     cached = TextCache(current_app.config["DATA_DIR"], languages).get(digest) or {}
     words = (cached.get("words") or {}).get("0") or []  # the first page: the one shown
     return [[round(v, 4) for v in box] for box in word_hits(words, matcher)]
+
+
+def slide_pictures(doc: dict, slide: int) -> list[int]:
+    """The numbers (counted through the deck) of the pictures slide `slide` shows, read in the
+    capped preview child; none when the deck cannot be read there."""
+    path, done = local_copy(doc)
+    try:
+        data, _ = get_previews().render(path, "slide_pictures", _limits())
+    except (Unprocessable, Unavailable):
+        return []
+    finally:
+        done()
+    counts = [len(names) for names in json.loads(data)]
+    if not 1 <= slide <= len(counts):
+        return []
+    first = sum(counts[: slide - 1]) + 1
+    return list(range(first, first + counts[slide - 1]))
+
+
+def slide_picture_image(doc: dict, number: int) -> tuple[bytes, str]:
+    """Picture `number` of a presentation (counted slide after slide), scaled like an image
+    preview in the capped child (422 when there is no such picture or it cannot be drawn)."""
+    path, done = local_copy(doc)
+    try:
+        return get_previews().render(path, "slide_picture", _limits(), page=number)
+    finally:
+        done()
 
 
 def is_image(doc: dict) -> bool:

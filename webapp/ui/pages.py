@@ -310,6 +310,18 @@ def document_comic_page(doc_id: str, page: int):
     return resp
 
 
+@bp.get("/documents/<doc_id>/slides/pictures/<int:number>")
+def document_slide_picture(doc_id: str, number: int):
+    """Picture `number` of a presentation (counted slide after slide) as an image."""
+    doc = documents.get(doc_id, g.user)
+    if document_preview.kind_of(doc) != document_preview.Kind.SLIDES:
+        abort(404)
+    data, mimetype = previews.slide_picture_image(doc, number)
+    resp = Response(data, mimetype=mimetype)
+    resp.headers["Cache-Control"] = "private, max-age=300"
+    return resp
+
+
 @bp.get("/documents/<doc_id>/media")
 def document_media(doc_id: str):
     """The audio or video file for the page's player, inline, honouring Range (206/416)."""
