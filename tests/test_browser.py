@@ -1119,3 +1119,67 @@ def test_a_message_reads_as_mail_and_an_archive_as_a_tree(browser, site):
     tree.get_by_role("link", name="reef.txt").click()
     expect(tab.locator("#preview-text")).to_contain_text("reef chart notes")
     context.close()
+
+
+def test_a_scan_photo_slides_and_comic_read_as_such(page, site):
+    """A scan with the searched word boxed where it is written (once OCR has read it), a
+    photo's details in one table, a deck one slide at a time with its picture, a comic a page
+    at a time."""
+    import io
+
+    from pptx import Presentation
+
+    from tests import samples
+    from tests.ocr_samples import image_bytes, page_image
+
+    folder = site["folder"].parent / "media"
+    folder.mkdir(exist_ok=True)
+    lines = [["Minutes", "of", "the", "harbour", "board"], ["the", "cormorant", "nests", "were", "counted"]]
+    (folder / "minutes.png").write_bytes(image_bytes(page_image(lines), "PNG"))
+    corpus = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus" / "real" / "image"
+    if (corpus / "tika-testJPEG_GEO.jpg").exists():
+        (folder / "birds.jpg").write_bytes((corpus / "tika-testJPEG_GEO.jpg").read_bytes())
+    deck = Presentation()
+    for title, body in (("Opening", "Welcome aboard"), ("Budget", "The forecast for 2027")):
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text, slide.placeholders[1].text = title, body
+        slide.shapes.add_picture(io.BytesIO(samples.picture((320, 200), samples.BLUE, "PNG")), 0, 0)
+    buf = io.BytesIO()
+    deck.save(buf)
+    (folder / "talk.pptx").write_bytes(buf.getvalue())
+    (folder / "story.cbz").write_bytes(samples.cbz([samples.picture((300, 450), samples.RED, "PNG")] * 3))
+    _ensure_ready(page, site)
+    _add_scanned_source(page, "Media", folder)
+    login(page)
+    api = page.request
+    ids = {}
+    for name in ("minutes.png", "talk.pptx", "story.cbz", "birds.jpg"):
+        hits = api.get(f"/?q={name.split('.')[0]}&source=media").text()
+        found = re.search(r'href="/documents/([^"?]+)[^"]*"[^>]*>' + re.escape(name), hits)
+        if found:
+            ids[name] = found.group(1)
+    deadline = datetime.now() + timedelta(seconds=120)  # the worker's OCR queue reads the scan
+    while "data-scan-hit" not in api.get(f"/documents/{ids['minutes.png']}?q=cormorant").text():
+        assert datetime.now() < deadline, "the scan was not read by OCR"
+        page.wait_for_timeout(1000)
+    page.goto(f"/documents/{ids['minutes.png']}?q=cormorant")
+    picture = page.locator(".scan-frame img")
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=picture.element_handle())
+    mark, frame = page.locator("[data-scan-hit]").first.bounding_box(), picture.bounding_box()
+    assert frame["x"] <= mark["x"] and mark["x"] + mark["width"] <= frame["x"] + frame["width"]
+    assert frame["y"] + frame["height"] * 0.4 < mark["y"] < frame["y"] + frame["height"] * 0.8  # line 2 of 2
+    shot(page, "50-scan-with-hits", full_page=False)
+    if "birds.jpg" in ids:
+        page.goto(f"/documents/{ids['birds.jpg']}")
+        expect(page.locator("[data-photo-facts] tr[data-fact='camera']")).to_contain_text("Canon EOS 40D")
+        expect(page.locator("[data-photo-facts] tr[data-fact='taken']")).to_contain_text("2009")
+        shot(page, "51-photo-table")
+    page.goto(f"/documents/{ids['talk.pptx']}?q=forecast")
+    expect(page.locator("[data-slide]")).to_have_attribute("data-slide", "2")
+    page.wait_for_function("() => document.querySelector('[data-slide-picture]').naturalWidth > 0")
+    shot(page, "52-slide")
+    page.goto(f"/documents/{ids['story.cbz']}")
+    page.locator(".comic-page a[rel='next']").click()
+    expect(page.locator("[data-comic-page]")).to_have_attribute("data-comic-page", "2")
+    page.wait_for_function("() => document.querySelector('[data-comic-page]').naturalWidth > 0")
+    shot(page, "53-comic-page")
