@@ -278,6 +278,17 @@
   document.addEventListener("htmx:afterSettle", function (evt) { localTimes(evt.detail.elt); });
 
 
+  // -- a comic's pages and a presentation's slides: the arrow keys go to the previous / next
+  document.addEventListener("keydown", function (evt) {
+    if (!document.querySelector("[data-comic-page], [data-slide]")) return;
+    var el = document.activeElement;
+    if (evt.altKey || evt.ctrlKey || evt.metaKey || evt.shiftKey) return;
+    if (el && (el.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].indexOf(el.tagName) >= 0)) return;
+    var rel = evt.key === "ArrowRight" ? "next" : evt.key === "ArrowLeft" ? "prev" : null;
+    var link = rel && document.querySelector(".preview-section a[rel='" + rel + "']");
+    if (link) { evt.preventDefault(); link.click(); }
+  });
+
   // -- the grid's lightbox: a picture or a video at the size of the screen --------------------
   // A tile is a link to the document page (that is what it does without JavaScript); a click
   // on a picture or a video opens it here, with the previous and next tiles a key away.
