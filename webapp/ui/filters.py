@@ -187,6 +187,14 @@ def doc_title(doc: dict) -> str:
     return title
 
 
+def result_title(result: dict) -> str:
+    """A search result's title: an e-mail's subject (a file name says nothing of a message),
+    else the file name."""
+    if result.get("type") == "email":
+        return doc_title(result)
+    return result.get("basename") or ""
+
+
 # the form fields messages name ("current_password: is wrong"), as their labels say them
 FIELD_LABELS = {
     "current_password": _l("Current password"),
@@ -238,6 +246,7 @@ def init_app(app: Flask) -> None:
         type_label,
         readable,
         doc_title,
+        result_title,
         recent,
         text_tables,
         num,
