@@ -256,8 +256,9 @@ def test_search_filters_sort_and_pagination(app, ui, indexed, make_tree, run_job
     first = _text(ui.get("/?q=wonderful&source=more&limit=10&sort=basename:asc"))
     assert "1–10 of <strong>12</strong>" in first
     assert "note00.txt" in first and "note10.txt" not in first and "hello.txt" not in first
-    next_link = "/?q=wonderful&amp;source=more&amp;sort=basename:asc&amp;limit=10&amp;page=2"
-    assert f'href="{next_link}"' in first
+    # the chosen source is written into the box: one state, the select shows the box's term
+    next_link = "/?q=wonderful+source:more&amp;sort=basename:asc&amp;limit=10&amp;page=2"
+    assert f'href="{next_link}"' in first and 'value="wonderful source:more"' in first
     second = _text(ui.get("/?q=wonderful&source=more&limit=10&sort=basename:asc&page=2"))
     assert "11–12 of" in second and "note11.txt" in second and "note00.txt" not in second
     typed = _text(ui.get("/?q=wonderful&type=markdown"))
@@ -756,3 +757,60 @@ def test_a_running_scan_has_an_eta_from_its_rate():
     run = {"started_at": (now - timedelta(seconds=30)).isoformat(), "progress": {"done": 30, "total": 90}}
     scan = progress.scan_phase({"state": "indexing", "last_run": run}, now)
     assert (scan["done"], scan["pending"], scan["eta_seconds"]) == (30, 60, 60)
+
+
+# -- results that read right -----------------------------------------------------------------------
+
+
+def test_the_box_and_the_selects_are_one_state(ui, indexed):
+    """`type:` typed in the box shows in the Type select; a type chosen in the select (or a
+    facet) is written into the box; the address carries it once, in `q`."""
+    typed = _text(ui.get("/?q=wonderful+type:markdown"))
+    assert '<option value="markdown" selected>' in typed and "xss.md" in typed and "hello.txt" not in typed
+    chosen = ui.get("/", query_string={"q": "wonderful", "type": "markdown", "source": "notes"}, headers=HX)
+    assert chosen.headers["HX-Push-Url"] == "/?q=wonderful+type:markdown+source:notes"
+    page = _text(ui.get("/", query_string={"q": "wonderful", "source": "notes"}))
+    assert 'value="wonderful source:notes"' in page and '<option value="notes" selected>' in page
+    facets = page[page.index('<aside class="facets') : page.index("</aside>")]
+    assert 'href="/?q=wonderful" aria-current="true"' in facets  # the source facet removes the term
+    several = _text(ui.get("/?q=wonderful+type:markdown+type:text"))  # no one value to show
+    assert (
+        '<option value="">All types</option>' in several
+        and "selected>" not in several.split('name="type"')[1].split("</select>")[0]
+    )
+
+
+def test_enter_on_the_search_shown_adds_no_history_step(ui, indexed):
+    shown = {"HX-Current-URL": "http://localhost/?q=wonderful", **HX}
+    again = ui.get("/?q=wonderful", headers=shown)
+    assert again.headers.get("HX-Replace-Url") == "/?q=wonderful" and "HX-Push-Url" not in again.headers
+    other = ui.get("/?q=plan", headers=shown)
+    assert other.headers.get("HX-Push-Url") == "/?q=plan"
+
+
+def test_the_highlight_box_holds_the_querys_words_only(ui, indexed):
+    hits = _text(ui.get("/?q=wonderful+-danger+ext:txt"))
+    doc_id = re.search(r'href="/documents/([^"?]+)\?q=', hits).group(1)
+    page = _text(
+        ui.get(f"/documents/{doc_id}", query_string={"q": 'wonderful -danger ext:txt "hello" OR world'})
+    )
+    assert 'id="find" name="q" type="search" value="wonderful hello world"' in page
+    only_filters = _text(ui.get(f"/documents/{doc_id}", query_string={"q": "ext:txt"}))
+    assert (
+        'id="find" name="q" type="search" value=""' in only_filters and 'id="match-nav"' not in only_filters
+    )
+
+
+def test_every_page_has_a_first_level_heading(ui, indexed):
+    doc_id = re.search(r'href="/documents/([^"?]+)', _text(ui.get("/?q=wonderful"))).group(1)
+    for path in (
+        "/",
+        "/?q=wonderful",
+        "/sources",
+        "/status",
+        f"/documents/{doc_id}",
+        "/account",
+        "/users",
+        "/sources/new",
+    ):
+        assert len(re.findall(r"<h1[ >]", _text(ui.get(path)))) == 1, path

@@ -12,6 +12,7 @@ from flask_babel import lazy_gettext as _l
 from markupsafe import Markup
 
 from webapp import schedule
+from webapp.ui import querybox
 
 _UNITS = ("bytes", "KB", "MB", "GB", "TB")  # the unit symbols are the same in German
 _NOT_EM = re.compile(r"<(?!/?em>)")
@@ -253,3 +254,4 @@ def init_app(app: Flask) -> None:
         lightbox_kind,
     ):
         app.add_template_filter(func)
+    app.add_template_filter(querybox.words, "query_words")
