@@ -9,6 +9,7 @@ from webapp.ui import (  # noqa: F401
     account,
     filters,
     i18n,
+    metadata,
     pages,
     pdfview,
     progress,
@@ -27,6 +28,7 @@ def register_ui(app: Flask) -> None:
     i18n.init_app(app)
     filters.init_app(app)
     progress.init_app(app)
+    metadata.init_app(app)
     app.register_blueprint(bp)
     app.add_url_rule("/favicon.ico", "favicon", _favicon)
 

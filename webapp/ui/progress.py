@@ -52,9 +52,10 @@ def scan_phase(info: Mapping, now: datetime | None = None) -> dict:
 def background_phase(name: str, status: Mapping | None, pending_only: int = 0) -> dict:
     """OCR or meaning in the shape of the source status (`{state, done, pending, eta_seconds,
     error}`); a status without OCR's shape gives what is known: the files waiting."""
-    if not status:
-        state = "reading" if pending_only else "idle"
-        return _phase(name, state, None, pending_only, None, None)
+    if not status:  # how many were read is not known: a bar that runs while files wait
+        if not pending_only:
+            return _phase(name, "idle", 0, 0, None, None)
+        return _phase(name, "reading", None, pending_only, None, None)
     state = status.get("state") or "idle"
     error = status.get("error")
     return _phase(
