@@ -225,7 +225,7 @@ def _scan_until_done(page) -> None:
     card = page.locator("#source-logbooks")
     card.get_by_role("button", name="Scan now").click()
     expect(page.locator(".toast")).to_contain_text("Scan of “Logbooks” queued")
-    expect(card.locator("progress")).to_be_visible()
+    expect(card.locator("progress.scan-progress")).to_be_visible()
     shot(page, "04-scan-progress")
     status = page.locator("#status-logbooks")
     expect(status).to_have_attribute("data-state", "idle", timeout=45_000)
@@ -1046,7 +1046,7 @@ def test_a_message_reads_as_mail_and_an_archive_as_a_tree(browser, site):
         time.sleep(0.5)
     login(tab)
     tab.goto("/?q=barrels")
-    tab.locator(".result-link", has_text="order.eml").first.click()
+    tab.locator(".result-link", has_text="Lamp oil order").first.click()  # a message by its subject
     headers = tab.locator("[data-mail-headers]")
     expect(headers).to_contain_text("Harbour Master <master@example.org>")
     expect(headers).to_contain_text("boatman@example.org")

@@ -317,3 +317,6 @@ def test_a_mail_hit_is_titled_by_its_subject_dated_by_its_sending_and_listed_onc
         hits[0].xpath(".//*[contains(@class, 'result-container')]")[0].text_content().split()
     )
     assert page.xpath(".//*[@data-total]")[0].get("data-total") == "1"
+    named = lxml.html.fromstring(ui.get("/", query_string={"q": "newsletter"}).get_data(as_text=True))
+    titles = [a.text_content() for a in named.xpath(".//a[@class='result-link']")]
+    assert "club-newsletter.mbox" in titles  # a container the query names is an answer itself

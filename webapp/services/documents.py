@@ -21,6 +21,7 @@ from webapp.metrics import search_duration
 from webapp.models import IndexedFile, User
 from webapp.runtime import get_search
 from webapp.search import Doc, SearchPage, SearchQuery
+from webapp.search.query import tokens
 from webapp.services import meaning, search_args
 from webapp.services.access import can_see, visible_sources
 
@@ -67,15 +68,22 @@ def once_per_file(results: list[dict]) -> list[dict]:
     return kept
 
 
-# types whose files hold members (an archive's files, a mailbox's messages, a message's attachments)
-CONTAINER_TYPES = ("archive", "email")
+# containers whose own text is the list of what they hold (an archive's files, a mailbox's
+# messages): a member that matches is the answer. A message's body is its own text: a message
+# and its attachment are both listed.
+CONTAINER_TYPES = ("archive",)
 
 
 def members_over_containers(query: SearchQuery, results: list[dict]) -> tuple[list[dict], int]:
     """Each container listed once: a container hit whose members match the query is replaced
     by its best-matching member (the hit that answers, shown "in <container>"), or dropped
     when that member is listed already. Returns the results and how many were dropped."""
-    held = _holding_members([r for r in results if r["type"] in CONTAINER_TYPES])
+    words = set(tokens(query.syntax().text))
+    # a container named by the query (`charts` finds charts.zip) is an answer of its own
+    candidates = [
+        r for r in results if r["type"] in CONTAINER_TYPES and not words & set(tokens(r["basename"]))
+    ]
+    held = _holding_members(candidates)
     if not held:
         return results, 0
     listed = {r["id"] for r in results}
