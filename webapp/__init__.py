@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import Flask, g, request
 
+from webapp import cli
 from webapp import config as settings
 
 # the PDF viewer's ES modules (pdf.js) must be served as JavaScript whatever the system knows
@@ -42,17 +43,15 @@ def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
 
     errors.register(app)
     _request_hooks(app)
-    from webapp import cli
-
     cli.register(app)
     return app
 
 
 def create_cli_app(overrides: Mapping[str, Any] | None = None) -> Flask:
-    """The app `python -m webapp.cli` runs its commands in: the settings, the database, Redis,
-    the queue and the search backend, and the commands; no API, UI, dashboard, rate limits or
-    Flask-Migrate (Alembic), whose imports cost a command most of its time (docs/performance.md,
-    "The CLI"). `flask --app wsgi trawl ...` keeps the whole app."""
+    """The app the `trawl` command runs its commands in: the settings, the database, Redis,
+    the queue and the search backend; no API, UI, dashboard, rate limits or Flask-Migrate
+    (Alembic), whose imports cost a command most of its time (docs/performance.md, "The CLI").
+    `flask --app wsgi trawl ...` keeps the whole app."""
     app = Flask(__name__)
     app.config.update(settings.load(overrides))
     _flask_settings(app)
@@ -66,9 +65,6 @@ def create_cli_app(overrides: Mapping[str, Any] | None = None) -> Flask:
     db.init_app(app)
     jwt.init_app(app)  # tokens are made and checked by the services the commands share
     _init_services(app)
-    from webapp import cli
-
-    cli.register(app)
     return app
 
 

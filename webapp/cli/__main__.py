@@ -1,0 +1,5 @@
+"""`python -m webapp.cli ...`: the `trawl` command."""
+
+from webapp.cli import main
+
+main()
