@@ -118,12 +118,12 @@ def env_value(name: str) -> str:
     return _environment().get(name, "")
 
 
-def origin(name: str) -> str:
-    """Where a process's value of a setting comes from, for messages that name it."""
-    env = _environment()
-    if env.get(name):
+def origin(name: str, data_dir: str | Path) -> str:
+    """Where a process's value of a setting comes from (the process working on `data_dir`),
+    for messages that name it."""
+    if _environment().get(name):
         return f"{name} from the environment or .env"
-    if name in service_settings(_data_dir(env, None)):
+    if name in service_settings(Path(data_dir)):
         return f"{name} from the running service ({SERVICE_FILE} in its data folder)"
     return f"{name} unset: the default"
 

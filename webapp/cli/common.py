@@ -88,7 +88,7 @@ def roots_note() -> str:
     """Which allowed roots this command used, and where they came from (for its refusals)."""
     return (
         f" (allowed roots: {', '.join(current_app.config['ALLOWED_ROOTS'])}; "
-        f"{config.origin('ALLOWED_ROOTS')})"
+        f"{config.origin('ALLOWED_ROOTS', current_app.config['DATA_DIR'])})"
     )
 
 
