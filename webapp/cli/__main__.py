@@ -2,4 +2,5 @@
 
 from webapp.cli import main
 
-main()
+if __name__ == "__main__":  # imported (by a walk over the package), it only defines
+    main()
