@@ -357,8 +357,8 @@ def test_help_answers_without_loading_the_app(tmp_path):
     """`trawl --help` lists the commands without importing a command's module, the app, the
     database layer or the search engine (what made `--help` take seconds)."""
     probe = (
-        "import sys\nfrom webapp.cli import main\nsys.argv = ['trawl', '--help']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "import sys\nfrom webapp.cli import trawl\n"
+        "try:\n    trawl.main(['--help'], prog_name='trawl')\nexcept SystemExit:\n    pass\n"
         "print('LOADED', sorted(m for m in ('sqlalchemy', 'tantivy', 'flask_smorest', 'alembic', "
         "'webapp.models', 'webapp.cli.common', 'webapp.cli.search', 'redis') if m in sys.modules))"
     )
