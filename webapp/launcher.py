@@ -38,8 +38,9 @@ from webapp.procs import die_with_parent
 
 ROOT = Path(__file__).resolve().parent.parent
 STOP_GRACE = 15  # seconds children get to finish after a SIGTERM before they are killed
-# after Ctrl-C: a person waits. Jobs cut short resume (a scan from its last batch) and requests
-# in flight are the person's own; Redis still gets STOP_GRACE to write its data out
+# after Ctrl-C: a person waits. A scan cut short is recorded as interrupted (the next one goes on
+# from the batches it wrote) and requests in flight are the person's own; Redis still gets
+# STOP_GRACE to write its data out
 QUICK_GRACE = 2.5
 BACKOFF_FIRST = 0.5  # seconds before the first restart of a process that exited
 BACKOFF_MAX = 30.0  # the pause doubles with every quick failure, up to this
