@@ -121,7 +121,7 @@ def main() -> NoReturn:
     command that runs."""
     metrics_dir.prepare()  # an entry point: before the app imports prometheus_client
     try:
-        trawl.main(prog_name="trawl", obj=ScriptInfo(app_import_path="webapp:create_cli_app"))
+        trawl.main(prog_name="trawl", obj=ScriptInfo(app_import_path="webapp.cli.app:create_cli_app"))
     except SystemExit as exc:
         leave(exc.code)
     leave(0)
