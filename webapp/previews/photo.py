@@ -1,7 +1,8 @@
 """A photo's facts for the document page: the EXIF fields a person reads (camera, lens, when
-taken, exposure, place), once, in their own words and formats, with a map link for GPS.
+taken, exposure, place), once, in their own words, with a map link for GPS.
 
-Pure: the image extractor's metadata in, labelled rows out. The remaining tags are listed once
+Pure: the image extractor's metadata in, labelled rows out (dates stay as written: the page's
+`meta_value` shows them in its language, ui/metadata.py). The remaining tags are listed once
 under them ("All fields"), never a second time in the metadata table or the text."""
 
 from __future__ import annotations
@@ -35,17 +36,15 @@ IN_TABLE = {
     "GPSAltitude",
     "lens",
 }
-DATE_TAGS = ("DateTimeOriginal", "DateTimeDigitized", "DateTime", "CreateDate", "DateCreated")
 
 
 @dataclass(frozen=True)
 class Fact:
-    """One row of the table: its label, its value, and for a date its instant to format."""
+    """One row of the table: its label, its value, and for a place a link to a map."""
 
     key: str
     label: Any
     value: Any
-    taken: datetime | None = None
     map_url: str | None = None
 
 
@@ -116,9 +115,9 @@ def photo_facts(meta: Mapping[str, Any]) -> list[Fact]:
     lens = exif.get("LensModel") or meta.get("lens")
     if lens:
         facts.append(Fact("lens", _l("Lens"), lens))
-    taken = exif_date(meta.get("date_taken") or exif.get("DateTimeOriginal"))
-    if taken is not None:
-        facts.append(Fact("taken", _l("Taken"), taken, taken=taken))
+    taken = meta.get("date_taken") or exif.get("DateTimeOriginal")
+    if exif_date(taken) is not None:  # a camera without a clock writes 0000:00:00 00:00:00
+        facts.append(Fact("taken", _l("Taken"), str(taken)))
     exposure = _exposure(exif)
     if exposure:
         facts.append(Fact("exposure", _l("Exposure"), exposure))
@@ -129,13 +128,8 @@ def photo_facts(meta: Mapping[str, Any]) -> list[Fact]:
 
 
 def other_fields(meta: Mapping[str, Any]) -> list[Fact]:
-    """Every other field (EXIF tags by name, XMP, IPTC, OCR aside), dates as datetimes."""
+    """Every other field (EXIF tags by name, XMP, IPTC), OCR's note aside."""
     exif = meta.get("exif") if isinstance(meta.get("exif"), Mapping) else {}
     rows = {**{k: v for k, v in meta.items() if k not in SHOWN_ELSEWHERE and k != "ocr"}, **exif}
     rows = {k: v for k, v in rows.items() if k not in IN_TABLE}
-    facts = []
-    for key in sorted(rows):
-        value = rows[key]
-        taken = exif_date(value) if key in DATE_TAGS else None
-        facts.append(Fact(key, key, value, taken=taken))
-    return facts
+    return [Fact(key, key, rows[key]) for key in sorted(rows)]
