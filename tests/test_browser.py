@@ -1199,8 +1199,10 @@ def test_a_scan_photo_slides_and_comic_read_as_such(page, site):
     page.goto(f"/documents/{ids['story.cbz']}")
     page.locator(".comic-page a[rel='next']").click()
     expect(page.locator("[data-comic-page]")).to_have_attribute("data-comic-page", "2")
+    page.wait_for_load_state("load")  # app.js listens for the keys
     page.keyboard.press("ArrowRight")  # the arrow keys turn the pages
     expect(page.locator("[data-comic-page]")).to_have_attribute("data-comic-page", "3")
+    page.wait_for_load_state("load")
     page.keyboard.press("ArrowLeft")
     expect(page.locator("[data-comic-page]")).to_have_attribute("data-comic-page", "2")
     page.wait_for_function("() => document.querySelector('[data-comic-page]').naturalWidth > 0")
