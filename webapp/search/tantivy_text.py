@@ -9,7 +9,8 @@ exactness) over its BM25F score; a longer one (a pasted question) by BM25F alone
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from functools import lru_cache
 
 import tantivy
@@ -105,8 +106,8 @@ class _Slot:
     typo1: list[Query]  # within one typo (or fewer)
     typo2: list[Query]  # within two typos (or fewer)
     score: list[Query]  # BM25F parts
-    typo_named: list[Query] = field(default_factory=list)  # typo forms in a name field
-    typo_score: list[Query] = field(default_factory=list)  # BM25F of held one-typo forms
+    typo_named: list[Query] = dataclasses.field(default_factory=list)  # typo forms in a name field
+    typo_score: list[Query] = dataclasses.field(default_factory=list)  # BM25F of held one-typo forms
 
     def where(self) -> Query:
         """Every document the word matches (two typos' forms hold one typo's)."""
