@@ -56,7 +56,8 @@ def reader(service: TrawlService) -> tuple[requests.Session, requests.Session]:
     body = {"username": "reader", "password": PASSWORD, "source_ids": ["open"]}
     admin.post(f"{service.base}/api/users", json=body, timeout=30).raise_for_status()
     api = requests.Session()
-    token = api.post(f"{service.base}/api/auth/login", json={"username": "reader", "password": PASSWORD}, timeout=30)
+    login = {"username": "reader", "password": PASSWORD}
+    token = api.post(f"{service.base}/api/auth/login", json=login, timeout=30)
     token.raise_for_status()
     api.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
     web = requests.Session()
