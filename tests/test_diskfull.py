@@ -27,7 +27,8 @@ def _mount(path: Path, size: str) -> None:
         ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True
     )
     if done.returncode:
-        pytest.skip(f"a full disk is made with a small tmpfs, and mounting one was refused: {done.stderr.strip()}")
+        why = done.stderr.strip()
+        pytest.skip(f"a full disk is made with a small tmpfs, and mounting one was refused: {why}")
 
 
 def _unmount(path: Path) -> None:
@@ -79,7 +80,7 @@ def _health(client) -> tuple[int, dict]:
 
 
 def _temporaries(top: Path) -> list[str]:
-    return [str(p) for p in top.rglob("*") if p.is_file() and (p.name.endswith(".tmp") or ".tmp" in p.suffixes)]
+    return [str(p) for p in top.rglob("*") if p.is_file() and ".tmp" in p.suffixes]
 
 
 def _segment_files_outside_meta(index: Path) -> list[str]:
@@ -136,7 +137,9 @@ def thumbs_disk(data_dir):
 def test_full_thumbnail_disk_indexes_the_pictures_without_them_and_says_so(
     thumbs_disk, app, client, auth, make_tree, make_source, run_jobs
 ):
-    pictures = {f"gull{i:02d}.png": samples.picture((400, 300), (i * 5, 90, 200 - i * 4), "PNG") for i in range(20)}
+    pictures = {
+        f"gull{i:02d}.png": samples.picture((400, 300), (i * 5, 90, 200 - i * 4), "PNG") for i in range(20)
+    }
     tree = make_tree("pictures", pictures)
     make_source(tree, name="Pictures", id="pictures")
     fill(thumbs_disk)
