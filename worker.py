@@ -31,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from webapp import create_app, embed_jobs, jobs, metrics, watcher
 from webapp.extensions import db
-from webapp.indexing import extractors
+from webapp.indexing import diskfull, extractors
 from webapp.indexing.ocr import UNAVAILABLE, OcrSettings, availability
 from webapp.indexing.state import settle_dead_runs
 from webapp.memtune import release_freed, tune_malloc
@@ -110,6 +110,10 @@ def run_workers(count: int = 1, burst: bool = False, extract_only: bool = False)
     app = create_app()
     require_initialised(app)  # a clear message on a data folder `trawl init` has not made
     extractors.preload()
+    if not extract_only:  # what a killed or failed writer left (the index sweeps its own at a commit)
+        swept = diskfull.sweep(app.config["DATA_DIR"])
+        if swept:
+            log.info("Removed %d temporary thumbnail files left by an earlier run", swept)
     with app.app_context():
         db.engine.dispose()  # no database connection may cross the fork
     gc.freeze()  # keep the collector from touching (and so copying) the pages forks share

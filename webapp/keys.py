@@ -104,6 +104,11 @@ def run_lists(run_id: str) -> dict[str, str]:
 # -- sessions (services/auth.py) -----------------------------------------------------------------
 
 
+# hash: part (index, database, thumbnails) -> {"error", "since"} of a write that failed for want
+# of space; kept until a write of that part succeeds (indexing/diskfull.py)
+DISK_FULL = "trawl:disk-full"
+
+
 def revoked_token(session_id: str) -> str:
     """Set while a logged-out token or UI session would still be valid."""
     return f"trawl:revoked:{session_id}"

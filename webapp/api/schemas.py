@@ -303,6 +303,11 @@ class RecentRunSchema(ma.Schema):
     skipped = fields.Integer()
 
 
+class DiskFullSchema(ma.Schema):
+    error = fields.String(metadata={"description": "the error of the write that failed"})
+    since = fields.Integer(metadata={"description": "Unix time of the first failure"})
+
+
 class StatusSchema(ma.Schema):
     version = fields.String()
     search_backend = fields.String()
@@ -313,6 +318,14 @@ class StatusSchema(ma.Schema):
         metadata={"description": "The latest scans that ended, newest first (the status page's Jobs)"},
     )
     queue = fields.Nested(QueueSchema)
+    disk_full = fields.Dict(
+        keys=fields.String(),
+        values=fields.Nested(DiskFullSchema),
+        metadata={
+            "description": "The parts (index, database, thumbnails) whose last write failed for "
+            "want of space, until a write of that part succeeds; {} when none"
+        },
+    )
 
 
 class FailedGroupSchema(ma.Schema):

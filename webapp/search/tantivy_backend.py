@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -174,6 +175,10 @@ class TantivyBackend:
                 writer.commit()
             except BaseException:
                 writer.rollback()
+                # the files of the segment it was writing (a full disk leaves them half
+                # written): gone now rather than at the next commit that succeeds
+                with contextlib.suppress(Exception):
+                    writer.garbage_collect_files()
                 raise
             finally:
                 writer.wait_merging_threads()  # finishes merges and frees the lock

@@ -12,7 +12,7 @@ from sqlalchemy import func, text
 
 from webapp.config import VERSION
 from webapp.extensions import db
-from webapp.indexing import embed_phase
+from webapp.indexing import diskfull, embed_phase
 from webapp.indexing.ocr import OcrSettings, availability
 from webapp.indexing.ocr_phase import pending_count
 from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
@@ -48,6 +48,8 @@ def health() -> tuple[dict, int]:
         "database": _check(lambda: db.session.execute(text("SELECT 1")) and None),
         "redis": _check(lambda: get_redis().ping()),
         "search": _check(lambda: get_search().health()),
+        # a write that failed for want of space: `degraded: no space left on device (...)`
+        "disk": _check(lambda: diskfull.health(get_redis())),
     }
     ok = all(v == "ok" for v in components.values())
     # OCR that is off or not installed leaves search working: reported, never `degraded`
@@ -129,6 +131,8 @@ def overall(user: User | None) -> dict:
         "sources": [source_status(s, by_source.get(s.id, {})) for s in shown],
         "recent_runs": recent_runs(visible),
         "queue": queue_counts(all_queues(), visible),
+        # the parts whose last write failed for want of space: {part: {"error", "since"}}
+        "disk_full": diskfull.current(get_redis()),
     }
 
 

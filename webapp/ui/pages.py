@@ -355,11 +355,14 @@ def document_pdf_page(doc_id: str, page: int):
 
 @bp.get("/documents/<doc_id>/media")
 def document_media(doc_id: str):
-    """The audio or video file for the page's player, inline, honouring Range (206/416)."""
+    """The audio or video file for the page's player, inline, honouring Range (206/416); a
+    navigation here goes to the document page (raw bytes are never shown as a page)."""
     doc = documents.get(doc_id, g.user)
     mimetype = files.media_mimetype(doc)
     if mimetype is None:
         abort(404)
+    if files.shown_as_page(request.headers):
+        return redirect(url_for("ui.document", doc_id=doc["id"]), 303)
     resp = send_file(
         files.download_target(doc),
         mimetype=mimetype,
@@ -369,6 +372,7 @@ def document_media(doc_id: str):
     )
     resp.headers["Content-Disposition"] = files.content_disposition("inline", doc["basename"])
     resp.headers["Cache-Control"] = "private, no-cache"
+    resp.headers["Vary"] = "Sec-Fetch-Dest, Sec-Fetch-Mode"
     return resp
 
 
