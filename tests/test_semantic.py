@@ -57,7 +57,14 @@ def test_a_question_in_other_words_finds_its_document_by_meaning(client, auth, i
     cars = _search(client, auth, "automobile overheating")
     assert _names(cars)[0] == "engine.txt"
     status = client.get("/api/status/pets", headers=auth).get_json()
-    assert status["semantic"] == {"state": "idle", "done": 4, "pending": 0}
+    assert status["semantic"] == {
+        "state": "idle",
+        "done": 4,
+        "pending": 0,
+        "eta_seconds": 0,
+        "error": None,
+        "waiting": None,
+    }
 
 
 def test_each_hit_says_whether_words_meaning_or_both_found_it(client, auth, indexed):

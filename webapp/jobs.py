@@ -16,10 +16,10 @@ from rq_scheduler import Scheduler
 
 from webapp import keys, logs
 from webapp import schedule as cron
-from webapp.embed_jobs import enqueue_embed  # meaning
+from webapp.embed_jobs import enqueue_embed, requeue_stalled_embed  # meaning
 from webapp.extensions import db
 from webapp.indexing import live
-from webapp.indexing.background import enqueue_once
+from webapp.indexing.background import enqueue_once, stalled
 from webapp.indexing.ocr_phase import OcrRun, pending_count, pending_sources
 from webapp.indexing.pipeline import ScanRun, help_extract
 from webapp.indexing.runstats import RunState
@@ -231,6 +231,16 @@ def resume_ocr(app: Flask) -> int:
         for source_id in sources:
             enqueue_ocr(source_id)
         return len(sources)
+
+
+def requeue_stalled(app: Flask) -> list[str]:
+    """The scheduler's sweep: queue OCR and meaning again for every source whose phase has had
+    pending work and no job for a minute (whatever ended its last job); the ids queued."""
+    with app.app_context():
+        again = stalled("ocr", pending_sources(), keys.ocr_running, keys.ocr_queued)
+        for source_id in again:
+            enqueue_ocr(source_id)
+    return [f"ocr:{s}" for s in again] + [f"embed:{s}" for s in requeue_stalled_embed(app)]
 
 
 def rebuild_schedules(app: Flask) -> int:
