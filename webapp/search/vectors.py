@@ -400,12 +400,18 @@ class VectorStore:
                 os.replace(tmp, folder / f"seg-{lo:010d}-{hi:010d}-{_crc(tmp):08x}.usearch")
             for f in run:
                 f.path.unlink(missing_ok=True)
-            if start == 0:  # nothing older is left for these to hide
-                for tomb in self._listing(source_id)[1]:
-                    if tomb.hi <= hi:
-                        tomb.path.unlink(missing_ok=True)
+            if start == 0:
+                self._drop_applied(source_id, {name for name, _ in snap.stamp}, hi)
             _fsync_dir(folder)
         return True
+
+    def _drop_applied(self, source_id: str, seen: set[str], merged: int) -> None:
+        """After a merge from the oldest segment: remove the tombstones the merge applied
+        (seen by it) that have no other segment older than them left to hide."""
+        segments, tombstones = self._listing(source_id)
+        for tomb in tombstones:
+            if tomb.path.name in seen and not any(f.hi < tomb.hi and f.hi != merged for f in segments):
+                tomb.path.unlink(missing_ok=True)
 
     # -- housekeeping --------------------------------------------------------------------------
     def sweep(self) -> int:
