@@ -212,7 +212,7 @@ class EmbedRun:
                 self.stopped = True
             except NoSpace as exc:
                 log.warning("embedding of %s stopped: %s", self.source_id, exc)
-                info.failed(str(exc))  # the scheduler queues it again after the backoff
+                info.failed(exc.strerror or str(exc))  # queued again after the backoff
                 self.stopped = True
 
     def _wanted(self) -> bool:

@@ -461,6 +461,8 @@ def _save_segment(index, folder: Path, lo: int, hi: int, publish: bool = True) -
     tmp = folder / f".seg-{lo:010d}-{hi:010d}.{_HOST}.{os.getpid()}.tmp"
     try:
         index.save(str(tmp))
+        if tmp.stat().st_size != index.serialized_length:  # usearch may not say it failed
+            raise OSError(f"{tmp.name}: written short of {index.serialized_length} bytes")
         if not publish:
             fd = os.open(tmp, os.O_RDONLY)
             os.fsync(fd)
