@@ -7,6 +7,7 @@ A job finds its app through the app context its worker runs in (worker.py, and t
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime
 from functools import partial
 
@@ -75,11 +76,14 @@ def live_job(source_id: str, run_id: str) -> dict | None:
             return None
         helpers = partial(enqueue_helpers, run_id, source_id)
         run = ScanRun(app, source_id, run_id, False, start_helpers=helpers, paths=paths)
+        started = time.monotonic()
         try:
             stats = run.run()
         except Exception:
             live.done(conn, source_id, upto)  # a failing path must not come back forever
             raise
+        # what the update cost: a polled source is polled less often when it costs more
+        conn.set(keys.live_cost(source_id), time.monotonic() - started, ex=keys.DAY)
         if stats.state in (RunState.FINISHED, RunState.FAILED):  # else they are handed out again
             live.done(conn, source_id, upto)
         enqueue_ocr(source_id)  # a scanned page saved into a watched folder is read too

@@ -68,6 +68,11 @@ def phase_info(kind: str, source_id: str) -> str:
     return f"trawl:phase:{kind}:{source_id}"
 
 
+def live_cost(source_id: str) -> str:
+    """Seconds the source's latest live update took (a polled source's poll: watcher.py)."""
+    return f"trawl:live:cost:{source_id}"
+
+
 PHASE_INFO_TTL = WEEK  # an account nobody renewed for a week is forgotten
 
 
