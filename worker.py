@@ -38,10 +38,10 @@ from webapp.memtune import release_freed, tune_malloc
 from webapp.procs import die_with_parent
 from webapp.runtime import (
     get_extract_queue,
+    get_meaning,
     get_ocr_queue,
     get_queue,
     get_redis,
-    get_vectors,
     require_initialised,
 )
 
@@ -117,7 +117,7 @@ def run_workers(count: int = 1, burst: bool = False, extract_only: bool = False)
     tune_malloc()  # before any thread exists; the forked workers, horses and children inherit it
     app = create_app()
     require_initialised(app)  # a clear message on a data folder `trawl init` has not made
-    get_vectors(app).sweep()  # temporary files of vector writes killed with their worker
+    get_meaning(app).sweep()  # temporary files of vector writes killed with their worker
     extractors.preload()
     with app.app_context():
         db.engine.dispose()  # no database connection may cross the fork

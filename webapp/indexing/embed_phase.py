@@ -42,7 +42,7 @@ from webapp.indexing.ocr import PENDING
 from webapp.indexing.scanner import doc_id
 from webapp.indexing.state import held_lock, renewed, writer_lock
 from webapp.models import IndexedFile, Source
-from webapp.runtime import get_redis, get_search, get_vectors
+from webapp.runtime import get_meaning, get_redis, get_search
 from webapp.search import embedder
 from webapp.search.vectors import NoSpace
 
@@ -122,9 +122,7 @@ def status(source: Source) -> dict:
 
 def problem(source_id: str) -> str | None:
     """Why the source's vector files cannot be read (its meaning is left out), or None."""
-    if getattr(get_search(), "native_meaning", False):
-        return None  # Meilisearch holds them
-    why = get_vectors().problem(source_id)
+    why = get_meaning().problem(source_id)
     return f"a vector file cannot be read ({why}); run verify --repair" if why else None
 
 
@@ -241,7 +239,7 @@ class EmbedRun:
                 self.stopped = True
                 return
             self._write(rows, vectors)
-            get_vectors(self.app).merge(self.source_id)  # outside the writer lock: scans go on
+            get_meaning(self.app).merge(self.source_id)  # outside the writer lock: scans go on
             phase.page_done()
 
     def _embed(self, rows: list, phase: Phase) -> dict[str, np.ndarray] | None:
@@ -294,13 +292,9 @@ class EmbedRun:
             kept = [row.path for row in rows if current.get(row.path) == (row.size_bytes, row.mtime_ns)]
             if not kept:
                 return
-            store = get_vectors(self.app)
+            index = get_meaning(self.app)
             ids = {doc_id(self.source_id, p): p for p in kept}
-            backend = get_search(self.app)
-            if getattr(backend, "native_meaning", False):  # Meilisearch holds them itself
-                backend.set_vectors({i: v for i, v in vectors.items() if i in ids})
-            else:
-                store.add(self.source_id, {i: v for i, v in vectors.items() if i in ids and len(v)})
+            index.add(self.source_id, {i: v for i, v in vectors.items() if i in ids})
             db.session.execute(
                 update(IndexedFile)
                 .where(IndexedFile.source_id == self.source_id, IndexedFile.path.in_(kept))
@@ -308,5 +302,5 @@ class EmbedRun:
             )
             db.session.commit()
             if db.session.get(Source, self.source_id) is None:  # deleted meanwhile (no lock)
-                store.delete_source(self.source_id)
+                index.delete_source(self.source_id)
             self.done += len(kept)

@@ -17,7 +17,7 @@ from webapp.indexing.records import delete_records
 from webapp.indexing.scanner import doc_id, root_problem, walk
 from webapp.indexing.state import writer_lock
 from webapp.models import IndexedFile, Source, get_source
-from webapp.runtime import get_search, get_vectors
+from webapp.runtime import get_meaning, get_search
 
 SAMPLE = 20
 
@@ -96,7 +96,7 @@ def _repair(source_id: str, orphans: list[str], vanished: list[str], missing: li
     gone = orphans + [doc_id(source_id, p) for p in vanished]
     if gone:
         search.delete_ids(gone)
-        get_vectors().delete_ids(gone)
+        get_meaning().delete_ids(gone)
         thumbstore.remove(current_app.config["DATA_DIR"], gone)
     stale = sorted(set(vanished) | set(missing))
     if stale:
@@ -105,15 +105,13 @@ def _repair(source_id: str, orphans: list[str], vanished: list[str], missing: li
 
 def _vector_problem(source: Source) -> str | None:
     """Why the source's vector files cannot be read (every byte checked), or None."""
-    if not source.semantic or getattr(get_search(), "native_meaning", False):
-        return None
-    return get_vectors().check(source.id)
+    return get_meaning().check(source.id) if source.semantic else None
 
 
 def rebuild_vectors(source_id: str) -> None:
     """Drop the source's vectors and embed its documents again (a vector file was unreadable)."""
     with writer_lock(source_id):  # after an embedding write in progress, not within
-        get_vectors().delete_source(source_id)
+        get_meaning().delete_source(source_id)
         db.session.execute(
             update(IndexedFile).where(IndexedFile.source_id == source_id).values(embedded=False)
         )

@@ -325,8 +325,10 @@ class VectorStore:
             if len(matrix):
                 keys += [doc_key(doc_id)] * len(matrix)
                 rows.append(matrix)
-            else:
+            elif self.vectors_of(doc_id) is not None:  # (a tombstone only for what is there)
                 emptied.append(doc_key(doc_id))
+        if not keys and not emptied:
+            return
         with self._writing(source_id) as seq:
             if keys:
                 index = _new_index()
@@ -341,7 +343,7 @@ class VectorStore:
         by_source: dict[str, list[int]] = {}
         for doc_id in doc_ids:
             source_id = doc_id.rsplit("--", 1)[0]
-            if self._folder(source_id).is_dir() or self._legacy(source_id).exists():
+            if self.vectors_of(doc_id) is not None:  # a tombstone only for what is there
                 by_source.setdefault(source_id, []).append(doc_key(doc_id))
         for source_id, keys in by_source.items():
             with self._writing(source_id) as seq:
