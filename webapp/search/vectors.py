@@ -257,13 +257,10 @@ class VectorStore:
 
     def vectors_of(self, doc_id: str) -> np.ndarray | None:
         """The passages of one document ((n, DIMENSIONS) float32), or None when it has none."""
-        snap, key = self._snapshot(doc_id.rsplit("--", 1)[0]), doc_key(doc_id)
-        for file, index in reversed(snap.segments):  # the newest segment holding it
-            if snap.deleted.get(key, -1) > file.hi:
-                return None
-            if index.contains(key):
-                return np.asarray(index.get(key), dtype=np.float32).reshape(-1, DIMENSIONS)
-        return None
+        index = _holder(self._snapshot(doc_id.rsplit("--", 1)[0]), doc_key(doc_id))
+        if index is None:
+            return None
+        return np.asarray(index.get(doc_key(doc_id)), dtype=np.float32).reshape(-1, DIMENSIONS)
 
     def passages(self, source_id: str) -> int:
         """Passages stored for a source (0 when none, or when they cannot be read)."""
@@ -325,8 +322,8 @@ class VectorStore:
             if len(matrix):
                 keys += [doc_key(doc_id)] * len(matrix)
                 rows.append(matrix)
-            elif self.vectors_of(doc_id) is not None:  # (a tombstone only for what is there)
-                emptied.append(doc_key(doc_id))
+            elif _holder(self._snapshot(source_id), doc_key(doc_id)) is not None:
+                emptied.append(doc_key(doc_id))  # (a tombstone only for what is there)
         if not keys and not emptied:
             return
         with self._writing(source_id) as seq:
@@ -341,9 +338,12 @@ class VectorStore:
         """Remove the passages of these documents (of any source); unknown ids are ignored.
         A tombstone per source: the cost does not grow with the source."""
         by_source: dict[str, list[int]] = {}
+        snapshots: dict[str, _Snapshot] = {}
         for doc_id in doc_ids:
             source_id = doc_id.rsplit("--", 1)[0]
-            if self.vectors_of(doc_id) is not None:  # a tombstone only for what is there
+            if source_id not in snapshots:
+                snapshots[source_id] = self._snapshot(source_id)
+            if _holder(snapshots[source_id], doc_key(doc_id)) is not None:  # only what is there
                 by_source.setdefault(source_id, []).append(doc_key(doc_id))
         for source_id, keys in by_source.items():
             with self._writing(source_id) as seq:
@@ -497,6 +497,16 @@ def _read_keys(tomb: _File) -> np.ndarray:
     if len(data) % 8 or zlib.crc32(data) != tomb.crc:
         raise Unreadable(f"{tomb.path.name}: its bytes do not match their checksum")
     return np.frombuffer(data, dtype="<u8")
+
+
+def _holder(snap: _Snapshot, key: int):
+    """The segment (mapped) holding a key's current passages, or None."""
+    for file, index in reversed(snap.segments):  # the newest segment holding it
+        if snap.deleted.get(key, -1) > file.hi:
+            return None
+        if index.contains(key):
+            return index
+    return None
 
 
 def _live(keys: np.ndarray, hi: int, newer: list, deleted: dict[int, int]) -> np.ndarray:
