@@ -213,3 +213,50 @@ def test_the_status_has_an_eta_and_the_cpu_share_caps_the_phase(
     assert cpu / wall < 0.5  # a quarter of a core for the model, a little for the rest
     status = client.get("/api/status/notes", headers=auth).get_json()["semantic"]
     assert status["pending"] == 16 and status["eta_seconds"] > 0
+
+
+WORDS = (
+    "harbour lantern meadow copper violin glacier orchard velvet compass thunder saddle "
+    "pebble harvest falcon marble ribbon canyon lemon anchor willow"
+).split()
+
+
+def _prose(seed: int, chars: int) -> str:
+    words = [WORDS[(seed * 7 + i * i) % len(WORDS)] for i in range(chars // 7)]
+    return " ".join(words)[:chars] + "."
+
+
+@pytest.mark.slow
+def test_a_phase_yields_to_a_scan_and_a_delete_and_finishes_by_itself(
+    app, client, auth, make_tree, make_source, roots, run_jobs
+):
+    from rq.registry import FinishedJobRegistry
+
+    from tests.workers import Worker
+    from webapp.runtime import get_ocr_queue
+
+    texts = {f"doc{i:02d}.txt": _prose(i, 1100) for i in range(12)}  # two passages each
+    make_source(make_tree("long", texts), name="Long", id="long")
+    make_source(make_tree("other", {"a.txt": "a short note"}), name="Other", id="other")
+    assert client.post("/api/sources/long/reindex", headers=auth).status_code == 200
+    run_jobs()  # the scan; the embedding job waits on the low-priority queue
+
+    def semantic() -> dict:
+        return client.get("/api/status/long", headers=auth).get_json()["semantic"]
+
+    with open(roots.parent / "worker.log", "w") as log, Worker(app, output=log, LOG_LEVEL="INFO"):
+        deadline = time.monotonic() + 600  # the model runs in the idle class: slow when loaded
+        while semantic()["done"] == 0:  # the phase has written its first documents
+            assert time.monotonic() < deadline, "the phase did not start"
+            time.sleep(0.2)
+        assert semantic()["pending"] > 0
+        (roots / "long" / "doc11.txt").unlink()
+        for sid in ("long", "other"):  # scans queued while the phase runs: it yields
+            assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200
+        deadline = time.monotonic() + 600
+        while (status := semantic())["pending"] or status["state"] != "idle":
+            assert time.monotonic() < deadline, f"the phase did not finish: {status}"
+            time.sleep(0.5)
+    assert (status["done"], status["error"]) == (11, None)
+    finished = FinishedJobRegistry(queue=get_ocr_queue(app)).get_job_ids()
+    assert len(finished) >= 2  # it yielded, and its successor went on by itself
