@@ -87,7 +87,7 @@ def verify_source(source_id: str, repair: bool = True) -> dict:
             )
             if unrecorded or missing_docs or healed
             else ""
-        )
+        ) + ("; the vectors were dropped: the source is embedded again" if report["vectors"] else "")
     return report
 
 

@@ -14,7 +14,9 @@ newer than that segment names it. So a write costs what it writes, whatever the 
 (it used to load and rewrite the source's one file: 0.35 s a write at 50k documents):
 docs/performance.md "Meaning". Segments are merged in the background of the embedding phase
 (`merge`): the newest run of MERGE_FANOUT segments of the same size class becomes one, so a
-source has a few segments per size class and each vector is rewritten about log(n) times.
+source has a few segments per size class and each vector is rewritten about log(n) times; no
+merge makes a segment over MERGE_MAX_BYTES (a merge rebuilds its HNSW graph: it must fit in
+one job).
 
 Every file is written to a temporary name, flushed to disk (fsync), renamed and its folder
 flushed, so a crash or kill mid-write leaves the old state whole; a temporary file left by a
@@ -58,6 +60,7 @@ EXPANSION_SEARCH = 200  # HNSW breadth when searching (usearch's 64 found 0.74 o
 THREADS = 1  # per call: usearch's default (every core) was 20x slower on a loaded 2-core machine
 MERGE_FANOUT = 4  # segments of one size class merged into one (docs/performance.md "Meaning")
 SIZE_CLASS_BASE = 64 * 1024  # bytes: segments smaller than this are of the smallest class
+MERGE_MAX_BYTES = 256 * 1024 * 1024  # no merge makes a larger segment (one takes ~2 CPU-minutes)
 TEMP_MAX_AGE = 3600.0  # seconds: another host's temporary file older than this is stale
 _SEGMENT = re.compile(r"^seg-(\d+)-(\d+)-([0-9a-f]{8})\.usearch$")
 _TOMBSTONE = re.compile(r"^del-(\d+)-([0-9a-f]{8})\.keys$")
@@ -567,9 +570,12 @@ def _merge_run(segments: list[_File]) -> list[_File] | None:
     if len(segments) < MERGE_FANOUT:
         return None
     top = _size_class(segments[-1].stamp[1])
-    start = len(segments)
-    while start > 0 and _size_class(segments[start - 1].stamp[1]) <= top:
-        start -= 1
+    start, total = len(segments), 0
+    while start > 0:
+        size = segments[start - 1].stamp[1]
+        if _size_class(size) > top or total + size > MERGE_MAX_BYTES:
+            break
+        start, total = start - 1, total + size
     run = segments[start:]
     return run if len(run) >= MERGE_FANOUT else None
 
