@@ -33,6 +33,7 @@ from webapp.search.vectors import VectorStore
 RESULTS = Path(__file__).resolve().parent / "results"
 DOCS_PER_WRITE = 8  # embed_phase.DOCS_PER_READ
 PASSAGES = 2
+QUERIES = 100  # nearest() calls timed on each store
 
 
 def _index():
@@ -100,6 +101,8 @@ def measure(docs: int, writes_before: int, writes_after: int, work: Path) -> dic
     built = build(one, docs, rng)
     size = one.stat().st_size
     shutil.copy(one, work / "copy.usearch")
+    (work / "single").mkdir()
+    shutil.copy(one, work / "single" / "s.usearch")  # read as one segment, never written
     new = [_batch(rng, docs + 1_000_000 + n * DOCS_PER_WRITE, DOCS_PER_WRITE) for n in range(writes_after)]
     before = _timed(lambda n: write_before(one, *new[n % len(new)]), writes_before)
     store_root = work / "store"
@@ -114,8 +117,23 @@ def measure(docs: int, writes_before: int, writes_after: int, work: Path) -> dic
 
     after = _timed(write_after, writes_after)
     segments = len(list((store_root / "s").glob("seg-*")))
+    queries = [row for _, rows in new[:QUERIES] for row in rows[:1]]
     return {"documents": docs, "file_bytes": size, "build_cpu_s": round(built, 1), "before": before,
-            "after": after, "segments_after": segments}  # fmt: skip
+            "after": after, "segments_after": segments,
+            "query_ms_one_file": _query_ms(VectorStore(work / "single"), queries),
+            "query_ms_segments": _query_ms(store, queries)}  # fmt: skip
+
+
+def _query_ms(store: VectorStore, queries: list[np.ndarray]) -> dict:
+    """p50 / p95 of `nearest` (50 documents, as hybrid search asks), CPU milliseconds."""
+    store.nearest(queries[0], ["s"], 50)  # mapped
+    times = []
+    for vector in queries:
+        started = time.process_time()
+        store.nearest(vector, ["s"], 50)
+        times.append((time.process_time() - started) * 1000)
+    times.sort()
+    return {"p50": round(times[len(times) // 2], 2), "p95": round(times[int(0.95 * (len(times) - 1))], 2)}
 
 
 def main() -> None:

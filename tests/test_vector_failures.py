@@ -226,6 +226,12 @@ def _prose(seed: int, chars: int) -> str:
     return " ".join(words)[:chars] + "."
 
 
+def _scanned(client, auth) -> bool:
+    """The second scan of `long` has run (it found the deleted file)."""
+    run = client.get("/api/status/long", headers=auth).get_json()["last_run"] or {}
+    return run.get("state") == "finished" and run.get("deleted_files") == 1
+
+
 @pytest.mark.slow
 def test_a_phase_yields_to_a_scan_and_a_delete_and_finishes_by_itself(
     app, client, auth, make_tree, make_source, roots, run_jobs
@@ -235,7 +241,7 @@ def test_a_phase_yields_to_a_scan_and_a_delete_and_finishes_by_itself(
     from tests.workers import Worker
     from webapp.runtime import get_ocr_queue
 
-    texts = {f"doc{i:02d}.txt": _prose(i, 1100) for i in range(12)}  # two passages each
+    texts = {f"doc{i:02d}.txt": _prose(i, 1100) for i in range(24)}  # two passages each
     make_source(make_tree("long", texts), name="Long", id="long")
     make_source(make_tree("other", {"a.txt": "a short note"}), name="Other", id="other")
     assert client.post("/api/sources/long/reindex", headers=auth).status_code == 200
@@ -250,13 +256,13 @@ def test_a_phase_yields_to_a_scan_and_a_delete_and_finishes_by_itself(
             assert time.monotonic() < deadline, "the phase did not start"
             time.sleep(0.2)
         assert semantic()["pending"] > 0
-        (roots / "long" / "doc11.txt").unlink()
+        (roots / "long" / "doc23.txt").unlink()
         for sid in ("long", "other"):  # scans queued while the phase runs: it yields
             assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200
         deadline = time.monotonic() + 600
-        while (status := semantic())["pending"] or status["state"] != "idle":
+        while (status := semantic())["pending"] or status["state"] != "idle" or not _scanned(client, auth):
             assert time.monotonic() < deadline, f"the phase did not finish: {status}"
             time.sleep(0.5)
-    assert (status["done"], status["error"]) == (11, None)
+    assert (status["done"], status["error"]) == (23, None)
     finished = FinishedJobRegistry(queue=get_ocr_queue(app)).get_job_ids()
     assert len(finished) >= 2  # it yielded, and its successor went on by itself
