@@ -211,8 +211,10 @@ def test_the_status_has_an_eta_and_the_cpu_share_caps_the_phase(
         assert embed_jobs.EmbedRun(app, "notes").run() == 8
         wall, cpu = time.monotonic() - wall, time.process_time() - cpu
     assert cpu / wall < 0.5  # a quarter of a core for the model, a little for the rest
-    status = client.get("/api/status/notes", headers=auth).get_json()["semantic"]
+    source = client.get("/api/status/notes", headers=auth).get_json()
+    status = source["semantic"]
     assert status["pending"] == 16 and status["eta_seconds"] > 0
+    assert set(source["ocr"]) == {"state", "done", "pending", "eta_seconds", "error"}  # one shape
 
 
 WORDS = (
