@@ -116,8 +116,18 @@ def status(source: Source) -> dict:
         "pending": pending,
         "eta_seconds": (round(pending / rate) if rate else None) if pending else 0,
         "error": error,
-        "waiting": info.get("waiting") if state == EMBEDDING else None,
+        "waiting": info.get("waiting") if state == EMBEDDING else _ocr_first(source.id, state),
     }
+
+
+def _ocr_first(source_id: str, state: str) -> str | None:
+    """`OCR first: n documents` when an idle phase waits for documents still read by OCR."""
+    if state != IDLE:
+        return None
+    waiting = _count(
+        IndexedFile.source_id == source_id, IndexedFile.embedded.is_(False), IndexedFile.ocr == PENDING
+    )
+    return f"OCR first: {waiting} documents wait for their OCR text" if waiting else None
 
 
 def problem(source_id: str) -> str | None:
