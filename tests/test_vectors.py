@@ -80,6 +80,23 @@ def test_deletes_replacements_and_merges_keep_what_search_says(tmp_path, monkeyp
     same()
 
 
+def test_a_large_segment_mostly_superseded_is_rewritten_alone(tmp_path, monkeypatch):
+    store, rng = VectorStore(tmp_path), np.random.default_rng(5)
+    first = {_id(n): _unit(rng, 2) for n in range(200)}
+    store.add("s", first)  # one large segment (as after many merges)
+    (large,) = (tmp_path / "s").glob("seg-*")
+    monkeypatch.setattr(vectors, "MERGE_MAX_BYTES", large.stat().st_size * 2)
+    monkeypatch.setattr(vectors, "COMPACT_EVERY", 1)
+    again = {_id(n): _unit(rng, 1) for n in range(150)}  # embedded again (a full rebuild)
+    store.add("s", again)
+    store.merge("s")
+    assert not large.exists()  # rewritten with the 50 documents still its own
+    assert store.passages("s") == 150 + 50 * 2
+    assert np.allclose(store.vectors_of(_id(10)), again[_id(10)], atol=2e-3)
+    assert np.allclose(store.vectors_of(_id(180)), first[_id(180)], atol=2e-3)
+    assert store.nearest(first[_id(190)][1], ["s"], 1)[0][0] == _id(190)
+
+
 def test_a_store_of_one_file_is_read_and_adopted(tmp_path):
     from usearch.index import Index
 

@@ -16,7 +16,7 @@ docs/performance.md "Meaning". Segments are merged in the background of the embe
 (`merge`): the newest run of MERGE_FANOUT segments of the same size class becomes one, so a
 source has a few segments per size class and each vector is rewritten about log(n) times; no
 merge makes a segment over MERGE_MAX_BYTES (a merge rebuilds its HNSW graph: it must fit in
-one job).
+one job); such a large segment mostly superseded is rewritten alone (`_compact`).
 
 Every file is written to a temporary name, flushed to disk (fsync), renamed and its folder
 flushed, so a crash or kill mid-write leaves the old state whole; a temporary file left by a
@@ -61,6 +61,8 @@ THREADS = 1  # per call: usearch's default (every core) was 20x slower on a load
 MERGE_FANOUT = 4  # segments of one size class merged into one (docs/performance.md "Meaning")
 SIZE_CLASS_BASE = 64 * 1024  # bytes: segments smaller than this are of the smallest class
 MERGE_MAX_BYTES = 256 * 1024 * 1024  # no merge makes a larger segment (one takes ~2 CPU-minutes)
+COMPACT_EVERY = 256  # writes between two looks for large segments mostly superseded ...
+COMPACT_SHARE = 0.5  # ... by newer passages or deletions: such a one is rewritten alone
 TEMP_MAX_AGE = 3600.0  # seconds: another host's temporary file older than this is stale
 _SEGMENT = re.compile(r"^seg-(\d+)-(\d+)-([0-9a-f]{8})\.usearch$")
 _TOMBSTONE = re.compile(r"^del-(\d+)-([0-9a-f]{8})\.keys$")
@@ -379,18 +381,37 @@ class VectorStore:
                 if not run or not self._merge(source_id, run):
                     break
                 merged += len(run)
+            if mine:
+                merged += self._compact(source_id)
         return merged
 
-    def _merge(self, source_id: str, run: list[_File]) -> bool:
-        """Write the live passages of `run` (a suffix of the segments) as one segment, then
-        swap it in under the writers' lock; False when the source changed under it."""
+    def _compact(self, source_id: str) -> int:
+        """Every COMPACT_EVERY writes: rewrite alone (same writes, fewer passages) each segment
+        too large to merge whose passages are mostly superseded (a full rebuild embeds every
+        document again); returns how many."""
         snap = self._snapshot(source_id)
+        if snap.problem or not snap.segments or snap.segments[-1][0].hi % COMPACT_EVERY:
+            return 0
+        done = 0
+        for position, (file, view) in enumerate(snap.segments):
+            if file.stamp[1] * MERGE_FANOUT < MERGE_MAX_BYTES or not len(view):
+                continue
+            newer = [i for _, i in snap.segments[position + 1 :]]
+            keys = np.unique(np.asarray(view.keys, dtype=np.uint64))
+            if _live(keys, file.hi, newer, snap.deleted).mean() < 1 - COMPACT_SHARE:
+                done += self._merge(source_id, [file], whole=snap)
+        return done
+
+    def _merge(self, source_id: str, run: list[_File], whole: _Snapshot | None = None) -> bool:
+        """Write the live passages of `run` (a suffix of the segments, or one segment) as one
+        segment, then swap it in under the writers' lock; False when the source changed."""
+        snap = whole or self._snapshot(source_id)
         paths = [f.path for f, _ in snap.segments]
         if snap.problem or any(f.path not in paths for f in run):
             return False
         start = paths.index(run[0].path)
         index = _new_index()
-        for position in range(start, len(snap.segments)):
+        for position in range(start, start + len(run)):
             file, view = snap.segments[position]
             newer = [i for _, i in snap.segments[position + 1 :]]
             _copy_live(view, index, file.hi, newer, snap.deleted)
