@@ -180,7 +180,8 @@ class EmbedRun:
         self.done = 0
         self.passages = 0
         self.ran = False  # whether this job held the source's lock
-        self.stopped = False  # left early: source gone, switched off or being scanned
+        self.stopped = False  # left early: source gone or switched off, or a full disk
+        self.error: str | None = None  # why it stopped (a full disk)
 
     def run(self) -> int:
         """Work for one job's time; returns the documents finished (0 when another job runs).
@@ -200,28 +201,33 @@ class EmbedRun:
                 return 0
             self.ran = True
             started = time.monotonic()
-            self._in_slot(info)
-            if self.done:
+            waiting = self._in_slot()
+            if self.done:  # the observed rate (the ETA); an error of before is gone
                 info.ran(self.done, time.monotonic() - started)
+            if self.error:
+                info.failed(self.error)  # queued again by the scheduler after the backoff
+            elif waiting:
+                info.waiting(waiting)
         return self.done
 
-    def _in_slot(self, info: PhaseInfo) -> None:
-        """Take a background slot and work in it; say why when the phase waits or stops."""
+    def _in_slot(self) -> str | None:
+        """Take a background slot and work in it; why the phase waits now (None: it does
+        not). An error that stops it is kept in `error`."""
         phase = Phase(self.app, KIND, self.source_id)
         with phase.slot() as held:
             if not held:
-                info.waiting("a scan or live update has the worker")
-                return
+                return "a scan or live update has the worker"
             try:
                 self._work(phase)
             except Yielded:
-                info.waiting("yielded to a scan or live update")  # embed_job queues the next
+                return "yielded to a scan or live update"  # embed_job queues the next job
             except Stopped:
                 self.stopped = True
             except NoSpace as exc:
                 log.warning("embedding of %s stopped: %s", self.source_id, exc)
-                info.failed(exc.strerror or str(exc))  # queued again after the backoff
+                self.error = exc.strerror or str(exc)
                 self.stopped = True
+        return None
 
     def _wanted(self) -> bool:
         """Whether the phase may go on: the source exists and meaning is on. A scan of the
