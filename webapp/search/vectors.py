@@ -222,7 +222,16 @@ class VectorStore:
                 log.warning("vectors of %s cannot be read, left out of meaning: %s", source_id, exc)
             if snap is not None:
                 self._snapshots[source_id] = snap
+                self._forget_others(source_id, {f.path for f in segments})
         return snap if snap is not None else self._snapshot(source_id)
+
+    def _forget_others(self, source_id: str, kept: set[Path]) -> None:
+        """Drop the mappings of the source's files merged away (a mapping would keep a
+        removed file's disk space until the process ends)."""
+        folder, legacy = self._folder(source_id), self._legacy(source_id)
+        for path in [p for p in self._views if p.parent == folder or p == legacy]:
+            if path not in kept:
+                del self._views[path]
 
     def problem(self, source_id: str) -> str | None:
         """Why the source's vectors cannot be read, or None when they can (or there are none)."""
@@ -361,6 +370,7 @@ class VectorStore:
             (self.root / name).unlink(missing_ok=True)
         with self._lock:
             self._snapshots.pop(source_id, None)
+            self._forget_others(source_id, set())
 
     def clear(self) -> None:
         """Remove every vector (the index is being rebuilt)."""
