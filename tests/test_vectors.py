@@ -78,6 +78,8 @@ def test_deletes_replacements_and_merges_keep_what_search_says(tmp_path, monkeyp
     assert len(list((tmp_path / "s").glob("seg-*"))) < segments
     assert not list((tmp_path / "s").glob("del-*"))  # merged into the oldest: nothing to hide
     same()
+    maps = Path("/proc/self/maps").read_text()  # the files merged away are no longer mapped
+    assert not [line for line in maps.splitlines() if str(tmp_path) in line and "(deleted)" in line]
 
 
 def test_a_large_segment_mostly_superseded_is_rewritten_alone(tmp_path, monkeypatch):
