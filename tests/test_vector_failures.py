@@ -89,7 +89,13 @@ def test_an_unreadable_vector_file_leaves_its_source_out_of_meaning_alone(
     kitten = next(r["id"] for r in _search(client, auth, "windowsill")["results"])
     similar = client.get(f"/api/documents/{kitten}/similar", headers=auth)
     assert similar.status_code == 200 and similar.get_json()["results"] == []
-    assert _web_client(app).get("/?q=feline+napping").status_code == 200
+    web = _web_client(app)
+    assert web.get("/?q=feline+napping").status_code == 200
+    sources = web.get("/sources")  # the source's line says meaning is unavailable, and why
+    assert (
+        sources.status_code == 200
+        and 'data-semantic="error" title="a vector file cannot be read' in sources.get_data(as_text=True)
+    )
     # said by the status, health and verify
     status = client.get("/api/status/pets", headers=auth).get_json()["semantic"]
     assert status["state"] == "error" and "cannot be read" in status["error"]
