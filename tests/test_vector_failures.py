@@ -91,11 +91,9 @@ def test_an_unreadable_vector_file_leaves_its_source_out_of_meaning_alone(
     assert similar.status_code == 200 and similar.get_json()["results"] == []
     web = _web_client(app)
     assert web.get("/?q=feline+napping").status_code == 200
-    sources = web.get("/sources")  # the source's line says meaning is unavailable, and why
-    assert (
-        sources.status_code == 200
-        and 'data-semantic="error" title="a vector file cannot be read' in sources.get_data(as_text=True)
-    )
+    page = web.get("/status")  # the source's meaning bar says it stopped, and why
+    assert page.status_code == 200
+    assert "stopped: a vector file cannot be read" in page.get_data(as_text=True)
     # said by the status, health and verify
     status = client.get("/api/status/pets", headers=auth).get_json()["semantic"]
     assert status["state"] == "error" and "cannot be read" in status["error"]
