@@ -36,7 +36,7 @@ from sqlalchemy import func, select, update
 from webapp import keys, procs
 from webapp.extensions import db
 from webapp.indexing import diskfull
-from webapp.indexing.background import Phase, Stopped, Yielded
+from webapp.indexing.background import Phase, PhaseInfo, Stopped, Yielded
 from webapp.indexing.extractors import (
     TIMEOUT_MESSAGE,
     ExtractionError,
@@ -222,10 +222,14 @@ class OcrRun:
             if not taken:
                 return 0  # the source's other OCR job looks for new work when it ends
             self.ran = True
-            phase = Phase(self.app, "ocr", self.source_id)
+            phase, started = Phase(self.app, "ocr", self.source_id), time.monotonic()
             with phase.slot() as held:
                 if held:
                     self._work(phase)
+                else:
+                    PhaseInfo("ocr", self.source_id).waiting("a scan or live update has the worker")
+            if self.done:  # the observed rate: the status's eta_seconds
+                PhaseInfo("ocr", self.source_id).ran(self.done, time.monotonic() - started)
         return self.done
 
     def _work(self, phase: Phase) -> None:
