@@ -92,7 +92,7 @@ def test_an_unreadable_vector_file_leaves_its_source_out_of_meaning_alone(
     web = _web_client(app)
     assert web.get("/?q=feline+napping").status_code == 200
     page = web.get("/status")  # the source's meaning bar says it stopped, and why
-    assert page.status_code == 200
+    assert page.status_code == 503  # as health: degraded
     assert "stopped: a vector file cannot be read" in page.get_data(as_text=True)
     # said by the status, health and verify
     status = client.get("/api/status/pets", headers=auth).get_json()["semantic"]
