@@ -9,7 +9,7 @@ import pytest
 from tests import test_ocr
 from tests.test_access import bearer, create_user, login
 from webapp.runtime import get_meaning, get_search, get_vectors
-from webapp.search import embedder
+from webapp.search import embedder, hybrid
 from webapp.search.meaning_index import MeaningIndex, NativeMeaning, UsearchMeaning, make_meaning
 
 run_ocr = test_ocr.run_ocr  # the fixture running both queues (the embedding jobs wait on
@@ -70,6 +70,46 @@ def test_each_hit_says_whether_words_meaning_or_both_found_it(client, auth, inde
     # a query of filters only lists documents: no meaning
     listed = _search(client, auth, "type:text")
     assert {r["match"] for r in listed["results"]} == {"words"}
+
+
+def test_a_hybrid_page_costs_three_engine_calls_and_counts_what_it_lists(app, client, auth, indexed):
+    """Rank the words, rank the meaning, fetch the page: at most three calls of the real
+    Tantivy backend, and `total` and the facets count exactly the listed documents, those
+    only meaning found included."""
+    with app.app_context():
+        backend = get_search()
+    calls = []
+    real = backend.search
+
+    def counted(query):
+        calls.append(query)
+        return real(query)
+
+    backend.search = counted  # the instance every caller holds (get_search, get_meaning)
+    try:
+        answer = _search(client, auth, "feline napping dough", facets=["type", "source_id"])
+    finally:
+        del backend.search
+    matches = {r["basename"]: r["match"] for r in answer["results"]}
+    assert matches == {"recipe.txt": "both", "kitten.txt": "meaning"}
+    assert len(calls) <= 3, [c.within_ids for c in calls]
+    assert answer["total"] == len(answer["results"]) == 2
+    facets = answer["facet_distribution"]
+    assert facets["type"] == {"text": 2} and facets["source_id"] == {"pets": 2}
+    assert all(r["snippet"] for r in answer["results"])
+
+
+def test_pages_with_meaning_follow_each_other_past_the_keyword_window(client, auth, indexed, monkeypatch):
+    """A page that reaches past the words' window still lists each document once, in one
+    order, with the same exact total (a confident document beyond the window is placed by
+    the second call)."""
+    monkeypatch.setattr(hybrid, "WINDOW", 1)
+    q = "dough and a napping feline"
+    whole = _search(client, auth, q)
+    pages = [_search(client, auth, q, limit=1, offset=i) for i in range(whole["total"] + 1)]
+    assert [p["total"] for p in pages] == [whole["total"]] * len(pages)
+    assert [n for p in pages for n in _names(p)] == _names(whole)
+    assert "meaning" in {r["match"] for r in whole["results"]} and pages[-1]["results"] == []
 
 
 def test_an_invoice_number_finds_its_exact_match_first(client, auth, indexed):

@@ -24,6 +24,7 @@ from webapp.search import SearchBackend, SearchPage, SearchQuery, embedder, hybr
 from webapp.search.vectors import VectorStore
 
 Scored = list[tuple[str, float]]  # (doc id, cosine similarity), best first
+CANDIDATES = hybrid.CANDIDATES
 
 
 @runtime_checkable
@@ -62,6 +63,18 @@ class MeaningIndex(Protocol):
 def question(text: str) -> np.ndarray | None:
     """The question's vector (None: the model is unavailable)."""
     return embedder.embed_query(text)
+
+
+def judged(near: Scored) -> hybrid.Meaning:
+    """What meaning says of a question from its nearest documents: those at least RELATED
+    rank; those above the floor (`confident`) may be listed without a word."""
+    related = {doc_id: sim for doc_id, sim in near if sim >= embedder.RELATED}
+    return hybrid.Meaning(related, frozenset(confident(related)))
+
+
+def confident(related: Mapping[str, float]) -> list[str]:
+    """The documents meaning is confident enough about to list when no word reaches them."""
+    return list(related)
 
 
 def centre(passages: np.ndarray) -> np.ndarray:
@@ -115,7 +128,9 @@ class UsearchMeaning:
     def search(self, query: SearchQuery, ratio: float, sources: list[str]) -> SearchPage:
         """The engine's keyword ranking fused with the store's (search/hybrid.py)."""
         text = query.syntax().text
-        return hybrid.search(self.backend, query, ratio, lambda k: self.nearest(text, sources, k))
+        return hybrid.search(
+            self.backend, query, ratio, lambda: judged(self.nearest(text, sources, CANDIDATES))
+        )
 
     def vectors_of(self, doc_id: str) -> np.ndarray | None:
         """The document's passages in the store."""
