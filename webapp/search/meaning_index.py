@@ -25,6 +25,9 @@ from webapp.search.vectors import VectorStore
 
 Scored = list[tuple[str, float]]  # (doc id, cosine similarity), best first
 CANDIDATES = hybrid.CANDIDATES
+OUTLIER = 3.0  # standard deviations above the nearest's mean: the floor (docs/relevance.md)
+MIN_SAMPLE = 20  # candidates from which their spread is read
+MIN_SPREAD = 0.005  # a spread below it (near-equal similarities) is taken as this
 
 
 @runtime_checkable
@@ -69,12 +72,20 @@ def judged(near: Scored) -> hybrid.Meaning:
     """What meaning says of a question from its nearest documents: those at least RELATED
     rank; those above the floor (`confident`) may be listed without a word."""
     related = {doc_id: sim for doc_id, sim in near if sim >= embedder.RELATED}
-    return hybrid.Meaning(related, frozenset(confident(related)))
+    return hybrid.Meaning(related, frozenset(confident(near)) & frozenset(related))
 
 
-def confident(related: Mapping[str, float]) -> list[str]:
-    """The documents meaning is confident enough about to list when no word reaches them."""
-    return list(related)
+def confident(near: Scored, outlier: float = OUTLIER) -> list[str]:
+    """The documents meaning is confident enough about to list when no word reaches them:
+    those whose similarity stands out of the question's nearest, at least `outlier` standard
+    deviations above their mean. Scale-free (a model whose scores are compressed has a narrow
+    spread too), and a question close to nothing in particular lists nothing. With fewer
+    than MIN_SAMPLE candidates (a small collection) the model's floor alone decides."""
+    if len(near) < MIN_SAMPLE:
+        return [doc_id for doc_id, sim in near if sim >= embedder.RELATED]
+    sims = np.array([sim for _, sim in near], dtype=np.float64)
+    cut = float(sims.mean()) + outlier * max(float(sims.std()), MIN_SPREAD)
+    return [doc_id for doc_id, sim in near if sim >= cut]
 
 
 def centre(passages: np.ndarray) -> np.ndarray:

@@ -35,13 +35,13 @@ from webapp.search import (
     doc_date,
     doc_folders,
     doc_year,
+    embedder,
     ranking,
     search_hit,
     subfolders,
     validate_doc,
 )
 from webapp.search import meili_meaning as meaning
-from webapp.search.embedder import RELATED
 from webapp.search.hybrid import CANDIDATES
 from webapp.search.query import TOKEN_RE, ParsedQuery, QueryTerm, TermMatcher, parse_query
 from webapp.search.syntax import QuerySpec, Range
@@ -407,7 +407,7 @@ class MeiliBackend:
         window = max(2 * want, meaning.MIN_WINDOW)
         queries, parsed = self.hybrid_queries(query, ratio, vector, sources, window)
         hits, *counted, nearest = self._call(self.client.multi_search, queries)["results"]
-        candidates = meaning.related(nearest["hits"], vector, RELATED)
+        candidates = meaning.related(nearest["hits"], vector, embedder.RELATED)
         while True:
             found = hits["hits"]
             ids = list(dict.fromkeys([h["id"] for h in found] + list(candidates)))
