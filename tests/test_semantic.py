@@ -8,6 +8,7 @@ import pytest
 
 from tests import test_ocr
 from tests.test_access import bearer, create_user, login
+from tests.ui_helpers import login as ui_login
 from webapp.runtime import get_meaning, get_search, get_vectors
 from webapp.search import embedder, hybrid
 from webapp.search.meaning_index import MeaningIndex, NativeMeaning, UsearchMeaning, make_meaning
@@ -207,6 +208,59 @@ def test_meaning_is_one_seam_chosen_from_the_backend_setting(app, client, auth, 
     run_ocr()
     with app.app_context():
         assert get_meaning().vectors_of(kitten) is None and get_vectors().passages("pets") == 0
+
+
+REPORT = {
+    "heating-report.md": "# Heating repairs\n\nThe boiler in the east wing failed twice this winter. "
+    "We propose to replace it and to fit new radiators in the offices before next autumn.",
+    "boiler-note.txt": "The old boiler broke down again, so the offices were cold; the radiators "
+    "need replacing before the next winter comes.",
+    "heating.yaml": "heating:\n  boiler: replace\n  radiators: 12\n  wing: east\n  winter: true\n",
+    "heating.json": '{"boiler": "replace", "radiators": 12, "offices": ["east", "west"]}',
+}
+
+
+def test_similar_documents_are_cards_of_the_same_kind(client, auth, make_tree, make_source, run_ocr):
+    """A report's similar documents are prose worth opening, as result cards (title,
+    snippet, thumbnail field): configuration and data markup about the same things are not
+    listed beside it, and list their own kind."""
+    make_source(make_tree("works", REPORT), name="Works", id="works")
+    assert client.post("/api/sources/works/reindex", headers=auth).status_code == 200
+    run_ocr()
+    ids = {
+        r["basename"]: r["id"]
+        for r in _search(client, auth, "type:text OR type:markdown OR type:config")["results"]
+    }
+    answer = client.get(f"/api/documents/{ids['heating-report.md']}/similar", headers=auth).get_json()
+    assert [r["basename"] for r in answer["results"]] == ["boiler-note.txt"]
+    card = answer["results"][0]
+    assert "radiators" in card["snippet"] and "thumbnail_url" in card and card["match"] == "meaning"
+    markup = client.get(f"/api/documents/{ids['heating.yaml']}/similar", headers=auth).get_json()
+    assert {r["basename"] for r in markup["results"]} <= {"heating.json"}
+
+
+def test_the_document_page_loads_similar_documents_lazily(app, client, auth, indexed):
+    """The page itself runs no vector search: its "Similar documents" come as an htmx
+    fragment of result cards (and with `similar=1` for a browser without JavaScript)."""
+    ui_login(client)
+    doc = next(r["id"] for r in _search(client, auth, "INV-2024-001")["results"])
+    with app.app_context():
+        index = get_meaning()
+    asked = []
+    real = index.similar
+    index.similar = lambda *a: asked.append(a) or real(*a)
+    try:
+        page = client.get(f"/documents/{doc}").get_data(as_text=True)
+        assert not asked and "data-similar-loading" in page and f"/documents/{doc}/similar" in page
+        fragment = client.get(f"/documents/{doc}/similar", headers={"HX-Request": "true"})
+        html = fragment.get_data(as_text=True)
+        assert len(asked) == 1 and html.lstrip().startswith('<section id="similar"')
+        assert "quote.txt" in html and 'class="snippet"' in html and "<html" not in html
+    finally:
+        del index.similar
+    plain = client.get(f"/documents/{doc}/similar")
+    assert plain.status_code == 302 and "similar=1" in plain.headers["Location"]
+    assert "quote.txt" in client.get(plain.headers["Location"]).get_data(as_text=True)
 
 
 def test_a_document_not_embedded_yet_is_found_by_words(client, auth, make_tree, make_source, run_jobs):

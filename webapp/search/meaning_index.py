@@ -72,20 +72,21 @@ def judged(near: Scored) -> hybrid.Meaning:
     """What meaning says of a question from its nearest documents: those at least RELATED
     rank; those above the floor (`confident`) may be listed without a word."""
     related = {doc_id: sim for doc_id, sim in near if sim >= embedder.RELATED}
-    return hybrid.Meaning(related, frozenset(confident(near)) & frozenset(related))
+    return hybrid.Meaning(related, frozenset(confident(near)))
 
 
 def confident(near: Scored, outlier: float = OUTLIER) -> list[str]:
     """The documents meaning is confident enough about to list when no word reaches them:
     those whose similarity stands out of the question's nearest, at least `outlier` standard
-    deviations above their mean. Scale-free (a model whose scores are compressed has a narrow
-    spread too), and a question close to nothing in particular lists nothing. With fewer
-    than MIN_SAMPLE candidates (a small collection) the model's floor alone decides."""
+    deviations above their mean, and at least the model's floor (RELATED). Scale-free (a
+    model whose scores are compressed has a narrow spread too), and a question close to
+    nothing in particular lists nothing. With fewer than MIN_SAMPLE candidates (a small
+    collection) the model's floor alone decides."""
     if len(near) < MIN_SAMPLE:
         return [doc_id for doc_id, sim in near if sim >= embedder.RELATED]
     sims = np.array([sim for _, sim in near], dtype=np.float64)
     cut = float(sims.mean()) + outlier * max(float(sims.std()), MIN_SPREAD)
-    return [doc_id for doc_id, sim in near if sim >= cut]
+    return [doc_id for doc_id, sim in near if sim >= max(cut, embedder.RELATED)]
 
 
 def centre(passages: np.ndarray) -> np.ndarray:
