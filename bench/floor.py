@@ -137,6 +137,7 @@ def table(results: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--collection", type=Path, action="append", help="CISI-format folders")
+    parser.add_argument("--off-topic", type=Path, help="a collection whose questions none of these answer")
     parser.add_argument("--vectors-dir", type=Path, default=Path(tempfile.gettempdir()) / "trawl-floor")
     args = parser.parse_args()
     folders = args.collection or [CISI]
@@ -145,7 +146,8 @@ def main() -> None:
     results: dict = {}
     started = time.process_time()
     for i, (name, coll) in enumerate(colls.items()):
-        other = colls[list(colls)[(i + 1) % len(colls)]]  # the next collection's questions
+        # another collection's questions (the next one's by default)
+        other = load(args.off_topic) if args.off_topic else colls[list(colls)[(i + 1) % len(colls)]]
         off_topic = dict(list(other.judged().items())[:100]) if other is not coll else {}
         with tempfile.TemporaryDirectory() as work:
             results[name] = run(name, coll, Path(work), args.vectors_dir / f"{name}.npy", off_topic)

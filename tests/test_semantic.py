@@ -113,6 +113,46 @@ def test_pages_with_meaning_follow_each_other_past_the_keyword_window(client, au
     assert "meaning" in {r["match"] for r in whole["results"]} and pages[-1]["results"] == []
 
 
+CONFIGS = {
+    **{
+        f"conf/service-{n}.yaml": f"service:\n  name: worker-{n}\n  replicas: {n % 4 + 1}\n  port: {8000 + n}\n"
+        f"  env:\n    LOG_LEVEL: info\n    CACHE_TTL: {60 * n}\n"
+        for n in range(10)
+    },
+    **{
+        f"conf/package-{n}.json": f'{{"name": "pkg-{n}", "version": "1.{n}.0", "private": true, '
+        f'"scripts": {{"build": "tsc -p .", "test": "jest --ci"}}, "license": "MIT"}}'
+        for n in range(8)
+    },
+    **{
+        f"conf/layout-{n}.xml": f'<?xml version="1.0"?><layout id="main-{n}"><row height="{20 + n}">'
+        f'<cell span="2" align="left"/></row></layout>'
+        for n in range(6)
+    },
+    "notes/beacon.txt": "The old beacon on the cliff was lit every night to guide the fishing boats home.",
+    "notes/kitten.txt": PETS["kitten.txt"],
+}
+
+
+def test_meaning_adds_no_padding_and_a_query_nothing_matches_lists_nothing(
+    client, auth, make_tree, make_source, run_ocr
+):
+    """A folder of configuration and markup with two notes: a query one note holds lists that
+    note and none of the configuration files that sit near every question; a query close to
+    nothing lists nothing, total 0; a truly close note is still found without its words."""
+    make_source(make_tree("mixed", CONFIGS), name="Mixed", id="mixed")
+    assert client.post("/api/sources/mixed/reindex", headers=auth).status_code == 200
+    run_ocr()
+    beacon = _search(client, auth, "beacon OR lighthouses", facets=["type"])
+    assert _names(beacon) == ["beacon.txt"] and beacon["total"] == 1
+    assert beacon["facet_distribution"]["type"] == {"text": 1}
+    heating = _search(client, auth, "money for fixing the heating")
+    assert not [r for r in heating["results"] if r["match"] == "meaning"]
+    nothing = _search(client, auth, "quixotic zymurgy", facets=["type"])
+    assert nothing["results"] == [] and nothing["total"] == 0 and nothing["facet_distribution"]["type"] == {}
+    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+
+
 def test_an_invoice_number_finds_its_exact_match_first(client, auth, indexed):
     # the other invoice is as close in meaning (0.86 against 0.86): the exact number decides
     answer = _search(client, auth, "INV-2024-001", hybrid={"semantic_ratio": 0.9})
