@@ -9,7 +9,6 @@ and their results come back through another list.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -256,7 +255,7 @@ class ScanRun:
 
         def payload(n: int) -> str:  # built when pushed (again), never all held at once
             chunk = files[n * size : (n + 1) * size]
-            return json.dumps(Batch(n, [(f.path, f.size, f.mtime_ns) for f in chunk]).to_dict())
+            return Batch(n, [(f.path, f.size, f.mtime_ns) for f in chunk]).to_json()
 
         for first in range(0, n_batches, PUSH_BATCHES):
             self.redis.rpush(
@@ -270,7 +269,7 @@ class ScanRun:
                 continue  # helpers' results were waiting: the writing is behind, so write first
             raw = self.redis.lpop(self.lists["todo"])
             if raw is not None:
-                batch = Batch.from_dict(json.loads(raw))
+                batch = Batch.from_json(raw)
                 self._write(
                     extract_batch(
                         self.app, self.source, batch, on_partial=lambda part: self._write(part, pending)
@@ -288,14 +287,14 @@ class ScanRun:
             raw = self.redis.lpop(self.lists["results"])
             if raw is None:
                 return taken
-            self._write(BatchResult.from_dict(json.loads(raw)), pending)
+            self._write(BatchResult.from_json(raw), pending)
             taken += 1
 
     def _wait_for_helpers(self, pending: set[int], payload: Callable[[int], str]) -> None:
         """Block briefly on results; hand out again any batch whose helper went silent."""
         item = self.redis.blpop([self.lists["results"]], timeout=RESULT_WAIT)
         if item is not None:
-            self._write(BatchResult.from_dict(json.loads(item[1])), pending)
+            self._write(BatchResult.from_json(item[1]), pending)
             return
         alive = {int(n) for n in self.redis.hkeys(self.lists["inflight"]) if self._inflight_fresh(n)}
         for n in sorted(pending - alive):
@@ -411,7 +410,7 @@ def help_extract(app: Flask, run_id: str, source_id: str) -> int:
         raw = _patiently(r.lpop, lists["todo"])
         if raw is None:
             return done
-        batch = Batch.from_dict(json.loads(raw))
+        batch = Batch.from_json(raw)
         _patiently(r.expire, lists["inflight"], keys.RUN_LISTS_TTL)
 
         beat = {"at": 0.0}
@@ -426,7 +425,7 @@ def help_extract(app: Flask, run_id: str, source_id: str) -> int:
                     pass  # a mark missed: the extraction goes on, the result will be sent
 
         def send(result: BatchResult) -> None:
-            _patiently(r.rpush, lists["results"], json.dumps(result.to_dict()))
+            _patiently(r.rpush, lists["results"], result.to_json())
             _patiently(r.expire, lists["results"], keys.RUN_LISTS_TTL)
 
         alive()  # held from now on: a first file slower than RESULT_WAIT is not handed out again
