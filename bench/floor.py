@@ -140,6 +140,8 @@ def main() -> None:
     parser.add_argument("--off-topic", type=Path, help="a collection whose questions none of these answer")
     parser.add_argument("--vectors-dir", type=Path, default=Path(tempfile.gettempdir()) / "trawl-floor")
     args = parser.parse_args()
+    from webapp.search import embedder
+
     folders = args.collection or [CISI]
     args.vectors_dir.mkdir(parents=True, exist_ok=True)
     colls = {f.name: load(f) for f in folders}
@@ -151,13 +153,14 @@ def main() -> None:
         off_topic = dict(list(other.judged().items())[:100]) if other is not coll else {}
         with tempfile.TemporaryDirectory() as work:
             results[name] = run(name, coll, Path(work), args.vectors_dir / f"{name}.npy", off_topic)
+    model = embedder.status()[1].split()[0].lower()  # the model measured, in the file name
     report = {
         "date": date.today().isoformat(),
         "cpu_seconds": round(time.process_time() - started),
         "results": results,
     }
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"floor-{date.today().isoformat()}.json").write_text(json.dumps(report, indent=1))
+    (RESULTS / f"floor-{date.today().isoformat()}-{model}.json").write_text(json.dumps(report, indent=1))
     print(table(results))
 
 

@@ -25,7 +25,7 @@ from webapp.search.vectors import VectorStore
 
 Scored = list[tuple[str, float]]  # (doc id, cosine similarity), best first
 CANDIDATES = hybrid.CANDIDATES
-OUTLIER = 3.0  # standard deviations above the nearest's mean: the floor (docs/relevance.md)
+OUTLIER = 2.0  # standard deviations above the nearest's mean: the floor (docs/relevance.md)
 MIN_SAMPLE = 20  # candidates from which their spread is read
 MIN_SPREAD = 0.005  # a spread below it (near-equal similarities) is taken as this
 
