@@ -162,6 +162,14 @@ def test_the_floor_is_sent_on_meilisearchs_own_scale():
     assert params["rankingScoreThreshold"] == 0.91 and params["q"] == ""
     assert params["hybrid"] == {"embedder": EMBEDDER, "semanticRatio": 1.0}
     assert floor_params(question, 1.7)["rankingScoreThreshold"] == 1.0
+    query = SearchQuery(
+        q="feline napping type:text", source_ids=("docs",), facets=("type", "folder"), folder_facet=("/d",)
+    )
+    _, counts = _offline().meaning_count_queries(query, question, ["docs--kitten"], 0.91)
+    assert len(counts) == 2 and all(c["rankingScoreThreshold"] == 0.91 and c["q"] == "" for c in counts)
+    assert all('id IN ["docs--kitten"]' in c["filter"] and 'type IN ["text"]' in c["filter"] for c in counts)
+    assert counts[0]["facets"] == ["type"] and counts[1]["facets"] == ["dirs"]
+    assert counts[0]["hybrid"] == {"embedder": EMBEDDER, "semanticRatio": 1.0}
 
 
 def test_retrieved_vectors_are_read_in_either_shape_and_scored_by_the_closest_passage():

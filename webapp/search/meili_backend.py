@@ -439,13 +439,21 @@ class MeiliBackend:
     ) -> tuple[int, dict | None]:
         """The count and facets of meaning's documents no word finds, by Meilisearch: its
         count queries limited to them, as a vector search with `rankingScoreThreshold`."""
+        limited, counts = self.meaning_count_queries(query, vector, ids, floor)
+        counted = self._call(self.client.multi_search, counts)["results"]
+        return int(counted[0]["totalHits"]), self._facets(limited, counted)
+
+    def meaning_count_queries(
+        self, query: SearchQuery, vector: np.ndarray, ids: list[str], floor: float
+    ) -> tuple[SearchQuery, list[dict]]:
+        """The count queries (total, facets) of these documents only meaning found: the
+        query's filters and facets, no words, a vector search at the floor."""
         spec = dataclasses.replace(query.syntax(), text="")
         limited = dataclasses.replace(query, q="", spec=spec, within_ids=tuple(ids), also_ids=())
         _, counts, _, _ = self._queries(limited)
         for count in counts:
             count.update(meaning.floor_params(vector, floor))
-        counted = self._call(self.client.multi_search, counts)["results"]
-        return int(counted[0]["totalHits"]), self._facets(limited, counted)
+        return limited, counts
 
     def _matching_words(self, query: SearchQuery, doc_ids: list[str]) -> set[str]:
         """Those of these documents that the query's words find (a keyword query, no hybrid)."""
