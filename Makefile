@@ -41,11 +41,14 @@ test: install-dev assets chromium tesseract rartool services
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt
+# The project itself is installed too (editable, without dependencies: requirements.txt pins
+# them) for its console script, the `trawl` command: .venv/bin/trawl.
+$(VENV)/.installed: requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is needed"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements.txt
+	$(BIN)/python -m pip install -qq --no-deps -e .  # -qq: no banner about the editable mode
 	touch $@
 
 install-dev: $(VENV)/.installed-dev
