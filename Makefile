@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 VENDOR := static/vendor
 
-.PHONY: run test install install-dev assets chromium tesseract rartool services lint translations bench bench-quick bench-relevance clean
+.PHONY: run test test-fast install install-dev assets chromium tesseract rartool services lint translations bench bench-quick bench-relevance clean
 
 run: install assets tesseract rartool
 	$(BIN)/python -m webapp.launcher
@@ -38,6 +38,11 @@ test: install-dev assets chromium tesseract rartool services
 	  [ $$status -ne 0 ] || status=$$pg; \
 	fi; \
 	rm -f $$pg_log; exit $$status
+
+# The lane for every push: the SQLite pass without the slow and the browser tests (about a
+# third of the suite's time; `make test` before a merge runs everything, PostgreSQL too).
+test-fast: install-dev assets services
+	$(BIN)/python -m pytest $(XDIST) -m "not slow and not browser" $(PYTEST_ARGS)
 
 install: $(VENV)/.installed
 
