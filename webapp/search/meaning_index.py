@@ -24,6 +24,10 @@ from webapp.search import SearchBackend, SearchPage, SearchQuery, embedder, hybr
 from webapp.search.vectors import VectorStore
 
 Scored = list[tuple[str, float]]  # (doc id, cosine similarity), best first
+CANDIDATES = hybrid.CANDIDATES
+OUTLIER = 2.0  # standard deviations above the nearest's mean: the floor (docs/relevance.md)
+MIN_SAMPLE = 20  # candidates from which their spread is read
+MIN_SPREAD = 0.005  # a spread below it (near-equal similarities) is taken as this
 
 
 @runtime_checkable
@@ -76,6 +80,27 @@ def question(text: str) -> np.ndarray | None:
     return embedder.embed_query(text)
 
 
+def judged(near: Scored) -> hybrid.Meaning:
+    """What meaning says of a question from its nearest documents: those at least RELATED
+    rank; those above the floor (`confident`) may be listed without a word."""
+    related = {doc_id: sim for doc_id, sim in near if sim >= embedder.RELATED}
+    return hybrid.Meaning(related, frozenset(confident(near)))
+
+
+def confident(near: Scored, outlier: float = OUTLIER) -> list[str]:
+    """The documents meaning is confident enough about to list when no word reaches them:
+    those whose similarity stands out of the question's nearest, at least `outlier` standard
+    deviations above their mean, and at least the model's floor (RELATED). Scale-free (a
+    model whose scores are compressed has a narrow spread too), and a question close to
+    nothing in particular lists nothing. With fewer than MIN_SAMPLE candidates (a small
+    collection) the model's floor alone decides."""
+    if len(near) < MIN_SAMPLE:
+        return [doc_id for doc_id, sim in near if sim >= embedder.RELATED]
+    sims = np.array([sim for _, sim in near], dtype=np.float64)
+    cut = float(sims.mean()) + outlier * max(float(sims.std()), MIN_SPREAD)
+    return [doc_id for doc_id, sim in near if sim >= max(cut, embedder.RELATED)]
+
+
 def centre(passages: np.ndarray) -> np.ndarray:
     """The unit mean of a document's passages: what the document is about as a whole."""
     mean = np.asarray(passages, dtype=np.float32).mean(axis=0)
@@ -125,7 +150,9 @@ class UsearchMeaning:
     def search(self, query: SearchQuery, ratio: float, sources: list[str]) -> SearchPage:
         """The engine's keyword ranking fused with the store's (search/hybrid.py)."""
         text = query.syntax().text
-        return hybrid.search(self.backend, query, ratio, lambda k: self.nearest(text, sources, k))
+        return hybrid.search(
+            self.backend, query, ratio, lambda: judged(self.nearest(text, sources, CANDIDATES))
+        )
 
     def vectors_of(self, doc_id: str) -> np.ndarray | None:
         """The document's passages in the store."""

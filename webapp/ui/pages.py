@@ -244,6 +244,18 @@ def _shown_address() -> str | None:
 SIMILAR_SHOWN = 8  # documents in the page's "Similar documents" list
 
 
+@bp.get("/documents/<doc_id>/similar")
+def document_similar(doc_id: str):
+    """The document page's "Similar documents" as result cards (an htmx fragment); a plain
+    request goes to the page with them shown."""
+    if not is_htmx():
+        return redirect(url_for("ui.document", doc_id=doc_id, similar=1, _anchor="similar"))
+    found = similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"]
+    resp = Response(render_template("_similar.html", doc_id=doc_id, similar=found))
+    resp.vary.add("HX-Request")
+    return resp
+
+
 @bp.get("/documents/<doc_id>")
 def document(doc_id: str):
     """One document: facts, metadata and its preview: the image (and the text OCR read from
@@ -267,7 +279,11 @@ def document(doc_id: str):
         "preview": None,
         "members": held,
         "back_url": _back_url(),
-        "similar": similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"],
+        "doc_id": doc["id"],
+        # loaded by htmx once the page shows (`_similar.html`); `similar=1`: without JavaScript
+        "similar": similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"]
+        if request.args.get("similar")
+        else None,
     }
     text_of = doc  # the document whose text is shown, paged
     if kind == "image":
