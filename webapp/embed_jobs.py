@@ -9,7 +9,7 @@ from flask import Flask, current_app
 from webapp import keys
 from webapp.extensions import db
 from webapp.indexing.background import enqueue_once
-from webapp.indexing.embed_phase import EmbedRun, pending_count, pending_sources
+from webapp.indexing.embed_phase import EmbedRun, follow_model, pending_count, pending_sources
 from webapp.indexing.state import writer_lock
 from webapp.models import Source
 from webapp.runtime import get_queue, get_redis, get_search
@@ -65,8 +65,10 @@ def enqueue_drop_vectors(source_id: str) -> None:
 
 
 def resume_embed(app: Flask) -> int:
-    """At scheduler start: queue the phase for every source whose documents still wait."""
+    """At scheduler start: queue the phase for every source whose documents still wait (all
+    of them when the model changed: follow_model)."""
     with app.app_context():
+        follow_model(app)
         sources = pending_sources()
         for source_id in sources:
             enqueue_embed(source_id)

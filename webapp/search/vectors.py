@@ -33,6 +33,10 @@ THREADS = 1  # per call: usearch's default (every core) was 20x slower on a load
 
 
 def _usearch():
+    try:  # onnxruntime (the model's engine) crashes on import once usearch is loaded: first
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        pass
     from usearch.index import Index  # heavy, and optional: only where vectors are used
 
     return Index
