@@ -126,8 +126,9 @@ def _hybrid(backend, store, ratio: float) -> Search:
 
     def search(text: str) -> list[str]:
         query = SearchQuery(q=semantic._plain(text), limit=DEPTH, snippet_length=50)
-        nearest = lambda v, k: store.nearest(v, ["cisi"], k)  # noqa: E731
-        page = hybrid.search(backend, query, ratio, embedder.embed_query(text), nearest, embedder.RELATED)
+        vector = embedder.embed_query(text)
+        nearest = lambda k: store.nearest(vector, ["cisi"], k)  # noqa: E731
+        page = hybrid.search(backend, query, ratio, nearest, embedder.RELATED)
         return [semantic.key_of_id(r["id"]) for r in page.results]
 
     return search

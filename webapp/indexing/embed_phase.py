@@ -36,7 +36,7 @@ from webapp.indexing.ocr import PENDING
 from webapp.indexing.scanner import doc_id
 from webapp.indexing.state import held_lock, renewed, scan_lock, writer_lock
 from webapp.models import IndexedFile, Source
-from webapp.runtime import get_redis, get_search, get_vectors
+from webapp.runtime import get_meaning, get_redis, get_search
 from webapp.search import embedder
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ def follow_model(app: Flask) -> bool:
     scheduler start, before the phase is queued for the sources that wait."""
     if not embedder.status()[0]:
         return False  # no model to embed with: the vectors wait for it
-    record = Path(get_vectors(app).root) / MODEL_FILE
+    record = Path(app.config["DATA_DIR"]) / "vectors" / MODEL_FILE  # beside the vector store's files
     current = embedder.model_id()
     recorded = record.read_text(encoding="utf-8").strip() if record.exists() else UNRECORDED
     if recorded == current:
@@ -126,11 +126,7 @@ def _forget_vectors(app: Flask, source_id: str) -> None:
     """Drop a source's vectors and mark its records for embedding (under its writer lock, so
     no embedding write of the old model lands after it)."""
     with writer_lock(source_id, app):
-        backend = get_search(app)
-        if getattr(backend, "native_meaning", False):  # Meilisearch holds them itself
-            backend.clear_vectors(source_id)
-        else:
-            get_vectors(app).delete_source(source_id)
+        get_meaning(app).delete_source(source_id)
         marked = update(IndexedFile).where(IndexedFile.source_id == source_id).values(embedded=False)
         db.session.execute(marked)
         db.session.commit()
@@ -271,13 +267,9 @@ class EmbedRun:
             kept = [row.path for row in rows if current.get(row.path) == (row.size_bytes, row.mtime_ns)]
             if not kept:
                 return
-            store = get_vectors(self.app)
+            index = get_meaning(self.app)
             ids = {doc_id(self.source_id, p): p for p in kept}
-            backend = get_search(self.app)
-            if getattr(backend, "native_meaning", False):  # Meilisearch holds them itself
-                backend.set_vectors({i: v for i, v in vectors.items() if i in ids})
-            else:
-                store.add(self.source_id, {i: v for i, v in vectors.items() if i in ids and len(v)})
+            index.add(self.source_id, {i: v for i, v in vectors.items() if i in ids})
             db.session.execute(
                 update(IndexedFile)
                 .where(IndexedFile.source_id == self.source_id, IndexedFile.path.in_(kept))
@@ -285,5 +277,5 @@ class EmbedRun:
             )
             db.session.commit()
             if db.session.get(Source, self.source_id) is None:  # deleted meanwhile (no lock)
-                store.delete_source(self.source_id)
+                index.delete_source(self.source_id)
             self.done += len(kept)
