@@ -296,3 +296,30 @@ def test_the_background_phase_embeds_on_one_core_and_a_question_on_two():
     assert background == 0
     assert question == embedder.THREADS - 1
     assert idle == 1  # it runs only on a core no search wants
+
+
+FLOOR_TEXTS = {
+    "kitten.txt": PETS["kitten.txt"],
+    "engine.txt": ENGINES["engine.txt"],
+    "invoice.txt": PETS["invoice.txt"],
+    ".pre-commit-config.yaml": "repos:\n- repo: https://github.com/astral-sh/ruff-pre-commit\n  rev: v0.4.4\n"
+    "  hooks:\n  - id: ruff\n  - id: ruff-format\n",
+}
+
+
+def test_the_models_floor_keeps_related_texts_and_leaves_unrelated_ones_out():
+    """RELATED is the model's own floor: a question in other words reaches its text, while a
+    question about something else, or nonsense, reaches nothing: not the invoice, not a short
+    configuration file (e5's compressed scores put such files at 0.82-0.84 from anything)."""
+    names = list(FLOOR_TEXTS)
+    vectors = embedder.embed_passages(list(FLOOR_TEXTS.values()))
+    for question, related in (
+        ("feline napping", {"kitten.txt"}),
+        ("automobile overheating", {"engine.txt"}),
+        ("money for fixing the heating", set()),
+        ("beacon OR lighthouses", set()),
+        ("xqzv plorth", set()),
+    ):
+        similarity = vectors @ embedder.embed_query(question)
+        above = {name for name, sim in zip(names, similarity, strict=True) if sim >= embedder.RELATED}
+        assert above == related, (question, dict(zip(names, similarity.round(2), strict=True)))
