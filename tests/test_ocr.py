@@ -122,6 +122,9 @@ def test_scanned_pages_are_found_after_a_first_index_that_does_not_wait(
     status = _status(client, auth, src["id"])
     assert status["state"] == "idle" and status["total_files"] == 7
     assert status["ocr_pending"] == len(SCANS)
+    assert status["ocr"]["pending"] == len(SCANS) and status["ocr"]["state"] in ("idle", "reading")
+    if status["semantic"]["state"] == "idle":  # meaning waits for the OCR text, and says so
+        assert status["semantic"]["waiting"] == f"OCR first: {len(SCANS)} documents wait for their OCR text"
     assert "scans/letter.pdf" in _found(client, auth, "letter")  # by name at once
     assert "scans/mixed.pdf" in _found(client, auth, "quarterly")  # its text layer too
     assert _share_found(client, auth, "scans/letter.pdf") == 0  # the scanned text: not yet

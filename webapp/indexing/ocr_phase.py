@@ -35,7 +35,8 @@ from sqlalchemy import func, select, update
 
 from webapp import keys, procs
 from webapp.extensions import db
-from webapp.indexing.background import Phase, Stopped, Yielded
+from webapp.indexing import diskfull
+from webapp.indexing.background import Phase, PhaseInfo, Stopped, Yielded
 from webapp.indexing.extractors import (
     TIMEOUT_MESSAGE,
     ExtractionError,
@@ -221,10 +222,14 @@ class OcrRun:
             if not taken:
                 return 0  # the source's other OCR job looks for new work when it ends
             self.ran = True
-            phase = Phase(self.app, "ocr", self.source_id)
+            phase, started = Phase(self.app, "ocr", self.source_id), time.monotonic()
             with phase.slot() as held:
                 if held:
                     self._work(phase)
+                else:
+                    PhaseInfo("ocr", self.source_id).waiting("a scan or live update has the worker")
+            if self.done:  # the observed rate: the status's eta_seconds
+                PhaseInfo("ocr", self.source_id).ran(self.done, time.monotonic() - started)
         return self.done
 
     def _work(self, phase: Phase) -> None:
@@ -433,7 +438,8 @@ class OcrRun:
                     docs.append(doc)
                 states[row.path] = DONE if value is not None else FAILED
             if docs:
-                get_search(self.app).upsert(docs)
+                with diskfull.guard(get_redis(self.app), diskfull.INDEX):
+                    get_search(self.app).upsert(docs)
                 db.session.rollback()  # a source deleted meanwhile (without this lock): undo
                 if db.session.get(Source, self.source_id) is None:
                     get_search(self.app).delete_ids([d["id"] for d in docs])
@@ -446,7 +452,8 @@ class OcrRun:
                         .where(IndexedFile.source_id == self.source_id, IndexedFile.path.in_(paths))
                         .values(ocr=state)
                     )
-            db.session.commit()
+            with diskfull.guard(get_redis(self.app), diskfull.DATABASE):
+                db.session.commit()
             self.done += len(states)
 
     def _with_text(self, id_: str, value: dict | None, source_name: str) -> Doc | None:

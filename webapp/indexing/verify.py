@@ -1,16 +1,22 @@
-"""Check that records, search index and disk agree for a source, and repair what does not."""
+"""Check that records, search index, vectors and disk agree for a source, and repair what does
+not."""
 
 from __future__ import annotations
 
 from flask import current_app
+from sqlalchemy import update
 
+from webapp.embed_jobs import enqueue_embed
 from webapp.extensions import db
 from webapp.indexing import thumbstore
+from webapp.indexing.background import PhaseInfo
+from webapp.indexing.embed_phase import KIND
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import readable_again
 from webapp.indexing.records import delete_records
 from webapp.indexing.scanner import doc_id, root_problem, walk
-from webapp.models import IndexedFile, get_source
+from webapp.indexing.state import writer_lock
+from webapp.models import IndexedFile, Source, get_source
 from webapp.runtime import get_meaning, get_search
 
 SAMPLE = 20
@@ -22,7 +28,8 @@ def verify_source(source_id: str, repair: bool = True) -> dict:
     Repair deletes orphan documents and records of vanished files, and drops records whose
     document is missing so that the next scan extracts those files again. Failed records of
     files that vanished or were unreadable but now read are reported; the next scan retries
-    them by itself.
+    them by itself. Vector files that cannot be read (every byte checked against its
+    checksum) are dropped and the source's documents embedded again.
     """
     source = get_source(source_id)
     problem = root_problem(source.root_path, current_app.config["ALLOWED_ROOTS"])
@@ -58,9 +65,19 @@ def verify_source(source_id: str, repair: bool = True) -> dict:
             "failed_files_now_readable": healed[:SAMPLE],
         },
     }
-    report["problems"] = len(orphans) + len(missing_docs) + len(vanished) + len(unrecorded) + len(healed)
+    report["vectors"] = _vector_problem(source)
+    report["problems"] = (
+        len(orphans)
+        + len(missing_docs)
+        + len(vanished)
+        + len(unrecorded)
+        + len(healed)
+        + bool(report["vectors"])
+    )
     report["repaired"] = False
     if repair and report["problems"]:
+        if report["vectors"]:
+            rebuild_vectors(source.id)
         _repair(source.id, orphans, vanished, missing_docs)
         report["repaired"] = True
         report["note"] = (
@@ -70,7 +87,7 @@ def verify_source(source_id: str, repair: bool = True) -> dict:
             )
             if unrecorded or missing_docs or healed
             else ""
-        )
+        ) + ("; the vectors were dropped: the source is embedded again" if report["vectors"] else "")
     return report
 
 
@@ -84,3 +101,20 @@ def _repair(source_id: str, orphans: list[str], vanished: list[str], missing: li
     stale = sorted(set(vanished) | set(missing))
     if stale:
         delete_records(source_id, stale)
+
+
+def _vector_problem(source: Source) -> str | None:
+    """Why the source's vector files cannot be read (every byte checked), or None."""
+    return get_meaning().check(source.id) if source.semantic else None
+
+
+def rebuild_vectors(source_id: str) -> None:
+    """Drop the source's vectors and embed its documents again (a vector file was unreadable)."""
+    with writer_lock(source_id):  # after an embedding write in progress, not within
+        get_meaning().delete_source(source_id)
+        db.session.execute(
+            update(IndexedFile).where(IndexedFile.source_id == source_id).values(embedded=False)
+        )
+        db.session.commit()
+    PhaseInfo(KIND, source_id).ran(0, 0)  # the error that stopped the phase is gone
+    enqueue_embed(source_id)

@@ -244,6 +244,18 @@ def _shown_address() -> str | None:
 SIMILAR_SHOWN = 8  # documents in the page's "Similar documents" list
 
 
+@bp.get("/documents/<doc_id>/similar")
+def document_similar(doc_id: str):
+    """The document page's "Similar documents" as result cards (an htmx fragment); a plain
+    request goes to the page with them shown."""
+    if not is_htmx():
+        return redirect(url_for("ui.document", doc_id=doc_id, similar=1, _anchor="similar"))
+    found = similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"]
+    resp = Response(render_template("_similar.html", doc_id=doc_id, similar=found))
+    resp.vary.add("HX-Request")
+    return resp
+
+
 @bp.get("/documents/<doc_id>")
 def document(doc_id: str):
     """One document: facts, metadata and its preview: the image (and the text OCR read from
@@ -267,7 +279,11 @@ def document(doc_id: str):
         "preview": None,
         "members": held,
         "back_url": _back_url(),
-        "similar": similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"],
+        "doc_id": doc["id"],
+        # loaded by htmx once the page shows (`_similar.html`); `similar=1`: without JavaScript
+        "similar": similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"]
+        if request.args.get("similar")
+        else None,
     }
     text_of = doc  # the document whose text is shown, paged
     if kind == "image":
@@ -355,11 +371,14 @@ def document_pdf_page(doc_id: str, page: int):
 
 @bp.get("/documents/<doc_id>/media")
 def document_media(doc_id: str):
-    """The audio or video file for the page's player, inline, honouring Range (206/416)."""
+    """The audio or video file for the page's player, inline, honouring Range (206/416); a
+    navigation here goes to the document page (raw bytes are never shown as a page)."""
     doc = documents.get(doc_id, g.user)
     mimetype = files.media_mimetype(doc)
     if mimetype is None:
         abort(404)
+    if files.shown_as_page(request.headers):
+        return redirect(url_for("ui.document", doc_id=doc["id"]), 303)
     resp = send_file(
         files.download_target(doc),
         mimetype=mimetype,
@@ -369,6 +388,7 @@ def document_media(doc_id: str):
     )
     resp.headers["Content-Disposition"] = files.content_disposition("inline", doc["basename"])
     resp.headers["Cache-Control"] = "private, no-cache"
+    resp.headers["Vary"] = "Sec-Fetch-Dest, Sec-Fetch-Mode"
     return resp
 
 
