@@ -7,7 +7,8 @@ for comparison only):
   Trawl cuts them (~1,000 characters of English prose), in batches of 16; and of the phase's
   path (cut, embed, store in the vector store) on the same texts;
 - quality, per collection (CISI and those of bench/collections.py): nDCG@10 of the model
-  alone, of Trawl hybrid (bench/semantic.py's systems, default ratio), of hybrid with each
+  alone, of Trawl hybrid (bench/semantic.py's systems, default ratio; the model's own floor,
+  read as a search runs), of hybrid with each
   document's first passage only, and of the two plain BM25 references, on full questions and
   three-word queries;
 - the similarity of each question to its relevant documents' best passage and to the rest
@@ -30,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from bench import semantic
-from bench.cisi import CISI, DEPTH, RESULTS, Search, load, measures, short_queries
+from bench.cisi import CISI, RESULTS, load, measures, short_queries
 from bench.collections import WORK
-from webapp.search import SearchQuery, embedder, hybrid
+from webapp.search import embedder, hybrid
 from webapp.search.vectors import VectorStore
 
 SPEED_PASSAGES = 96
@@ -120,20 +121,6 @@ def _similarities(coll, store) -> dict:
     }
 
 
-def _hybrid(backend, store, ratio: float) -> Search:
-    """Trawl's hybrid search with the floor of the model in use (hybrid.search's default is
-    the default model's, bound as it was imported)."""
-
-    def search(text: str) -> list[str]:
-        query = SearchQuery(q=semantic._plain(text), limit=DEPTH, snippet_length=50)
-        vector = embedder.embed_query(text)
-        nearest = lambda k: store.nearest(vector, ["cisi"], k)  # noqa: E731
-        page = hybrid.search(backend, query, ratio, nearest, embedder.RELATED)
-        return [semantic.key_of_id(r["id"]) for r in page.results]
-
-    return search
-
-
 def _ndcg(search, queries: dict[str, str], qrels: dict[str, set[str]]) -> float:
     return round(float(np.mean([measures(search(q), qrels[i])["ndcg@10"] for i, q in queries.items()])), 4)
 
@@ -152,8 +139,8 @@ def quality(key: str, folder: Path) -> dict:
         ratio = hybrid.DEFAULT_SEMANTIC_RATIO
         systems = {
             "embeddings_alone": semantic.dense_search(store),
-            "hybrid": _hybrid(backend, store, ratio),
-            "hybrid_first_passage": _hybrid(backend, first, ratio),
+            "hybrid": semantic.hybrid_search(backend, store, ratio),
+            "hybrid_first_passage": semantic.hybrid_search(backend, first, ratio),
             "bm25_default": semantic.Bm25Reference(coll).search,
             "bm25_en_stem": semantic.Bm25Reference(coll, "en_stem").search,
         }
