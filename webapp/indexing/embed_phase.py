@@ -149,7 +149,11 @@ def follow_model(app: Flask) -> bool:
     record = Path(app.config["DATA_DIR"]) / "vectors" / MODEL_FILE  # beside the vector store's files
     current = embedder.model_id()
     recorded = record.read_text(encoding="utf-8").strip() if record.exists() else UNRECORDED
+    if recorded == UNRECORDED and not _count(IndexedFile.embedded.is_(True)):
+        recorded = current  # a new installation: nothing was embedded by any model yet
     if recorded == current:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(current + "\n", encoding="utf-8")
         return False
     log.warning("Meaning: vectors made by %s, the model is %s: embedding all again", recorded, current)
     with app.app_context():
