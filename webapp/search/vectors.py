@@ -71,6 +71,10 @@ _HOST = socket.gethostname().replace(".", "_")
 
 
 def _usearch():
+    try:  # onnxruntime (the model's engine) crashes on import once usearch is loaded: first
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        pass
     from usearch.index import Index  # heavy, and optional: only where vectors are used
 
     return Index
