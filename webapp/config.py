@@ -51,6 +51,7 @@ class Settings:
     OCR_LANGUAGES = "eng"  # Tesseract languages, joined with + (eng+deu); each needs tesseract-ocr-<lang>
     OCR_MAX_PAGES = 100  # pages read by OCR per document at most
     OCR_TIMEOUT_PAGE = 60.0  # seconds Tesseract may spend on one page (the page is then left out)
+    OCR_TEXT_TEST = True  # OCR only the pictures that look like they hold text (false: every picture)
     INDEX_GPS = False  # index GPS coordinates from photos
     EXTRACT_TIMEOUT_ARCHIVE = 120.0  # seconds to unpack one archive or mailbox (members: own)
     ARCHIVE_MAX_MEMBERS = 10_000  # per archive (more: a bomb) and per file tree (more: cut)

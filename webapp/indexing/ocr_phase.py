@@ -118,6 +118,7 @@ class PagesRead:
     texts: list[str] = field(default_factory=list)  # each page's text so far
     taken: int = 0  # pages given to Tesseract (a page with a text layer is not)
     timed_out: int = 0  # of those, pages that ran out of time
+    words: dict[str, list] = field(default_factory=dict)  # page index -> its words' boxes
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -132,13 +133,17 @@ class PagesRead:
         except TypeError:
             return cls()
         ok = isinstance(read.texts, list) and all(isinstance(n, int) for n in (read.next, read.taken))
+        ok = ok and isinstance(read.words, dict)
         return read if ok and (read.count is None or isinstance(read.count, int)) else cls()
 
-    def add(self, state: str, text: str) -> None:
-        """Count the next page, read (`state`: READ, SKIPPED or TIMED_OUT) with this text."""
+    def add(self, state: str, text: str, words: list | None = None) -> None:
+        """Count the next page, read (`state`: READ, SKIPPED or TIMED_OUT) with this text and
+        its words' boxes (kept for the scan's page: hits drawn on it)."""
         self.taken += state != SKIPPED
         self.timed_out += state == TIMED_OUT
         self.texts.append(text)
+        if words:
+            self.words[str(self.next)] = words
         self.next += 1
 
 
@@ -384,7 +389,7 @@ class OcrRun:
         if not self._pages(path, kind, digest, done, phase):
             return None
         doc = result_of(done.texts, done.taken, done.timed_out, kind, self.settings)
-        value = {"content": doc.content, "metadata": doc.metadata}
+        value = {"content": doc.content, "metadata": doc.metadata, "words": done.words}
         self.cache.put(digest, value)
         return value
 
@@ -402,13 +407,13 @@ class OcrRun:
                 read_one, path, kind, done.next, self.settings, engine.settings, doc_type="ocr", path=path
             )
             if result.ok:
-                state, text = result.value
+                state, text, words = result.value
             elif result.error.startswith(TIMEOUT_MESSAGE):
-                state, text = TIMED_OUT, ""
+                state, text, words = TIMED_OUT, "", []
             else:
                 log.info("OCR of %s failed: %s", path, result.error)
                 return False
-            done.add(state, text)
+            done.add(state, text, words)
             self.read += state != SKIPPED
             phase.page_done()
         return True

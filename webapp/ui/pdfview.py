@@ -12,7 +12,7 @@ from webapp.ui.blueprint import bp
 def _pdf(doc_id: str) -> dict:
     """The PDF document (404 when the user may not see it, or it is not a PDF with pages)."""
     doc = documents.get(doc_id, g.user)
-    if previews.preview_kind(doc) != "pdf":
+    if not previews.has_pdf_pages(doc):
         abort(404)
     return doc
 
