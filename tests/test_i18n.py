@@ -245,7 +245,7 @@ def _german_pages(ui, make_tree, run_jobs) -> dict[str, str]:
     post(ui, "/sources/logbuch/reindex")
     run_jobs()
     listed = _html(ui.get("/?sort=basename:asc", headers=DE))
-    found = re.findall(r'<a class="result-link" href="/documents/([^"?]+)[^"]*">', listed)
+    found = re.findall(r'<a class="result-link" href="/documents/([^"?]+)[^"]*"[^>]*>', listed)
     paths = [
         "/",
         "/?q=Möwe",
