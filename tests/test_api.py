@@ -49,7 +49,7 @@ def test_health_is_public_and_ok(client):
     assert body["status"] == "ok" and body["setup_required"] is True and body["version"]
     semantic = body["components"].pop("semantic")
     assert body["components"] == {"database": "ok", "redis": "ok", "search": "ok", "disk": "ok", "ocr": "off"}
-    assert semantic.startswith("ok: multilingual-e5-small")  # the bundled model (meaning)
+    assert semantic.startswith("ok: all-MiniLM-L6-v2")  # the bundled model (meaning)
 
 
 def _unreachable_redis() -> redis.Redis:

@@ -337,7 +337,7 @@ def test_search_prints_rank_title_type_where_and_a_snippet(app, indexed):
     lines = shown.stdout.splitlines()
     assert lines[0].startswith("3 results in ")
     assert lines[1:4] == [
-        "   1. notes.md  [markdown]",
+        "   1. budget notes  [markdown]",  # its title (a Markdown file's first line)
         f"      {Path(app.config['ALLOWED_ROOTS'][0]) / 'docs' / 'notes.md'}",
         "      budget notes",
     ]
