@@ -313,7 +313,8 @@ def test_saved_searches_in_the_page(ui, make_tree, run_jobs):
     assert target == "/?q=wonderful+ext:md&source=notes&type=markdown&sort=basename:asc"
     page = _text(ui.get(target))
     assert "Search saved as “Wonder notes”." in page and "Saved searches (1)" in page
-    assert f'<a href="{target.replace("&", "&amp;")}" title="wonderful ext:md" dir="auto">Wonder notes</a>' in page
+    link = f'<a href="{target.replace("&", "&amp;")}" title="wonderful ext:md" dir="auto">Wonder notes</a>'
+    assert link in page
     assert "b.md" in page and "a.txt" not in page
     dup = ui.post("/saved-searches", data={"csrf_token": csrf(ui, "/"), "name": "Wonder notes", "q": "other"})
     assert "Not saved: name: you already have a saved search named" in _text(ui.get(dup.headers["Location"]))
