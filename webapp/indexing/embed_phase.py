@@ -30,6 +30,7 @@ from sqlalchemy import func, or_, select, update
 
 from webapp import keys, procs
 from webapp.extensions import db
+from webapp.indexing import copies
 from webapp.indexing.background import Phase, Stopped, Yielded
 from webapp.indexing.ocr import PENDING
 from webapp.indexing.scanner import doc_id
@@ -175,7 +176,7 @@ class EmbedRun:
         while True:
             phase.check()
             rows = db.session.execute(
-                select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
+                select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns, IndexedFile.text_hash)
                 .where(IndexedFile.source_id == self.source_id, IndexedFile.path > cursor, *_waiting())
                 .order_by(IndexedFile.path)
                 .limit(DOCS_PER_READ)
@@ -197,10 +198,14 @@ class EmbedRun:
         search = get_search(self.app)
         texts: list[tuple[str, str]] = []
         out: dict[str, np.ndarray] = {}
+        # a copy is done without vectors: its text is read once, for its primary
+        skipped = copies.copies_among(self.source_id, rows)
         for row in rows:
             id_ = doc_id(self.source_id, row.path)
-            doc = search.get(id_) or {}
             out[id_] = np.zeros((0, embedder.DIMENSIONS), dtype=np.float32)
+            if row.path in skipped:
+                continue
+            doc = search.get(id_) or {}
             cut = embedder.passages(doc.get("title"), doc.get("content"), doc.get("type"))
             texts += [(id_, p) for p in cut]
         for start in range(0, len(texts), PASSAGES_PER_CALL):

@@ -18,7 +18,7 @@ from webapp.metrics import search_duration
 from webapp.models import User
 from webapp.runtime import get_search
 from webapp.search import Doc, SearchPage, SearchQuery
-from webapp.services import meaning, search_args
+from webapp.services import copies, meaning, search_args
 from webapp.services.access import can_see, visible_sources
 
 
@@ -27,9 +27,10 @@ def search(args: dict, user: User | None) -> dict:
     `user` may see (None: all); 400 when its query language, type or source is bad. The
     response echoes limit and offset."""
     with search_duration.labels(current_app.config["SEARCH_BACKEND"]).time():
-        query: SearchQuery = search_args.to_query(args, visible_sources(user))
+        visible = visible_sources(user)
+        query: SearchQuery = search_args.to_query(args, visible)
         page: SearchPage = meaning.search(query, search_args.semantic_ratio(args))
-    results = once_per_file(page.results)
+    results = copies.attach(once_per_file(page.results), visible)
     for result in results:
         result["thumbnail_url"] = thumbnail_url(result["id"])
     out = {

@@ -8,14 +8,14 @@ import numpy as np
 from webapp.models import User
 from webapp.runtime import get_search, get_vectors
 from webapp.search import SearchQuery, embedder, hybrid
-from webapp.services import documents, meaning
+from webapp.services import copies, documents, meaning
 from webapp.services.access import visible_sources
 
 
 def similar(doc_id: str, user: User | None, limit: int = 10) -> dict:
     """{"results": [search result...]} closest first; 404 for a document `user` may not see;
     an empty list while the document has no vectors (not embedded yet, or meaning off)."""
-    documents.get(doc_id, user)  # 404 unless visible
+    doc = documents.get(doc_id, user)  # 404 unless visible
     visible = visible_sources(user)
     query = SearchQuery(
         q="", limit=limit, snippet_length=200, source_ids=None if visible is None else tuple(sorted(visible))
@@ -34,7 +34,8 @@ def similar(doc_id: str, user: User | None, limit: int = 10) -> dict:
         result["score"] = near[result["id"]]
         result["match"] = hybrid.MEANING
         result["thumbnail_url"] = documents.thumbnail_url(result["id"])
-    return {"results": sorted(found, key=lambda r: -r["score"])}
+    ranked = sorted(found, key=lambda r: -r["score"])
+    return {"results": copies.listed_once(ranked, visible, besides=doc)}  # each text once
 
 
 def _nearest(doc_id: str, sources: list[str], limit: int) -> list[tuple[str, float]]:

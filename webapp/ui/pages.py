@@ -13,6 +13,7 @@ from webapp.exceptions import InvalidInput, TrawlError
 from webapp.search import FACETS, IndexRebuilding, SearchBackendError
 from webapp.search.syntax import parse_syntax
 from webapp.services import (
+    copies,
     documents,
     files,
     members,
@@ -22,6 +23,7 @@ from webapp.services import (
     similar,
     ui_support,
 )
+from webapp.services.access import visible_sources
 from webapp.ui import browse, saved, session
 from webapp.ui.blueprint import bp
 from webapp.ui.htmx import is_htmx, render
@@ -255,6 +257,8 @@ def document(doc_id: str):
         "members": held,
         "back_url": _back_url(),
         "similar": similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"],
+        # the other files of the same text the user may see ("also at")
+        "copies": copies.of_document(doc, visible_sources(g.user)),
     }
     text_of = doc  # the document whose text is shown, paged
     if kind == "image":
