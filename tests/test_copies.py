@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from tests import test_ocr
-from tests import ui_helpers
+from tests import test_ocr, ui_helpers
 from tests.test_access import PASSWORD, bearer, create_user, login
 from webapp.indexing import live
 from webapp.runtime import get_redis, get_vectors
@@ -41,9 +40,7 @@ def _scan(client, auth, source_id: str) -> None:
 @pytest.fixture
 def twins(client, auth, make_tree, make_source, run_jobs):
     """Source `docs`: a report and its identical copy in another folder, and one other text."""
-    root = make_tree(
-        "docs", {"a/report.txt": REPORT, "b/report copy.txt": REPORT, "minutes.txt": OTHER}
-    )
+    root = make_tree("docs", {"a/report.txt": REPORT, "b/report copy.txt": REPORT, "minutes.txt": OTHER})
     make_source(root, name="Docs", id="docs")
     _scan(client, auth, "docs")
     run_jobs()
