@@ -12,6 +12,7 @@ import pytest
 from tests import test_ocr, ui_helpers
 from tests.test_access import PASSWORD, bearer, create_user, login
 from webapp.indexing import live
+from webapp.indexing.embed_phase import EmbedRun
 from webapp.runtime import get_redis, get_vectors
 from webapp.search import embedder
 from webapp.services.scans import request_live_update
@@ -201,3 +202,24 @@ def test_similar_documents_list_each_text_once_and_not_the_documents_own(
     similar = client.get(f"/api/documents/{hit['id']}/similar?limit=10", headers=auth).get_json()["results"]
     assert [r["basename"] for r in similar] == ["near.txt"]  # not its own copies, the near text once
     assert len(similar[0]["copies"]) == 2  # near2.txt and the other source's near.txt
+
+
+@needs_model
+def test_a_text_another_source_read_is_not_read_again(app, client, auth, make_tree, make_source, run_jobs):
+    """Overlapping or mirrored sources: the second source's copy takes the vectors the first
+    stored; the model reads no passage of it (EmbedRun counts the passages it embeds)."""
+    make_source(make_tree("first", {"report.txt": REPORT}), name="First", id="first")
+    make_source(make_tree("second", {"mirror.txt": REPORT}), name="Second", id="second")
+    for sid in ("first", "second"):
+        _scan(client, auth, sid)
+    run_jobs()  # the scans only: the phase is run below, one source after the other
+    with app.app_context():
+        first, second = EmbedRun(app, "first"), EmbedRun(app, "second")
+        assert first.run() == 1 and first.passages >= 1
+        assert second.run() == 1 and second.passages == 0
+        mirror = next(
+            r["id"] for r in _words(client, auth, "kestrel")["results"] if r["id"].startswith("second")
+        )
+        assert get_vectors().vectors_of(mirror) is not None
+    answer = _search(client, auth, "birds of prey counted on sea cliffs", source_id="second")
+    assert [r["basename"] for r in answer["results"]][:1] == ["mirror.txt"]

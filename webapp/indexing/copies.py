@@ -107,7 +107,7 @@ def plan(source_id: str, removed: list[str], written: dict[str, str | None]) -> 
     return out
 
 
-def apply(app: Flask, source_id: str, planned: Plan) -> None:
+def apply(app: Flask | None, source_id: str, planned: Plan) -> None:
     """After the write: flag the documents not written whose role changed. A new primary is
     read for meaning again (a copy was marked done without vectors); a new copy's vectors go."""
     if not planned.changed:
@@ -134,3 +134,26 @@ def copies_among(source_id: str, rows: list) -> set[str]:
         return set()
     first = {h: min(paths) for h, paths in holders(source_id, hashes).items()}
     return {r.path for r in rows if r.text_hash and first.get(r.text_hash, r.path) < r.path}
+
+
+def read_elsewhere(source_id: str, rows: list) -> dict[str, list[str]]:
+    """{path: ids of the primaries of its text in other sources, read for meaning} of these
+    records (with `path` and `text_hash`): their vectors are this text's too."""
+    by_hash: dict[str, list[str]] = {}
+    seen: set[tuple[str, str]] = set()  # (hash, source): its first path is its primary
+    hashes = sorted({r.text_hash for r in rows if r.text_hash})
+    for chunk in _chunks(hashes):
+        found = db.session.execute(
+            select(IndexedFile.text_hash, IndexedFile.source_id, IndexedFile.path)
+            .where(
+                IndexedFile.text_hash.in_(chunk),
+                IndexedFile.source_id != source_id,
+                IndexedFile.embedded.is_(True),
+            )
+            .order_by(IndexedFile.path)
+        )
+        for h, s, p in found:
+            if (h, s) not in seen:
+                seen.add((h, s))
+                by_hash.setdefault(h, []).append(doc_id(s, p))
+    return {r.path: by_hash[r.text_hash] for r in rows if r.text_hash in by_hash}

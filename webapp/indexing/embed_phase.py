@@ -198,12 +198,14 @@ class EmbedRun:
         search = get_search(self.app)
         texts: list[tuple[str, str]] = []
         out: dict[str, np.ndarray] = {}
-        # a copy is done without vectors: its text is read once, for its primary
+        # a copy is done without vectors: its text is read once, for its primary; a text
+        # another source has read takes its vectors
         skipped = copies.copies_among(self.source_id, rows)
+        elsewhere = copies.read_elsewhere(self.source_id, rows)
         for row in rows:
             id_ = doc_id(self.source_id, row.path)
             out[id_] = np.zeros((0, embedder.DIMENSIONS), dtype=np.float32)
-            if row.path in skipped:
+            if row.path in skipped or self._reuse(out, id_, elsewhere.get(row.path, [])):
                 continue
             doc = search.get(id_) or {}
             cut = embedder.passages(doc.get("title"), doc.get("content"), doc.get("type"))
@@ -218,6 +220,15 @@ class EmbedRun:
                 out[id_] = np.vstack([out[id_], vector[None, :]])
             self.passages += len(chunk)
         return out
+
+    def _reuse(self, out: dict[str, np.ndarray], id_: str, others: list[str]) -> bool:
+        """Whether `id_` took the stored vectors of one of `others` (the same text)."""
+        for other in others[:3]:
+            found = get_vectors(self.app).vectors_of(other)
+            if found is not None and len(found):
+                out[id_] = found
+                return True
+        return False
 
     def _write(self, rows: list, vectors: dict[str, np.ndarray]) -> None:
         """Store the vectors of records that did not change meanwhile, then mark them."""

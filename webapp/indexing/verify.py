@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import current_app
 
 from webapp.extensions import db
-from webapp.indexing import thumbstore
+from webapp.indexing import copies, thumbstore
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import readable_again
 from webapp.indexing.records import delete_records
@@ -76,11 +76,13 @@ def verify_source(source_id: str, repair: bool = True) -> dict:
 
 def _repair(source_id: str, orphans: list[str], vanished: list[str], missing: list[str]) -> None:
     search = get_search()
+    stale = sorted(set(vanished) | set(missing))
+    planned = copies.plan(source_id, stale, {})  # a copy of a vanished primary is listed again
     gone = orphans + [doc_id(source_id, p) for p in vanished]
     if gone:
         search.delete_ids(gone)
         get_vectors().delete_ids(gone)
         thumbstore.remove(current_app.config["DATA_DIR"], gone)
-    stale = sorted(set(vanished) | set(missing))
     if stale:
         delete_records(source_id, stale)
+        copies.apply(None, source_id, planned)
