@@ -129,13 +129,14 @@ def words_search(backend) -> Search:
 
 def hybrid_search(backend, store, ratio: float) -> Search:
     """Trawl's hybrid search (search/hybrid.py) as the service runs it."""
-    from webapp.search import SearchQuery, embedder, hybrid
+    from webapp.search import SearchQuery
+    from webapp.search.meaning_index import UsearchMeaning
+
+    index = UsearchMeaning(backend, store)
 
     def search(text: str) -> list[str]:
         query = SearchQuery(q=_plain(text), limit=DEPTH, snippet_length=50)
-        page = hybrid.search(
-            backend, query, ratio, embedder.embed_query(text), lambda v, k: store.nearest(v, ["cisi"], k)
-        )
+        page = index.search(query, ratio, ["cisi"])
         return [key_of_id(r["id"]) for r in page.results]
 
     return search
@@ -244,16 +245,16 @@ def throughput(texts: list[str], work: Path) -> dict:
 
 def latency(backend, store, queries: list[str]) -> dict:
     """Per-query time in process: words only, and hybrid (query embedding included)."""
-    from webapp.search import SearchQuery, embedder, hybrid
+    from webapp.search import SearchQuery, hybrid
+    from webapp.search.meaning_index import UsearchMeaning
 
+    index = UsearchMeaning(backend, store)
     out = {}
     for name, ratio in (("words", 0.0), ("hybrid", hybrid.DEFAULT_SEMANTIC_RATIO)):
         times = []
         for text in queries:
             t0 = time.perf_counter()
-            query = SearchQuery(q=_plain(text), limit=20)
-            vector = embedder.embed_query(text) if ratio else None
-            hybrid.search(backend, query, ratio, vector, lambda v, k: store.nearest(v, ["cisi"], k))
+            index.search(SearchQuery(q=_plain(text), limit=20), ratio, ["cisi"])
             times.append((time.perf_counter() - t0) * 1000)
         times.sort()
         out[name] = {

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 from webapp.indexing.batch import Batch, BatchResult
 from webapp.indexing.runstats import FileStatus
 
 
-def _through_redis(data: dict) -> dict:
-    return json.loads(json.dumps(data))  # what RPUSH / LPOP carry is this JSON text
-
-
 def test_a_batch_arrives_whole():
     batch = Batch(3, [("/data/a.txt", 10, 1_700_000_000_123_456_789), ("/data/ü b.pdf", 0, 0)])
-    assert Batch.from_dict(_through_redis(batch.to_dict())) == batch
+    assert Batch.from_json(batch.to_json().encode())  # RPUSH / LPOP carry bytes == batch
 
 
 def test_a_helpers_result_arrives_whole_with_thumbnails_and_statuses():
@@ -52,6 +46,6 @@ def test_a_helpers_result_arrives_whole_with_thumbnails_and_statuses():
         ["/data/photo.jpg"],
         partial=True,
     )
-    received = BatchResult.from_dict(_through_redis(sent.to_dict()))
+    received = BatchResult.from_json(sent.to_json().encode())
     assert received == sent
     assert received.records[0]["status"] is FileStatus.FAILED

@@ -177,7 +177,7 @@ def meili():
 
 def _hybrid(backend, q: str, ratio: float = 0.5, sources=("docs",), **kw):
     query = SearchQuery(q=q, **kw)
-    return backend.search_hybrid(query, ratio, embedder.embed_query(q), embedder.RELATED, list(sources))
+    return backend.search_hybrid(query, ratio, embedder.embed_query(q), list(sources))
 
 
 @needs_meili

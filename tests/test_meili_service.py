@@ -13,7 +13,7 @@ import pytest
 from tests import test_ocr
 from tests.test_search_backend import MEILI_SKIP
 from tests.test_semantic import ENGINES, PETS
-from webapp.runtime import get_search, get_vectors
+from webapp.runtime import get_meaning, get_search, get_vectors
 from webapp.search import embedder
 
 run_ocr = test_ocr.run_ocr  # the main queue, then the low-priority one (embedding jobs)
@@ -62,7 +62,7 @@ def test_meaning_with_meilisearch_end_to_end(app, client, auth, indexed, run_ocr
     with app.app_context():
         assert get_vectors().passages("pets") == 0  # Meilisearch holds them, not Trawl's store
         kitten = next(r["id"] for r in _search(client, auth, "type:text")["results"] if "kitten" in r["path"])
-        assert get_search().vectors_of(kitten).shape == (1, 384)
+        assert get_meaning().vectors_of(kitten).shape == (1, 384)
     answer = _search(client, auth, "feline napping")
     assert _names(answer)[0] == "kitten.txt" and answer["results"][0]["match"] == "meaning"
     assert "recipe.txt" not in _names(answer) and answer["total"] == len(answer["results"])
@@ -80,4 +80,4 @@ def test_meaning_with_meilisearch_end_to_end(app, client, auth, indexed, run_ocr
     assert "kitten.txt" not in _names(_search(client, auth, "feline napping"))
     run_ocr()
     with app.app_context():
-        assert get_search().vectors_of(kitten) is None
+        assert get_meaning().vectors_of(kitten) is None

@@ -249,7 +249,7 @@ def test_a_helper_marks_the_batch_it_takes_before_its_first_file_is_read(
     lists = keys.run_lists(run_id)
     r = redis.Redis.from_url(redis_url)
     batch = Batch(0, [(str(slow), 0, 0), (str(root / "after.txt"), 23, 0)])
-    r.rpush(lists["todo"], json.dumps(batch.to_dict()))
+    r.rpush(lists["todo"], batch.to_json())
     done: list[int] = []
 
     def helper() -> None:

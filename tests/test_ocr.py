@@ -389,3 +389,20 @@ def test_scans_inside_archives_and_e_mails_are_read_and_the_same_bytes_once(
     spool = Path(app.config["DATA_DIR"]) / "tmp" / "unpack"
     leftover = [p for p in spool.rglob("*") if p.is_file()] if spool.exists() else []
     assert leftover == []  # the members' copies are gone once read
+
+
+def test_pages_read_so_far_survive_a_round_trip_and_a_damaged_record_starts_over(tmp_path):
+    """A job that yields keeps its pages (TextCache.keep); the next reads them back whole, and
+    a kept record that is damaged or of another shape makes the document start over instead of
+    failing every job after it."""
+    from webapp.indexing.ocr_phase import PagesRead, TextCache
+
+    cache = TextCache(str(tmp_path), "eng")
+    kept = PagesRead(count=3)
+    kept.add("read", "first page")
+    cache.keep("ab" * 32, kept)
+    assert cache.progress("ab" * 32) == kept
+    assert cache.progress("cd" * 32) == PagesRead()
+    for damaged in ([1, 2], {"next": "x", "texts": []}, {"count": "3"}, {"texts": "abc"}):
+        cache.put("ef" * 32, damaged, partial=True)
+        assert cache.progress("ef" * 32) == PagesRead(), damaged

@@ -8,8 +8,9 @@ import pytest
 
 from tests import test_ocr
 from tests.test_access import bearer, create_user, login
-from webapp.runtime import get_vectors
+from webapp.runtime import get_meaning, get_search, get_vectors
 from webapp.search import embedder
+from webapp.search.meaning_index import MeaningIndex, NativeMeaning, UsearchMeaning, make_meaning
 
 run_ocr = test_ocr.run_ocr  # the fixture running both queues (the embedding jobs wait on
 # the low-priority one, as OCR's do)
@@ -148,6 +149,24 @@ def test_switching_meaning_off_leaves_words_only(client, auth, indexed, run_ocr)
     client.put("/api/sources/pets", headers=auth, json={"semantic": True})
     run_ocr()
     assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+
+
+def test_meaning_is_one_seam_chosen_from_the_backend_setting(app, client, auth, indexed, run_ocr):
+    """Every caller reaches the vectors through get_meaning(): Trawl's store beside Tantivy,
+    the engine's own for Meilisearch; switching meaning off removes the store's vectors
+    through the same job as Meilisearch's."""
+    with app.app_context():
+        index = get_meaning()
+        assert isinstance(index, UsearchMeaning) and isinstance(index, MeaningIndex)
+        assert not index.ranks_natively
+        native = make_meaning({"SEARCH_BACKEND": "meilisearch"}, get_search(), get_vectors())
+        assert isinstance(native, NativeMeaning) and native.ranks_natively
+        kitten = next(d for d, _ in index.nearest("feline napping", ["pets"], 1))
+        assert kitten.startswith("pets--") and index.vectors_of(kitten) is not None
+    assert client.put("/api/sources/pets", headers=auth, json={"semantic": False}).status_code == 200
+    run_ocr()
+    with app.app_context():
+        assert get_meaning().vectors_of(kitten) is None and get_vectors().passages("pets") == 0
 
 
 def test_a_document_not_embedded_yet_is_found_by_words(client, auth, make_tree, make_source, run_jobs):

@@ -12,7 +12,7 @@ from webapp.indexing.background import enqueue_once
 from webapp.indexing.embed_phase import EmbedRun, pending_count, pending_sources
 from webapp.indexing.state import writer_lock
 from webapp.models import Source
-from webapp.runtime import get_queue, get_redis, get_search
+from webapp.runtime import get_meaning, get_queue, get_redis
 
 
 def embed_job(source_id: str) -> int:
@@ -44,16 +44,16 @@ def enqueue_embed(source_id: str) -> None:
 
 
 def drop_vectors_job(source_id: str) -> int:
-    """Meaning switched off with Meilisearch holding the vectors: remove them from the
-    source's documents (a partial update of every one, hence a job). Nothing when the source
-    is gone or was switched on again meanwhile (its documents are being embedded anew)."""
+    """Meaning switched off: remove the source's vectors (where the engine holds them, a
+    partial update of every document, hence a job). Nothing when the source is gone or was
+    switched on again meanwhile (its documents are being embedded anew)."""
     app = current_app._get_current_object()
     with app.app_context():
         source = db.session.get(Source, source_id)
         if source is None or source.semantic:
             return 0
         with writer_lock(source_id, app):  # after an embedding write in progress, not within
-            get_search(app).clear_vectors(source_id)
+            get_meaning(app).delete_source(source_id)
         return 1
 
 

@@ -22,6 +22,7 @@ from webapp import config, keys
 from webapp.extensions import db
 from webapp.previews.render import IsolatedRenderer
 from webapp.search import make_backend
+from webapp.search.meaning_index import MeaningIndex, make_meaning
 from webapp.search.vectors import VectorStore
 
 _lock = threading.Lock()
@@ -262,6 +263,17 @@ def get_vectors(app: Flask | None = None) -> VectorStore:
     if store is None:
         store = app.extensions["trawl.vectors"] = VectorStore(os.path.join(app.config["DATA_DIR"], "vectors"))
     return store
+
+
+def get_meaning(app: Flask | None = None) -> MeaningIndex:
+    """Where the passage vectors live and how meaning ranks (search/meaning_index.py): chosen
+    here alone, from SEARCH_BACKEND, on first use."""
+    app = app or current_app
+    index = app.extensions.get("trawl.meaning")
+    if index is None:
+        made = make_meaning(app.config, get_search(app), get_vectors(app))
+        index = app.extensions.setdefault("trawl.meaning", made)  # two threads: one kept
+    return index
 
 
 def get_search(app: Flask | None = None):

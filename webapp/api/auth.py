@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from flask import g
 from flask.views import MethodView
-from flask_jwt_extended import get_jwt
 
 from webapp import ratelimits
-from webapp.api.common import Blueprint, authenticated, errors, requester
+from webapp.api.common import Blueprint, authenticated, caller, errors, requester
 from webapp.api.schemas import (
     AuthStatusSchema,
     CredentialsSchema,
@@ -16,7 +14,7 @@ from webapp.api.schemas import (
     TokenSchema,
     UserSchema,
 )
-from webapp.services import auth, tokens
+from webapp.services import auth
 
 blp = Blueprint("auth", __name__, url_prefix="/api/auth", description="Setup, login and tokens")
 
@@ -80,8 +78,5 @@ class Logout(MethodView):
     @blp.response(200, MessageSchema)
     def post(self):
         """Revoke the token used for this request (an API token is deleted)."""
-        if g.api_token is not None:
-            tokens.delete(requester(), g.api_token.id)
-        else:
-            auth.revoke(get_jwt())
+        caller().end()
         return {"message": "Logged out"}

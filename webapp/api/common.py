@@ -7,15 +7,14 @@ import functools
 from collections.abc import Callable
 
 from flask import g, request
-from flask_jwt_extended import current_user, get_jwt, verify_jwt_in_request
 from flask_smorest import Blueprint as SmorestBlueprint
 from webargs import core
 from webargs.flaskparser import FlaskParser, is_json_request
 
 from webapp.api.schemas import ErrorSchema
 from webapp.exceptions import Forbidden, InvalidInput, Unauthorized
-from webapp.models import ApiToken, User
-from webapp.services import auth, tokens
+from webapp.models import User
+from webapp.services import auth
 from webapp.validation import json_detail, load_json
 
 _ERROR_TEXT = {
@@ -83,37 +82,27 @@ def authenticated(blp: Blueprint, admin: bool = False, reads: bool = False) -> C
 def check_requester(admin: bool = False, reads: bool = False) -> User:
     """The checks of `authenticated` for this request (401, or 403 for a scope or role);
     the account asking."""
-    user, token = _authenticate()
-    if token is not None and token.scope != "full" and not (reads or request.method in READ_METHODS):
+    caller = g.caller = auth.bearer_caller()
+    if caller.scope != "full" and not (reads or request.method in READ_METHODS):
         raise Forbidden("This API token has the read scope: it may only read and search")
-    if admin and not user.is_admin:
+    if admin and not caller.user.is_admin:
         raise Forbidden("Only an admin may do this")
-    return user
+    return caller.user
 
 
-def _authenticate() -> tuple[User, ApiToken | None]:
-    """Who sent this request, with their API token (None for an access token); 401 if no one."""
-    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
-    credential = credential.strip()
-    if scheme.lower() == "bearer" and credential.startswith(tokens.PREFIX):
-        token, user = tokens.authenticate(credential)
-    else:
-        verify_jwt_in_request()
-        token, user = None, current_user
-    g.api_user, g.api_token = user, token
-    return user, token
+def caller() -> auth.Caller:
+    """Who sent this request (after `authenticated` or `token_or_session`)."""
+    return g.caller
 
 
 def requester() -> User:
     """The account behind this request (after `authenticated`)."""
-    return g.api_user
+    return g.caller.user
 
 
 def session_id() -> str:
-    """What ends this request's credential: the access token's jti, or the API token (what a
-    download link made with it is bound to)."""
-    token = g.api_token
-    return tokens.session_id(token) if token is not None else get_jwt()["jti"]
+    """What ends this request's credential (what a download link made with it is bound to)."""
+    return g.caller.session_id
 
 
 def token_or_session(blp: Blueprint) -> Callable:
@@ -124,12 +113,11 @@ def token_or_session(blp: Blueprint) -> Callable:
         @functools.wraps(view)
         def checked(*args, **kwargs):
             if request.headers.get("Authorization"):
-                _authenticate()  # a token sent but invalid is 401, even with a session
+                g.caller = auth.bearer_caller()  # a token sent but invalid is 401, even with a session
             else:
-                user = auth.session_user()
-                if user is None:
+                g.caller = auth.session_caller()
+                if g.caller is None:
                     raise Unauthorized("Missing token or web session")
-                g.api_user, g.api_token = user, None
             return view(*args, **kwargs)
 
         checked = blp.doc(security=[{"bearerAuth": []}])(checked)  # or the session cookie

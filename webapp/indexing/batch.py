@@ -8,12 +8,12 @@ the coordinator hands out, the results helpers send back.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from flask import Flask
 
@@ -41,13 +41,14 @@ class Batch:
     n: int
     files: list[tuple[str, int, int]]  # (path, size, mtime_ns)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The batch as JSON stores it (a file is a [path, size, mtime_ns] list)."""
-        return {"n": self.n, "files": self.files}
+    def to_json(self) -> str:
+        """The batch as the run's list holds it (a file is a [path, size, mtime_ns] list)."""
+        return json.dumps({"n": self.n, "files": self.files})
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Batch:
-        """A batch read back from JSON."""
+    def from_json(cls, raw: str | bytes) -> Batch:
+        """A batch read back from the run's list."""
+        data = json.loads(raw)
         return cls(data["n"], [(path, size, mtime_ns) for path, size, mtime_ns in data["files"]])
 
 
@@ -73,21 +74,24 @@ class BatchResult:
             len(t or b"") for t in self.thumbnails.values()
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """The result as JSON stores it (thumbnails in base64)."""
+    def to_json(self) -> str:
+        """The result as the run's list holds it (thumbnails in base64)."""
         thumbs = {k: base64.b64encode(t).decode() if t else None for k, t in self.thumbnails.items()}
-        return {
-            "n": self.n,
-            "docs": self.docs,
-            "thumbnails": thumbs,
-            "records": self.records,
-            "reset": self.reset,
-            "partial": self.partial,
-        }
+        return json.dumps(
+            {
+                "n": self.n,
+                "docs": self.docs,
+                "thumbnails": thumbs,
+                "records": self.records,
+                "reset": self.reset,
+                "partial": self.partial,
+            }
+        )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BatchResult:
-        """A result read back from JSON."""
+    def from_json(cls, raw: str | bytes) -> BatchResult:
+        """A result read back from the run's list."""
+        data = json.loads(raw)
         thumbs = {k: base64.b64decode(t) if t else None for k, t in data["thumbnails"].items()}
         records = [{**r, "status": FileStatus(r["status"])} for r in data["records"]]
         return cls(data["n"], data["docs"], thumbs, records, data["reset"], data["partial"])
@@ -113,53 +117,55 @@ def extract_batch(
     A container with many members does not wait in memory: every MEMBER_CHUNK members, what
     was gathered goes to `on_partial` (a partial result) and a new result starts.
     """
-    extractor = get_extractor(app)
-    out = BatchResult(batch.n)
-    now = int(time.time())
-    ocr = ocr_enabled(app)  # documents that need it wait for the OCR phase (ocr_phase.py)
-    mtimes = {path: mtime_ns for path, _size, mtime_ns in batch.files}
-    started: set[str] = set()
+    return _BatchReader(app, source, batch, on_file, on_partial).read()
 
-    def add(path: str, doc: Doc, thumbnail: bytes | None, record: FileRow) -> None:
-        if path not in started:  # a file's first rows carry its reset
-            started.add(path)
-            out.reset.append(path)
-        out.docs.append(doc)
-        out.thumbnails[doc["id"]] = thumbnail
-        out.records.append(record)
 
-    def add_member(path: str, member: MemberResult) -> None:
-        nonlocal out
-        if on_file:
-            on_file()  # a helper's "still alive" mark, also while one container takes long
-        mtime_ns = mtimes[path]
+class _BatchReader:
+    """One batch's extraction: the result being gathered, handed on in parts for containers."""
+
+    def __init__(self, app: Flask, source: dict, batch: Batch, on_file, on_partial) -> None:
+        self.extractor = get_extractor(app)
+        self.source, self.batch = source, batch
+        self.on_file, self.on_partial = on_file or (lambda: None), on_partial
+        self.out = BatchResult(batch.n)
+        self.now = int(time.time())
+        self.ocr = ocr_enabled(app)  # documents that need it wait for the OCR phase (ocr_phase.py)
+        self.mtimes = {path: mtime_ns for path, _size, mtime_ns in batch.files}
+        self.started: set[str] = set()
+
+    def read(self) -> BatchResult:
+        files = self.batch.files
+        results = self.extractor.run_many((path for path, _size, _mtime in files), on_member=self._member)
+        for (path, size, mtime_ns), result in zip(files, results, strict=True):
+            self.on_file()
+            extraction_seconds.labels(result.doc.type).observe(result.seconds)
+            doc = _document(self.source, path, size, mtime_ns, result, self.now, None)
+            self._add(path, doc, result.doc.thumbnail, _record(path, size, mtime_ns, result, None, self.ocr))
+        return self.out
+
+    def _add(self, path: str, doc: Doc, thumbnail: bytes | None, record: FileRow) -> None:
+        if path not in self.started:  # a file's first rows carry its reset
+            self.started.add(path)
+            self.out.reset.append(path)
+        self.out.docs.append(doc)
+        self.out.thumbnails[doc["id"]] = thumbnail
+        self.out.records.append(record)
+
+    def _member(self, path: str, member: MemberResult) -> None:
+        self.on_file()  # a helper's "still alive" mark, also while one container takes long
         member_path = f"{path}!/{member.inner}"
         parent = f"{path}!/{member.parent}" if member.parent else path
-        member_ns = member.mtime * 1_000_000_000 if member.mtime is not None else mtime_ns
+        mtime_ns = member.mtime * 1_000_000_000 if member.mtime is not None else self.mtimes[path]
         size = max(member.size, 0)
-        doc = _document(
-            source, member_path, size, member_ns, member.result, now, doc_id(source["id"], parent)
-        )
+        container_id = doc_id(self.source["id"], parent)
+        doc = _document(self.source, member_path, size, mtime_ns, member.result, self.now, container_id)
         # a scan inside an archive or e-mail waits for OCR as a file on disk does
-        add(
-            path,
-            doc,
-            member.result.doc.thumbnail,
-            _record(member_path, size, member_ns, member.result, path, ocr),
-        )
-        if on_partial and len(out.records) >= MEMBER_CHUNK:
-            out.partial = True
-            on_partial(out)
-            out = BatchResult(batch.n)
-
-    results = extractor.run_many((path for path, _size, _mtime in batch.files), on_member=add_member)
-    for (path, size, mtime_ns), result in zip(batch.files, results, strict=True):
-        if on_file:
-            on_file()
-        extraction_seconds.labels(result.doc.type).observe(result.seconds)
-        doc = _document(source, path, size, mtime_ns, result, now, None)
-        add(path, doc, result.doc.thumbnail, _record(path, size, mtime_ns, result, None, ocr))
-    return out
+        record = _record(member_path, size, mtime_ns, member.result, path, self.ocr)
+        self._add(path, doc, member.result.doc.thumbnail, record)
+        if self.on_partial and len(self.out.records) >= MEMBER_CHUNK:
+            self.out.partial = True
+            self.on_partial(self.out)
+            self.out = BatchResult(self.batch.n)
 
 
 def _document(

@@ -23,7 +23,7 @@ from sqlalchemy import select, update
 from webapp.extensions import db
 from webapp.indexing.scanner import doc_id
 from webapp.models import IndexedFile
-from webapp.runtime import get_search, get_vectors
+from webapp.runtime import get_meaning, get_search
 
 CHUNK = 500  # values per IN (...): every database accepts that many parameters
 
@@ -116,7 +116,7 @@ def apply(app: Flask | None, source_id: str, planned: Plan) -> None:
     hidden = [p for p, flag in planned.changed.items() if flag]
     shown = [p for p, flag in planned.changed.items() if not flag]
     if hidden:
-        get_vectors(app).delete_ids([doc_id(source_id, p) for p in hidden])
+        get_meaning(app).delete_ids([doc_id(source_id, p) for p in hidden])
     for chunk in _chunks(shown):
         db.session.execute(
             update(IndexedFile)

@@ -36,7 +36,7 @@ from webapp.indexing.ocr import PENDING
 from webapp.indexing.scanner import doc_id
 from webapp.indexing.state import held_lock, renewed, scan_lock, writer_lock
 from webapp.models import IndexedFile, Source
-from webapp.runtime import get_redis, get_search, get_vectors
+from webapp.runtime import get_meaning, get_redis, get_search
 from webapp.search import embedder
 
 log = logging.getLogger(__name__)
@@ -224,7 +224,7 @@ class EmbedRun:
     def _reuse(self, out: dict[str, np.ndarray], id_: str, others: list[str]) -> bool:
         """Whether `id_` took the stored vectors of one of `others` (the same text)."""
         for other in others[:3]:
-            found = get_vectors(self.app).vectors_of(other)
+            found = get_meaning(self.app).vectors_of(other)
             if found is not None and len(found):
                 out[id_] = found
                 return True
@@ -249,13 +249,9 @@ class EmbedRun:
             kept = [row.path for row in rows if current.get(row.path) == (row.size_bytes, row.mtime_ns)]
             if not kept:
                 return
-            store = get_vectors(self.app)
+            index = get_meaning(self.app)
             ids = {doc_id(self.source_id, p): p for p in kept}
-            backend = get_search(self.app)
-            if getattr(backend, "native_meaning", False):  # Meilisearch holds them itself
-                backend.set_vectors({i: v for i, v in vectors.items() if i in ids})
-            else:
-                store.add(self.source_id, {i: v for i, v in vectors.items() if i in ids and len(v)})
+            index.add(self.source_id, {i: v for i, v in vectors.items() if i in ids})
             db.session.execute(
                 update(IndexedFile)
                 .where(IndexedFile.source_id == self.source_id, IndexedFile.path.in_(kept))
@@ -263,5 +259,5 @@ class EmbedRun:
             )
             db.session.commit()
             if db.session.get(Source, self.source_id) is None:  # deleted meanwhile (no lock)
-                store.delete_source(self.source_id)
+                index.delete_source(self.source_id)
             self.done += len(kept)

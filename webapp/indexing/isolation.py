@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from webapp.indexing.extractors import (
     TIMEOUT_MESSAGE,
@@ -116,6 +116,23 @@ class FileResult:
     error_message: str | None = None
     members: list[MemberResult] = field(default_factory=list)
     seconds: float = 0.0  # time the extraction took (in the child, for a file it extracted)
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Called(Generic[T]):
+    """What a function run in the child (`Extractor.call`) gave: its value, or why it gave
+    none (`error`: it raised, timed out, or the child died)."""
+
+    value: T | None = None
+    error: str | None = None
+    seconds: float = 0.0  # the time it took in the child (a timeout's: the timeout)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
 
 @dataclass
@@ -286,10 +303,10 @@ class Extractor:
         yield from self._plain(group)
 
     def call(
-        self, function: Callable[..., Any], *args: Any, doc_type: str = "file", path: str = ""
-    ) -> FileResult:
-        """Run a module-level function in the child, with the type's timeout and memory cap;
-        its return value is the result's `doc` (FAILED with a message if it raised)."""
+        self, function: Callable[..., T], *args: Any, doc_type: str = "file", path: str = ""
+    ) -> Called[T]:
+        """Run a module-level function in the child, with the type's timeout and memory cap:
+        its return value, or why there is none."""
         return self._ask_child(Call(function, args), doc_type, path)
 
     def _check(self, path: str) -> tuple[ExtractorSpec | None, FileResult | None]:
@@ -316,8 +333,8 @@ class Extractor:
         answers from the child, asked in one request."""
         asked = [(Extract(path), doc_type, path) for path, doc_type, known in group if known is None]
         with contextlib.closing(self._ask_many(asked)) as answers:
-            for _path, _doc_type, known in group:
-                yield known if known is not None else next(answers)
+            for _path, doc_type, known in group:
+                yield known if known is not None else self._as_file(next(answers), doc_type)
 
     def _open(self, path: str, doc_type: str, emit: Callable[[MemberResult], None] | None) -> FileResult:
         """A container's result; its members go to `emit` (or into `members` without one)."""
@@ -356,9 +373,9 @@ class Extractor:
         try:
             tree, cuts = budget
             answer = self._ask_child(Unpack(path, spool, tree), doc_type, path)
-            if answer.status != FileStatus.SUCCESS:
-                return answer
-            doc, members = answer.doc
+            if not answer.ok:
+                return self._as_file(answer, doc_type)
+            doc, members = answer.value
             tree.bytes -= sum(max(m.size, 0) for m in members)
             tree.members -= len(members)
             if doc.metadata.get("cut"):
@@ -398,7 +415,9 @@ class Extractor:
         if spec is not None and spec.unpack is not None and budget[0].members <= 0:
             budget[1].append(prefix + member.name)  # not opened: the tree's budget is spent
         if spec is None or spec.unpack is None or depth >= MAX_DEPTH or budget[0].members <= 0:
-            return done(self._ask_child(Extract(member.spooled), doc_type, member.spooled))
+            return done(
+                self._as_file(self._ask_child(Extract(member.spooled), doc_type, member.spooled), doc_type)
+            )
         try:
             result = self._container(
                 member.spooled, doc_type, depth + 1, budget, emit, prefix + member.name + "!/"
@@ -408,25 +427,23 @@ class Extractor:
         return done(result)
 
     # -- the child ---------------------------------------------------------------------------
-    def _ask_child(self, request: Request, doc_type: str, path: str) -> FileResult:
+    def _ask_child(self, request: Request, doc_type: str, path: str) -> Called[Any]:
         """One request's answer (see `_ask_many`)."""
         with contextlib.closing(self._ask_many([(request, doc_type, path)])) as answers:
             return next(answers)
 
-    def _ask_many(self, requests: list[tuple[Request, str, str]]) -> Iterator[FileResult]:
+    def _ask_many(self, requests: list[tuple[Request, str, str]]) -> Iterator[Called[Any]]:
         """Send (request, doc_type, path) requests to the child
-        in one message and take each answer in turn, with its type's timeout; the answer's
-        payload is the result's `doc`. After a timeout or a crash, the requests not answered
-        yet go to a new child."""
+        in one message and take each answer in turn, with its type's timeout. After a timeout
+        or a crash, the requests not answered yet go to a new child."""
         while requests:
-            first_type = requests[0][1]
             try:
                 conn = self._ensure_child()
             except (EOFError, OSError, TimeoutError) as exc:
                 log.warning("Extraction child did not start for %s: %s", requests[0][2], exc)
                 self._kill()
                 requests = requests[1:]
-                yield self._failed(first_type, START_MESSAGE)
+                yield Called(error=START_MESSAGE)
                 continue
             answered = 0
             try:
@@ -441,37 +458,39 @@ class Extractor:
                 log.warning("Extraction child died on %s", requests[0][2])
                 self._kill()
                 answered = 1
-                yield self._failed(first_type, CRASH_MESSAGE)
+                yield Called(error=CRASH_MESSAGE)
             finally:
                 if self._conn is conn and answered < len(requests):
                     self._kill()  # left early: its other answers must not reach the next request
             requests = requests[answered:]
 
-    def _answer(self, conn: Any, doc_type: str, path: str) -> FileResult:
+    def _answer(self, conn: Any, doc_type: str, path: str) -> Called[Any]:
         """The child's next answer, within the type's timeout (the child is killed after it)."""
         timeout = self.settings.timeout_for(doc_type)
         try:
             if not self._wait(conn, timeout):
                 log.warning("Extraction of %s timed out after %s s; child killed", path, timeout)
                 self._kill()
-                result = self._failed(doc_type, f"{TIMEOUT_MESSAGE} {_format_seconds(timeout)} s")
-                result.seconds = timeout
-                return result
+                return Called(error=f"{TIMEOUT_MESSAGE} {_format_seconds(timeout)} s", seconds=timeout)
             answer: Answer = conn.recv()
         except (EOFError, OSError):
             log.warning("Extraction child died on %s", path)
             self._kill()
-            return self._failed(doc_type, CRASH_MESSAGE)
+            return Called(error=CRASH_MESSAGE)
         if answer.kind == Reply.BOMB:
             raise ContainerBomb(answer.payload)
         if answer.kind == Reply.FATAL:
             self._kill()
         if answer.kind == Reply.OK:
-            result = FileResult(FileStatus.SUCCESS, answer.payload)
-        else:
-            result = self._failed(doc_type, answer.payload)
-        result.seconds = answer.seconds
-        return result
+            return Called(answer.payload, seconds=answer.seconds)
+        return Called(error=answer.payload, seconds=answer.seconds)
+
+    @staticmethod
+    def _as_file(called: Called[Extracted], doc_type: str) -> FileResult:
+        """A file's result from the child's answer to its Extract (or a failed Unpack)."""
+        if called.ok:
+            return FileResult(FileStatus.SUCCESS, called.value, seconds=called.seconds)
+        return FileResult(FileStatus.FAILED, Extracted(type=doc_type), called.error, seconds=called.seconds)
 
     def _wait(self, conn: Any, timeout: float) -> bool:
         """Whether an answer came within `timeout`; raises Interrupted (child killed) when

@@ -27,7 +27,7 @@ import shutil
 import tempfile
 import time
 import zlib
-from dataclasses import replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from flask import Flask
@@ -57,7 +57,6 @@ from webapp.indexing.ocr import (
     read_one,
     result_of,
 )
-from webapp.indexing.runstats import FileStatus
 from webapp.indexing.scanner import doc_id
 from webapp.indexing.state import held_lock, renewed, writer_lock
 from webapp.models import IndexedFile, Source
@@ -108,6 +107,40 @@ def pending_sources() -> list[str]:
 # -- the cache -----------------------------------------------------------------------------------
 
 
+@dataclass
+class PagesRead:
+    """How far the OCR of one document got: what a job that yields in its middle keeps
+    (TextCache.keep) and the next job goes on from."""
+
+    count: int | None = None  # the document's pages; None until counted
+    next: int = 0  # the first page not read yet
+    texts: list[str] = field(default_factory=list)  # each page's text so far
+    taken: int = 0  # pages given to Tesseract (a page with a text layer is not)
+    timed_out: int = 0  # of those, pages that ran out of time
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, value: dict | None) -> PagesRead:
+        """What to_json wrote; a new PagesRead for anything else (a damaged or older file)."""
+        if not isinstance(value, dict):
+            return cls()
+        try:
+            read = cls(**{f.name: value[f.name] for f in fields(cls) if f.name in value})
+        except TypeError:
+            return cls()
+        ok = isinstance(read.texts, list) and all(isinstance(n, int) for n in (read.next, read.taken))
+        return read if ok and (read.count is None or isinstance(read.count, int)) else cls()
+
+    def add(self, state: str, text: str) -> None:
+        """Count the next page, read (`state`: READ, SKIPPED or TIMED_OUT) with this text."""
+        self.taken += state != SKIPPED
+        self.timed_out += state == TIMED_OUT
+        self.texts.append(text)
+        self.next += 1
+
+
 class TextCache:
     """OCR results by content hash and languages: DATA_DIR/ocr/ab/<sha256>.<langs>.json.z."""
 
@@ -118,14 +151,26 @@ class TextCache:
     def _path(self, digest: str) -> Path:
         return self.root / digest[:2] / f"{digest}.{self.languages}.json.z"
 
-    def get(self, digest: str, partial: bool = False) -> dict | None:
-        """The cached {"content", "metadata"}, or the pages read so far of a document whose job
-        yielded in its middle (`partial`); None when there is none."""
-        path = self._partial(digest) if partial else self._path(digest)
+    def get(self, digest: str) -> dict | None:
+        """The cached {"content", "metadata"}; None when there is none."""
+        return self._read(self._path(digest))
+
+    def progress(self, digest: str) -> PagesRead:
+        """The pages read so far of a document whose job yielded in its middle (none: a new
+        PagesRead)."""
+        return PagesRead.from_json(self._read(self._partial(digest)))
+
+    def keep(self, digest: str, progress: PagesRead) -> None:
+        """Keep the pages read so far of a document, for the job after this one."""
+        self.put(digest, progress.to_json(), partial=True)
+
+    @staticmethod
+    def _read(path: Path) -> dict | None:
         try:
-            return json.loads(zlib.decompress(path.read_bytes()))
+            value = json.loads(zlib.decompress(path.read_bytes()))
         except (OSError, ValueError, zlib.error):
             return None
+        return value if isinstance(value, dict) else None
 
     def put(self, digest: str, value: dict, partial: bool = False) -> None:
         """Store a result, or the pages read so far of a document (`partial`); written whole,
@@ -300,10 +345,10 @@ class OcrRun:
         except ExtractionError as exc:  # a bomb, found on this walk
             log.info("OCR of %s: its container cannot be read: %s", row.path, exc)
             return
-        if result.status != FileStatus.SUCCESS:
-            log.info("OCR of %s: not read out of its container: %s", row.path, result.error_message)
+        if not result.ok:
+            log.info("OCR of %s: not read out of its container: %s", row.path, result.error)
             return
-        self.copies = {by_names[names]: file for names, file in result.doc.items() if names in by_names}
+        self.copies = {by_names[names]: file for names, file in result.value.items() if names in by_names}
 
     def close(self) -> None:
         """Remove this job's copies of members."""
@@ -324,41 +369,44 @@ class OcrRun:
             return cached
         engine = get_engine(self.app)
         extraction = engine.settings
-        done = self.cache.get(digest, partial=True) or {"next": 0, "texts": [], "taken": 0, "timed_out": 0}
-        if "count" not in done:
+        done = self.cache.progress(digest)
+        if done.count is None:
             result = engine.call(page_count, path, kind, self.settings, extraction, doc_type="ocr", path=path)
-            if result.status != FileStatus.SUCCESS:
-                log.info("OCR of %s failed: %s", path, result.error_message)
+            if not result.ok:
+                log.info("OCR of %s failed: %s", path, result.error)
                 return None
-            done["count"] = result.doc
-        for index in range(done["next"], done["count"]):
-            if done["taken"] >= self.settings.max_pages:
-                break
-            try:
-                phase.check()
-            except Yielded:
-                self.cache.put(digest, done, partial=True)
-                raise
-            result = engine.call(
-                read_one, path, kind, index, self.settings, extraction, doc_type="ocr", path=path
-            )
-            if result.status == FileStatus.SUCCESS:
-                state, text = result.doc
-            elif (result.error_message or "").startswith(TIMEOUT_MESSAGE):
-                state, text = TIMED_OUT, ""
-            else:
-                log.info("OCR of %s failed: %s", path, result.error_message)
-                return None
-            done["taken"] += state != SKIPPED
-            done["timed_out"] += state == TIMED_OUT
-            self.read += state != SKIPPED
-            done["texts"].append(text)
-            done["next"] = index + 1
-            phase.page_done()
-        doc = result_of(done["texts"], done["taken"], done["timed_out"], kind, self.settings)
+            done.count = result.value
+        if not self._pages(path, kind, digest, done, phase):
+            return None
+        doc = result_of(done.texts, done.taken, done.timed_out, kind, self.settings)
         value = {"content": doc.content, "metadata": doc.metadata}
         self.cache.put(digest, value)
         return value
+
+    def _pages(self, path: str, kind: str, digest: str, done: PagesRead, phase: Phase) -> bool:
+        """Read the document's pages from where `done` stands, with the phase's checks
+        between pages (a yield keeps them for the next job); False when a page cannot be read."""
+        engine = get_engine(self.app)
+        while done.next < (done.count or 0) and done.taken < self.settings.max_pages:
+            try:
+                phase.check()
+            except Yielded:
+                self.cache.keep(digest, done)
+                raise
+            result = engine.call(
+                read_one, path, kind, done.next, self.settings, engine.settings, doc_type="ocr", path=path
+            )
+            if result.ok:
+                state, text = result.value
+            elif result.error.startswith(TIMEOUT_MESSAGE):
+                state, text = TIMED_OUT, ""
+            else:
+                log.info("OCR of %s failed: %s", path, result.error)
+                return False
+            done.add(state, text)
+            self.read += state != SKIPPED
+            phase.page_done()
+        return True
 
     def _write(self, results: list) -> None:
         """Add the text to the documents whose records did not change, then mark the records."""

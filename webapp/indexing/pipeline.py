@@ -9,7 +9,6 @@ and their results come back through another list.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -42,7 +41,7 @@ from webapp.indexing.state import Heartbeat, scan_lock, stamp, writer_lock
 from webapp.memtune import release_freed
 from webapp.metrics import scan_files, scan_runs
 from webapp.models import IndexedFile, Source, utcnow
-from webapp.runtime import get_redis, get_search, get_vectors
+from webapp.runtime import get_meaning, get_redis, get_search
 
 log = logging.getLogger(__name__)
 RESULT_WAIT = 1.0  # seconds the coordinator blocks on helpers' results before looking around
@@ -182,7 +181,7 @@ class ScanRun:
                 planned = copies.plan(self.source_id, gone, {})  # a copy left becomes primary
                 # vectors first: search and records then go together, so what search no
                 # longer finds is not still counted by the source's status
-                get_vectors(self.app).delete_ids(ids)  # meaning
+                get_meaning(self.app).delete_ids(ids)  # meaning
                 get_search(self.app).delete_ids(ids)
                 delete_records(self.source_id, gone)
                 copies.apply(self.app, self.source_id, planned)
@@ -242,7 +241,7 @@ class ScanRun:
         orphans = search.ids(self.source_id) - known
         if orphans:
             log.info("Removing %d orphan documents of %s", len(orphans), self.source_id)
-            get_vectors(self.app).delete_ids(sorted(orphans))  # meaning
+            get_meaning(self.app).delete_ids(sorted(orphans))  # meaning
             search.delete_ids(sorted(orphans))
         thumbstore.prune(self.app.config["DATA_DIR"], self.source_id, known)
 
@@ -258,7 +257,7 @@ class ScanRun:
 
         def payload(n: int) -> str:  # built when pushed (again), never all held at once
             chunk = files[n * size : (n + 1) * size]
-            return json.dumps(Batch(n, [(f.path, f.size, f.mtime_ns) for f in chunk]).to_dict())
+            return Batch(n, [(f.path, f.size, f.mtime_ns) for f in chunk]).to_json()
 
         for first in range(0, n_batches, PUSH_BATCHES):
             self.redis.rpush(
@@ -272,7 +271,7 @@ class ScanRun:
                 continue  # helpers' results were waiting: the writing is behind, so write first
             raw = self.redis.lpop(self.lists["todo"])
             if raw is not None:
-                batch = Batch.from_dict(json.loads(raw))
+                batch = Batch.from_json(raw)
                 self._write(
                     extract_batch(
                         self.app, self.source, batch, on_partial=lambda part: self._write(part, pending)
@@ -290,14 +289,14 @@ class ScanRun:
             raw = self.redis.lpop(self.lists["results"])
             if raw is None:
                 return taken
-            self._write(BatchResult.from_dict(json.loads(raw)), pending)
+            self._write(BatchResult.from_json(raw), pending)
             taken += 1
 
     def _wait_for_helpers(self, pending: set[int], payload: Callable[[int], str]) -> None:
         """Block briefly on results; hand out again any batch whose helper went silent."""
         item = self.redis.blpop([self.lists["results"]], timeout=RESULT_WAIT)
         if item is not None:
-            self._write(BatchResult.from_dict(json.loads(item[1])), pending)
+            self._write(BatchResult.from_json(item[1]), pending)
             return
         alive = {int(n) for n in self.redis.hkeys(self.lists["inflight"]) if self._inflight_fresh(n)}
         for n in sorted(pending - alive):
@@ -363,7 +362,7 @@ class ScanRun:
         if stale:
             ids = [doc_id(self.source_id, p) for p in stale]
             planned = copies.plan(self.source_id, stale, {})
-            get_vectors(self.app).delete_ids(ids)  # meaning
+            get_meaning(self.app).delete_ids(ids)  # meaning
             get_search(self.app).delete_ids(ids)
             delete_records(self.source_id, stale)
             copies.apply(self.app, self.source_id, planned)
@@ -420,7 +419,7 @@ def help_extract(app: Flask, run_id: str, source_id: str) -> int:
         raw = _patiently(r.lpop, lists["todo"])
         if raw is None:
             return done
-        batch = Batch.from_dict(json.loads(raw))
+        batch = Batch.from_json(raw)
         _patiently(r.expire, lists["inflight"], keys.RUN_LISTS_TTL)
 
         beat = {"at": 0.0}
@@ -435,7 +434,7 @@ def help_extract(app: Flask, run_id: str, source_id: str) -> int:
                     pass  # a mark missed: the extraction goes on, the result will be sent
 
         def send(result: BatchResult) -> None:
-            _patiently(r.rpush, lists["results"], json.dumps(result.to_dict()))
+            _patiently(r.rpush, lists["results"], result.to_json())
             _patiently(r.expire, lists["results"], keys.RUN_LISTS_TTL)
 
         alive()  # held from now on: a first file slower than RESULT_WAIT is not handed out again

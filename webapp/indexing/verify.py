@@ -11,7 +11,7 @@ from webapp.indexing.healing import readable_again
 from webapp.indexing.records import delete_records
 from webapp.indexing.scanner import doc_id, root_problem, walk
 from webapp.models import IndexedFile, get_source
-from webapp.runtime import get_search, get_vectors
+from webapp.runtime import get_meaning, get_search
 
 SAMPLE = 20
 
@@ -81,7 +81,7 @@ def _repair(source_id: str, orphans: list[str], vanished: list[str], missing: li
     gone = orphans + [doc_id(source_id, p) for p in vanished]
     if gone:
         search.delete_ids(gone)
-        get_vectors().delete_ids(gone)
+        get_meaning().delete_ids(gone)
         thumbstore.remove(current_app.config["DATA_DIR"], gone)
     if stale:
         delete_records(source_id, stale)

@@ -27,8 +27,6 @@ import re
 import time
 from collections.abc import Callable
 
-import numpy as np
-
 from webapp.search import Hit, SearchBackend, SearchPage, SearchQuery
 from webapp.search.embedder import RELATED
 
@@ -41,7 +39,7 @@ WORDS, MEANING, BOTH = "words", "meaning", "both"
 # number against every end, quadratic) or two words joined by a dot, `_`, `@`, `/`, `\`, `-`
 _EXACT_TOKEN = re.compile(r"[^\W\d]*\d\w*|\w+[._@/\\-]\w+")
 
-Nearest = Callable[[np.ndarray, int], list[tuple[str, float]]]  # (vector, k) -> (id, sim)
+Nearest = Callable[[int], list[tuple[str, float]]]  # k -> the question's k nearest (id, sim)
 
 
 def exact_first(text: str) -> bool:
@@ -76,28 +74,30 @@ def uses_meaning(query: SearchQuery, ratio: float) -> bool:
     )
 
 
+def words_only(backend: SearchBackend, query: SearchQuery) -> SearchPage:
+    """The keyword search, each hit marked as found by words."""
+    page = backend.search(query)
+    return dataclasses.replace(page, results=[Hit(**{**r, "match": WORDS}) for r in page.results])
+
+
 def search(
     backend: SearchBackend,
     query: SearchQuery,
     ratio: float,
-    vector: np.ndarray | None,
     nearest: Nearest | None,
     min_similarity: float = RELATED,
 ) -> SearchPage:
-    """Run `query` fused with meaning (`vector`: the question's embedding, `nearest`: the
-    vector store limited to the asker's sources with meaning on); words alone when either is
-    None or meaning does not apply."""
-    if vector is None or nearest is None or not uses_meaning(query, ratio):
-        page = backend.search(query)
-        for result in page.results:
-            result["match"] = WORDS
-        return page
+    """Run `query` fused with meaning (`nearest`: the question's nearest documents among the
+    asker's sources with meaning on, search/meaning_index.py); words alone when it is None
+    or meaning does not apply."""
+    if nearest is None or not uses_meaning(query, ratio):
+        return words_only(backend, query)
     started = time.perf_counter()
     window = max(WINDOW, query.offset + query.limit)
     # the rankings without snippets (no text read); the page's results are fetched after
     words = backend.search(dataclasses.replace(query, limit=window, offset=0, snippet_length=0))
     by_id = {r["id"]: r for r in words.results}
-    similar = {i: sim for i, sim in nearest(vector, CANDIDATES) if sim >= min_similarity}
+    similar = {i: sim for i, sim in nearest(CANDIDATES) if sim >= min_similarity}
     meaning = _passing(backend, query, similar, by_id, words.total > len(words.results))
     if ratio >= 1.0:
         ranked = [r["id"] for r in meaning] + [i for i in by_id if i not in similar]

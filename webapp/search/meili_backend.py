@@ -42,6 +42,7 @@ from webapp.search import (
     validate_doc,
 )
 from webapp.search import meili_meaning as meaning
+from webapp.search.embedder import RELATED
 from webapp.search.hybrid import CANDIDATES
 from webapp.search.query import TOKEN_RE, ParsedQuery, QueryTerm, TermMatcher, parse_query
 from webapp.search.syntax import QuerySpec, Range
@@ -348,8 +349,6 @@ class MeiliBackend:
 
     # --- meaning -------------------------------------------------------------------------
 
-    native_meaning = True  # services/meaning.py: this backend ranks meaning itself
-
     def _uids(self, doc_ids: list[str]) -> dict[str, list[str]]:
         """{doc id: its chunks' uids}."""
         filter_ = "id IN [" + ", ".join(_quote(x) for x in doc_ids) + "]"
@@ -399,8 +398,15 @@ class MeiliBackend:
         near = meaning.related_query(self.uid, vector, filter_, sources, CANDIDATES)
         return [hits_query, *counts, near], parsed
 
+    def nearest(self, vector: np.ndarray, sources: list[str], k: int) -> list[tuple[str, float]]:
+        """The k documents of these sources closest to a question's vector (a pure vector
+        search): (doc id, cosine similarity of its closest passage), best first."""
+        near = meaning.related_query(self.uid, vector, None, sources, k)
+        hits = self._call(self.client.multi_search, [near])["results"][0]["hits"]
+        return list(meaning.related(hits, vector, -1.0).items())
+
     def search_hybrid(
-        self, query: SearchQuery, ratio: float, vector: np.ndarray, min_similarity: float, sources: list[str]
+        self, query: SearchQuery, ratio: float, vector: np.ndarray, sources: list[str]
     ) -> SearchPage:
         """A search with meaning, ranked by Meilisearch's `hybrid` (meili_meaning.py says
         what is sent and how each hit's `match` and the total are derived); `sources`: those
@@ -413,7 +419,7 @@ class MeiliBackend:
         window = max(2 * want, meaning.MIN_WINDOW)
         queries, parsed = self.hybrid_queries(query, ratio, vector, sources, window)
         hits, *counted, nearest = self._call(self.client.multi_search, queries)["results"]
-        candidates = meaning.related(nearest["hits"], vector, min_similarity)
+        candidates = meaning.related(nearest["hits"], vector, RELATED)
         while True:
             found = hits["hits"]
             ids = list(dict.fromkeys([h["id"] for h in found] + list(candidates)))

@@ -1,4 +1,5 @@
-"""Accounts, passwords, access tokens and their revocation."""
+"""Accounts, passwords, access tokens and their revocation, and who a request comes from (one
+verifier for both kinds of bearer token, and for the web session)."""
 
 from __future__ import annotations
 
@@ -6,18 +7,20 @@ import hashlib
 import re
 import secrets
 import time
+from dataclasses import dataclass
 from functools import lru_cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from flask import current_app, g, session
-from flask_jwt_extended import create_access_token, decode_token
+from flask import current_app, g, request, session
+from flask_jwt_extended import create_access_token, current_user, decode_token, get_jwt, verify_jwt_in_request
 
 from webapp import keys
 from webapp.exceptions import Conflict, InvalidInput, Unauthorized
 from webapp.extensions import db, jwt
 from webapp.models import ApiToken, User, iso, utcnow
 from webapp.runtime import get_redis
+from webapp.services import tokens
 from webapp.services.access import granted
 from webapp.validation import has_visible, username_key
 
@@ -234,3 +237,41 @@ def session_user() -> User | None:
         for key in ("uid", "iat", "sid", "stp"):
             session.pop(key, None)
     return user
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a request comes from: the account, what it may do (`full`, or `read` for a read
+    API token) and what ends it (an access token's jti, an API token's link id, a web
+    session's id). Made by `bearer_caller` or `session_caller` alone."""
+
+    user: User
+    scope: str
+    session_id: str
+    api_token_id: int | None = None  # the API token sent, None for an access token or session
+
+    def end(self) -> None:
+        """Log this credential out: an API token is deleted, an access token revoked."""
+        if self.api_token_id is not None:
+            tokens.delete(self.user, self.api_token_id)
+        else:
+            revoke(get_jwt())
+
+
+def bearer_caller() -> Caller:
+    """The caller of this request by its `Authorization: Bearer` credential, or 401: an API
+    token (`trawl_...`, services/tokens.py) or an access token (a JWT, checked by
+    flask-jwt-extended with the loaders above: type, expiry, revocation, credential stamp)."""
+    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
+    credential = credential.strip()
+    if scheme.lower() == "bearer" and credential.startswith(tokens.PREFIX):
+        row, user = tokens.authenticate(credential)
+        return Caller(user, row.scope, tokens.session_id(row), row.id)
+    verify_jwt_in_request()
+    return Caller(current_user, "full", get_jwt()["jti"])
+
+
+def session_caller() -> Caller | None:
+    """The caller of this request by the web session's cookie, or None without a session."""
+    user = session_user()
+    return None if user is None else Caller(user, "full", str(session.get("sid", "")))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from webapp.extensions import db
 from webapp.models import Source
-from webapp.runtime import get_search, get_vectors
-from webapp.search import SearchPage, SearchQuery, embedder, hybrid
+from webapp.runtime import get_meaning, get_search
+from webapp.search import SearchPage, SearchQuery, hybrid
 
 
 def vector_sources(query: SearchQuery) -> list[str]:
@@ -20,28 +20,15 @@ def vector_sources(query: SearchQuery) -> list[str]:
 
 
 def search(query: SearchQuery, ratio: float) -> SearchPage:
-    """The search, with meaning when it applies: ranked by the backend itself when it can
-    (Meilisearch's `hybrid`, search/meili_meaning.py), else fused by search/hybrid.py."""
-    backend = get_search()
-    vector, nearest = None, None
+    """The search, with meaning when it applies (search/meaning_index.py ranks it: fused by
+    search/hybrid.py, or by the engine itself)."""
     if hybrid.uses_meaning(query, ratio):
         sources = vector_sources(query)
         if sources:
-            vector = embedder.embed_query(query.syntax().text)
-            if vector is not None and native(backend):
-                return backend.search_hybrid(query, ratio, vector, embedder.RELATED, sources)
-            store = get_vectors()
-            nearest = lambda v, k: store.nearest(v, sources, k)  # noqa: E731
-    return hybrid.search(backend, query, ratio, vector, nearest)
-
-
-def native(backend) -> bool:
-    """Whether the backend holds the vectors and ranks meaning itself (Meilisearch), rather
-    than Trawl's vector store (search/vectors.py) beside it."""
-    return bool(getattr(backend, "native_meaning", False))
+            return get_meaning().search(query, ratio, sources)
+    return hybrid.words_only(get_search(), query)
 
 
 def health() -> str:
     """`ok: <model>` or `unavailable: <why>` (search by words works either way)."""
-    available, detail = embedder.status()
-    return f"{'ok' if available else 'unavailable'}: {detail}"
+    return get_meaning().health()

@@ -15,7 +15,7 @@ from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
 from webapp.indexing.scanner import doc_id, root_problem
 from webapp.indexing.state import ScanLock, dead_run, scan_lock
 from webapp.models import IndexedFile, Source, get_source
-from webapp.runtime import get_redis, get_search, get_vectors
+from webapp.runtime import get_meaning, get_redis, get_search
 
 
 def scan_state(source_id: str) -> SourceState:
@@ -110,7 +110,7 @@ def clear_stale(source_id: str) -> int:
     if paths:
         ids = [doc_id(source.id, p) for p in paths]
         get_search().delete_ids(ids)
-        get_vectors().delete_ids(ids)
+        get_meaning().delete_ids(ids)
         thumbstore.remove(current_app.config["DATA_DIR"], ids)
         delete_records(source.id, paths)
     return len(paths)

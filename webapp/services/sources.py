@@ -18,8 +18,8 @@ from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, validate_pat
 from webapp.indexing.runstats import FileStatus
 from webapp.indexing.scanner import inside_any, within
 from webapp.models import IndexedFile, Source, UserSource, get_source, iso, utcnow
-from webapp.runtime import get_search, get_vectors
-from webapp.services import meaning, scans
+from webapp.runtime import get_meaning, get_search
+from webapp.services import scans
 from webapp.services.access import Visible, can_see
 from webapp.validation import display_name
 
@@ -256,7 +256,7 @@ def delete(source_id: str) -> None:
     scans.cancel_scan(source.id)
     jobs.unschedule(source.id)
     get_search().delete_source(source.id)
-    get_vectors().delete_source(source.id)
+    get_meaning().delete_source(source.id)
     thumbstore.remove_source(current_app.config["DATA_DIR"], source.id)
     db.session.query(IndexedFile).filter_by(source_id=source.id).delete()
     db.session.query(UserSource).filter_by(source_id=source.id).delete()  # its grants
@@ -271,9 +271,7 @@ def _semantic_switched(source: Source) -> None:
     if source.semantic:
         jobs.enqueue_embed(source.id)
         return
-    get_vectors().delete_source(source.id)
-    if meaning.native(get_search()):  # Meilisearch holds them: a worker removes them
-        embed_jobs.enqueue_drop_vectors(source.id)
+    embed_jobs.enqueue_drop_vectors(source.id)  # searches leave the source out at once
     db.session.query(IndexedFile).filter_by(source_id=source.id).update({IndexedFile.embedded: False})
     db.session.commit()
 
