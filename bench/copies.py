@@ -90,7 +90,8 @@ def run(work: Path, count: int, chars: int) -> None:
         client.post("/api/sources", headers=auth, json={"name": "b", "id": "b", "root_path": str(root)})
         with app.app_context():
             client.post("/api/sources/b/reindex", headers=auth)
-            SimpleWorker([get_queue(app)], connection=get_redis(app)).work(burst=True, logging_level="WARNING")
+            scan = SimpleWorker([get_queue(app)], connection=get_redis(app))
+            scan.work(burst=True, logging_level="WARNING")
             embedder.load()  # the model's load is not the phase's work
             procs.kept.get(
                 "embed-thread", None, lambda: ThreadPoolExecutor(1, "embed", initializer=embedder.one_thread)
