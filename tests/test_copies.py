@@ -156,6 +156,26 @@ def test_empty_files_are_copies_of_nothing(client, auth, make_tree, make_source,
     assert answer["total"] == 2 and all(r["copies"] == [] for r in answer["results"])
 
 
+def test_different_pictures_described_alike_are_not_copies(client, auth, make_tree, make_source, run_jobs):
+    """An image's text is its description (format, size): two screenshots of one size read
+    alike and are still two files; a title with no content is no text of its own either."""
+    import io
+
+    from PIL import Image
+
+    def png(colour: str) -> bytes:
+        out = io.BytesIO()
+        Image.new("RGB", (40, 30), colour).save(out, "PNG")
+        return out.getvalue()
+
+    files = {"shot-1.png": png("red"), "shot-2.png": png("blue")}
+    make_source(make_tree("shots", files), id="shots")
+    _scan(client, auth, "shots")
+    run_jobs()
+    answer = _words(client, auth, "png")
+    assert answer["total"] == 2 and all(r["copies"] == [] for r in answer["results"])
+
+
 @needs_model
 def test_a_copy_is_read_for_meaning_once(app, client, auth, make_tree, make_source, run_ocr, roots):
     root = make_tree("birds", {"a/report.txt": REPORT, "b/copy.txt": REPORT, "minutes.txt": OTHER})

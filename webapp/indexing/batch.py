@@ -211,7 +211,7 @@ def _record(
         "container": container,
         "ocr": PENDING if pending else None,
         # text still waiting for OCR is not what the file holds: no hash until it is read
-        "text_hash": text_hash(doc.title, doc.content)
+        "text_hash": text_hash(doc.title, doc.content, doc.type)
         if result.status == FileStatus.SUCCESS and not pending
         else None,
     }

@@ -28,12 +28,19 @@ from webapp.runtime import get_meaning, get_search
 CHUNK = 500  # values per IN (...): every database accepts that many parameters
 
 
-def text_hash(title: str | None, content: str | None) -> str | None:
+# Types whose text is a summary of the file's metadata or a list of what it holds (an image's
+# format and size, a song's tags, an archive's member names), not its contents: a hundred
+# different screenshots read alike, so they are never copies of each other.
+DESCRIBED_TYPES = frozenset({"image", "raw_image", "media", "archive", "comic", "file"})
+
+
+def text_hash(title: str | None, content: str | None, doc_type: str) -> str | None:
     """SHA-256 of a document's text as indexed (title and content, NFC, runs of white space as
-    one space); None when there is no text: an empty file is a copy of nothing."""
-    text = " ".join(f"{title or ''}\n{content or ''}".split())
-    if not text:
+    one space); None when it has no content of its own (an empty file, a title alone, a
+    described type): such a document is a copy of nothing."""
+    if doc_type in DESCRIBED_TYPES or not (content or "").strip():
         return None
+    text = " ".join(f"{title or ''}\n{content}".split())
     text = unicodedata.normalize("NFC", text)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
