@@ -151,15 +151,13 @@ def read_elsewhere(source_id: str, rows: list) -> dict[str, list[str]]:
     hashes = sorted({r.text_hash for r in rows if r.text_hash})
     for chunk in _chunks(hashes):
         found = db.session.execute(
-            select(IndexedFile.text_hash, IndexedFile.source_id, IndexedFile.path)
-            .where(
+            select(IndexedFile.text_hash, IndexedFile.source_id, IndexedFile.path).where(
                 IndexedFile.text_hash.in_(chunk),
                 IndexedFile.source_id != source_id,
                 IndexedFile.embedded.is_(True),
             )
-            .order_by(IndexedFile.path)
-        )
-        for h, s, p in found:
+        )  # sorted here: an ORDER BY path would have SQLite walk a path index, not the hashes
+        for h, s, p in sorted(found, key=lambda row: row[2]):
             if (h, s) not in seen:
                 seen.add((h, s))
                 by_hash.setdefault(h, []).append(doc_id(s, p))

@@ -52,9 +52,11 @@ def _holders(hashes: set[str], visible: set[str] | None) -> dict[str, list[tuple
         )
         if visible is not None:
             query = query.where(IndexedFile.source_id.in_(sorted(visible)))
-        for h, s, p in db.session.execute(query.order_by(IndexedFile.path)):
+        # no ORDER BY: SQLite would then walk the source's (source_id, path) index instead
+        # of looking the hashes up
+        for h, s, p in db.session.execute(query):
             found.setdefault(h, []).append((s, p))
-    return found
+    return {h: sorted(places, key=lambda sp: (sp[1], sp[0])) for h, places in found.items()}
 
 
 def attach(results: list[dict], visible: set[str] | None) -> list[dict]:
