@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 VENDOR := static/vendor
 
-.PHONY: run test install install-dev assets chromium tesseract rartool services lint translations bench bench-quick bench-relevance clean
+.PHONY: run test test-fast install install-dev assets chromium tesseract rartool services lint translations bench bench-quick bench-relevance clean
 
 run: install assets tesseract rartool
 	$(BIN)/python -m webapp.launcher
@@ -39,13 +39,21 @@ test: install-dev assets chromium tesseract rartool services
 	fi; \
 	rm -f $$pg_log; exit $$status
 
+# The lane for every push: the SQLite pass without the slow and the browser tests (about a
+# third of the suite's time; `make test` before a merge runs everything, PostgreSQL too).
+test-fast: install-dev assets services
+	$(BIN)/python -m pytest $(XDIST) -m "not slow and not browser" $(PYTEST_ARGS)
+
 install: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt
+# The project itself is installed too (editable, without dependencies: requirements.txt pins
+# them) for its console script, the `trawl` command: .venv/bin/trawl.
+$(VENV)/.installed: requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is needed"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements.txt
+	$(BIN)/python -m pip install -qq --no-deps -e .  # -qq: no banner about the editable mode
 	touch $@
 
 install-dev: $(VENV)/.installed-dev

@@ -1,6 +1,7 @@
 """WSGI entry point for gunicorn (`gunicorn wsgi:app`) and the CLI (`flask --app wsgi ...`)."""
 
-from webapp import create_app, metrics_dir
+import webapp
+from webapp import metrics_dir
 
-metrics_dir.prepare()  # before create_app imports prometheus_client
-app = create_app()
+metrics_dir.prepare()  # before the factory's module imports prometheus_client
+app = webapp.create_app()

@@ -30,7 +30,7 @@ BASE_MTIME = 1_700_000_000  # fixed file times (2023-11-14) keep rescans compara
 FIXED_DATE = datetime(2024, 1, 15, 9, 30, 0)
 FILES_PER_DIR = 40
 
-# Files per kind for each scale: ~5.4k matches the corpus (800 PDFs, 800 Office files).
+# Files per kind for each scale: ~5.4k is the 5k target corpus (800 PDFs, 800 Office files).
 SCALES: dict[str, dict[str, int]] = {
     "quick": {"code": 400, "txt": 170, "md": 130, "pdf": 150, "docx": 50, "xlsx": 50, "pptx": 50},
     "5k": {"code": 2200, "txt": 900, "md": 700, "pdf": 800, "docx": 300, "xlsx": 250, "pptx": 250},

@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         log("relevance: CISI through the service beside a plain BM25 reference ...")
         relevance.main([])
         log("meaning: hybrid beside both BM25 references, throughput, latency, cost ...")
-        semantic.main([])  # issue 32
+        semantic.main([])
     return 0
 
 

@@ -252,8 +252,8 @@ class TrawlService:
         """POST reindex, poll /api/status/<id> until idle; wall time, stats and peak memory."""
         with PeakSampler(self.worker_processes) as sampler:
             started = time.perf_counter()
-            # ?wait blocks server side (stats checked every 0.2 s); polling /api/status while
-            # the run is still queued is avoided: see "Known issue" in docs/performance.md.
+            # ?wait blocks server side (stats checked every 0.2 s): the run's end is one answer,
+            # not a loop of status reads (which once raced the worker's move of a queued lock).
             params = {"wait": str(WAIT_SECONDS), **({"full": "true"} if full else {})}
             resp = self.http.post(
                 f"{self.base}/api/sources/{SOURCE_ID}/reindex", params=params, timeout=WAIT_SECONDS + 30

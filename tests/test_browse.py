@@ -190,7 +190,7 @@ def test_pictures_show_as_a_grid_and_the_camera_facet_filters(page):
     assert 'class="result-grid"' in pictures and pictures.count('data-lightbox="image"') == 4
     assert 'data-src="/documents/browse--' in pictures  # the lightbox shows the scaled image
     facet = pictures[pictures.index('data-facet="camera"') :]
-    assert 'href="/?type=image&amp;camera=NIKON+D750"' in facet
+    assert 'href="/?q=type:image&amp;camera=NIKON+D750"' in facet  # the type is in the box
     nikon = page("/?type=image&camera=NIKON+D750")
     assert "hills.jpg" in nikon and "beach.jpg" not in nikon
     as_list = page("/?type=image&view=list")

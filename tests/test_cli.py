@@ -1,5 +1,6 @@
-"""The CLI (`flask --app wsgi trawl ...`): JSON output, exit statuses, and one configuration with
-`make run` (its data folder and the Redis it started), refusing clearly when they are missing."""
+"""The CLI (`trawl ...`, alias `flask --app wsgi trawl ...`): JSON output, exit statuses, and one
+configuration with `make run` (its data folder, the Redis it started and the settings it runs
+with), refusing clearly when they are missing or malformed."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import redis
+from click.testing import CliRunner
+from flask.cli import ScriptInfo
 
 from tests.conftest import REPO, initialised_app
 from tests.workers import Worker
+from webapp import cli, config, create_app, create_cli_app
 
 BROKEN_PDF = b"%PDF-1.4 not really a pdf"
 
@@ -126,8 +131,6 @@ def test_verify_reports_and_repairs_only_when_asked(app, client, auth, make_tree
 
 
 def test_no_redis_is_refused_at_once(app_config, tmp_path, auth):
-    from webapp import create_app
-
     quiet = create_app({**app_config, "REDIS_URL": f"unix://{tmp_path / 'none.sock'}"})
     started = time.monotonic()
     result = quiet.test_cli_runner().invoke(args=["trawl", "sources"])
@@ -137,8 +140,6 @@ def test_no_redis_is_refused_at_once(app_config, tmp_path, auth):
 
 
 def test_an_unused_default_data_folder_is_refused(app_config, tmp_path, monkeypatch):
-    from webapp import create_app
-
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DATA_DIR", raising=False)
     fresh = create_app({**app_config, "DATA_DIR": "./data", "DATABASE_URL": ""})
@@ -238,42 +239,128 @@ def test_the_cli_finds_the_redis_of_make_run(tmp_path, roots, database_url):
     assert "`make run` starts it" in stopped.output
 
 
-def test_the_cli_learns_the_allowed_roots_of_the_running_service(app, app_config, tmp_path, roots):
-    """`ALLOWED_ROOTS=... make run` in another shell: the command takes the service's roots
-    (written into its Redis at start), names the roots it used when it refuses, and refuses
-    to act on another database than the service's."""
-    from webapp import cli, create_app
-
+def test_the_cli_takes_the_allowed_roots_of_the_running_service(app_config, tmp_path, roots, monkeypatch):
+    """`ALLOWED_ROOTS=... make run` in another shell: the launcher writes the settings its
+    environment gave into the data folder, and a command whose own environment leaves them
+    unset takes them (naming where they came from when it refuses); once that launcher is
+    gone its file counts for nothing."""
+    (tmp_path / "shell").mkdir()
+    monkeypatch.chdir(tmp_path / "shell")  # no .env
+    monkeypatch.delenv("ALLOWED_ROOTS", raising=False)
+    own = {k: v for k, v in app_config.items() if k != "ALLOWED_ROOTS"}  # this shell: the default
     elsewhere = tmp_path / "mnt" / "nas"
     (elsewhere / "team").mkdir(parents=True)
-    service = create_app({**app_config, "ALLOWED_ROOTS": f"{roots},{tmp_path / 'mnt'}"})
-    runner = app.test_cli_runner()  # this shell's settings: only `roots` allowed
-    refused = runner.invoke(args=["trawl", "add-source", "Team", str(elsewhere / "team")])
+    data = Path(app_config["DATA_DIR"])
+    runner = initialised_app(own).test_cli_runner()
+    refused = runner.invoke(args=["trawl", "add-source", "Team", str(elsewhere / "team"), "--no-scan"])
     assert refused.exit_code == 1
-    assert f"(allowed roots: {os.path.realpath(roots)};" in refused.output
-    cli.publish_service_settings(service)
-    added = runner.invoke(args=["trawl", "add-source", "Team", str(elsewhere / "team")])
+    assert f"(allowed roots: {data / 'sources'}; ALLOWED_ROOTS unset: the default)" in refused.output
+    monkeypatch.setenv("ALLOWED_ROOTS", f"{roots},{tmp_path / 'mnt'}")
+    config.write_service_settings(data)  # what the launcher does at start, with its environment
+    monkeypatch.delenv("ALLOWED_ROOTS")
+    runner = create_app(own).test_cli_runner()  # each command loads the settings anew
+    added = runner.invoke(args=["trawl", "add-source", "Team", str(elsewhere / "team"), "--no-scan"])
     assert added.exit_code == 0, added.output
     outside = runner.invoke(args=["trawl", "add-source", "Etc", "/etc"])
     assert outside.exit_code == 1
-    assert "learnt from the running service" in outside.output
+    assert "ALLOWED_ROOTS from the running service" in outside.output
     assert os.path.realpath(tmp_path / "mnt") in outside.output
-    other = create_app({**app_config, "DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"})
-    cli.publish_service_settings(other)
-    mismatch = runner.invoke(args=["trawl", "sources"])
-    assert mismatch.exit_code == 1 and "the running service (started" in mismatch.output
-    assert "other.db" in mismatch.output and "Set DATA_DIR or DATABASE_URL" in mismatch.output
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    stale = json.loads((data / config.SERVICE_FILE).read_text()) | {"pid": int(gone.stdout)}
+    (data / config.SERVICE_FILE).write_text(json.dumps(stale))  # its launcher was killed
+    after = create_app(own).test_cli_runner().invoke(args=["trawl", "add-source", "Nas", str(elsewhere)])
+    assert after.exit_code == 1 and "ALLOWED_ROOTS unset: the default" in after.output
+
+
+def test_a_forged_redis_settings_record_changes_nothing(app, roots):
+    """Redis holds no setting: a record in the old place naming `/` as an allowed root (or
+    garbage) neither widens what a command may touch nor breaks it."""
+    store = redis.Redis.from_url(app.config["REDIS_URL"])
+    runner = app.test_cli_runner()
+    forged = {"ALLOWED_ROOTS": ["/"], "DATA_DIR": app.config["DATA_DIR"], "started_at": "now"}
+    forged["DATABASE_URL"] = app.config["DATABASE_URL"]
+    for record in (json.dumps(forged), "{not json"):
+        store.set("trawl:service:settings", record)
+        refused = runner.invoke(args=["trawl", "add-source", "Etc", "/etc"])
+        assert refused.exit_code == 1, refused.output
+        assert "outside the allowed roots" in refused.output and "Traceback" not in refused.output
+    listed = runner.invoke(args=["trawl", "sources", "--json"])
+    assert listed.exit_code == 0 and json.loads(listed.stdout) == []
+
+
+def _run_trawl(args: list[str], overrides: dict):
+    """`trawl ARGS` as its console script runs it (the command-line app), in this process."""
+    info = ScriptInfo(create_app=lambda: create_cli_app(overrides))
+    return CliRunner().invoke(cli.trawl, args, obj=info)
+
+
+@pytest.mark.parametrize(
+    "where, value",
+    [
+        ("environment", "WORKERS=two"),
+        ("file", "not json"),
+        ("file", '{"pid": 1, "host": "h", "settings": {"ALLOWED_ROOTS": ["/"]}}'),
+        ("file", '{"pid": 1, "host": "h", "settings": {"NO_SUCH_SETTING": "x"}}'),
+    ],
+)
+def test_a_malformed_setting_is_one_line(app, app_config, monkeypatch, where, value):
+    data = Path(app_config["DATA_DIR"])
+    if where == "environment":
+        monkeypatch.setenv(*value.split("=", 1))
+    else:
+        (data / config.SERVICE_FILE).write_text(value)
+    result = _run_trawl(["sources"], app_config)
+    assert result.exit_code not in (0, None) and isinstance(result.exception, SystemExit)
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert lines[0].startswith("Setting WORKERS" if where == "environment" else "Settings file")
+
+
+def test_add_source_scans_at_once_unless_told_not_to(app, make_tree, run_jobs):
+    """As the web form does: the folder's existing files are found without a second command."""
+    make_tree("docs", {"a.txt": "alpha"})
+    make_tree("later", {"b.txt": "beta"})
+    runner = app.test_cli_runner()
+    roots = Path(app.config["ALLOWED_ROOTS"][0])
+    assert runner.invoke(args=["trawl", "add-source", "Docs", str(roots / "docs")]).exit_code == 0
+    quiet = runner.invoke(args=["trawl", "add-source", "Later", str(roots / "later"), "--no-scan"])
+    assert quiet.exit_code == 0, quiet.output
+    run_jobs()
+    listed = _json(runner.invoke(args=["trawl", "sources", "--json"]))
+    assert {s["id"]: s["document_count"] for s in listed} == {"docs": 1, "later": 0}
+
+
+def test_search_prints_rank_title_type_where_and_a_snippet(app, indexed):
+    runner = app.test_cli_runner()
+    shown = runner.invoke(args=["trawl", "search", "budget", "--sort", "basename:asc"])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith("3 results in ")
+    assert lines[1:4] == [
+        "   1. notes.md  [markdown]",
+        f"      {Path(app.config['ALLOWED_ROOTS'][0]) / 'docs' / 'notes.md'}",
+        "      budget notes",
+    ]
+    assert "   2. other.txt  [text]" in lines and "      budget elsewhere" in lines
+    assert "<em>" not in shown.stdout
+    page = _json(runner.invoke(args=["trawl", "search", "budget", "--json", "--limit", "2", "--offset", "1"]))
+    assert [r["rank"] for r in page["results"]] == [2, 3]
+
+
+def test_terminal_text_keeps_a_files_control_characters_off_the_terminal():
+    from webapp.cli.search import plain_snippet
+
+    assert plain_snippet("a \x1b]0;owned\x07 <em>b</em> &amp; \u202ec\n") == "a ]0;owned b & c"
 
 
 def test_help_answers_without_loading_the_app(tmp_path):
-    """`python -m webapp.cli --help` lists the commands without importing the app, the
+    """`trawl --help` lists the commands without importing a command's module, the app, the
     database layer or the search engine (what made `--help` take seconds)."""
     probe = (
-        "import sys, runpy; sys.argv = ['webapp.cli', '--help']\n"
-        "try:\n    runpy.run_module('webapp.cli', run_name='__main__')\n"
-        "except SystemExit:\n    pass\n"
-        "print('LOADED', sorted(m for m in ('sqlalchemy', 'tantivy', 'flask_smorest', "
-        "'alembic', 'webapp.models') if m in sys.modules))"
+        "import sys\nfrom webapp.cli import trawl\n"
+        "try:\n    trawl.main(['--help'], prog_name='trawl')\nexcept SystemExit:\n    pass\n"
+        "print('LOADED', sorted(m for m in ('sqlalchemy', 'tantivy', 'flask_smorest', 'alembic', "
+        "'webapp.models', 'webapp.cli.common', 'webapp.cli.search', 'redis') if m in sys.modules))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],
@@ -283,17 +370,38 @@ def test_help_answers_without_loading_the_app(tmp_path):
         timeout=120,
         env={**os.environ, "DATA_DIR": str(tmp_path)},
     )
+    assert "Usage: trawl " in done.stdout, done.stderr
     assert "search" in done.stdout and "add-source" in done.stdout, done.stderr
     assert "LOADED []" in done.stdout, done.stdout
 
 
+def test_the_list_of_commands_says_what_each_command_says():
+    """`trawl --help` reads the one-line helps from cli.COMMANDS: each is its command's own."""
+    for name, lazy in cli.COMMANDS.items():
+        command = cli.trawl.get_command(None, name)
+        assert command.name == name
+        assert command.get_short_help_str(limit=1000) == lazy.help, name
+    assert sorted(cli.trawl.list_commands(None)) == sorted(cli.COMMANDS)
+
+
+def test_the_console_script_is_the_trawl_group(app):
+    """pyproject's `trawl` console script (installed into .venv/bin by `make install`) runs
+    webapp.cli:main, the same group `flask --app wsgi trawl` serves."""
+    import tomllib
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert declared == {"trawl": "webapp.cli:main"}
+    assert "--no-deps -e ." in (REPO / "Makefile").read_text()
+    assert app.cli.commands["trawl"] is cli.trawl  # the alias: the whole app's CLI holds the group
+
+
 def test_commands_run_in_the_light_app(tmp_path, app_config):
-    """`python -m webapp.cli` builds create_cli_app: its commands never import the API, the UI,
-    the dashboard or Alembic (most of what a search from the shell used to cost)."""
+    """`trawl` builds create_cli_app: its commands never import the API, the UI, the
+    dashboard or Alembic (most of what a search from the shell used to cost)."""
     probe = (
-        "import sys\nfrom webapp import create_cli_app\napp = create_cli_app()\n"
-        "with app.app_context():\n    from webapp.services import documents, search_args\n"
-        "print('COMMANDS', sorted(app.cli.commands))\n"
+        "import sys\nfrom webapp import create_cli_app\nfrom webapp.cli import trawl\n"
+        "app = create_cli_app()\n"
+        "with app.app_context():\n    trawl.get_command(None, 'search')\n"
         "print('LOADED', sorted(m for m in ('alembic', 'flask_smorest', 'flask_migrate', 'apispec', "
         "'rq_dashboard', 'flask_babel', 'webapp.api', 'webapp.ui') if m in sys.modules))"
     )
@@ -301,8 +409,7 @@ def test_commands_run_in_the_light_app(tmp_path, app_config):
     done = subprocess.run(
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120, env=env
     )
-    assert "'trawl'" in done.stdout and "'create-admin'" in done.stdout, done.stderr
-    assert "LOADED []" in done.stdout, done.stdout
+    assert "LOADED []" in done.stdout, done.stdout + done.stderr
 
 
 def test_init_in_the_light_app_prepares_a_new_data_folder(tmp_path, redis_url):

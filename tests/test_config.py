@@ -80,3 +80,27 @@ def test_a_short_secret_key_stops_the_start_with_a_clear_message(tmp_path):
     (tmp_path / "secret_key").write_text("short")  # a hand-edited stored key counts too
     with pytest.raises(SystemExit, match="SECRET_KEY is 5 bytes"):
         config.load(environ={"DATA_DIR": str(tmp_path)})
+
+
+def test_what_the_environment_leaves_unset_comes_from_the_running_launcher(tmp_path, monkeypatch):
+    """The launcher's settings file fills what this process's environment leaves unset (its
+    own values win); the file is private to the data folder's owner; once its launcher is gone,
+    or when the launcher itself loads, it counts for nothing."""
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.chdir(tmp_path)  # no .env
+    for key in ("ALLOWED_ROOTS", "PORT", "WORKERS"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("DATA_DIR", str(data))
+    monkeypatch.setenv("ALLOWED_ROOTS", "/mnt/nas")
+    monkeypatch.setenv("PORT", "9100")
+    written = config.write_service_settings(data)
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    monkeypatch.delenv("ALLOWED_ROOTS")
+    monkeypatch.setenv("PORT", "9200")  # this shell's own value
+    cfg = config.load()
+    assert cfg["ALLOWED_ROOTS"] == [os.path.realpath("/mnt/nas")] and cfg["PORT"] == 9200
+    assert config.origin("ALLOWED_ROOTS", data).startswith("ALLOWED_ROOTS from the running service")
+    assert config.load(running_service=False)["ALLOWED_ROOTS"] == [str(data / "sources")]
+    config.remove_service_settings(data)
+    assert config.load()["ALLOWED_ROOTS"] == [str(data / "sources")]

@@ -294,7 +294,8 @@ def test_saved_searches_in_the_page(ui, make_tree, run_jobs):
     post(ui, "/sources/notes/reindex")
     run_jobs()
     page = _text(ui.get("/?q=wonderful&type=markdown&sort=basename:asc&ext=md"))
-    assert "Saved searches (0)" in page and 'name="q" value="wonderful"' in page
+    # the chosen type shows in the box, the one state of the filter (ui/querybox.py)
+    assert "Saved searches (0)" in page and 'name="q" value="wonderful type:markdown"' in page
     resp = ui.post(
         "/saved-searches",
         data={

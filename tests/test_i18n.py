@@ -4,6 +4,7 @@ catalogue that keeps up with the templates, numbers in the page's language, an E
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -175,3 +176,124 @@ def test_catalogue_is_up_to_date_with_the_templates(tmp_path):
     compiled = io.BytesIO()
     write_mo(compiled, catalog)
     assert MO.read_bytes() == compiled.getvalue(), "run `make translations` (the .mo lags its .po)"
+
+
+# -- every page in German, to the last word --------------------------------------------------------
+
+# words that are English and never German: the catalogue's English misses them when a page
+# writes text that was never marked for translation
+ENGLISH_WORDS = re.compile(r"\b(the|and|of|is|not|found|with|from|waiting|files?|never|read|left|sent)\b")
+_PIECES = re.compile(r"%\(\w+\)s|<[^>]+>|[.:;,()…“”„\"'!?·—–/]")
+
+
+def _english_phrases() -> set[str]:
+    """The literal pieces of the catalogue's English messages that their German does not use
+    (`Search syntax`, `waiting for OCR` ...): on a German page each would be English left over."""
+    catalog = read_po(PO.open("rb"), locale="de")
+    german = " ".join(
+        " ".join(m.string) if isinstance(m.string, tuple) else m.string for m in catalog if m.id
+    )
+    phrases = set()
+    for m in catalog:
+        for text in m.id if isinstance(m.id, tuple) else (m.id,):
+            for piece in _PIECES.split(text or ""):
+                piece = " ".join(piece.split())
+                if len(piece) >= 4 and re.search("[a-z]{3}", piece) and piece not in german:
+                    phrases.add(piece)
+    return phrases
+
+
+def _visible(html: str) -> str:
+    """What a person reads on a page: its text and its titles, labels and placeholders, less
+    the documents' own text (their preview, paths and names in <code>/<pre>)."""
+    import lxml.html
+
+    tree = lxml.html.fromstring(html)
+    data = (  # the files' own words, paths and names, and the user's name
+        "//script|//style|//pre|//code|//kbd|//textarea|//*[@id='preview-text']"
+        "|//*[contains(@class, 'snippet')]|//*[contains(@class, 'result-path')]"
+        "|//*[@data-mail-headers]/div/dd"
+        "|//*[contains(@class, 'user-name')]|//*[contains(@class, 'mail-body')]"
+    )
+    for el in tree.xpath(data):
+        el.drop_tree()
+    attributes = [a for a in tree.xpath("//@title|//@placeholder|//@aria-label|//@alt") if "/" not in a]
+    text = " ".join([tree.text_content(), *attributes])
+    return re.sub(r"\S*/\S*|\badmin\b", " ", text)  # paths, the admin's name
+
+
+def _german_pages(ui, make_tree, run_jobs) -> dict[str, str]:
+    """Every page of a source with a text, a message and a photo, asked for in German."""
+    import io
+    from email.message import EmailMessage
+
+    from PIL import Image
+
+    mail = EmailMessage()
+    mail["Subject"], mail["From"], mail["To"] = "Möwenzählung", "Ada <ada@example.org>", "bob@example.org"
+    mail["Date"] = "Mon, 14 Jan 2019 09:30:00 +0000"
+    mail.set_content("Die Möwen am Hafen wurden gezählt.")
+    photo = io.BytesIO()
+    exif = Image.Exif()
+    exif[0x0132] = "2021:01:13 14:12:00"  # DateTime
+    Image.new("RGB", (64, 48), (30, 60, 220)).save(photo, "JPEG", exif=exif)
+    root = make_tree(
+        "logbuch",
+        {"brief.txt": "Die Möwe sitzt am Hafen.", "gruss.eml": bytes(mail), "hafen.jpg": photo.getvalue()},
+    )
+    assert post(ui, "/sources/new", {"name": "Logbuch", "root_path": str(root)}).status_code == 302
+    post(ui, "/sources/logbuch/reindex")
+    run_jobs()
+    listed = _html(ui.get("/?sort=basename:asc", headers=DE))
+    found = re.findall(r'<a class="result-link" href="/documents/([^"?]+)[^"]*">', listed)
+    paths = [
+        "/",
+        "/?q=Möwe",
+        "/?q=Möwe+modified:>zz",
+        "/?q=Möwe+size:>zz",
+        "/?q=Möwe+title:",
+        "/?q=Möwe&limit=0",
+        "/?q=qqqzzz",
+        *[f"/documents/{doc_id}" for doc_id in found],
+        "/documents/logbuch--000000000000",
+        "/no-such-page",
+        "/sources",
+        "/sources/new",
+        "/sources/logbuch/edit",
+        "/sources/logbuch/delete",
+        "/sources/logbuch/failed",
+        "/status",
+        "/account",
+        "/account/tokens",
+        "/users",
+        "/users/1",
+    ]
+    assert len(found) == 3, found
+    return {path: _html(ui.get(path, headers=DE)) for path in paths}
+
+
+def test_every_page_in_german_has_no_english_left(ui, make_tree, run_jobs):
+    """Lists every English phrase of the catalogue, and every plainly English word, that a
+    page asked for in German still shows (query errors, not-found pages, mail labels,
+    metadata keys, token scopes, the phases' progress)."""
+    phrases = _english_phrases()
+    left = {}
+    pages = _german_pages(ui, make_tree, run_jobs)
+    said = " ".join(" ".join(_visible(html).split()) for html in pages.values())
+    for german in (
+        "modified:>zz ist kein Datum (z. B. 2024, 2024-03 oder 2024-03-15)",  # a query error
+        "Dokument „logbuch--000000000000“ nicht gefunden",  # a not-found page
+        "Von",  # the mail's labels
+        "Breite64",  # metadata keys (a <th> then its <td>)
+        "Höhe48",
+        "13.01.2021, 14:12:00",  # an EXIF date in German form
+        "Fehler: der Beobachter läuft nicht",
+    ):
+        assert german in said, german
+    for path, html in pages.items():
+        text = _visible(html)
+        found = sorted(p for p in phrases if re.search(rf"(?<!\w){re.escape(p)}(?!\w)", text))
+        found += sorted({m.group(0) for m in ENGLISH_WORDS.finditer(text)})
+        if found:
+            left[path] = found
+    assert left == {}, f"English on German pages (mark them and run `make translations`): {left}"

@@ -275,3 +275,48 @@ def test_a_forged_sent_date_gives_way_to_the_file_time(client, auth, make_tree, 
     hits = _search(client, auth, "osprey modified:2024")["results"]
     assert sorted(h["basename"] for h in hits) == ["prize.txt", "spam.eml"]
     assert {h["modified_at"] for h in hits} == {FILE_TIME}
+
+
+def test_a_mail_hit_is_titled_by_its_subject_dated_by_its_sending_and_listed_once(
+    client, auth, ui, make_tree, make_source, run_jobs
+):
+    """On the search page a message reads as mail (its subject, its sent date), and a mailbox
+    whose message matches is listed once: as that message, "in club-newsletter.mbox"."""
+    mbox = b"".join(
+        f"From a@example.org Mon Jan  1 00:00:00 2024\nSubject: {subject}\nFrom: a@example.org\n"
+        f"Date: Mon, 0{n} Jan 2024 12:00:00 +0000\n\n{body}\n\n".encode()
+        for n, subject, body in (
+            (1, "Spring regatta", "the regatta starts at noon"),
+            (2, "Winter berths", "boat storage over winter: the shed opens in November"),
+        )
+    )
+    _index(
+        client,
+        auth,
+        make_tree,
+        make_source,
+        run_jobs,
+        {
+            "pelican.eml": _eml("Hull repairs", "Mon, 14 Jan 2019 09:30:00 +0000", "the hull of the pelican"),
+            "club-newsletter.mbox": mbox,
+        },
+    )
+    page = lxml.html.fromstring(ui.get("/", query_string={"q": "pelican hull"}).get_data(as_text=True))
+    hit = page.xpath(".//li[contains(@class, 'result')]")[0]
+    assert hit.xpath(".//a[@class='result-link']")[0].text_content() == "Hull repairs"
+    assert (
+        hit.xpath(".//*[contains(@class, 'result-date')]//time")[0].get("datetime") == "2019-01-14T09:30:00Z"
+    )
+
+    page = lxml.html.fromstring(
+        ui.get("/", query_string={"q": "boat storage over winter"}).get_data(as_text=True)
+    )
+    hits = page.xpath(".//li[contains(@class, 'result')]")
+    assert [h.xpath(".//a[@class='result-link']")[0].text_content() for h in hits] == ["Winter berths"]
+    assert "in club-newsletter.mbox" in " ".join(
+        hits[0].xpath(".//*[contains(@class, 'result-container')]")[0].text_content().split()
+    )
+    assert page.xpath(".//*[@data-total]")[0].get("data-total") == "1"
+    named = lxml.html.fromstring(ui.get("/", query_string={"q": "newsletter"}).get_data(as_text=True))
+    titles = [a.text_content() for a in named.xpath(".//a[@class='result-link']")]
+    assert "club-newsletter.mbox" in titles  # a container the query names is an answer itself

@@ -256,8 +256,9 @@ def test_search_filters_sort_and_pagination(app, ui, indexed, make_tree, run_job
     first = _text(ui.get("/?q=wonderful&source=more&limit=10&sort=basename:asc"))
     assert "1–10 of <strong>12</strong>" in first
     assert "note00.txt" in first and "note10.txt" not in first and "hello.txt" not in first
-    next_link = "/?q=wonderful&amp;source=more&amp;sort=basename:asc&amp;limit=10&amp;page=2"
-    assert f'href="{next_link}"' in first
+    # the chosen source is written into the box: one state, the select shows the box's term
+    next_link = "/?q=wonderful+source:more&amp;sort=basename:asc&amp;limit=10&amp;page=2"
+    assert f'href="{next_link}"' in first and 'value="wonderful source:more"' in first
     second = _text(ui.get("/?q=wonderful&source=more&limit=10&sort=basename:asc&page=2"))
     assert "11–12 of" in second and "note11.txt" in second and "note00.txt" not in second
     typed = _text(ui.get("/?q=wonderful&type=markdown"))
@@ -670,3 +671,146 @@ def test_office_previews_show_tables_as_tables(ui, make_tree, run_jobs):
     assert re.search(r"<tr><td><em>lighthouse</em> lamp</td><td>120</td></tr>", sheet_page)
     word_page = _text(ui.get(f"/documents/{_doc_id(ui, 'monday')}"))
     assert "<tr><td>Boat</td><td>Monday</td></tr>" in word_page and "The supply list" in word_page
+
+
+# -- progress of the phases ------------------------------------------------------------------------
+
+
+def _phase(html: str, name: str) -> str:
+    """The markup of one phase's bar and words in a page or fragment."""
+    match = re.search(rf'<div class="phase [^"]*" data-phase="{name}".*?</div>', html, re.S)
+    assert match, f"no {name} phase"
+    return match.group(0)
+
+
+def test_status_shows_bars_per_phase_and_polls_only_while_work_runs(app, ui, make_tree, run_jobs):
+    """Scan, OCR and meaning each get a <progress> on Status and on the source; the Status
+    fragment polls while a scan waits and stops once all is idle."""
+    root = make_tree("docs", {"a.txt": "alpha", "b.txt": "beta"})
+    post(ui, "/sources/new", {"name": "Docs", "root_path": str(root), "semantic": ["0"]})
+    post(ui, "/sources/docs/reindex")  # queued, no worker yet
+    page = _text(ui.get("/status"))
+    progress = page.split('id="status-progress"')[1].split(">")[0]
+    assert 'hx-trigger="every 2s"' in progress and 'hx-get="/status/progress"' in progress
+    assert "1 waiting · 0 running · 0 failed jobs" in page
+    assert 'data-state="queued"' in _phase(page, "scan") and "<progress" in _phase(page, "scan")
+    run_jobs()
+    fragment = _text(ui.get("/status/progress", headers=HX))
+    assert fragment.startswith('<div id="status-progress"') and "hx-trigger" not in fragment.split(">")[0]
+    scan = _phase(fragment, "scan")
+    assert 'max="2" value="2"' in scan and "2 of 2 done" in scan
+    assert "off" in _phase(fragment, "semantic") and "<progress" in _phase(fragment, "ocr")
+    card = _text(ui.get("/sources"))
+    assert "<progress" in _phase(card, "semantic") and "<progress" in _phase(card, "ocr")
+    assert ui.get("/status/progress").status_code == 200  # without htmx: the whole page
+
+
+def test_status_counts_every_queue_and_started_jobs_as_the_dashboard_does(app, ui):
+    """A job running on the background queue (OCR, meaning) is counted as running."""
+    import subprocess
+    import sys
+    import time
+
+    from webapp.runtime import get_ocr_queue
+
+    queue = get_ocr_queue(app)
+    queue.enqueue(time.sleep, 4)
+    assert "1 waiting · 0 running" in _text(ui.get("/status"))
+    script = (
+        "import sys, redis, rq; rq.SimpleWorker([sys.argv[2]], connection=redis.Redis.from_url(sys.argv[1]))"
+        ".work(burst=True, logging_level='WARNING')"
+    )
+    worker = subprocess.Popen([sys.executable, "-c", script, app.config["REDIS_URL"], queue.name])
+    try:
+        deadline = time.monotonic() + 10
+        while "0 waiting · 1 running" not in (html := _text(ui.get("/status/progress", headers=HX))):
+            assert time.monotonic() < deadline, html
+            time.sleep(0.1)
+        assert 'hx-trigger="every 2s"' in html.split(">")[0]  # it polls while the job runs
+    finally:
+        worker.wait(timeout=30)
+
+
+def test_a_phase_that_stopped_says_why():
+    """An error in a phase's status is shown as the reason it stopped; a failed scan too."""
+    from webapp.ui import progress
+
+    info = {
+        "state": "idle",
+        "last_run": {"state": "failed", "message": "root folder not found"},
+        "semantic": {"state": "error", "done": 3, "pending": 5, "eta_seconds": None, "error": "disk full"},
+        "ocr": {"state": "reading", "done": 10, "pending": 30, "eta_seconds": 90, "error": None},
+    }
+    scan, ocr, meaning = progress.phases(info)
+    assert scan["state"] == "error" and scan["error"] == "root folder not found"
+    assert meaning["state"] == "error" and meaning["error"] == "disk full" and not meaning["active"]
+    assert ocr["active"] and ocr["total"] == 40 and ocr["eta_seconds"] == 90
+    assert progress.busy([info])
+
+
+def test_a_running_scan_has_an_eta_from_its_rate():
+    from datetime import UTC, datetime, timedelta
+
+    from webapp.ui import progress
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    run = {"started_at": (now - timedelta(seconds=30)).isoformat(), "progress": {"done": 30, "total": 90}}
+    scan = progress.scan_phase({"state": "indexing", "last_run": run}, now)
+    assert (scan["done"], scan["pending"], scan["eta_seconds"]) == (30, 60, 60)
+
+
+# -- results that read right -----------------------------------------------------------------------
+
+
+def test_the_box_and_the_selects_are_one_state(ui, indexed):
+    """`type:` typed in the box shows in the Type select; a type chosen in the select (or a
+    facet) is written into the box; the address carries it once, in `q`."""
+    typed = _text(ui.get("/?q=wonderful+type:markdown"))
+    assert '<option value="markdown" selected>' in typed and "xss.md" in typed and "hello.txt" not in typed
+    chosen = ui.get("/", query_string={"q": "wonderful", "type": "markdown", "source": "notes"}, headers=HX)
+    assert chosen.headers["HX-Push-Url"] == "/?q=wonderful+type:markdown+source:notes"
+    page = _text(ui.get("/", query_string={"q": "wonderful", "source": "notes"}))
+    assert 'value="wonderful source:notes"' in page and '<option value="notes" selected>' in page
+    facets = page[page.index('<aside class="facets') : page.index("</aside>")]
+    assert 'href="/?q=wonderful" aria-current="true"' in facets  # the source facet removes the term
+    several = _text(ui.get("/?q=wonderful+type:markdown+type:text"))  # no one value to show
+    assert (
+        '<option value="">All types</option>' in several
+        and "selected>" not in several.split('name="type"')[1].split("</select>")[0]
+    )
+
+
+def test_enter_on_the_search_shown_adds_no_history_step(ui, indexed):
+    shown = {"HX-Current-URL": "http://localhost/?q=wonderful", **HX}
+    again = ui.get("/?q=wonderful", headers=shown)
+    assert again.headers.get("HX-Replace-Url") == "/?q=wonderful" and "HX-Push-Url" not in again.headers
+    other = ui.get("/?q=plan", headers=shown)
+    assert other.headers.get("HX-Push-Url") == "/?q=plan"
+
+
+def test_the_highlight_box_holds_the_querys_words_only(ui, indexed):
+    hits = _text(ui.get("/?q=wonderful+-danger+ext:txt"))
+    doc_id = re.search(r'href="/documents/([^"?]+)\?q=', hits).group(1)
+    page = _text(
+        ui.get(f"/documents/{doc_id}", query_string={"q": 'wonderful -danger ext:txt "hello" OR world'})
+    )
+    assert 'id="find" name="q" type="search" value="wonderful hello world"' in page
+    only_filters = _text(ui.get(f"/documents/{doc_id}", query_string={"q": "ext:txt"}))
+    assert (
+        'id="find" name="q" type="search" value=""' in only_filters and 'id="match-nav"' not in only_filters
+    )
+
+
+def test_every_page_has_a_first_level_heading(ui, indexed):
+    doc_id = re.search(r'href="/documents/([^"?]+)', _text(ui.get("/?q=wonderful"))).group(1)
+    for path in (
+        "/",
+        "/?q=wonderful",
+        "/sources",
+        "/status",
+        f"/documents/{doc_id}",
+        "/account",
+        "/users",
+        "/sources/new",
+    ):
+        assert len(re.findall(r"<h1[ >]", _text(ui.get(path)))) == 1, path

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -81,6 +83,9 @@ class Settings:
 LOG_FORMATS = ("text", "json")
 DEFAULT_SOURCES = "sources"  # DATA_DIR/sources: the allowed root when ALLOWED_ROOTS is empty
 SECRET_FILE = "secret_key"  # DATA_DIR/secret_key: the generated SECRET_KEY
+# DATA_DIR/service-settings.json: the settings `make run` took from its environment and .env,
+# while it runs, for the commands beside it (a trusted file: it sits beside the secret key)
+SERVICE_FILE = "service-settings.json"
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 
 
@@ -113,9 +118,29 @@ def env_value(name: str) -> str:
     return _environment().get(name, "")
 
 
-def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> dict:
-    """Defaults, then the environment, then explicit overrides; derived paths filled in last."""
+def origin(name: str, data_dir: str | Path) -> str:
+    """Where a process's value of a setting comes from (the process working on `data_dir`),
+    for messages that name it."""
+    if _environment().get(name):
+        return f"{name} from the environment or .env"
+    if name in service_settings(Path(data_dir)):
+        return f"{name} from the running service ({SERVICE_FILE} in its data folder)"
+    return f"{name} unset: the default"
+
+
+def load(
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    running_service: bool = True,
+) -> dict:
+    """Defaults, then the environment, then explicit overrides; derived paths filled in last.
+
+    Settings the environment (and `.env`) leave unset are taken from the running service of
+    the data folder (`service_settings`), unless `running_service` is off (the launcher) or
+    `environ` is given."""
     env = _environment() if environ is None else environ
+    if environ is None and running_service:
+        env = _with_service(env, overrides)
     cfg = defaults()
     for key, default in cfg.items():
         if env.get(key, "") != "":
@@ -125,6 +150,85 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
                 raise SystemExit(f"Setting {key}: cannot read {env[key]!r} ({exc})") from exc
     cfg.update(overrides or {})
     return _derive(cfg)
+
+
+def _data_dir(env: Mapping[str, str], overrides: Mapping[str, Any] | None) -> Path:
+    chosen = (overrides or {}).get("DATA_DIR") or env.get("DATA_DIR") or Settings.DATA_DIR
+    return Path(chosen).expanduser().resolve()
+
+
+def _with_service(env: Mapping[str, str], overrides: Mapping[str, Any] | None) -> Mapping[str, str]:
+    """The environment, with what it leaves unset filled from the running service's settings."""
+    service = service_settings(_data_dir(env, overrides))
+    if not service:
+        return env
+    return {**env, **{k: v for k, v in service.items() if not env.get(k)}}
+
+
+def service_settings(data_dir: Path) -> dict[str, str]:
+    """The settings the `make run` of this data folder runs with, as it wrote them at start
+    (`write_service_settings`); {} when none runs (no file, or its launcher is gone). A file
+    that is not what the launcher writes ends the process with one line."""
+    path = Path(data_dir) / SERVICE_FILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"Settings file {path}: cannot read it ({exc})") from exc
+    problem = _service_file_problem(data)
+    if problem:
+        raise SystemExit(f"Settings file {path}: {problem}")
+    if data["host"] != socket.gethostname() or not _alive(data["pid"]):
+        return {}  # left by a launcher that was killed: its settings are not the service's
+    return data["settings"]
+
+
+def _service_file_problem(data: Any) -> str | None:
+    """What is wrong with a settings file's content, or None."""
+    if not isinstance(data, dict) or not isinstance(data.get("settings"), dict):
+        return "not an object with `settings`"
+    if not isinstance(data.get("pid"), int) or not isinstance(data.get("host"), str):
+        return "no launcher `pid` and `host`"
+    known = set(defaults()) - {"DATA_DIR"}
+    for key, value in data["settings"].items():
+        if key not in known:
+            return f"{key!r} is not a setting of Trawl (or not one the file may hold)"
+        if not isinstance(value, str):
+            return f"{key}: {value!r} is not a string"
+    return None
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False  # 0 and negative numbers name process groups
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def write_service_settings(data_dir: Path) -> Path:
+    """Write the settings this process took from its environment and `.env` (the launcher's,
+    at start) into the data folder, readable by its owner only, for the commands beside it."""
+    env = _environment()
+    taken = {k: env[k] for k in defaults() if k != "DATA_DIR" and env.get(k)}
+    data = {"pid": os.getpid(), "host": socket.gethostname(), "settings": taken}
+    path = Path(data_dir) / SERVICE_FILE
+    temporary = path.with_name(f".{SERVICE_FILE}.{os.getpid()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh, indent=2)
+    os.replace(temporary, path)
+    return path
+
+
+def remove_service_settings(data_dir: Path) -> None:
+    """The service stopped: the commands go back to their own settings alone."""
+    (Path(data_dir) / SERVICE_FILE).unlink(missing_ok=True)
 
 
 def _derive(cfg: dict) -> dict:

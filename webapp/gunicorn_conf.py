@@ -128,6 +128,21 @@ PRELOADED = (
 )
 
 
+class ListeningAt(logging.Filter):
+    """gunicorn's "Listening at:" line names the master's sockets; with reuse_port the master
+    has none (each worker binds its own), and the line read "Listening at:  (<pid>)". This
+    fills in the addresses it was told to bind."""
+
+    def __init__(self, binds: list[str]) -> None:
+        super().__init__()
+        self.addresses = ",".join(b if ":/" in b or b.startswith("unix:") else f"http://{b}" for b in binds)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith("Listening at:") and record.args and not record.args[0]:
+            record.args = (self.addresses, *record.args[1:])
+        return True
+
+
 def on_starting(server) -> None:
     """In the master, before any worker: import the app's modules (each worker still opens its
     own index reader, Redis and database connections), and refuse to serve a data folder
@@ -136,6 +151,7 @@ def on_starting(server) -> None:
     the workers fork from here with prometheus_client imported (metrics_dir.py)."""
     import importlib
 
+    server.log.error_log.addFilter(ListeningAt(server.cfg.bind))
     metrics_dir.prepare(_trawl_settings)
 
     from webapp import create_app

@@ -22,23 +22,33 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import redis
 
 from webapp import config, logs, metrics_dir
 from webapp.procs import die_with_parent
 
 ROOT = Path(__file__).resolve().parent.parent
-STOP_GRACE = 15  # seconds children get to finish before they are killed
+STOP_GRACE = 15  # seconds children get to finish after a SIGTERM before they are killed
+# after Ctrl-C: a person waits. A scan cut short is recorded as interrupted (the next one goes on
+# from the batches it wrote) and requests in flight are the person's own; Redis still gets
+# STOP_GRACE to write its data out
+QUICK_GRACE = 2.5
 BACKOFF_FIRST = 0.5  # seconds before the first restart of a process that exited
 BACKOFF_MAX = 30.0  # the pause doubles with every quick failure, up to this
 STABLE_AFTER = 60.0  # a process that ran this long failed "slowly": the pause starts over
 POLL = 0.25  # seconds between two checks of the children
 REDIS_READY = 10.0  # seconds redis-server gets to answer after it started
+ANNOUNCE_WITHIN = 120.0  # seconds the web server and workers get to start before a start says so
+ANNOUNCE_SETTLE = 1.0  # seconds between the workers' registration and the line with the address
 AOF_NAME = "redis.aof"
 # prometheus_client's <type>_<pid>.db, or <type>_<worker pid>h.db of a worker's work horses
 METRICS_FILE = re.compile(r"[a-z_]+_(\d+)h?\.db")
@@ -216,13 +226,77 @@ def describe_exit(code: int) -> str:
     return f"exited with code {code}"
 
 
+class Announcement(threading.Thread):
+    """The line a start ends with: the address Trawl serves, once its web server answers and
+    its workers listen for jobs."""
+
+    def __init__(self, cfg: dict, workers_ready: Callable[[], bool]) -> None:
+        super().__init__(name="announce", daemon=True)
+        host, port = str(cfg["HOST"]), int(cfg["PORT"])
+        anywhere = host in ("", "0.0.0.0", "::")
+        self.probe = f"http://{'127.0.0.1' if anywhere else _bracketed(host)}:{port}/api/health"
+        self.url = f"http://{'localhost' if anywhere else _bracketed(host)}:{port}/"
+        self.workers_ready = workers_ready
+        self.detail = (
+            f"data in {cfg['DATA_DIR']}, sources allowed under {', '.join(cfg['ALLOWED_ROOTS'])}; "
+            "Ctrl-C stops it"
+        )
+
+    def run(self) -> None:
+        """Wait for both (up to ANNOUNCE_WITHIN), then say where Trawl is."""
+        deadline, web = time.monotonic() + ANNOUNCE_WITHIN, False
+        while not (web and self.workers_ready()):
+            web = web or self._web_answers()
+            if time.monotonic() > deadline:
+                say(f"Trawl is still starting after {ANNOUNCE_WITHIN:.0f} s; it will be at {self.url}")
+                return
+            time.sleep(0.2)
+        time.sleep(ANNOUNCE_SETTLE)  # the workers' own start-up lines come first
+        say(f"Trawl is ready at {self.url}  ({self.detail})")
+
+    def _web_answers(self) -> bool:
+        try:
+            urllib.request.urlopen(self.probe, timeout=2).close()
+        except urllib.error.HTTPError:
+            return True  # an answer: 503 while a component is down still serves the pages
+        except OSError:
+            return False
+        return True
+
+
+class WorkersListening:
+    """`workers_ready` of a start: the pool's workers have registered with RQ (their pids, not
+    names a killed run may have left in Redis)."""
+
+    def __init__(self, service: Service, redis_url: str, queue: str, count: int) -> None:
+        self.service, self.queue, self.count = service, queue, count
+        self.client = redis.Redis.from_url(redis_url, socket_timeout=5, decode_responses=True)
+
+    def __call__(self) -> bool:
+        proc = self.service.proc
+        try:
+            children = {c.pid for c in psutil.Process(proc.pid).children()} if proc else set()
+            names = self.client.smembers(f"rq:workers:{self.queue}")
+            pids = {self.client.hget(key, "pid") for key in names}  # members are the workers' keys
+        except (psutil.Error, redis.RedisError):
+            return False
+        return len(children & {int(p) for p in pids if p}) >= self.count
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 class Supervisor:
     """Start the services in order, restart any that exits, stop them all on a signal."""
 
-    def __init__(self, services: list[Service], env: dict[str, str]):
+    def __init__(self, services: list[Service], env: dict[str, str], announce: Announcement | None = None):
         self.services = services
         self.env = env
+        self.announce = announce
         self.stopping = False
+        self.stopped = False
+        self.quick = False  # Ctrl-C: stop without waiting for jobs and requests
         self.pid = os.getpid()
 
     def start(self, svc: Service) -> None:
@@ -245,6 +319,8 @@ class Supervisor:
         for svc in self.services:
             if svc.proc is None and not self.stopping:  # Redis may have been started first
                 self.start(svc)
+        if self.announce is not None:
+            self.announce.start()
         while not self.stopping:
             time.sleep(POLL)
             self.check()
@@ -287,26 +363,43 @@ class Supervisor:
 
     def _on_signal(self, signum, frame) -> None:
         self.stopping = True
+        self.quick = self.quick or signum == signal.SIGINT
 
     def stop(self) -> int:
-        """TERM everything but Redis, wait, then Redis (the others use it while they stop)."""
-        say("stopping")
+        """TERM everything but Redis, wait, then Redis (the others use it while they stop).
+        After Ctrl-C the web server gets SIGINT (gunicorn's quick shutdown) and what still
+        runs after QUICK_GRACE is killed with its process group."""
+        if self.stopped:
+            return 0
+        self.stopped = self.stopping = True
+        say("stopping" + (" (Ctrl-C: jobs and requests in flight are cut short)" if self.quick else ""))
         rest = [s for s in self.services if s.name != "redis"]
-        self._terminate(rest)
-        self._terminate([s for s in self.services if s.name == "redis"])
+        self._terminate(rest, QUICK_GRACE if self.quick else STOP_GRACE)
+        self._terminate([s for s in self.services if s.name == "redis"], STOP_GRACE)
         return 0
 
-    def _terminate(self, services: list[Service]) -> None:
-        running = [p for s in services for p in (s.proc, *s.draining) if p is not None and p.poll() is None]
-        for proc in running:
-            proc.terminate()
-        deadline = time.monotonic() + STOP_GRACE
-        for proc in running:
+    def _terminate(self, services: list[Service], grace: float) -> None:
+        running = [
+            (s.name, p) for s in services for p in (s.proc, *s.draining) if p is not None and p.poll() is None
+        ]
+        for name, proc in running:
+            proc.send_signal(signal.SIGINT if self.quick and name == "web" else signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for _name, proc in running:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                proc.kill()
+                _kill_group(proc)
                 proc.wait()
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a child and what it started (its own process group: work horses, extraction
+    children, web workers)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def services(cfg: dict, data_dir: Path | None) -> list[Service]:
@@ -331,9 +424,21 @@ def services(cfg: dict, data_dir: Path | None) -> list[Service]:
     return found
 
 
+def init_data(env: dict[str, str]) -> None:
+    """`trawl init` in a child process (folders, secret key, newest schema; a first start
+    makes them), its lines logged as the launcher's: the launcher itself imports no app."""
+    done = subprocess.run(
+        [sys.executable, "-m", "webapp.cli", "init"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    for line in done.stdout.splitlines():
+        say(line)
+    if done.returncode != 0:
+        raise SystemExit(done.stderr.strip() or f"`trawl init` exited with code {done.returncode}")
+
+
 def main() -> int:
     """Start the whole service on the embedded defaults (or the configured services)."""
-    cfg = config.load()
+    cfg = config.load(running_service=False)  # its own settings, never a dead run's
     setup_logging(cfg["LOG_FORMAT"])
     clean_metrics(metrics_dir.prepare(cfg))  # the children inherit the folder
     env = dict(os.environ)
@@ -347,24 +452,21 @@ def main() -> int:
         if plan[0].proc.poll() is not None:
             raise SystemExit(f"redis-server exited; see {data_dir / 'redis.log'}")
     env["DATA_DIR"] = cfg["DATA_DIR"]
-    from webapp import create_app
-    from webapp.runtime import init_data
-
-    try:  # `flask trawl init`: folders, secret key, newest schema (a first start makes them)
-        app = create_app({"REDIS_URL": env["REDIS_URL"]})
-        for line in init_data(app):
-            say(line)
-        from webapp.cli import publish_service_settings
-
-        publish_service_settings(app)  # the CLI beside it learns them (allowed roots included)
-    except BaseException:
-        supervisor.stop()
-        raise
-    say(
-        f"Trawl: http://localhost:{cfg['PORT']}/  (data in {cfg['DATA_DIR']}, "
-        f"sources allowed under {', '.join(cfg['ALLOWED_ROOTS'])})"
+    workers = WorkersListening(
+        plan[-1], env.get("REDIS_URL") or cfg["REDIS_URL"], cfg["QUEUE_NAME"], cfg["WORKERS"]
     )
-    return supervisor.run()
+    supervisor.announce = Announcement(cfg, workers)
+    try:
+        init_data(env)
+        # the commands beside it take what this run's environment set (`ALLOWED_ROOTS=... make run`)
+        config.write_service_settings(Path(cfg["DATA_DIR"]))
+        return supervisor.run()
+    except KeyboardInterrupt:  # Ctrl-C before the supervisor took the signal over
+        supervisor.quick = True
+        return 130
+    finally:
+        config.remove_service_settings(Path(cfg["DATA_DIR"]))
+        supervisor.stop()
 
 
 if __name__ == "__main__":

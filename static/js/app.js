@@ -167,8 +167,78 @@
     if (evt.detail.target && evt.detail.target.id === "results") {
       var box = searchBox();
       var q = box ? box.value.trim() : "";
-      document.title = (q ? q + " – " : "") + "Search – Trawl";
+      document.title = (q ? q + " – " : "") + say("searchTitle", "Search – Trawl");
     }
+  });
+
+  // -- one state for the filters: the box's `type:` / `source:` terms are the selects' values -
+  // (webapp/ui/querybox.py does the same on the server for pages drawn without JavaScript)
+  var SELECTS = ["type", "source"];
+  function termPattern(field) { return new RegExp("(^|\\s)" + field + ':(?:"([^"]*)"|(\\S+))', "gi"); }
+  function termsOf(q, field) {
+    var found = [], match, pattern = termPattern(field);
+    while ((match = pattern.exec(q)) !== null) found.push(match[2] !== undefined ? match[2] : match[3]);
+    return found;
+  }
+  function withTerm(q, field, value) {
+    var rest = q.replace(termPattern(field), " ").split(/\s+/).filter(Boolean).join(" ");
+    if (!value) return rest;
+    var written = /\s/.test(value) ? '"' + value.replace(/"/g, "") + '"' : value;
+    return (rest ? rest + " " : "") + field + ":" + written;
+  }
+  function selectOf(field) {
+    var form = document.getElementById("search-form");
+    return form && form.elements.namedItem(field);
+  }
+  function showTerms() {  // the box was typed in: each select shows its field's one term
+    var box = searchBox();
+    if (!box) return;
+    SELECTS.forEach(function (field) {
+      var select = selectOf(field);
+      if (!select) return;
+      var typed = termsOf(box.value, field);
+      var value = typed.length === 1 ? typed[0] : "";
+      var option = Array.prototype.find.call(select.options, function (o) {
+        return o.value.toLowerCase() === value.toLowerCase();
+      });
+      if (!option && value) {  // a value the list does not offer (yet): shown as typed
+        option = new Option(value, value);
+        select.add(option);
+      }
+      select.value = option ? option.value : "";
+    });
+  }
+  document.addEventListener("input", function (evt) {
+    if (evt.target && evt.target.id === "q") showTerms();
+  }, true);
+  document.addEventListener("change", function (evt) {  // a select was chosen: into the box
+    var field = evt.target && evt.target.name;
+    var box = searchBox();
+    if (!box || SELECTS.indexOf(field) === -1 || evt.target.form !== box.form) return;
+    box.value = withTerm(box.value, field, evt.target.value);
+  }, true);  // before htmx reads the form
+
+  // -- a session that ended while typing: the login page comes back to the whole search ------
+  // The server's redirect names the request that found the session gone (the first key of a
+  // word); the box holds what was typed since, so the login's `next` is taken from it once the
+  // typing pauses.
+  var leaving = null;
+  document.addEventListener("htmx:beforeOnLoad", function (evt) {
+    var xhr = evt.detail.xhr;
+    var target = xhr && xhr.status === 401 && xhr.getResponseHeader("HX-Redirect");
+    var box = searchBox();
+    if (!target || !box) return;
+    evt.preventDefault();
+    var go = function () {
+      var login = new URL(target, window.location.href);
+      var here = new URL(window.location.href);
+      here.searchParams.set("q", box.value.trim());
+      login.searchParams.set("next", here.pathname + here.search);
+      window.location.assign(login.toString());
+    };
+    clearTimeout(leaving);
+    leaving = setTimeout(go, 400);
+    box.addEventListener("input", function () { clearTimeout(leaving); leaving = setTimeout(go, 400); });
   });
 
   // -- document page: next/previous match ------------------------------------------------------
@@ -287,15 +357,19 @@
   function makeLightbox() {
     var box = document.createElement("dialog");
     box.className = "lightbox";
-    box.setAttribute("aria-label", "Picture");
+    box.setAttribute("aria-label", say("picture", "Picture"));
     box.innerHTML =
       '<div class="lightbox-stage" data-lightbox-stage></div>' +
       '<div class="lightbox-bar">' +
-      '<button type="button" data-lightbox-step="-1" aria-label="Previous">←</button>' +
+      '<button type="button" data-lightbox-step="-1">←</button>' +
       '<span class="lightbox-title" data-lightbox-title></span>' +
-      '<a data-lightbox-open href="#">Details</a>' +
-      '<button type="button" data-lightbox-step="1" aria-label="Next">→</button>' +
-      '<button type="button" data-lightbox-close aria-label="Close">✕</button></div>';
+      '<a data-lightbox-open href="#"></a>' +
+      '<button type="button" data-lightbox-step="1">→</button>' +
+      '<button type="button" data-lightbox-close>✕</button></div>';
+    box.querySelector('[data-lightbox-step="-1"]').setAttribute("aria-label", say("previous", "Previous"));
+    box.querySelector('[data-lightbox-step="1"]').setAttribute("aria-label", say("next", "Next"));
+    box.querySelector("[data-lightbox-close]").setAttribute("aria-label", say("close", "Close"));
+    box.querySelector("[data-lightbox-open]").textContent = say("details", "Details");
     box.addEventListener("click", function (evt) {
       var step = evt.target.closest("[data-lightbox-step]");
       if (step) { showTile(shown + parseInt(step.getAttribute("data-lightbox-step"), 10)); return; }
@@ -336,7 +410,7 @@
     stage.appendChild(media);
     lightbox.querySelector("[data-lightbox-title]").textContent = tile.getAttribute("data-title") || "";
     lightbox.querySelector("[data-lightbox-open]").href = tile.getAttribute("href");
-    lightbox.setAttribute("aria-label", tile.getAttribute("data-title") || "Picture");
+    lightbox.setAttribute("aria-label", tile.getAttribute("data-title") || say("picture", "Picture"));
   }
   document.addEventListener("click", function (evt) {
     var tile = evt.target.closest && evt.target.closest("#results [data-lightbox]");

@@ -71,6 +71,8 @@ class _HitFields(TypedDict):
     snippet: str  # HTML: escaped text, matches in <em>
     score: float
     container_id: str | None
+    title: str | None  # the document's own (an e-mail's subject), None when it has none
+    date: int  # doc_date: when it was sent (e-mail), taken (photo), else modified_at
 
 
 class Hit(_HitFields, total=False):
@@ -227,6 +229,9 @@ def search_hit(
         "snippet": snippet,
         "score": score,
         "container_id": doc.get("container_id"),
+        "title": doc.get("title") or None,
+        # Meilisearch hands back the `date` it indexed; a stored document has its metadata
+        "date": doc["date"] if isinstance(doc.get("date"), int) else doc_date(doc),
     }
 
 

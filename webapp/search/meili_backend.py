@@ -68,6 +68,7 @@ RESULT_ATTRIBUTES = [
     "modified_at",
     "title",
     "container_id",
+    "date",
 ]
 INDEX_SETTINGS = {
     "searchableAttributes": ["title", "basename", "path", "content"],  # order = weight

@@ -17,7 +17,14 @@ from webapp.indexing.ocr import OcrSettings, availability
 from webapp.indexing.ocr_phase import pending_count
 from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
 from webapp.models import IndexedFile, RunRecord, Source, User, iso
-from webapp.runtime import get_extract_queue, get_queue, get_redis, get_search, worker_count
+from webapp.runtime import (
+    get_extract_queue,
+    get_ocr_queue,
+    get_queue,
+    get_redis,
+    get_search,
+    worker_count,
+)
 from webapp.services import auth, meaning, scans
 from webapp.services.access import Visible, can_see, source_for, visible_sources
 from webapp.services.sources import counts
@@ -121,30 +128,33 @@ def overall(user: User | None) -> dict:
         ),
         "sources": [source_status(s, by_source.get(s.id, {})) for s in shown],
         "recent_runs": recent_runs(visible),
-        "queue": queue_counts(get_queue(), visible),
+        "queue": queue_counts(all_queues(), visible),
     }
 
 
-def queue_counts(queue: Queue, visible: Visible = None) -> dict:
-    """Queued, started and failed jobs of the sources in `visible` (None: every job), and the
-    live workers (shared by everyone). A user's counts leave out other sources' jobs: how
-    busy a source they cannot see is, is not theirs to know."""
-    ids = {
-        "queued": queue.get_job_ids(),
-        "started": StartedJobRegistry(queue=queue).get_job_ids(),
-        "failed": FailedJobRegistry(queue=queue).get_job_ids(),
-    }
-    if visible is None:
-        counts = {state: len(job_ids) for state, job_ids in ids.items()}
-    else:
-        counts = {
-            state: sum(
-                1
-                for job in Job.fetch_many(job_ids, connection=queue.connection)
-                if job is not None and _job_source(job) in visible
-            )
-            for state, job_ids in ids.items()
+def all_queues() -> list[Queue]:
+    """Every queue Trawl's jobs wait in: scans, the background phases (OCR, meaning) and the
+    scans' extraction helpers (the RQ dashboard lists each)."""
+    return [get_queue(), get_ocr_queue(), get_extract_queue()]
+
+
+def queue_counts(queues: list[Queue], visible: Visible = None) -> dict:
+    """Queued, started and failed jobs of every queue in `queues`, of the sources in `visible`
+    (None: every job), and the live workers (shared by everyone). A user's counts leave out
+    other sources' jobs: how busy a source they cannot see is, is not theirs to know."""
+    counts = {"queued": 0, "started": 0, "failed": 0}
+    for queue in queues:
+        ids = {
+            "queued": queue.get_job_ids(),
+            "started": StartedJobRegistry(queue=queue).get_job_ids(),
+            "failed": FailedJobRegistry(queue=queue).get_job_ids(),
         }
+        for state, job_ids in ids.items():
+            if visible is None:
+                counts[state] += len(job_ids)
+            else:
+                jobs = Job.fetch_many(job_ids, connection=queue.connection)
+                counts[state] += sum(1 for job in jobs if job is not None and _job_source(job) in visible)
     # every worker serves the helpers' queue (extraction-only ones too)
     return {**counts, "workers": worker_count(get_extract_queue())}
 

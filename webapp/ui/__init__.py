@@ -5,7 +5,20 @@ from __future__ import annotations
 from flask import Flask, Response, current_app, send_from_directory
 
 # the page modules attach their routes to bp when imported
-from webapp.ui import account, filters, i18n, pages, pdfview, saved, session, sources, status, users  # noqa: F401
+from webapp.ui import (  # noqa: F401
+    account,
+    filters,
+    i18n,
+    metadata,
+    pages,
+    pdfview,
+    progress,
+    saved,
+    session,
+    sources,
+    status,
+    users,
+)
 from webapp.ui.blueprint import bp
 
 
@@ -14,6 +27,8 @@ def register_ui(app: Flask) -> None:
     session.init_app(app)
     i18n.init_app(app)
     filters.init_app(app)
+    progress.init_app(app)
+    metadata.init_app(app)
     app.register_blueprint(bp)
     app.add_url_rule("/favicon.ico", "favicon", _favicon)
 

@@ -12,6 +12,8 @@ from flask_babel import lazy_gettext as _l
 from markupsafe import Markup
 
 from webapp import schedule
+from webapp.ui import querybox
+from webapp.ui.messages import VALUE_MESSAGES
 
 _UNITS = ("bytes", "KB", "MB", "GB", "TB")  # the unit symbols are the same in German
 _NOT_EM = re.compile(r"<(?!/?em>)")
@@ -187,6 +189,14 @@ def doc_title(doc: dict) -> str:
     return title
 
 
+def result_title(result: dict) -> str:
+    """A search result's title: an e-mail's subject (a file name says nothing of a message),
+    else the file name."""
+    if result.get("type") == "email":
+        return doc_title(result)
+    return result.get("basename") or ""
+
+
 # the form fields messages name ("current_password: is wrong"), as their labels say them
 FIELD_LABELS = {
     "current_password": _l("Current password"),
@@ -202,16 +212,40 @@ _FIELD_MESSAGE = re.compile(r"([a-z][a-z_]*): (.+)", re.S)
 _VERBS = ("is ", "are ", "must ", "was ", "has ", "cannot ", "does ")
 
 
+def _said(message: str) -> str:
+    """One message in the page's language: listed as it is, or by a pattern of the messages
+    that carry a value (ui/messages.py), else as it came."""
+    said = gettext(message)
+    if said != message:
+        return said
+    for pattern, template in VALUE_MESSAGES:
+        match = pattern.fullmatch(message)
+        if match:
+            return gettext(template, **match.groupdict())
+    return message
+
+
+def localized(detail: str | None) -> str:
+    """A service message in the page's language, a field name before it kept as written
+    ('limit: must be between 1 and 100' -> 'limit: muss zwischen 1 und 100 liegen')."""
+    if not detail:
+        return ""
+    said = _said(detail)
+    match = _FIELD_MESSAGE.fullmatch(detail) if said == detail else None
+    return f"{match.group(1)}: {_said(match.group(2))}" if match else said
+
+
 def readable(detail: str | None) -> str:
     """A service message in a form's words: 'current_password: is wrong' -> 'Current password
     is wrong', 'new_password: the two passwords do not match' -> 'New password: the two ...'."""
     match = _FIELD_MESSAGE.fullmatch(detail or "")
     if not match:
-        return gettext(detail) if detail else ""
+        return _said(detail) if detail else ""
     field, rest = match.groups()
     label = FIELD_LABELS.get(field, field.replace("_", " ").capitalize())
-    rest = gettext(rest)  # the messages of the catalogue's list (ui/messages.py) in the page's language
-    return f"{label} {rest}" if rest.startswith(_VERBS) else f"{label}: {rest}"
+    said = _said(rest)  # in the page's language, and is the verb still first?
+    starts = rest.startswith(_VERBS)
+    return f"{label} {said}" if starts else f"{label}: {said}"
 
 
 def lightbox_kind(result: dict) -> str | None:
@@ -237,10 +271,13 @@ def init_app(app: Flask) -> None:
         container_parts,
         type_label,
         readable,
+        localized,
         doc_title,
+        result_title,
         recent,
         text_tables,
         num,
         lightbox_kind,
     ):
         app.add_template_filter(func)
+    app.add_template_filter(querybox.words, "query_words")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from flask import Response, abort, g, redirect, render_template, request, send_file, url_for
 from flask_babel import lazy_gettext as _l
@@ -24,7 +25,7 @@ from webapp.services import (
     ui_support,
 )
 from webapp.services.access import visible_sources
-from webapp.ui import browse, saved, session
+from webapp.ui import browse, querybox, saved, session
 from webapp.ui.blueprint import bp
 from webapp.ui.htmx import is_htmx, render
 
@@ -89,7 +90,7 @@ def read_form(args: Mapping) -> dict:
     form["sort"] = args.get("sort") or "relevance"
     form["limit"] = (args.get("limit") or "").strip() or "20"
     form["view"] = args.get("view") if args.get("view") in browse.VIEWS else ""
-    return form
+    return querybox.fold_selects(form)
 
 
 def filter_terms(form: Mapping) -> list[str]:
@@ -103,9 +104,7 @@ def filter_terms(form: Mapping) -> list[str]:
             raise InvalidInput(f"{name}: is not a date (use {example})")
     terms = [
         f"{field}:{_quoted(form[name])}"
-        for name, field in (
-            ("source", "source"),
-            ("type", "type"),
+        for name, field in (  # source and type are in the box already (querybox)
             ("ext", "ext"),
             ("year", "modified"),
             ("camera", "camera"),
@@ -157,12 +156,12 @@ def _run_search(args: Mapping) -> tuple[dict, dict | None, str | None]:
         form["q"] = form["q"][:1000]
         return {"form": form, "args": None, "limit": 20, "page": 1}, None, exc.detail
     try:
-        result = documents.search(parsed["args"], g.user)
+        result = documents.search(parsed["args"], g.user, fold_containers=True)
         last = max(1, math.ceil(result["total"] / parsed["limit"]))
         if parsed["page"] > last:  # "page 999 of 71" shows page 71
             parsed["page"] = last
             parsed["args"] = {**parsed["args"], "offset": (last - 1) * parsed["limit"]}
-            result = documents.search(parsed["args"], g.user)
+            result = documents.search(parsed["args"], g.user, fold_containers=True)
         return parsed, result, None
     except TrawlError as exc:
         return parsed, None, exc.detail
@@ -174,9 +173,13 @@ def _run_search(args: Mapping) -> tuple[dict, dict | None, str | None]:
 
 def _page_url(form: dict, page: int, **changes: str | None) -> str:
     """The page's address for `form` at `page`, with some parameters changed (None drops)."""
+    q = form["q"]
+    for field in querybox.SELECT_FIELDS:  # they live in the box: a change edits its term
+        if field in changes:
+            q = querybox.with_term(q, field, changes.pop(field))
     params = {
-        "q": form["q"],
-        **{name: form[name] for name in FILTER_PARAMS},
+        "q": q,
+        **{name: form[name] for name in FILTER_PARAMS if name not in querybox.SELECT_FIELDS},
         "sort": form["sort"] if form["sort"] != "relevance" else None,
         "limit": form["limit"] if str(form["limit"]) != "20" else None,
         "page": page if page > 1 else None,
@@ -222,12 +225,22 @@ def index():
         ]
     resp = render("index.html", "_results.html", 400 if error else 200, **context)
     if is_htmx():  # the address bar shows the short form of the search (shared links, history)
-        typing = request.headers.get("X-Trawl-Typing") == "1"  # replaced, not a history step
-        resp.headers["HX-Replace-Url" if typing else "HX-Push-Url"] = (
-            request.full_path if error else _page_url(form, page)
-        )
+        url = request.full_path if error else _page_url(form, page)
+        # typing, or Enter on the search already shown: the address is replaced, not a step
+        same = _shown_address() == url
+        typing = request.headers.get("X-Trawl-Typing") == "1" or same
+        resp.headers["HX-Replace-Url" if typing else "HX-Push-Url"] = url
         resp.vary.add("X-Trawl-Typing")
+        resp.vary.add("HX-Current-URL")
     return resp
+
+
+def _shown_address() -> str | None:
+    """The path and query of the page the browser shows (htmx's HX-Current-URL), or None."""
+    shown = urlsplit(request.headers.get("HX-Current-URL", ""))
+    if not shown.path:
+        return None
+    return shown.path + (f"?{shown.query}" if shown.query else "")
 
 
 SIMILAR_SHOWN = 8  # documents in the page's "Similar documents" list

@@ -14,6 +14,7 @@ from webapp.indexing.globs import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from webapp.models import utcnow
 from webapp.services import access, scans, sources, status, ui_support
 from webapp.ui.blueprint import bp
+from webapp.ui.filters import localized
 from webapp.ui.htmx import is_htmx, render
 from webapp.ui.session import admin_required
 
@@ -250,7 +251,7 @@ def _action(source_id: str, run):
     try:
         message, level = run(), "success"
     except TrawlError as exc:
-        message, level = exc.detail, "error"
+        message, level = localized(exc.detail), "error"  # its source id stays quoted as it was
     quoted = _("“%(name)s”", name=name)  # people know the source by its name, not its id
     message = message.replace(f"Source '{source_id}'", quoted).replace(f"'{source_id}'", quoted)
     if is_htmx():

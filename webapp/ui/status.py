@@ -7,6 +7,7 @@ from flask import g, render_template, request
 from webapp import rqdash
 from webapp.services import status, ui_support
 from webapp.ui.blueprint import bp
+from webapp.ui.htmx import is_htmx, render
 
 
 def _overall() -> tuple[dict | None, str | None]:
@@ -30,6 +31,18 @@ def status_page():
         folders=ui_support.folder_problems(g.user),
         rq_dashboard=rqdash.queue_url(),
     ), 200 if code == 200 else 503
+
+
+@bp.get("/status/progress")
+def status_progress():
+    """The queue and the sources' phases: the fragment the Status page polls while work runs
+    (the whole page without htmx)."""
+    if not is_htmx():
+        return status_page()
+    overall, _error = _overall()
+    if overall is None:  # Redis or the engine away for a moment: keep what is shown, poll on
+        return "", 204
+    return render("status.html", "_status_progress.html", overall=overall)
 
 
 @bp.get("/sources/<source_id>/failed")

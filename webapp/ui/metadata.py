@@ -1,0 +1,105 @@
+"""A document's metadata as the page shows it: its keys in the page's language and its dates as
+dates of that language (`2021:01:13 14:12:00` -> `13.01.2021, 14:12:00`)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from flask import Flask
+from flask_babel import format_date, format_datetime
+from flask_babel import lazy_gettext as _l
+from markupsafe import Markup, escape
+
+# the extractors' keys (webapp/indexing/extractors), as the page names them
+LABELS = {
+    "attachments": _l("Attachments"),
+    "category": _l("Category"),
+    "cc": _l("Cc"),
+    "chapter_count": _l("Chapters"),
+    "created": _l("Created"),
+    "creator": _l("Creator"),
+    "date": _l("Date"),
+    "date_taken": _l("Taken"),
+    "description": _l("Description"),
+    "encoding": _l("Encoding"),
+    "encrypted_members": _l("Encrypted members"),
+    "encryption": _l("Encryption"),
+    "exif": _l("EXIF"),
+    "format": _l("Format"),
+    "frames": _l("Frames"),
+    "from": _l("From"),
+    "has_text_layer": _l("Text layer"),
+    "height": _l("Height"),
+    "image_only": _l("Pictures only"),
+    "image_only_pages": _l("Pages without text"),
+    "keywords": _l("Keywords"),
+    "language": _l("Language"),
+    "length": _l("Length"),
+    "line_count": _l("Lines"),
+    "member_count": _l("Members"),
+    "message_count": _l("Messages"),
+    "message_id": _l("Message ID"),
+    "mime_type": _l("MIME type"),
+    "mode": _l("Colour mode"),
+    "modified": _l("Modified"),
+    "notes": _l("Notes"),
+    "ocr": _l("OCR"),
+    "page_count": _l("Pages"),
+    "paragraph_count": _l("Paragraphs"),
+    "pdf_version": _l("PDF version"),
+    "raw_height": _l("Height of the raw image"),
+    "raw_width": _l("Width of the raw image"),
+    "slide_count": _l("Slides"),
+    "subject": _l("Subject"),
+    "tags": _l("Tags"),
+    "title": _l("Title"),
+    "to": _l("To"),
+    "truncated": _l("Cut short"),
+    "unpacked_bytes": _l("Unpacked size"),
+    "width": _l("Width"),
+}
+_EXIF = re.compile(r"(\d{4}):(\d{2}):(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2}))?")
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?")
+
+
+def meta_label(key: str) -> str:
+    """A metadata key in the page's language; one not listed is shown as it is written."""
+    return str(LABELS[key]) if key in LABELS else key
+
+
+def _parsed(value: str) -> datetime | None:
+    """The instant an EXIF or ISO 8601 date string names, or None for other text."""
+    text = value.strip()
+    match = _EXIF.fullmatch(text)
+    try:
+        if match:
+            return datetime(*(int(part or 0) for part in match.groups()))
+        if _ISO.fullmatch(text):
+            return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:  # 2021:13:45 ...: text after all
+        return None
+    return None
+
+
+def meta_date(value: object) -> Markup | None:
+    """A metadata date in the page's language, or None when `value` is not one. A time with a
+    zone becomes a <time> the browser shows in the reader's zone; one without (a camera's
+    clock) stays the time it says; a day alone is a day."""
+    when = _parsed(value) if isinstance(value, str) else None
+    if when is None:
+        return None
+    if when.tzinfo is not None:
+        utc = when.astimezone(UTC).replace(tzinfo=None)
+        iso = utc.isoformat() + "Z"
+        text = format_datetime(utc, "medium")
+        return Markup('<time datetime="%s" data-local title="%s">%s</time>') % (iso, value, text)
+    if len(value.strip()) == 10:
+        return escape(format_date(when, "medium"))
+    return escape(format_datetime(when, "medium"))
+
+
+def init_app(app: Flask) -> None:
+    """Register the filters."""
+    app.add_template_filter(meta_label)
+    app.add_template_filter(meta_date)
