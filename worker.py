@@ -31,14 +31,22 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from webapp import create_app, embed_jobs, jobs, metrics, watcher
 from webapp.extensions import db
-from webapp.indexing import extractors
+from webapp.indexing import diskfull, extractors
 from webapp.indexing.ocr import UNAVAILABLE, OcrSettings, availability
 from webapp.indexing.state import settle_dead_runs
 from webapp.memtune import release_freed, tune_malloc
 from webapp.procs import die_with_parent
-from webapp.runtime import get_extract_queue, get_ocr_queue, get_queue, get_redis, require_initialised
+from webapp.runtime import (
+    get_extract_queue,
+    get_meaning,
+    get_ocr_queue,
+    get_queue,
+    get_redis,
+    require_initialised,
+)
 
 SCHEDULER_INTERVAL = 5  # seconds between checks for due scheduled scans
+STALL_SWEEP_SECONDS = 15  # how often the scheduler looks for background phases that stalled
 REDIS_RETRY_MAX = 5.0  # longest pause between two tries to reach a lost Redis, in seconds
 log = logging.getLogger("trawl.worker")
 
@@ -109,7 +117,12 @@ def run_workers(count: int = 1, burst: bool = False, extract_only: bool = False)
     tune_malloc()  # before any thread exists; the forked workers, horses and children inherit it
     app = create_app()
     require_initialised(app)  # a clear message on a data folder `trawl init` has not made
+    get_meaning(app).sweep()  # temporary files of vector writes killed with their worker
     extractors.preload()
+    if not extract_only:  # what a killed or failed writer left (the index sweeps its own at a commit)
+        swept = diskfull.sweep(app.config["DATA_DIR"])
+        if swept:
+            log.info("Removed %d temporary thumbnail files left by an earlier run", swept)
     with app.app_context():
         db.engine.dispose()  # no database connection may cross the fork
     gc.freeze()  # keep the collector from touching (and so copying) the pages forks share
@@ -146,11 +159,21 @@ class _Scheduler(Scheduler):
         with self.app.app_context():
             try:
                 settle_dead_runs(self.app)
+                self._requeue_stalled()
             except SQLAlchemyError as exc:  # the database restarting: the next tick sweeps
                 log.warning("scheduler: dead runs not swept (%s)", exc)
             finally:
                 db.session.remove()
         return super().enqueue_jobs()
+
+    def _requeue_stalled(self) -> None:
+        """Every STALL_SWEEP_SECONDS: queue again the background phases that stalled."""
+        now = time.monotonic()
+        if now < getattr(self, "_next_stall_sweep", 0.0):
+            return
+        self._next_stall_sweep = now + STALL_SWEEP_SECONDS
+        for phase in jobs.requeue_stalled(self.app):
+            log.warning("scheduler: %s had pending work and no job; queued again", phase)
 
 
 def run_scheduler() -> None:

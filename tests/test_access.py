@@ -599,3 +599,31 @@ def test_ids_beyond_the_integer_range_are_missing(client, auth):
         body = {"active": True} if method == "PUT" else None
         resp = client.open(path, method=method, headers=auth, json=body)
         assert resp.status_code == 404, (method, path, resp.get_data())
+
+
+def test_a_hidden_document_is_refused_before_it_is_read(app, client, world, monkeypatch):
+    """Access is decided from the id before the index is asked: a hidden document's id and a
+    missing one of the same source take the same path (same status, same body, nothing read),
+    on the document, its similar documents, the document page and its raw file."""
+    from webapp.runtime import get_search
+
+    docs, h = world["docs"], world["h"]
+    backend = get_search(app)
+    reads: list[str] = []
+    original = backend.get
+    monkeypatch.setattr(backend, "get", lambda doc_id: reads.append(doc_id) or original(doc_id))
+    hidden, missing = docs["payroll.txt"], "secret--" + "0" * 12
+    alice = _session(app, "alice")
+    for path in ("/api/documents/{}", "/api/documents/{}/similar"):
+        a = client.get(path.format(hidden), headers=h["granted"])
+        b = client.get(path.format(missing), headers=h["granted"])
+        assert a.status_code == b.status_code == 404, path
+        assert a.get_json()["detail"].replace(hidden, "ID") == b.get_json()["detail"].replace(missing, "ID")
+    for path in ("/documents/{}", "/documents/{}/file"):
+        a, b = alice.get(path.format(hidden)), alice.get(path.format(missing))
+        assert a.status_code == b.status_code == 404, path
+        shown = a.get_data(as_text=True).replace(hidden, "ID")
+        assert shown == b.get_data(as_text=True).replace(missing, "ID")
+    assert reads == []
+    assert client.get(f"/api/documents/{docs['alpha.txt']}", headers=h["granted"]).status_code == 200
+    assert reads == [docs["alpha.txt"]]

@@ -48,7 +48,7 @@ def test_health_is_public_and_ok(client):
     body = resp.get_json()
     assert body["status"] == "ok" and body["setup_required"] is True and body["version"]
     semantic = body["components"].pop("semantic")
-    assert body["components"] == {"database": "ok", "redis": "ok", "search": "ok", "ocr": "off"}
+    assert body["components"] == {"database": "ok", "redis": "ok", "search": "ok", "disk": "ok", "ocr": "off"}
     assert semantic.startswith("ok: multilingual-e5-small")  # the bundled model (meaning)
 
 

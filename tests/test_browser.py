@@ -831,10 +831,18 @@ def test_pictures_show_as_a_grid_with_a_lightbox(browser, site):
         expect(tab.locator('.view-switch a[data-view="grid"]')).to_have_attribute("aria-current", "true")
         first = tiles.first.locator("img[data-thumbnail]")
         tab.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=first.element_handle())
-        if width == 390:  # two columns, nothing wider than the screen
+        if width == 390:  # two a row, nothing wider than the screen
             boxes = [tiles.nth(i).bounding_box() for i in range(2)]
             assert boxes[0]["y"] == boxes[1]["y"] and boxes[1]["x"] + boxes[1]["width"] <= 390
             assert tab.evaluate("document.documentElement.scrollWidth") <= 390
+        else:  # the window's width, not the 62rem column; pictures keep their shape
+            assert tab.locator("main").bounding_box()["width"] > 1150  # was 62rem (992 px)
+            assert tab.locator(".result-grid").bounding_box()["width"] > 900
+            loaded = "() => [...document.querySelectorAll('.result-grid img')].every(i => i.complete)"
+            tab.wait_for_function(loaded)
+            portrait = tab.locator(".tile-link[data-title='winter.png'] img").bounding_box()
+            landscape = tab.locator(".tile-link[data-title='sea.jpg'] img").bounding_box()
+            assert portrait["height"] > portrait["width"] and landscape["width"] > landscape["height"]
         shot(tab, f"30-grid-{width}", full_page=False)
         tiles.first.click()
         box = tab.locator("dialog.lightbox")
@@ -859,6 +867,12 @@ def test_pictures_show_as_a_grid_with_a_lightbox(browser, site):
             expect(tab.locator(".folder-crumbs")).to_contain_text("All folders / summer")
             tab.locator('.view-switch a[data-view="list"]').click()
             expect(tab.locator("#results .result")).to_have_count(3)
+        if width == 1200:  # endless scroll: two a page, the next page's tiles follow
+            first_page = tab.goto("/?type=image&source=album&sort=basename:asc&limit=2").text()
+            assert first_page.count('class="tile"') == 2 and "data-grid-more" in first_page
+            tab.mouse.wheel(0, 2000)  # (here the end of the grid is in view at once)
+            expect(tiles).to_have_count(4)
+            expect(tab.locator("[data-grid-more]")).to_have_count(0)
         assert not errors, errors
         context.close()
 
@@ -906,9 +920,7 @@ def test_pdf_viewer_scrolls_draws_lazily_and_jumps_between_hits(page, site):
     ten = page.locator(".pdf-slot[data-page='10']")
     expect(ten).to_have_attribute("data-drawn", "1")
     expect(ten.locator("mark.pdf-hit")).to_have_count(1)
-    box = ten.bounding_box()
-    view = page.locator("[data-pages]").bounding_box()
-    assert view["y"] - 1 <= box["y"] <= view["y"] + 40  # page 10's top is at the top of the view
+    _hit_in_view(page, ten)
     expect(page.get_by_role("button", name="Next page with a hit")).to_be_disabled()
 
     page.locator("[data-pages]").evaluate("el => { el.scrollTop = 0; }")  # scroll to the start
@@ -937,6 +949,49 @@ def test_pdf_viewer_scrolls_draws_lazily_and_jumps_between_hits(page, site):
     expect(status).to_have_text("Page 4 of 12")
 
 
+def _hit_in_view(tab, slot) -> None:
+    """The page's first hit is in the upper part of the pages' view, and inside the window."""
+    mark = slot.locator("mark.pdf-hit").first.bounding_box()
+    view = tab.locator("[data-pages]").bounding_box()
+    window = tab.evaluate("window.innerHeight")
+    assert view["y"] <= mark["y"] <= view["y"] + view["height"] * 0.6, (mark, view)
+    assert 0 <= mark["y"] and mark["y"] + mark["height"] <= window * 0.8, (mark, window)
+
+
+def test_pdf_viewer_shows_a_hit_at_the_foot_of_a_page_in_the_window(browser, site):
+    """A hit near the foot of its page opens inside the window, desktop and phone (the viewer
+    once put the page's top at the view's top, the hit at the window's bottom edge or below)."""
+    import pymupdf
+
+    folder = site["folder"].parent / "footnotes"
+    folder.mkdir(exist_ok=True)
+    doc = pymupdf.open()
+    for n in range(3):
+        page = doc.new_page()
+        page.insert_text((72, 100), f"Chapter {n + 1} of the harbour book", fontsize=14)
+        if n == 1:
+            page.insert_text((72, 790), "the lighthouse keeper wrote this", fontsize=12)
+    (folder / "harbour.pdf").write_bytes(doc.tobytes())
+    for width, height in ((1366, 768), (390, 844)):
+        context = browser.new_context(base_url=site["url"], viewport={"width": width, "height": height})
+        tab = context.new_page()
+        tab.set_default_timeout(WAIT_MS)
+        try:
+            _ensure_ready(tab, site)
+            if width == 1366:
+                _add_scanned_source(tab, "Footnotes", folder)
+            login(tab)
+            tab.goto("/?q=lighthouse")
+            tab.locator(".result-link", has_text="harbour.pdf").click()
+            expect(tab.locator("[data-page-status]")).to_have_text("Page 2 of 3")
+            slot = tab.locator(".pdf-slot[data-page='2']")
+            expect(slot.locator("mark.pdf-hit")).to_have_count(1)
+            _hit_in_view(tab, slot)
+            shot(tab, f"42-pdf-hit-at-foot-{width}", full_page=False)
+        finally:
+            context.close()
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_pdf_viewer_fits_a_phone(browser, site, scheme):
     """At 390 px, light and dark, the viewer fits the screen: the page is drawn at the screen's
@@ -951,6 +1006,12 @@ def test_pdf_viewer_fits_a_phone(browser, site, scheme):
         drawn = tab.locator(".pdf-slot[data-page='4'][data-drawn]")
         expect(drawn).to_be_visible()
         assert drawn.bounding_box()["width"] <= 390
+        # the document before the facts: the viewer starts on the first screen (was ~1,000 px down)
+        on_page = "el => el.getBoundingClientRect().top + window.scrollY"
+        top = tab.locator("[data-pdf-viewer]").evaluate(on_page)
+        assert top < 600, top
+        facts = tab.locator(".facts").evaluate(on_page)
+        assert facts > top
         assert tab.evaluate("document.documentElement.scrollWidth") <= 390
         expect(tab.get_by_role("button", name="Next page with a hit")).to_be_visible()
         tab.get_by_role("button", name="Next page with a hit").click()
@@ -1066,3 +1127,83 @@ def test_a_message_reads_as_mail_and_an_archive_as_a_tree(browser, site):
     tree.get_by_role("link", name="reef.txt").click()
     expect(tab.locator("#preview-text")).to_contain_text("reef chart notes")
     context.close()
+
+
+def test_a_scan_photo_slides_and_comic_read_as_such(page, site):
+    """A scan with the searched word boxed where it is written (once OCR has read it), a
+    photo's details in one table, a deck one slide at a time with its picture, a comic a page
+    at a time."""
+    import io
+
+    from pptx import Presentation
+
+    from tests import samples
+    from tests.ocr_samples import image_bytes, page_image
+
+    folder = site["folder"].parent / "media"
+    folder.mkdir(exist_ok=True)
+    lines = [["Minutes", "of", "the", "harbour", "board"], ["the", "cormorant", "nests", "were", "counted"]]
+    (folder / "minutes.png").write_bytes(image_bytes(page_image(lines), "PNG"))
+    corpus = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus" / "real" / "image"
+    if (corpus / "tika-testJPEG_GEO.jpg").exists():
+        (folder / "birds.jpg").write_bytes((corpus / "tika-testJPEG_GEO.jpg").read_bytes())
+    deck = Presentation()
+    for title, body in (("Opening", "Welcome aboard"), ("Budget", "The forecast for 2027")):
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text, slide.placeholders[1].text = title, body
+        slide.shapes.add_picture(io.BytesIO(samples.picture((320, 200), samples.BLUE, "PNG")), 0, 0)
+    buf = io.BytesIO()
+    deck.save(buf)
+    (folder / "talk.pptx").write_bytes(buf.getvalue())
+    (folder / "story.cbz").write_bytes(samples.cbz([samples.picture((300, 450), samples.RED, "PNG")] * 3))
+    _ensure_ready(page, site)
+    api = page.request
+    token = api.post("/api/auth/login", data=ADMIN).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    api.post("/api/sources", headers=headers, data={"name": "Media", "root_path": str(folder)})
+    api.post("/api/sources/media/reindex", headers=headers)  # the worker may be busy: polled below
+    login(page)
+    names = ["minutes.png", "talk.pptx", "story.cbz"] + (
+        ["birds.jpg"] if (folder / "birds.jpg").exists() else []
+    )
+    ids: dict[str, str] = {}
+    deadline = datetime.now() + timedelta(seconds=180)
+    while len(ids) < len(names):
+        assert datetime.now() < deadline, f"not indexed: {set(names) - set(ids)}"
+        page.wait_for_timeout(500)
+        for name in set(names) - set(ids):
+            hits = api.get(f"/?q={name.split('.')[0]}&source=media").text()
+            found = re.search(r'href="/documents/([^"?]+)[^"]*"[^>]*>' + re.escape(name), hits)
+            if found:
+                ids[name] = found.group(1)
+    deadline = datetime.now() + timedelta(seconds=180)  # the worker's OCR queue reads the scan
+    while "data-scan-hit" not in api.get(f"/documents/{ids['minutes.png']}?q=cormorant").text():
+        assert datetime.now() < deadline, "the scan was not read by OCR"
+        page.wait_for_timeout(1000)
+    page.goto(f"/documents/{ids['minutes.png']}?q=cormorant")
+    picture = page.locator(".scan-frame img")
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=picture.element_handle())
+    mark, frame = page.locator("[data-scan-hit]").first.bounding_box(), picture.bounding_box()
+    assert frame["x"] <= mark["x"] and mark["x"] + mark["width"] <= frame["x"] + frame["width"]
+    assert frame["y"] + frame["height"] * 0.4 < mark["y"] < frame["y"] + frame["height"] * 0.8  # line 2 of 2
+    shot(page, "50-scan-with-hits", full_page=False)
+    if "birds.jpg" in ids:
+        page.goto(f"/documents/{ids['birds.jpg']}")
+        expect(page.locator("[data-photo-facts] tr[data-fact='camera']")).to_contain_text("Canon EOS 40D")
+        expect(page.locator("[data-photo-facts] tr[data-fact='taken']")).to_contain_text("2009")
+        shot(page, "51-photo-table")
+    page.goto(f"/documents/{ids['talk.pptx']}?q=forecast")
+    expect(page.locator("[data-slide]")).to_have_attribute("data-slide", "2")
+    page.wait_for_function("() => document.querySelector('[data-slide-picture]').naturalWidth > 0")
+    shot(page, "52-slide")
+    page.goto(f"/documents/{ids['story.cbz']}")
+    page.locator(".comic-page a[rel='next']").click()
+    expect(page.locator("[data-comic-page]")).to_have_attribute("data-comic-page", "2")
+    page.wait_for_load_state("load")  # app.js listens for the keys
+    page.keyboard.press("ArrowRight")  # the arrow keys turn the pages
+    expect(page.locator("[data-comic-page]")).to_have_attribute("data-comic-page", "3")
+    page.wait_for_load_state("load")
+    page.keyboard.press("ArrowLeft")
+    expect(page.locator("[data-comic-page]")).to_have_attribute("data-comic-page", "2")
+    page.wait_for_function("() => document.querySelector('[data-comic-page]').naturalWidth > 0")
+    shot(page, "53-comic-page")

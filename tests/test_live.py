@@ -493,3 +493,32 @@ def test_a_root_swapped_for_a_link_outside_and_back_is_watched_again(
         lambda: found(client, auth, "kittiwake") == [f"{root}/b.txt"], "a change after the folder came back"
     )
     assert found(client, auth, "gyrfalcon") == []
+
+
+def test_a_polled_source_is_polled_less_often_when_a_poll_costs_more(
+    app, client, auth, make_tree, make_source, run_jobs
+):
+    """A source with more folders than it may watch (WATCH_MAX_DIRS) is polled; its next poll
+    waits WATCH_POLL_COST_FACTOR times what its latest update took (here longer than
+    WATCH_POLL_SECONDS), and none is asked while an update still waits."""
+    from webapp.watcher import Watcher
+
+    files = {f"d{i:03d}/e{j}/note.txt": f"note {i} {j}" for i in range(60) for j in range(3)}
+    sid = make_source(make_tree("wide", files))["id"]
+    assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    app.config.update(WATCH_MAX_DIRS=2, WATCH_POLL_SECONDS=1, WATCH_POLL_COST_FACTOR=50)
+    watcher = Watcher(app)
+    watcher.reload()  # too many folders: polled; its catch-up is the first poll
+    followed = watcher.sources[sid]
+    assert followed.state == "polling"
+    eventually(lambda: watcher.step() or get_queue(app).count, "the first poll's update asked")
+    followed.next_try = 0.0
+    watcher.step()  # the update has not run: no second poll on top of it
+    assert followed.next_try - time.monotonic() > 1.0 and get_queue(app).count == 1
+    run_jobs()
+    cost = float(get_redis(app).get(f"trawl:live:cost:{sid}"))
+    assert cost > 0.02
+    followed.next_try = 0.0
+    watcher.step()
+    assert followed.next_try - time.monotonic() == pytest.approx(max(1.0, 50 * cost), abs=0.5)

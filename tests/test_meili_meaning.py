@@ -19,10 +19,13 @@ import pytest
 from tests.test_search_backend import MEILI_SKIP, make_doc
 from webapp.search import SearchQuery, embedder, make_backend
 from webapp.search.hybrid import CANDIDATES
+from webapp.search.meaning_index import confident
 from webapp.search.meili_backend import INDEX_SETTINGS, MeiliBackend
 from webapp.search.meili_meaning import (
     EMBEDDER,
     classify,
+    floor_params,
+    floor_score,
     hybrid_params,
     passages_of,
     related,
@@ -130,7 +133,7 @@ def test_each_hit_is_words_meaning_or_both_and_unrelated_ones_are_left_out():
     assert list(candidates)[0] == "docs--recipe"
     assert "docs--invoice" not in candidates  # an unrelated text is not meaning's
     # suppose the words find the recipe and the invoice (e.g. a shared word)
-    kept = classify(hits, {"docs--recipe", "docs--invoice"}, candidates)
+    kept = classify(hits, {"docs--recipe", "docs--invoice"}, candidates, candidates)
     matches = {hit["id"]: match for hit, match in kept}
     assert matches == {"docs--recipe": "both", "docs--invoice": "words"}  # quote: neither
     assert [hit["id"] for hit, _ in kept] == ["docs--invoice", "docs--recipe"]  # the given order
@@ -138,7 +141,35 @@ def test_each_hit_is_words_meaning_or_both_and_unrelated_ones_are_left_out():
     feline = embedder.embed_query("feline napping")
     near = related(hits, feline, embedder.RELATED)
     assert list(near)[0] == "docs--kitten"
-    assert {h["id"]: m for h, m in classify(hits, set(), near)} == {"docs--kitten": "meaning"}
+    sure = confident(list(near.items()))
+    assert {h["id"]: m for h, m in classify(hits, set(), near, sure)} == {"docs--kitten": "meaning"}
+    # a related document below the floor ranks the words' hits but is not listed alone
+    assert classify(hits, set(), near, []) == []
+
+
+def test_the_floor_is_sent_on_meilisearchs_own_scale():
+    """Meaning's documents no word finds are counted by Meilisearch itself: a vector search
+    with `rankingScoreThreshold` at the lowest score of those above Trawl's floor, limited
+    to them, with the same filters and facets as the keyword count."""
+    answer = [
+        {"id": "a", "_rankingScore": 0.93},
+        {"id": "b", "_rankingScore": 0.91},
+        {"id": "c", "_rankingScore": 0.7},
+    ]
+    assert floor_score(answer, ["a", "b"]) == 0.91 and floor_score(answer, []) == 1.0
+    question = embedder.embed_query("feline napping")
+    params = floor_params(question, 0.91)
+    assert params["rankingScoreThreshold"] == 0.91 and params["q"] == ""
+    assert params["hybrid"] == {"embedder": EMBEDDER, "semanticRatio": 1.0}
+    assert floor_params(question, 1.7)["rankingScoreThreshold"] == 1.0
+    query = SearchQuery(
+        q="feline napping type:text", source_ids=("docs",), facets=("type", "folder"), folder_facet=("/d",)
+    )
+    _, counts = _offline().meaning_count_queries(query, question, ["docs--kitten"], 0.91)
+    assert len(counts) == 2 and all(c["rankingScoreThreshold"] == 0.91 and c["q"] == "" for c in counts)
+    assert all('id IN ["docs--kitten"]' in c["filter"] and 'type IN ["text"]' in c["filter"] for c in counts)
+    assert counts[0]["facets"] == ["type"] and counts[1]["facets"] == ["dirs"]
+    assert counts[0]["hybrid"] == {"embedder": EMBEDDER, "semanticRatio": 1.0}
 
 
 def test_retrieved_vectors_are_read_in_either_shape_and_scored_by_the_closest_passage():
@@ -188,6 +219,16 @@ def test_meili_finds_a_question_in_other_words_by_meaning(meili):
     assert "docs--recipe" not in [r["id"] for r in answer.results]
     assert answer.total == len(answer.results)
     assert {r["match"] for r in _hybrid(meili, "bake bread").results if r["id"] == "docs--recipe"} == {"both"}
+
+
+@needs_meili
+def test_meili_counts_exactly_what_it_lists_and_nothing_for_nothing(meili):
+    """The same floor as Tantivy's: `total` and the facets count the listed documents, those
+    only meaning found included; a question close to nothing lists nothing."""
+    answer = _hybrid(meili, "feline napping dough", facets=("type", "source_id"), limit=20)
+    assert answer.total == len(answer.results)
+    assert sum(answer.facet_distribution["source_id"].values()) == answer.total
+    assert _hybrid(meili, "zzxqv qqwv").results == [] and _hybrid(meili, "zzxqv qqwv").total == 0
 
 
 @needs_meili

@@ -4,18 +4,31 @@ that does not wait for them, each unchanged file is read once, and a missing Tes
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image, ImageFont
 from rq import SimpleWorker
 from rq.registry import FinishedJobRegistry
 
-from tests.ocr_samples import image_bytes, page_image, page_words, scanned_pdf, tesseract_installed
+from tests.conftest import require_corpus
+from tests.ocr_samples import (
+    FONT,
+    LINE_PX,
+    image_bytes,
+    page_image,
+    page_words,
+    scanned_pdf,
+    tesseract_installed,
+)
 from tests.ui_helpers import login
 from tests.workers import Worker, poll_status
 from webapp import jobs
+from webapp.indexing.ocr import looks_like_text
 from webapp.runtime import get_ocr_queue, get_queue, get_redis
 
 pytestmark = pytest.mark.skipif(
@@ -122,6 +135,9 @@ def test_scanned_pages_are_found_after_a_first_index_that_does_not_wait(
     status = _status(client, auth, src["id"])
     assert status["state"] == "idle" and status["total_files"] == 7
     assert status["ocr_pending"] == len(SCANS)
+    assert status["ocr"]["pending"] == len(SCANS) and status["ocr"]["state"] in ("idle", "reading")
+    if status["semantic"]["state"] == "idle":  # meaning waits for the OCR text, and says so
+        assert status["semantic"]["waiting"] == f"OCR first: {len(SCANS)} documents wait for their OCR text"
     assert "scans/letter.pdf" in _found(client, auth, "letter")  # by name at once
     assert "scans/mixed.pdf" in _found(client, auth, "quarterly")  # its text layer too
     assert _share_found(client, auth, "scans/letter.pdf") == 0  # the scanned text: not yet
@@ -324,6 +340,16 @@ def test_the_text_read_from_an_image_is_on_its_page_with_the_hits_marked(
     assert "match-nav" in text.split('id="preview-text"', 1)[0]  # previous / next hit
     bare = ui.get(f"/documents/{hit['id']}?q={word}&view=text").get_data(as_text=True)
     assert "data-image-preview" not in bare and 'id="preview-text"' in bare
+    # the word is boxed on the picture where it is written (the second line, third word)
+    marks = re.findall(r'data-scan-hit style="left: ([\d.]+)%; top: ([\d.]+)%', page)
+    assert marks, "no box on the scan"
+    image = page_image(page_words(4))
+    line = page_words(4)[1]
+    font = ImageFont.truetype(FONT, 40)
+    left = (180 + font.getlength(" ".join(line[:2]) + " ")) / image.width * 100
+    top = (100 + LINE_PX) / image.height * 100
+    assert any(abs(float(x) - left) < 2 and abs(float(y) - top) < 4 for x, y in marks), (marks, left, top)
+    assert "data-scan-hit" not in ui.get(f"/documents/{hit['id']}").get_data(as_text=True)  # no q
 
 
 def test_scans_inside_archives_and_e_mails_are_read_and_the_same_bytes_once(
@@ -403,6 +429,52 @@ def test_pages_read_so_far_survive_a_round_trip_and_a_damaged_record_starts_over
     cache.keep("ab" * 32, kept)
     assert cache.progress("ab" * 32) == kept
     assert cache.progress("cd" * 32) == PagesRead()
-    for damaged in ([1, 2], {"next": "x", "texts": []}, {"count": "3"}, {"texts": "abc"}):
+    kept.add("read", "second page", [[0.1, 0.2, 0.3, 0.25, "second"]])  # its words' boxes too
+    cache.keep("ab" * 32, kept)
+    assert cache.progress("ab" * 32).words == {"1": [[0.1, 0.2, 0.3, 0.25, "second"]]}
+    for damaged in ([1, 2], {"next": "x", "texts": []}, {"count": "3"}, {"texts": "abc"}, {"words": []}):
         cache.put("ef" * 32, damaged, partial=True)
         assert cache.progress("ef" * 32) == PagesRead(), damaged
+
+
+PHOTOS = ("pillow-flower.webp", "pillow-xmp_test.jpg", "tika-testJPEG_GEO.jpg", "pillow-iptc.jpg")
+
+
+def test_only_pictures_that_hold_text_wait_for_ocr(
+    app, client, auth, make_tree, make_source, run_jobs, run_ocr, app_config
+):
+    """Photos of the corpus (flowers, birds, a building's sign, a landscape) are not sent to
+    OCR; scanned pages (PNG, JPEG, a RAW file's preview) still are, and are read."""
+    corpus = require_corpus() / "real" / "image"
+    files: dict[str, bytes | str] = {f"photos/{name}": (corpus / name).read_bytes() for name in PHOTOS}
+    files["scans/board.png"] = image_bytes(page_image(page_words(4)), "PNG")
+    files["scans/receipt.jpg"] = image_bytes(page_image(page_words(5)), "JPEG")
+    files["camera/whiteboard.dng"] = _raw_with_preview(image_bytes(page_image(page_words(8)), "JPEG"))
+    src = make_source(make_tree("office", files))
+    _scan(client, auth, run_jobs, src["id"])
+    assert _status(client, auth, src["id"])["ocr_pending"] == 3  # before: 7, every picture
+    run_ocr()
+    for name, seed in (("scans/board.png", 4), ("scans/receipt.jpg", 5), ("camera/whiteboard.dng", 8)):
+        found = [w for w in _words(seed) if name in _found(client, auth, w)]
+        assert len(found) / len(_words(seed)) >= MIN_FOUND, name
+
+
+def test_every_picture_waits_for_ocr_when_the_text_test_is_off(
+    app, client, auth, make_tree, make_source, run_jobs, app_config
+):
+    app.config["OCR_TEXT_TEST"] = False
+    corpus = require_corpus() / "real" / "image"
+    files = {f"photos/{name}": (corpus / name).read_bytes() for name in PHOTOS}
+    src = make_source(make_tree("office", files))
+    _scan(client, auth, run_jobs, src["id"])
+    assert _status(client, auth, src["id"])["ocr_pending"] == len(PHOTOS)
+
+
+def test_the_text_test_tells_pages_from_photos():
+    """Pure: a typed page, the same page light on dark (a dark screen) and a blank page."""
+    grey = np.asarray(page_image(page_words(3)).convert("L"))
+    assert looks_like_text(grey)
+    assert looks_like_text(255 - grey)
+    assert not looks_like_text(np.full((600, 400), 250, dtype=np.uint8))
+    photo = Image.open(require_corpus() / "real" / "image" / "pillow-flower.webp").convert("L")
+    assert not looks_like_text(np.asarray(photo))

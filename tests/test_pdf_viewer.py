@@ -125,10 +125,18 @@ def test_hits_and_file_endpoints_serve_the_viewer(app, client, auth, pdfs):
     assert browser.get(f"/documents/{pdf_id}/hits").get_json()["hits"] == {}
     assert browser.get(f"/documents/{pdf_id}/hits?q=-radio").get_json()["hits"] == {}
 
-    whole = browser.get(f"/documents/{pdf_id}/file")
+    fetch = {"Sec-Fetch-Dest": "empty", "Sec-Fetch-Mode": "cors"}  # how pdf.js asks
+    whole = browser.get(f"/documents/{pdf_id}/file", headers=fetch)
     assert whole.status_code == 200 and whole.mimetype == "application/pdf"
-    assert whole.data.startswith(b"%PDF") and whole.headers["Content-Disposition"].startswith("inline")
+    # never shown by the browser itself: a navigation would download it
+    assert whole.data.startswith(b"%PDF") and whole.headers["Content-Disposition"].startswith("attachment")
     assert "sandbox" in whole.headers["Content-Security-Policy"]  # its scripts stay inert
+    for dest, mode in (("document", "navigate"), ("iframe", "navigate"), ("embed", "no-cors")):
+        opened = browser.get(
+            f"/documents/{pdf_id}/file", headers={"Sec-Fetch-Dest": dest, "Sec-Fetch-Mode": mode}
+        )
+        assert opened.status_code == 303 and opened.headers["Location"].endswith(f"/documents/{pdf_id}"), dest
+        assert b"%PDF" not in opened.data
     part = browser.get(f"/documents/{pdf_id}/file", headers={"Range": "bytes=0-3"})
     assert part.status_code == 206 and part.data == b"%PDF"  # pdf.js fetches by ranges
 

@@ -263,3 +263,59 @@ def test_language_detection_by_function_words():
     )
     assert detect("def main(): return 42") == "english"  # too short to tell: the default
     assert detect(None) == "english"
+
+
+# --- typo-only hits, proximity in names, an unknown field ----------------------------------
+
+
+def test_typo_only_hits_rank_by_typos_then_a_title_then_score(backend):
+    """`recipt` reaches `receipt` and `recipe` alike (one typo each): the e-mail titled with
+    the word ranks above novels whose text says `recipe`, and within a class the text that
+    holds the word more often ranks first (before, every typo-only hit scored alike)."""
+    novels = [
+        make_doc(
+            f"novel{i}",
+            f"The cook followed the recipe. Her recipe book fell open. {LONG} {i}",
+            title=f"A novel {i}",
+        )
+        for i in range(6)
+    ]
+    email = make_doc(
+        "email",
+        "Thank you for staying with us, see the attachment.",
+        "berth.eml",
+        title="Your berth receipt",
+    )
+    often = make_doc("often", "Receipt, receipt, receipt: the receipt of the receipt.", "notes.txt")
+    once = make_doc("once", f"One receipt somewhere. {LONG}", "other.txt")
+    far = make_doc("far", "The reciepts were lost.", "far.txt")  # two typos from `recipt`
+    backend.upsert([*novels, often, email, far, once])
+    results = backend.search(SearchQuery(q="recipt ", limit=20)).results
+    found = [r["id"].split("--", 1)[1] for r in results]
+    assert found[0] == "email"
+    assert found.index("often") < found.index("once")
+    if not _meili(backend):  # Meilisearch has its own scores
+        assert len({r["score"] for r in results if r["id"] != "docs--far"}) > 2
+
+
+def test_a_file_named_after_both_words_ranks_above_a_text_holding_the_phrase(backend):
+    named = make_doc("named", "Figures of the year, one table per month.", "quarterly-budget.xlsx")
+    phrase = make_doc(
+        "phrase",
+        f"The quarterly budget was approved; the quarterly budget holds. {LONG}",
+        "minutes.txt",
+    )
+    apart = make_doc("apart", "Quarterly notes.", "budget.txt")
+    backend.upsert([phrase, apart, named])
+    assert ids_of(backend, "quarterly budget ")[0] == "named"
+
+
+def test_an_unknown_field_prefix_searches_its_words(backend):
+    backend.upsert(
+        [
+            make_doc("report", "The quarterly report of the harbour.", "report.txt"),
+            make_doc("other", "Nothing about time here.", "other.txt"),
+        ]
+    )
+    assert ids_of(backend, "misc:quarterly") == ["report"]
+    assert ids_of(backend, "misc:quarterly harbour", matching_strategy="all") == []

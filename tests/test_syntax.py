@@ -99,9 +99,23 @@ def test_size_ranges_with_units(term, expected):
 
 
 def test_unknown_field_is_plain_text():
-    for q in ("note: pay", "note:pay", "http://example.com/x", "c:\\temp"):
+    for q in ("note: pay", "http://example.com/x", "c:\\temp"):
         spec = parse_syntax(q)
         assert spec.text == q and not spec.has_syntax, q
+
+
+@pytest.mark.parametrize(
+    ("q", "text"),
+    [
+        ("misc:quarterly", "misc quarterly"),
+        ("note:pay report", "note pay report"),
+        ("Re:meeting type:pdf", "Re meeting "),
+        ("v1.2:beta", "v1.2:beta"),  # not a name followed by a colon: one typed word
+    ],
+)
+def test_an_unknown_field_is_its_words(q, text):
+    spec = parse_syntax(q)
+    assert spec.text == text
 
 
 @pytest.mark.parametrize(

@@ -307,7 +307,7 @@ def test_document_page_shows_preview_highlights_and_facts(ui, indexed):
     assert "1 match on this page" in html
     source = _text(ui.get(f"/documents/{doc_id}?q=wonderful&view=text"))
     assert "<em>wonderful</em>" in source and "&lt;script&gt;alert(1)&lt;/script&gt;" in source
-    assert 'data-copy="#doc-path"' in html and "Download xss.md" in html
+    assert 'data-copy="#doc-path"' in html and "Download <bdi>xss.md</bdi>" in html
     assert "Metadata" in html  # markdown title and front matter land in the metadata table
 
 
@@ -521,7 +521,7 @@ def test_search_facets_are_links_with_counts_kept_in_the_url(ui, indexed):
     assert re.search(r'data-value="markdown">Markdown</a>\s*<span class="count">1</span>', facets)
     assert re.search(r'data-value="text">Text</a>\s*<span class="count">1</span>', facets)
     assert re.search(r'data-value="md">md</a>\s*<span class="count">1</span>', facets)
-    assert re.search(r'data-value="notes">Notes</a>\s*<span class="count">2</span>', facets)
+    assert re.search(r'data-value="notes"><bdi>Notes</bdi></a>\s*<span class="count">2</span>', facets)
     assert 'href="/?q=wonderful&amp;ext=md"' in facets
     filtered = _text(ui.get("/?q=wonderful&ext=md"))
     assert "xss.md" in filtered and "hello.txt" not in filtered

@@ -51,6 +51,7 @@ class Settings:
     OCR_LANGUAGES = "eng"  # Tesseract languages, joined with + (eng+deu); each needs tesseract-ocr-<lang>
     OCR_MAX_PAGES = 100  # pages read by OCR per document at most
     OCR_TIMEOUT_PAGE = 60.0  # seconds Tesseract may spend on one page (the page is then left out)
+    OCR_TEXT_TEST = True  # OCR only the pictures that look like they hold text (false: every picture)
     INDEX_GPS = False  # index GPS coordinates from photos
     EXTRACT_TIMEOUT_ARCHIVE = 120.0  # seconds to unpack one archive or mailbox (members: own)
     ARCHIVE_MAX_MEMBERS = 10_000  # per archive (more: a bomb) and per file tree (more: cut)
@@ -69,7 +70,9 @@ class Settings:
     SCAN_LOCK_SECONDS = 30  # a scan whose worker stops heartbeating is released after this
     WATCH_DEBOUNCE = 1.0  # seconds a watched source must be quiet before its changes are indexed
     WATCH_MAX_DELAY = 10.0  # ... but changes never wait longer than this (a file written for hours)
-    WATCH_POLL_SECONDS = 60  # rescan interval of a source that cannot be watched (polling)
+    WATCH_POLL_SECONDS = 60  # rescan interval of a source that cannot be watched (polling), at least
+    WATCH_POLL_COST_FACTOR = 20  # ... and at least this many times what its last poll took
+    EMBED_CPU_SHARE = 1.0  # share of one core the meaning phase's model may take (0.05-1; it pauses)
     WATCH_MAX_DIRS = 0  # folders one source may watch before it falls back to polling; 0: the kernel's limit
     LIVE_MAX_PATHS = 1000  # changed paths past which a live update rescans the whole source instead
     QUEUE_NAME = "trawl"  # RQ queue for scans and extraction
@@ -240,6 +243,8 @@ def _derive(cfg: dict) -> dict:
     if not cfg["REDIS_URL"]:
         cfg["REDIS_URL"] = embedded_redis_url(data_dir)
     cfg["METRICS_DIR"] = _metrics_root(cfg["METRICS_DIR"], data_dir)
+    if not 0.05 <= float(cfg["EMBED_CPU_SHARE"]) <= 1.0:
+        raise SystemExit(f"Setting EMBED_CPU_SHARE: {cfg['EMBED_CPU_SHARE']!r} is not between 0.05 and 1")
     if cfg["LOG_FORMAT"] not in LOG_FORMATS:
         raise SystemExit(f"Setting LOG_FORMAT: {cfg['LOG_FORMAT']!r} is not one of {', '.join(LOG_FORMATS)}")
     if not cfg["SEARCH_INDEX_DIR"]:

@@ -8,8 +8,8 @@ from flask import Flask, current_app
 
 from webapp import keys
 from webapp.extensions import db
-from webapp.indexing.background import enqueue_once
-from webapp.indexing.embed_phase import EmbedRun, pending_count, pending_sources
+from webapp.indexing.background import enqueue_once, stalled
+from webapp.indexing.embed_phase import KIND, EmbedRun, follow_model, pending_count, pending_sources, problem
 from webapp.indexing.state import writer_lock
 from webapp.models import Source
 from webapp.runtime import get_meaning, get_queue, get_redis
@@ -65,9 +65,28 @@ def enqueue_drop_vectors(source_id: str) -> None:
 
 
 def resume_embed(app: Flask) -> int:
-    """At scheduler start: queue the phase for every source whose documents still wait."""
+    """At scheduler start: queue the phase for every source whose documents still wait for it
+    (all of them when the model changed: follow_model), and sweep the temporary files killed
+    writers left among the vectors."""
     with app.app_context():
+        get_meaning(app).sweep()
+        follow_model(app)
         sources = pending_sources()
         for source_id in sources:
             enqueue_embed(source_id)
         return len(sources)
+
+
+def requeue_stalled_embed(app: Flask) -> list[str]:
+    """The scheduler's sweep: queue the phase again for every source whose documents have
+    waited with no job for background.STALL_SECONDS (after its error's backoff, if any;
+    never for vectors that cannot be read: verify --repair first)."""
+    with app.app_context():
+        again = [
+            sid
+            for sid in stalled(KIND, pending_sources(), keys.embed_running, keys.embed_queued)
+            if not problem(sid)
+        ]
+        for source_id in again:
+            enqueue_embed(source_id)
+        return again

@@ -14,7 +14,9 @@ from werkzeug.exceptions import HTTPException, InternalServerError, RequestedRan
 
 from webapp.exceptions import TrawlError
 from webapp.extensions import jwt, limiter
+from webapp.indexing import diskfull
 from webapp.rqdash import answers_json
+from webapp.runtime import get_redis
 from webapp.search import IndexRebuilding
 from webapp.validation import validation_detail
 
@@ -110,6 +112,9 @@ def handle_recursion(error: RecursionError):
 
 def handle_unavailable(error: Exception):
     """Redis or the database cannot be reached: 503, logged once with the cause."""
+    if isinstance(error, OperationalError) and diskfull.no_space(error):
+        diskfull.record(get_redis(), diskfull.DATABASE, error)
+        return error_response(503, "The database's disk is full: nothing can be saved until space is freed")
     log.error("Backing service unavailable on %s: %s", request.path, error)
     what = "Redis" if isinstance(error, redis.RedisError) else "The database"
     return error_response(503, f"{what} is unavailable; try again shortly")

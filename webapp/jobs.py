@@ -7,6 +7,7 @@ A job finds its app through the app context its worker runs in (worker.py, and t
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime
 from functools import partial
 
@@ -16,10 +17,10 @@ from rq_scheduler import Scheduler
 
 from webapp import keys, logs
 from webapp import schedule as cron
-from webapp.embed_jobs import enqueue_embed  # meaning
+from webapp.embed_jobs import enqueue_embed, requeue_stalled_embed  # meaning
 from webapp.extensions import db
 from webapp.indexing import live
-from webapp.indexing.background import enqueue_once
+from webapp.indexing.background import enqueue_once, stalled
 from webapp.indexing.ocr_phase import OcrRun, pending_count, pending_sources
 from webapp.indexing.pipeline import ScanRun, help_extract
 from webapp.indexing.runstats import RunState
@@ -75,11 +76,14 @@ def live_job(source_id: str, run_id: str) -> dict | None:
             return None
         helpers = partial(enqueue_helpers, run_id, source_id)
         run = ScanRun(app, source_id, run_id, False, start_helpers=helpers, paths=paths)
+        started = time.monotonic()
         try:
             stats = run.run()
         except Exception:
             live.done(conn, source_id, upto)  # a failing path must not come back forever
             raise
+        # what the update cost: a polled source is polled less often when it costs more
+        conn.set(keys.live_cost(source_id), time.monotonic() - started, ex=keys.DAY)
         if stats.state in (RunState.FINISHED, RunState.FAILED):  # else they are handed out again
             live.done(conn, source_id, upto)
         enqueue_ocr(source_id)  # a scanned page saved into a watched folder is read too
@@ -231,6 +235,16 @@ def resume_ocr(app: Flask) -> int:
         for source_id in sources:
             enqueue_ocr(source_id)
         return len(sources)
+
+
+def requeue_stalled(app: Flask) -> list[str]:
+    """The scheduler's sweep: queue OCR and meaning again for every source whose phase has had
+    pending work and no job for a minute (whatever ended its last job); the ids queued."""
+    with app.app_context():
+        again = stalled("ocr", pending_sources(), keys.ocr_running, keys.ocr_queued)
+        for source_id in again:
+            enqueue_ocr(source_id)
+    return [f"ocr:{s}" for s in again] + [f"embed:{s}" for s in requeue_stalled_embed(app)]
 
 
 def rebuild_schedules(app: Flask) -> int:

@@ -62,6 +62,20 @@ def embed_queued(source_id: str) -> str:
     return f"trawl:embed:queued:{source_id}"
 
 
+def phase_info(kind: str, source_id: str) -> str:
+    """A background phase's account of a source (indexing/background.py): its observed rate,
+    why it waits, the error that stopped it and when it tries again."""
+    return f"trawl:phase:{kind}:{source_id}"
+
+
+def live_cost(source_id: str) -> str:
+    """Seconds the source's latest live update took (a polled source's poll: watcher.py)."""
+    return f"trawl:live:cost:{source_id}"
+
+
+PHASE_INFO_TTL = WEEK  # an account nobody renewed for a week is forgotten
+
+
 # -- the live index (watcher.py, indexing/live.py) -----------------------------------------------
 WATCHER_ALIVE_TTL = 10  # the watcher renews its mark every 2 s; gone after this, it is down
 
@@ -102,6 +116,11 @@ def run_lists(run_id: str) -> dict[str, str]:
 
 
 # -- sessions (services/auth.py) -----------------------------------------------------------------
+
+
+# hash: part (index, database, thumbnails) -> {"error", "since"} of a write that failed for want
+# of space; kept until a write of that part succeeds (indexing/diskfull.py)
+DISK_FULL = "trawl:disk-full"
 
 
 def revoked_token(session_id: str) -> str:

@@ -50,9 +50,11 @@
 
   // -- image previews the server refused (too large, damaged): show the note, not a broken image
   function noPreview(img) {
-    var note = img.parentNode && img.parentNode.querySelector(".no-preview");
+    var box = img.closest("figure") || img.parentNode;  // a scan's picture sits in its frame of hit boxes
+    var note = box && box.querySelector(".no-preview");
     if (!note) return;
     img.hidden = true;
+    if (img.parentNode.classList.contains("scan-frame")) img.parentNode.hidden = true;
     note.hidden = false;
   }
   document.addEventListener("error", function (evt) {
@@ -345,6 +347,17 @@
   }
   document.addEventListener("htmx:afterSettle", function (evt) { localTimes(evt.detail.elt); });
 
+
+  // -- a comic's pages and a presentation's slides: the arrow keys go to the previous / next
+  document.addEventListener("keydown", function (evt) {
+    if (!document.querySelector("[data-comic-page], [data-slide]")) return;
+    var el = document.activeElement;
+    if (evt.altKey || evt.ctrlKey || evt.metaKey || evt.shiftKey) return;
+    if (el && (el.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].indexOf(el.tagName) >= 0)) return;
+    var rel = evt.key === "ArrowRight" ? "next" : evt.key === "ArrowLeft" ? "prev" : null;
+    var link = rel && document.querySelector(".preview-section a[rel='" + rel + "']");
+    if (link) { evt.preventDefault(); link.click(); }
+  });
 
   // -- the grid's lightbox: a picture or a video at the size of the screen --------------------
   // A tile is a link to the document page (that is what it does without JavaScript); a click

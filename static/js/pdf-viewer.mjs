@@ -125,6 +125,9 @@ class Viewer {
         if (this.drawn.has(n)) this.slots[n - 1].querySelector(".pdf-marks")?.replaceWith(this.marks(n));
       });
     }
+    // the hits came late: the first one is shown if the reader has not moved since the pages opened
+    const untouched = this.pinned && this.pinned[0] === this.current;
+    if (untouched && this.hitPages.length) this.revealHit(this.hits[this.current] ? this.current : this.hitPages[0]);
     this.setCurrent(this.current);
     this.showHits();
   }
@@ -136,7 +139,8 @@ class Viewer {
     this.scale = this.fitScale();
     this.layout();
     this.bind();
-    this.goTo(Math.min(Math.max(1, startPage), this.count));
+    const start = Math.min(Math.max(1, startPage), this.count);
+    if (!this.revealHit(start)) this.goTo(start);
     this.showHits();
   }
 
@@ -234,10 +238,10 @@ class Viewer {
   act(name, button) {
     if (name === "next-hit") {
       const next = this.hitPages.find((p) => p > this.current);
-      if (next) this.goTo(next);
+      if (next) this.revealHit(next);
     } else if (name === "prev-hit") {
       const prev = [...this.hitPages].reverse().find((p) => p < this.current);
-      if (prev) this.goTo(prev);
+      if (prev) this.revealHit(prev);
     } else if (name === "zoom-in") {
       this.zoomTo(this.scale * ZOOM_STEP, false);
     } else if (name === "zoom-out") {
@@ -278,6 +282,24 @@ class Viewer {
     this.pagesEl.scrollTop = slot.offsetTop - parseFloat(getComputedStyle(this.pagesEl).paddingTop);
     this.pinned = [page, this.pagesEl.scrollTop];
     this.setCurrent(page);
+  }
+
+  revealHit(page) {
+    // the page's first hit a third of the way down the pages' view, and that view's part with
+    // the hit inside the window (the viewer may begin near the window's bottom edge); false
+    // when the page has no hit
+    const boxes = this.hits[page];
+    const slot = this.slots[page - 1];
+    if (!boxes || !boxes.length || !slot) return false;
+    const y = slot.offsetTop + Math.min(...boxes.map((b) => b[1])) * slot.offsetHeight;
+    this.pagesEl.scrollTop = Math.max(0, y - this.pagesEl.clientHeight / 3);
+    this.pinned = [page, this.pagesEl.scrollTop];
+    this.setCurrent(page);
+    const inWindow = this.pagesEl.getBoundingClientRect().top + (y - this.pagesEl.scrollTop);
+    if (inWindow < 0 || inWindow > window.innerHeight * 0.75) {
+      window.scrollBy({ top: inWindow - window.innerHeight / 3, behavior: "instant" });
+    }
+    return true;
   }
 
   onScroll() {

@@ -244,10 +244,25 @@ class HealthSchema(ma.Schema):
     components = fields.Dict(keys=fields.String(), values=fields.String())
 
 
-class SemanticStatusSchema(ma.Schema):
-    state = fields.String(metadata={"description": "idle, embedding, off or unavailable"})
-    done = fields.Integer(metadata={"description": "documents embedded"})
-    pending = fields.Integer(metadata={"description": "documents waiting to be embedded"})
+class PhaseStatusSchema(ma.Schema):
+    state = fields.String(
+        metadata={"description": "idle, embedding (ocr: reading), off, unavailable or error"}
+    )
+    done = fields.Integer(metadata={"description": "documents done"})
+    pending = fields.Integer(metadata={"description": "documents waiting for the phase"})
+    eta_seconds = fields.Integer(
+        allow_none=True, metadata={"description": "seconds left at the observed rate; null: not known yet"}
+    )
+    error = fields.String(
+        allow_none=True,
+        metadata={"description": "why the phase stopped (a full disk, an unreadable vector file)"},
+    )
+
+
+class SemanticStatusSchema(PhaseStatusSchema):
+    waiting = fields.String(
+        allow_none=True, metadata={"description": "why a queued phase waits (a scan has the worker)"}
+    )
 
 
 class SourceStatusSchema(ma.Schema):
@@ -259,6 +274,7 @@ class SourceStatusSchema(ma.Schema):
     failed = fields.Integer()
     skipped = fields.Integer()
     ocr_pending = fields.Integer(metadata={"description": "documents waiting for OCR"})
+    ocr = fields.Nested(PhaseStatusSchema, metadata={"description": "the OCR phase of the source"})
     semantic = fields.Nested(
         SemanticStatusSchema, metadata={"description": "the embedding phase (meaning) of the source"}
     )
@@ -303,6 +319,11 @@ class RecentRunSchema(ma.Schema):
     skipped = fields.Integer()
 
 
+class DiskFullSchema(ma.Schema):
+    error = fields.String(metadata={"description": "the error of the write that failed"})
+    since = fields.Integer(metadata={"description": "Unix time of the first failure"})
+
+
 class StatusSchema(ma.Schema):
     version = fields.String()
     search_backend = fields.String()
@@ -313,6 +334,14 @@ class StatusSchema(ma.Schema):
         metadata={"description": "The latest scans that ended, newest first (the status page's Jobs)"},
     )
     queue = fields.Nested(QueueSchema)
+    disk_full = fields.Dict(
+        keys=fields.String(),
+        values=fields.Nested(DiskFullSchema),
+        metadata={
+            "description": "The parts (index, database, thumbnails) whose last write failed for "
+            "want of space, until a write of that part succeeds; {} when none"
+        },
+    )
 
 
 class FailedGroupSchema(ma.Schema):

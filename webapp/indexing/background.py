@@ -13,11 +13,19 @@ Scans and live updates must never wait behind a background phase, so every phase
   its share of time, and **stops** when its source was deleted;
 - passes `stopped` to the extraction child's wait (`isolation.Extractor.interrupt`), so a
   deleted source ends the page being read within about a second.
+
+Each phase keeps an account per source in Redis (`PhaseInfo`): its observed rate (for the
+status's `eta_seconds`), why it waits (`waiting`), and the error that stopped it (a full disk,
+a vector file that cannot be read) with when it tries again (RETRY_FIRST doubling up to
+RETRY_MAX). The scheduler's sweep (`stalled`) queues again any source whose phase has had
+pending work and no job for STALL_SECONDS, so no phase stalls for good whatever ended its
+last job.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 import uuid
@@ -37,6 +45,10 @@ from webapp.runtime import get_ocr_queue, get_queue, get_redis, worker_count
 JOB_SECONDS = 60.0  # a job yields after this: other sources' phases and new scans get a turn
 CHECK_SECONDS = 1.0  # how often a waiting or running phase looks at the queue and its source
 SLOT_TTL = 30  # a slot whose holder stopped renewing it (a killed worker) is free after this
+STALL_SECONDS = 60.0  # pending work with no job for this long: the scheduler queues the phase
+RETRY_FIRST = 30.0  # seconds before a phase stopped by an error (full disk) tries again ...
+RETRY_MAX = 600.0  # ... doubling up to this
+RATE_WEIGHT = 0.3  # weight of the newest job's rate in the smoothed rate (the ETA)
 # Take a slot if fewer than ARGV[3] unexpired holders have one (ARGV: now, expiry, limit, holder).
 _TAKE_SLOT = """
 redis.call('zremrangebyscore', KEYS[1], '-inf', ARGV[1])
@@ -163,3 +175,85 @@ class Phase:
     def page_done(self) -> None:
         """Count one page (or unit) of work done by this job."""
         self.pages += 1
+
+
+class PhaseInfo:
+    """A background phase's account of one source, in Redis (see the module doc)."""
+
+    def __init__(self, kind: str, source_id: str, conn: redis.Redis | None = None) -> None:
+        self.key = keys.phase_info(kind, source_id)
+        self.conn = conn or get_redis()
+
+    def read(self) -> dict:
+        """{"rate", "waiting", "error", "retry_at", "backoff", "idle_since"} as stored."""
+        raw = self.conn.get(self.key)
+        return json.loads(raw) if raw else {}
+
+    def _update(self, **values) -> None:
+        info = {**self.read(), **values}
+        self.conn.set(
+            self.key, json.dumps({k: v for k, v in info.items() if v is not None}), ex=keys.PHASE_INFO_TTL
+        )
+
+    def ran(self, units: int, seconds: float) -> None:
+        """A job did `units` in `seconds`: the smoothed rate moves; the error is gone."""
+        info = self.read()
+        rate = info.get("rate")
+        if units and seconds > 0:
+            rate = (
+                units / seconds if rate is None else (1 - RATE_WEIGHT) * rate + RATE_WEIGHT * units / seconds
+            )
+        self.conn.set(self.key, json.dumps({"rate": rate} if rate else {}), ex=keys.PHASE_INFO_TTL)
+
+    def eta_seconds(self, pending: int) -> int | None:
+        """Seconds until `pending` units are done at the observed rate (None: no rate yet)."""
+        if not pending:
+            return 0
+        rate = self.read().get("rate")
+        return round(pending / rate) if rate else None
+
+    def waiting(self, reason: str | None) -> None:
+        """Say why the phase waits (None: it does not)."""
+        self._update(waiting=reason)
+
+    def failed(self, error: str) -> None:
+        """The phase stopped on `error`: tried again after a backoff that doubles each time."""
+        backoff = min(RETRY_MAX, self.read().get("backoff", RETRY_FIRST / 2) * 2)
+        self._update(error=error, backoff=backoff, retry_at=time.time() + backoff, waiting=None)
+
+    def retry_due(self) -> bool:
+        """Whether the phase may run: no error, or its backoff is over."""
+        return time.time() >= self.read().get("retry_at", 0)
+
+    def idle_for(self, idle: bool) -> float:
+        """Seconds the phase has had pending work and no job (0 when it has a job)."""
+        info = self.read()
+        if not idle:
+            if info.get("idle_since"):
+                self._update(idle_since=None)
+            return 0.0
+        if not info.get("idle_since"):
+            self._update(idle_since=time.time())
+            return 0.0
+        return time.time() - info["idle_since"]
+
+
+def has_job(running_key: str, queued_key: str) -> bool:
+    """Whether a phase's job of a source runs or waits to run."""
+    conn = get_redis()
+    if conn.exists(running_key):
+        return True
+    queued = conn.get(queued_key)
+    return queued is not None and job_waiting(queued.decode())
+
+
+def stalled(kind: str, sources: list[str], running, queued) -> list[str]:
+    """Of these sources with pending work, those whose phase has had no job for
+    STALL_SECONDS and whose error backoff (if any) is over: to be queued again."""
+    out = []
+    for source_id in sources:
+        info = PhaseInfo(kind, source_id)
+        idle = not has_job(running(source_id), queued(source_id))
+        if info.idle_for(idle) >= STALL_SECONDS and info.retry_due():
+            out.append(source_id)
+    return out

@@ -199,7 +199,7 @@ def _record(
     pending = (
         ocr
         and result.status == FileStatus.SUCCESS
-        and needs_ocr(doc.type, extension(path), doc.metadata or {})
+        and needs_ocr(doc.type, extension(path), doc.metadata or {}, doc.holds_text)
     )
     return {
         "path": path,

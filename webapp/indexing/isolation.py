@@ -40,7 +40,8 @@ from webapp.indexing.extractors import (
     thumbnail,
     unpack,
 )
-from webapp.indexing.extractors.base import is_mailbox
+from webapp.indexing.extractors.base import extension, is_mailbox
+from webapp.indexing.ocr import holds_text, needs_ocr
 from webapp.indexing.runstats import FileStatus
 from webapp.procs import close_inherited_index_locks, die_with_parent, limit_memory
 
@@ -191,6 +192,15 @@ def _child_main(
                 return
 
 
+def _text_test(path: str, doc: Extracted, settings: ExtractionSettings) -> bool | None:
+    """Whether a picture that would wait for OCR looks like it holds text (None: not tested)."""
+    if not settings.text_test or doc.type not in ("image", "raw_image"):
+        return None
+    if not needs_ocr(doc.type, extension(path), doc.metadata or {}):
+        return None
+    return holds_text(path, doc.type, doc.metadata or {}, settings)
+
+
 def _answer_one(
     request: Request, settings: ExtractionSettings, extra: tuple[ExtractorSpec, ...]
 ) -> tuple[Reply, Any]:
@@ -204,6 +214,7 @@ def _answer_one(
             case Extract(path):
                 doc = extract(path, settings, extra)
                 doc.thumbnail = thumbnail(path, doc, settings, extra)  # same child, same limits
+                doc.holds_text = _text_test(path, doc, settings)
                 return Reply.OK, doc
         raise TypeError(f"not a request: {request!r}")
     except ContainerBomb as exc:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from webapp import imaging
 from webapp.procs import die_with_parent
 
 from .extractors import ExtractionSettings, ExtractorSpec
@@ -123,8 +124,11 @@ def ocr_type(path: str) -> str:
     return "pdf" if ext == "pdf" else "raw_image" if ext in RAW_EXTENSIONS else "image"
 
 
-def needs_ocr(doc_type: str, ext: str, metadata: Mapping[str, Any]) -> bool:
-    """Whether an extracted document has pages whose text only OCR can read."""
+def needs_ocr(doc_type: str, ext: str, metadata: Mapping[str, Any], holds_text: bool | None = None) -> bool:
+    """Whether an extracted document has pages whose text only OCR can read; a picture the
+    text test found no text in (`holds_text` False) is left alone."""
+    if holds_text is False:
+        return False
     if doc_type == "pdf":
         return bool(metadata.get("image_only") or metadata.get("image_only_pages"))
     if doc_type == "image":
@@ -135,14 +139,84 @@ def needs_ocr(doc_type: str, ext: str, metadata: Mapping[str, Any]) -> bool:
     return False
 
 
+# -- does a picture hold text (in the extraction child) ------------------------------------------
+
+TEXT_TEST_PX = 1024  # long side the text test looks at (JPEG decodes at 1/2..1/8 scale for it)
+# A page, a receipt, a screenshot: a plain background (paper, screen) under thin strokes of
+# strong contrast. A photo: no plain background, or soft contrast, or broad dark shapes.
+# Chosen on the corpus's photos and on scans made of its PDFs' pages (docs/formats.md, OCR).
+MIN_CONTRAST = 90  # grey levels between the background and the strokes
+MIN_PLAIN_BACKGROUND = 0.85  # share of the background within 24 grey levels of its median
+MIN_THIN_RUNS = 0.75  # share of the strokes' horizontal runs at most 1/128 of the width
+MIN_RUNS_PER_KPX = 0.3  # strokes' runs per 1,000 pixels (a blank page has none)
+
+
+def looks_like_text(grey: Any) -> bool:
+    """Whether a grey picture (a 2-D uint8 numpy array) looks like it holds lines of text."""
+    import numpy as np
+
+    height, width = grey.shape
+    counts = np.bincount(grey.ravel(), minlength=256).astype(float)
+    share = counts / counts.sum()
+    below, mean_below = np.cumsum(share), np.cumsum(share * np.arange(256))
+    between = (mean_below[-1] * below - mean_below) ** 2 / (below * (1 - below) + 1e-12)
+    dark = grey <= int(np.argmax(between))  # Otsu's threshold
+    strokes = dark if dark.mean() <= 0.5 else ~dark  # light text on a dark screen too
+    background, ink = grey[~strokes], grey[strokes]
+    if not ink.size or not background.size:
+        return False  # one colour: nothing written
+    contrast = abs(float(background.mean()) - float(ink.mean()))
+    plain = float((np.abs(background.astype(np.int16) - np.median(background)) <= 24).mean())
+    edges = np.diff(np.pad(strokes.astype(np.int8), ((0, 0), (1, 1))), axis=1)
+    runs = np.flatnonzero(edges.ravel() == -1) - np.flatnonzero(edges.ravel() == 1)
+    thin = float((runs <= max(3, width // 128)).mean()) if runs.size else 0.0
+    per_kpx = runs.size * 1000 / (height * width)
+    return (
+        contrast >= MIN_CONTRAST
+        and plain >= MIN_PLAIN_BACKGROUND
+        and thin >= MIN_THIN_RUNS
+        and per_kpx >= MIN_RUNS_PER_KPX
+    )
+
+
+def holds_text(
+    path: str, doc_type: str, metadata: Mapping[str, Any], settings: ExtractionSettings
+) -> bool | None:
+    """Whether the picture OCR would read (a RAW file's embedded preview) looks like it holds
+    text. False for a picture that cannot be decoded (Tesseract could not read it either);
+    None when it is too large to look at within the limits (OCR then decides as before)."""
+    import numpy as np
+
+    try:
+        img = imaging.open_image(_raw_preview_bytes(path, metadata) if doc_type == "raw_image" else path)
+        img = imaging.scale(img, TEXT_TEST_PX, settings.max_pixels)
+        return looks_like_text(np.asarray(img.convert("L")))
+    except imaging.ImageRefused:
+        return None
+    except Exception:  # noqa: BLE001 - damaged or truncated: nothing OCR could read
+        return False
+
+
+def _raw_preview_bytes(path: str, metadata: Mapping[str, Any]) -> bytes:
+    """The JPEG preview a RAW file embeds, where its metadata says it is."""
+    preview = metadata.get("preview") or {}
+    with open(path, "rb") as handle:
+        handle.seek(int(preview["offset"]))
+        return handle.read(int(preview["length"]))
+
+
 # -- reading pages (in the extraction child) -----------------------------------------------------
 
 
-def read_page(pnm: bytes, settings: OcrSettings) -> str:
-    """The text of one page image (PNM bytes); ExtractionError when Tesseract fails."""
+Word = list  # [x0, y0, x1, y1, "word"]: a word OCR read, its box as fractions of the page
+
+
+def read_page(pnm: bytes, settings: OcrSettings) -> tuple[str, list[Word]]:
+    """The text of one page image (PNM bytes) and its words' boxes; ExtractionError when
+    Tesseract fails."""
     try:
         proc = subprocess.run(
-            [settings.command or TESSERACT, "stdin", "stdout", "-l", settings.languages],
+            [settings.command or TESSERACT, "stdin", "stdout", "-l", settings.languages, "tsv"],
             input=pnm,
             capture_output=True,
             timeout=settings.timeout_page,
@@ -156,7 +230,32 @@ def read_page(pnm: bytes, settings: OcrSettings) -> str:
         raise ExtractionError("Tesseract is not installed") from exc
     if proc.returncode != 0:
         raise ExtractionError(f"Tesseract failed ({proc.returncode})")
-    return proc.stdout.decode("utf-8", "replace")
+    return from_tsv(proc.stdout.decode("utf-8", "replace"))
+
+
+def from_tsv(tsv: str) -> tuple[str, list[Word]]:
+    """The page's text from Tesseract's TSV (a line of words per line, a blank line between
+    paragraphs, as its plain output) and each word's box as fractions of the page."""
+    width = height = 1
+    lines: dict[tuple[str, str, str], list[str]] = {}
+    words: list[Word] = []
+    for row in (line.split("\t") for line in tsv.splitlines()[1:]):
+        if len(row) < 12 or not row[6].isdigit():
+            continue
+        left, top, w, h = (int(v) for v in row[6:10])
+        if row[0] == "1":  # the page itself
+            width, height = max(w, 1), max(h, 1)
+        elif row[0] == "5" and row[11].strip():
+            lines.setdefault((row[2], row[3], row[4]), []).append(row[11])
+            box = (left / width, top / height, (left + w) / width, (top + h) / height)
+            words.append([*(round(v, 4) for v in box), row[11]])
+    text, paragraph = [], None
+    for (block, par, _line), line_words in lines.items():
+        if paragraph is not None and paragraph != (block, par):
+            text.append("")
+        paragraph = (block, par)
+        text.append(" ".join(line_words))
+    return "\n".join(text), words
 
 
 def _pnm(image: Any) -> bytes:
@@ -220,8 +319,9 @@ def _image_page(data: str | bytes, index: int) -> bytes:
 
 def read_one(
     path: str, doc_type: str, index: int, settings: OcrSettings, extraction: ExtractionSettings
-) -> tuple[str, str]:
-    """(READ, text), (SKIPPED, "") for a page OCR has nothing to do on, or (TIMED_OUT, "")."""
+) -> tuple[str, str, list[Word]]:
+    """(READ, text, its words' boxes), (SKIPPED, "", []) for a page OCR has nothing to do on,
+    or (TIMED_OUT, "", [])."""
     if doc_type == "pdf":
         pnm = _pdf_page(path, index)
     elif doc_type == "raw_image":
@@ -229,11 +329,12 @@ def read_one(
     else:
         pnm = _image_page(path, index)
     if pnm is None:
-        return SKIPPED, ""
+        return SKIPPED, "", []
     try:
-        return READ, read_page(pnm, settings).strip()
+        text, words = read_page(pnm, settings)
+        return READ, text.strip(), words
     except TimeoutError:
-        return TIMED_OUT, ""
+        return TIMED_OUT, "", []
 
 
 def _raw_preview(path: str, settings: ExtractionSettings) -> bytes:
@@ -264,7 +365,7 @@ def read_file(path: str, doc_type: str, settings: OcrSettings, extraction: Extra
     for index in range(page_count(path, doc_type, settings, extraction)):
         if taken >= settings.max_pages:
             break
-        state, text = read_one(path, doc_type, index, settings, extraction)
+        state, text, _words = read_one(path, doc_type, index, settings, extraction)
         taken += state != SKIPPED
         timed_out += state == TIMED_OUT
         texts.append(text)

@@ -35,7 +35,8 @@ from sqlalchemy import func, select, update
 
 from webapp import keys, procs
 from webapp.extensions import db
-from webapp.indexing.background import Phase, Stopped, Yielded
+from webapp.indexing import diskfull
+from webapp.indexing.background import Phase, PhaseInfo, Stopped, Yielded
 from webapp.indexing.extractors import (
     TIMEOUT_MESSAGE,
     ExtractionError,
@@ -117,6 +118,7 @@ class PagesRead:
     texts: list[str] = field(default_factory=list)  # each page's text so far
     taken: int = 0  # pages given to Tesseract (a page with a text layer is not)
     timed_out: int = 0  # of those, pages that ran out of time
+    words: dict[str, list] = field(default_factory=dict)  # page index -> its words' boxes
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -131,13 +133,17 @@ class PagesRead:
         except TypeError:
             return cls()
         ok = isinstance(read.texts, list) and all(isinstance(n, int) for n in (read.next, read.taken))
+        ok = ok and isinstance(read.words, dict)
         return read if ok and (read.count is None or isinstance(read.count, int)) else cls()
 
-    def add(self, state: str, text: str) -> None:
-        """Count the next page, read (`state`: READ, SKIPPED or TIMED_OUT) with this text."""
+    def add(self, state: str, text: str, words: list | None = None) -> None:
+        """Count the next page, read (`state`: READ, SKIPPED or TIMED_OUT) with this text and
+        its words' boxes (kept for the scan's page: hits drawn on it)."""
         self.taken += state != SKIPPED
         self.timed_out += state == TIMED_OUT
         self.texts.append(text)
+        if words:
+            self.words[str(self.next)] = words
         self.next += 1
 
 
@@ -221,10 +227,14 @@ class OcrRun:
             if not taken:
                 return 0  # the source's other OCR job looks for new work when it ends
             self.ran = True
-            phase = Phase(self.app, "ocr", self.source_id)
+            phase, started = Phase(self.app, "ocr", self.source_id), time.monotonic()
             with phase.slot() as held:
                 if held:
                     self._work(phase)
+                else:
+                    PhaseInfo("ocr", self.source_id).waiting("a scan or live update has the worker")
+            if self.done:  # the observed rate: the status's eta_seconds
+                PhaseInfo("ocr", self.source_id).ran(self.done, time.monotonic() - started)
         return self.done
 
     def _work(self, phase: Phase) -> None:
@@ -379,7 +389,7 @@ class OcrRun:
         if not self._pages(path, kind, digest, done, phase):
             return None
         doc = result_of(done.texts, done.taken, done.timed_out, kind, self.settings)
-        value = {"content": doc.content, "metadata": doc.metadata}
+        value = {"content": doc.content, "metadata": doc.metadata, "words": done.words}
         self.cache.put(digest, value)
         return value
 
@@ -397,13 +407,13 @@ class OcrRun:
                 read_one, path, kind, done.next, self.settings, engine.settings, doc_type="ocr", path=path
             )
             if result.ok:
-                state, text = result.value
+                state, text, words = result.value
             elif result.error.startswith(TIMEOUT_MESSAGE):
-                state, text = TIMED_OUT, ""
+                state, text, words = TIMED_OUT, "", []
             else:
                 log.info("OCR of %s failed: %s", path, result.error)
                 return False
-            done.add(state, text)
+            done.add(state, text, words)
             self.read += state != SKIPPED
             phase.page_done()
         return True
@@ -433,7 +443,8 @@ class OcrRun:
                     docs.append(doc)
                 states[row.path] = DONE if value is not None else FAILED
             if docs:
-                get_search(self.app).upsert(docs)
+                with diskfull.guard(get_redis(self.app), diskfull.INDEX):
+                    get_search(self.app).upsert(docs)
                 db.session.rollback()  # a source deleted meanwhile (without this lock): undo
                 if db.session.get(Source, self.source_id) is None:
                     get_search(self.app).delete_ids([d["id"] for d in docs])
@@ -446,7 +457,8 @@ class OcrRun:
                         .where(IndexedFile.source_id == self.source_id, IndexedFile.path.in_(paths))
                         .values(ocr=state)
                     )
-            db.session.commit()
+            with diskfull.guard(get_redis(self.app), diskfull.DATABASE):
+                db.session.commit()
             self.done += len(states)
 
     def _with_text(self, id_: str, value: dict | None, source_name: str) -> Doc | None:

@@ -20,7 +20,7 @@ from sqlalchemy import or_, select
 
 from webapp import keys
 from webapp.extensions import db
-from webapp.indexing import copies, live, thumbstore
+from webapp.indexing import copies, diskfull, live, thumbstore
 from webapp.indexing.batch import Batch, BatchResult, extract_batch
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
@@ -343,11 +343,12 @@ class ScanRun:
                 doc["copy"] = doc["path"] in planned.hidden
             # stored on the coordinator's host, where the web server reads them, before the
             # documents are written: a search that finds a document finds its thumbnail
-            for result in buffer:
-                for ident, thumbnail in result.thumbnails.items():
-                    thumbstore.save(self.app.config["DATA_DIR"], ident, thumbnail)
-            get_search(self.app).upsert(docs)
-            upsert_records(self.source_id, records)
+            self._save_thumbnails(buffer)
+            if docs:
+                with diskfull.guard(self.redis, diskfull.INDEX):
+                    get_search(self.app).upsert(docs)
+            with diskfull.guard(self.redis, diskfull.DATABASE):
+                upsert_records(self.source_id, records)
             copies.apply(self.app, self.source_id, planned)
             # a container that failed (a bomb found late) keeps none of the members sent before
             self._drop_members(
@@ -355,6 +356,19 @@ class ScanRun:
             )
         del buffer
         release_freed()  # the texts just written, and the writer's heap, go back to the OS
+
+    def _save_thumbnails(self, buffer: list[BatchResult]) -> None:
+        """Store the buffer's thumbnails; on a full disk the documents are still written,
+        without the pictures left (health says the thumbnails' disk is full)."""
+        thumbnails = [item for result in buffer for item in result.thumbnails.items()]
+        if not thumbnails:
+            return
+        try:
+            with diskfull.guard(self.redis, diskfull.THUMBNAILS):
+                for ident, thumbnail in thumbnails:
+                    thumbstore.save(self.app.config["DATA_DIR"], ident, thumbnail)
+        except diskfull.DiskFull:
+            pass  # recorded by guard(); a thumbnail is not worth failing the scan for
 
     def _drop_members(self, containers: list[str]) -> None:
         """Remove every recorded member of these files (documents, then records)."""
@@ -397,8 +411,12 @@ class ScanRun:
             source.last_run = self.stats.to_dict()
             if state == RunState.FINISHED:
                 source.last_scan_at = utcnow()
-            record_run(self.source_id, self.stats)
-            db.session.commit()
+            try:
+                with diskfull.guard(self.redis, diskfull.DATABASE):
+                    record_run(self.source_id, self.stats)
+                    db.session.commit()
+            except diskfull.DiskFull:  # the run's end stays in Redis (run() publishes it)
+                db.session.rollback()
 
 
 def help_extract(app: Flask, run_id: str, source_id: str) -> int:

@@ -58,6 +58,12 @@ def doc_id(source_id: str, path: str) -> str:
     return f"{source_id}--{path_hash(path)[:12]}"
 
 
+def source_of(doc_id: str) -> str | None:
+    """The source id a document id names (None when it is not of doc_id()'s form)."""
+    source_id, sep, _ = doc_id.rpartition("--")
+    return source_id if sep and source_id else None
+
+
 def check_root(root: str) -> str | None:
     """Return why `root` cannot be scanned (missing, not a directory, unreadable), or None."""
     try:

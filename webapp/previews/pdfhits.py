@@ -24,7 +24,12 @@ def hit_rects(page: Any, matcher: TermMatcher) -> list[Box]:
     """The boxes (unrotated page space, like search_for's) of the matched parts of the page's
     words: a word box holding a matched token is cut to that token's share of its characters
     (`radio,` marks `radio`)."""
-    words = page.get_text("words", sort=False)
+    return word_hits(page.get_text("words", sort=False), matcher)
+
+
+def word_hits(words: Any, matcher: TermMatcher) -> list[Box]:
+    """The boxes of the matched parts of words given as (x0, y0, x1, y1, text, ...): a PDF
+    page's words, or the words OCR read on a scan (their boxes as fractions of the picture)."""
     cjk = any(is_cjk(t.text) for t in matcher.terms)
     matched = matcher.match_many({t for w in words for t in TOKEN_RE.findall(w[4])})
     if not cjk and not matched:

@@ -24,6 +24,9 @@ from typing import Any
 from webapp import imaging
 from webapp.exceptions import Unavailable
 from webapp.imaging import ImageRefused
+from webapp.indexing.extractors.base import ExtractionError, ExtractionSettings
+from webapp.indexing.extractors.comic import comic_page
+from webapp.indexing.extractors.pptx import slide_picture, slide_pictures
 from webapp.previews import pdfhits
 from webapp.procs import limit_memory
 from webapp.search.query import TermMatcher
@@ -105,7 +108,9 @@ def render(
     """Scale the image to limits.max_side and encode it (PNG keeps transparency, else JPEG);
     for kind "pdf", draw page `page` with the matcher's words highlighted; for "pdf_find", the
     number of the first page holding one, as text; for "pdf_hits", the page sizes and the hit
-    boxes of the pages holding one, as JSON (pdfhits.pdf_hits)."""
+    boxes of the pages holding one, as JSON (pdfhits.pdf_hits); for "comic", page `page` of a
+    comic archive; for "slide_pictures", each slide's pictures as JSON, and for
+    "slide_picture", picture `page` of the deck (counted slide after slide)."""
     if kind == "pdf":
         return render_pdf_page(path, page, matcher, limits)
     if kind == "pdf_find":
@@ -117,12 +122,29 @@ def render(
             seconds = limits.timeout * pdfhits.HITS_SHARE_OF_TIMEOUT
             found = pdfhits.pdf_hits(doc, matcher, seconds)
         return json.dumps(found, separators=(",", ":")).encode(), "application/json"
-    if kind == "raw_image":
+    if kind == "slide_pictures":
+        return json.dumps(
+            _refused_as_preview(slide_pictures, path, ExtractionSettings())
+        ).encode(), "application/json"
+    if kind == "comic":
+        img = _refused_as_preview(comic_page, path, page)
+    elif kind == "slide_picture":
+        img = _refused_as_preview(slide_picture, path, page, ExtractionSettings())
+    elif kind == "raw_image":
         img = imaging.open_raw(path, develop_max_pixels=limits.max_pixels)
     else:
         img = imaging.open_image(path)
     img = imaging.scale(img, limits.max_side, limits.max_pixels)
     return imaging.encode(img, PREVIEW_QUALITY, keep_alpha=kind != "raw_image")
+
+
+def _refused_as_preview(read: Any, *args: Any) -> Any:
+    """What an extractor's reader gives (a comic's page, a slide's picture), its refusal as
+    the preview's."""
+    try:
+        return read(*args)
+    except ExtractionError as exc:
+        raise PreviewRefused(str(exc)) from exc
 
 
 @dataclass(frozen=True)

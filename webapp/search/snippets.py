@@ -26,6 +26,10 @@ HEAD_READS = 3  # heads read word by word for a term before it is taken to be el
 _WORD_SNAP = 20
 
 Span = tuple[int, int, int]  # start, end, index of the query term matched
+# Bidi embeddings, overrides and isolates (LRE RLE PDF LRO RLO, LRI RLI FSI PDI): a window cut
+# out of a text loses the ones that close them, and one left open (an RLO) turns the rest of
+# the snippet around; the page isolates each snippet, and a snippet reads in logical order.
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 @lru_cache(maxsize=8192)  # called for every candidate match: a dict hit beats two regexes
@@ -148,8 +152,9 @@ def _render(text: str, start: int, end: int, spans: list[Span]) -> str:
 
 
 def _clean(text: str) -> str:
-    """Normalize to NFC and collapse whitespace runs so windows hold words, not blanks."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
+    """Normalize to NFC, drop the bidi controls and collapse whitespace runs so windows hold
+    words, not blanks."""
+    return " ".join(_BIDI_CONTROLS.sub("", unicodedata.normalize("NFC", text)).split())
 
 
 def _cut(text: str, matcher: TermMatcher, length: int, cut_before: bool, cut_after: bool) -> str:

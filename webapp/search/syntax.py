@@ -3,7 +3,8 @@
 Pure: `parse_syntax("report -draft type:pdf modified:2024")` gives a `QuerySpec` whose `text`
 is `report` (words, "phrases" and upper-case `OR`, for `query.parse_query`), plus what the
 backends turn into filters. A known field with a value it cannot read raises
-`QuerySyntaxError` naming the term; a `field:` that is not known stays plain text.
+`QuerySyntaxError` naming the term; a `field:` that is not known stays plain text, its name
+and value two words (`misc:quarterly` searches `misc quarterly`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ UNITS = {
 
 MAX_SIZE = 2**62
 _FIELD_RE = re.compile(r"(-?)([A-Za-z]+):")
+# `name:value` of a name that is no field: two words, as typed without the colon (the index
+# would read `misc:quarterly` as one word of two parts, a phrase). A value that starts with
+# a slash or a backslash is a URL or a Windows path and stays one piece.
+_UNKNOWN_FIELD_RE = re.compile(r"^([A-Za-z]+):(?=[^\s/\\:])")
 _DATE_RE = re.compile(r"(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
 _SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)", re.IGNORECASE)
 _COMPARE_RE = re.compile(r"(>=|<=|>|<)?(.*)", re.DOTALL)
@@ -175,7 +180,7 @@ def _free_text(q: str, pieces: list[_Piece]) -> str:
             if not (before and after):
                 continue
         kept.append(piece)
-    text = " ".join(p.raw for p in kept)
+    text = " ".join(_UNKNOWN_FIELD_RE.sub(r"\1 ", p.raw, count=1) for p in kept)
     # The last word is a prefix (still being typed) only when it really ends the query.
     if kept and (kept[-1] is not pieces[-1] or kept[-1].end < len(q)):
         text += " "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -176,6 +177,10 @@ class TantivyBackend:
                 writer.commit()
             except BaseException:
                 writer.rollback()
+                # the files of the segment it was writing (a full disk leaves them half
+                # written): gone now rather than at the next commit that succeeds
+                with contextlib.suppress(Exception):
+                    writer.garbage_collect_files()
                 raise
             finally:
                 writer.wait_merging_threads()  # finishes merges and frees the lock
@@ -529,6 +534,9 @@ class TantivyBackend:
         date = "date" if builder.dated else "modified_at"
         filters += [_range(schema, date, r) for r in spec.modified]
         filters += [_range(schema, "size_bytes", r) for r in spec.size]
+        if query.also_ids:  # meaning's confident documents match too, scoring 0 for the text
+            also = Query.const_score_query(Query.term_set_query(schema, "id", list(query.also_ids)), 0.0)
+            text_query = Query.boolean_query([(Occur.Should, text_query), (Occur.Should, also)])
         clauses = [(Occur.Must, text_query)]
         clauses += [(Occur.Must, Query.const_score_query(f, 0.0)) for f in filters]
         if builder.dated and collapses(query):  # identical texts once (an older index: no flags)

@@ -9,6 +9,7 @@ exactness) over its BM25F score; a longer one (a pasted question) by BM25F alone
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -17,7 +18,15 @@ from tantivy import Occur, Query
 
 from webapp.search import ranking
 from webapp.search.language import DEFAULT, FUNCTION_WORDS
-from webapp.search.query import INDEX_TOKEN_PATTERN, ParsedQuery, Phrase, QueryTerm, Slot, is_cjk
+from webapp.search.query import (
+    INDEX_TOKEN_PATTERN,
+    ParsedQuery,
+    Phrase,
+    QueryTerm,
+    Slot,
+    is_cjk,
+    one_typo_forms,
+)
 from webapp.search.ranking import FIELD_WEIGHTS, NAME_FIELDS, STEMMED
 
 TOKENIZER = "trawl_fold"
@@ -97,6 +106,8 @@ class _Slot:
     typo1: list[Query]  # within one typo (or fewer)
     typo2: list[Query]  # within two typos (or fewer)
     score: list[Query]  # BM25F parts
+    typo_named: list[Query] = dataclasses.field(default_factory=list)  # typo forms in a name field
+    typo_score: list[Query] = dataclasses.field(default_factory=list)  # BM25F of held one-typo forms
 
     def where(self) -> Query:
         """Every document the word matches (two typos' forms hold one typo's)."""
@@ -187,6 +198,7 @@ class TextQuery:
             out.append((occur, best[0] if len(best) == 1 else Query.disjunction_max_query(best)))
             if slot.named:
                 out.append((Occur.Should, Query.const_score_query(_any(slot.named), unit.attribute)))
+            out += _typo_only(slot, unit.attribute)
         out += [(Occur.Should, Query.const_score_query(q, unit.proximity)) for q in self._proximity(parsed)]
         return out
 
@@ -292,14 +304,23 @@ class TextQuery:
                 slot.prefix.append(Query.fuzzy_term_query(self.schema, field, text, 0, True, True))
             if word.typos >= 1:
                 slot.typo1.append(Query.fuzzy_term_query(self.schema, field, text, 1, True, word.prefix))
+                slot.typo_score += self._held_forms(field, text)
             if word.typos >= 2:
                 slot.typo2.append(Query.fuzzy_term_query(self.schema, field, text, 2, True, word.prefix))
+            if word.typos and field in NAME_FIELDS:
+                slot.typo_named.append((slot.typo2 or slot.typo1)[-1])
         for field, stemmed in STEMMED.items() if self.stemmed else ():
             for stem in self._stems(stemmed, text):
                 slot.stem.append(stem)
                 slot.score.append(Query.boost_query(stem, FIELD_WEIGHTS[field]))
                 if field in NAME_FIELDS:
                     slot.named.append(stem)
+
+    def _held_forms(self, field: str, text: str) -> list[Query]:
+        """BM25 of the one-typo forms of `text` the field holds (a dictionary look-up each):
+        a fuzzy query scores every match alike, so typo-only hits would tie."""
+        held = [form for form in one_typo_forms(text) if self.searcher.doc_freq(field, form)]
+        return [Query.boost_query(self.term(field, form), FIELD_WEIGHTS[field]) for form in sorted(held)]
 
     def _stems(self, field: str, word: str) -> list[Query]:
         """The stemmed-field terms of `word`: its English stem in every document, and the stem
@@ -377,6 +398,25 @@ class TextQuery:
             )
             clauses.append((Occur.Should, Query.boost_query(inner, FIELD_WEIGHTS[field])))
         return Query.boolean_query(clauses)
+
+
+def _typo_only(slot: _Slot, attribute: float) -> list[tuple[Occur, Query]]:
+    """The attribute and score of a word matched by a typo form only (neither as typed, by
+    stem nor as a prefix): a typo in a title counts as a name match, and the held one-typo
+    forms' BM25F orders the texts; a document that has the word itself keeps its own."""
+    if not (slot.typo_named or slot.typo_score):
+        return []
+    typed = _any(slot.exact + slot.stem + slot.prefix)
+
+    def only(query: Query) -> Query:
+        return Query.boolean_query([(Occur.Must, query), (Occur.MustNot, typed)])
+
+    out = []
+    if slot.typo_named:
+        out.append((Occur.Should, Query.const_score_query(only(_any(slot.typo_named)), attribute)))
+    if slot.typo_score:
+        out.append((Occur.Should, only(_any(slot.typo_score))))
+    return out
 
 
 def _any(queries: list[Query]) -> Query:

@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from webapp.exceptions import NotFound
 from webapp.extensions import db
-from webapp.indexing import thumbstore
+from webapp.indexing import scanner, thumbstore
 from webapp.metrics import search_duration
 from webapp.models import IndexedFile, User
 from webapp.runtime import get_search
@@ -124,11 +124,22 @@ def _best_member(query: SearchQuery, container_path: str) -> dict | None:
 
 
 def get(doc_id: str, user: User | None) -> Doc:
-    """The full indexed document, or 404 (also when `user` may not see its source)."""
+    """The full indexed document, or 404 (also when `user` may not see its source).
+
+    Access is decided from the id (`source--hash`, the contract's form) before anything is
+    read: a hidden document's id then takes the same path, and the same time, as an id that
+    never existed, so neither the answer nor its time tells whether the file is there."""
+    source_id = scanner.source_of(doc_id)
+    if source_id is None or not can_see(visible_sources(user), source_id):
+        raise NotFound(_missing(doc_id))
     doc = get_search().get(doc_id)
-    if doc is None or not can_see(visible_sources(user), doc["source_id"]):
-        raise NotFound(f"Document '{doc_id}' not found")
+    if doc is None or doc["source_id"] != source_id:
+        raise NotFound(_missing(doc_id))
     return doc
+
+
+def _missing(doc_id: str) -> str:
+    return f"Document '{doc_id}' not found"
 
 
 # -- thumbnails ----------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import mimetypes
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO
 from urllib.parse import quote
 
@@ -205,6 +205,20 @@ def check_download_token(token: str, doc_id: str) -> User:
     ):
         raise Unauthorized("Download link ended with the session that made it")
     return user
+
+
+# Sec-Fetch-Dest values of a request whose answer the browser shows as a page (top level, a
+# frame, an <embed> or <object>): there a PDF opens in the browser's own viewer, which runs
+# the file's JavaScript, whatever sandbox policy the response carries.
+PAGE_DESTINATIONS = frozenset({"document", "iframe", "frame", "embed", "object", "fencedframe"})
+
+
+def shown_as_page(headers: Mapping[str, str]) -> bool:
+    """Whether a request for a file's bytes is a navigation the browser would render itself
+    (by its Fetch Metadata headers); Trawl's own viewers fetch (pdf.js) or load media."""
+    dest = (headers.get("Sec-Fetch-Dest") or "").lower()
+    mode = (headers.get("Sec-Fetch-Mode") or "").lower()
+    return dest in PAGE_DESTINATIONS or mode in ("navigate", "nested-navigate")
 
 
 def content_disposition(kind: str, filename: str) -> str:

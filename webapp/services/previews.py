@@ -4,21 +4,26 @@ drawn in the preview child, Markdown rendered, with the matches of the search hi
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 
 from flask import current_app
 
 from webapp.exceptions import QuerySyntaxError, Unavailable, Unprocessable
+from webapp.indexing.ocr import OcrSettings
+from webapp.indexing.ocr_phase import TextCache, file_digest
 from webapp.previews.markdown import render_markdown
+from webapp.previews.pdfhits import word_hits
 from webapp.previews.render import PreviewLimits
 from webapp.runtime import get_previews
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
 from webapp.search.syntax import parse_syntax
-from webapp.services.files import local_copy, media_mimetype
+from webapp.services.files import local_copy
 
 PREVIEW_PAGE_CHARS = 20_000
+OCR_SEPARATOR = "\n\n"  # between an image's details and the text OCR read (ocr_phase.PAGE_SEPARATOR)
 IMAGE_TYPES = {"image", "raw_image"}
 # a tag of the sanitizer's output: it always quotes attributes with " and escapes " inside them
 _TAG = re.compile(r'(<(?:[^>"]|"[^"]*")*>)')
@@ -62,22 +67,86 @@ def image_preview(doc: dict) -> tuple[bytes, str]:
         done()
 
 
+def comic_page_image(doc: dict, page: int) -> tuple[bytes, str]:
+    """Page `page` of a comic archive, scaled like an image preview, drawn in the same capped
+    child (422 for a page that does not exist or cannot be read)."""
+    path, done = local_copy(doc)
+    try:
+        return get_previews().render(path, "comic", _limits(), page=page)
+    finally:
+        done()
+
+
+def ocr_hits(doc: dict, q: str) -> list[list[float]]:
+    """The boxes (fractions of the picture) of the words of q that OCR read on an image, from
+    the OCR cache of its bytes (previews/pdfhits.word_hits matches them as on PDF pages);
+    none without q, or when its words were read before boxes were kept."""
+    matcher = _matcher(q)
+    if not matcher.terms or not (doc.get("metadata") or {}).get("ocr"):
+        return []
+    path, done = local_copy(doc)
+    try:
+        digest = file_digest(path)
+    except OSError:
+        return []
+    finally:
+        done()
+    languages = OcrSettings.from_config(current_app.config).languages
+    cached = TextCache(current_app.config["DATA_DIR"], languages).get(digest) or {}
+    words = (cached.get("words") or {}).get("0") or []  # the first page: the one shown
+    return [[round(v, 4) for v in box] for box in word_hits(words, matcher)]
+
+
+def slide_pictures(doc: dict, slide: int) -> list[int]:
+    """The numbers (counted through the deck) of the pictures slide `slide` shows, read in the
+    capped preview child; none when the deck cannot be read there."""
+    path, done = local_copy(doc)
+    try:
+        data, _ = get_previews().render(path, "slide_pictures", _limits())
+    except (Unprocessable, Unavailable):
+        return []
+    finally:
+        done()
+    counts = [len(names) for names in json.loads(data)]
+    if not 1 <= slide <= len(counts):
+        return []
+    first = sum(counts[: slide - 1]) + 1
+    return list(range(first, first + counts[slide - 1]))
+
+
+def slide_picture_image(doc: dict, number: int) -> tuple[bytes, str]:
+    """Picture `number` of a presentation (counted slide after slide), scaled like an image
+    preview in the capped child (422 when there is no such picture or it cannot be drawn)."""
+    path, done = local_copy(doc)
+    try:
+        return get_previews().render(path, "slide_picture", _limits(), page=number)
+    finally:
+        done()
+
+
 def is_image(doc: dict) -> bool:
     """Whether the preview of this document is an image."""
     return doc["type"] in IMAGE_TYPES
 
 
-def preview_kind(doc: dict) -> str:
-    """How the document page shows this document: image, pdf (drawn pages), markdown, audio,
-    video, or text (the extracted text, paged and highlighted)."""
-    if is_image(doc):
-        return "image"
-    if doc["type"] == "pdf" and (doc.get("metadata") or {}).get("page_count"):
-        return "pdf"
-    if doc["type"] == "markdown":
-        return "markdown"
-    mimetype = media_mimetype(doc)
-    return mimetype.split("/")[0] if mimetype else "text"
+def has_pdf_pages(doc: dict) -> bool:
+    """Whether the document is a PDF whose pages can be drawn (its pages were counted)."""
+    return doc["type"] == "pdf" and page_count(doc) > 0
+
+
+def marked(text: str, q: str) -> str:
+    """The text escaped for HTML, with the matches of q's free text in <em>."""
+    return highlight_all(text, _matcher(q))
+
+
+def ocr_text(doc: dict) -> str:
+    """The text OCR read from an image: what follows the image's details in its content (the
+    OCR phase adds it after them, PAGE_SEPARATOR between)."""
+    content = doc.get("content") or ""
+    if not (doc.get("metadata") or {}).get("ocr"):
+        return ""
+    details, _, read = content.partition(OCR_SEPARATOR)
+    return read if read else details
 
 
 # -- PDF pages, Markdown ------------------------------------------------------------------------

@@ -10,10 +10,12 @@ from rq.queue import Queue
 from rq.registry import FailedJobRegistry, StartedJobRegistry
 from sqlalchemy import func, text
 
+from webapp import keys
 from webapp.config import VERSION
 from webapp.extensions import db
-from webapp.indexing import embed_phase
-from webapp.indexing.ocr import OcrSettings, availability
+from webapp.indexing import diskfull, embed_phase
+from webapp.indexing.background import PhaseInfo
+from webapp.indexing.ocr import DONE, OK, OcrSettings, availability
 from webapp.indexing.ocr_phase import pending_count
 from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
 from webapp.models import IndexedFile, RunRecord, Source, User, iso
@@ -43,28 +45,78 @@ def _check(probe) -> str:
 
 
 def health() -> tuple[dict, int]:
-    """Database, Redis and search engine checks; 503 when any is not ok."""
+    """Database, Redis, search engine, disk and meaning checks; 503 when degraded."""
     components = {
         "database": _check(lambda: db.session.execute(text("SELECT 1")) and None),
         "redis": _check(lambda: get_redis().ping()),
         "search": _check(lambda: get_search().health()),
+        # a write that failed for want of space: `degraded: no space left on device (...)`
+        "disk": _check(lambda: diskfull.health(get_redis())),
     }
     ok = all(v == "ok" for v in components.values())
     # OCR that is off or not installed leaves search working: reported, never `degraded`
     components["ocr"] = availability(OcrSettings.from_config(current_app.config))[0]
     components["semantic"] = meaning.health()  # likewise: words work without the model
+    if components["database"] == "ok" and components["redis"] == "ok":
+        components["semantic"] = _semantic_health(components["semantic"])
     setup_required = None
     if components["database"] == "ok":
         setup_required = auth.setup_required()
     else:
         db.session.rollback()
+    # a source whose meaning stopped (a vector file that cannot be read, a full disk) makes
+    # health `degraded`, naming it: 503 as the contract says of `degraded` (words still answer)
+    degraded = not ok or components["semantic"].startswith("degraded")
     body = {
-        "status": "ok" if ok else "degraded",
+        "status": "degraded" if degraded else "ok",
         "version": VERSION,
         "setup_required": setup_required,
         "components": components,
     }
-    return body, 200 if ok else 503
+    return body, 503 if degraded else 200
+
+
+def _semantic_health(model: str) -> str:
+    """The model's health, or `degraded: <source>: <why>; ...` for sources whose meaning
+    stopped on an error."""
+    stopped = []
+    for source in db.session.query(Source).filter(Source.semantic.is_(True)).order_by(Source.id):
+        error = embed_phase.problem(source.id) or PhaseInfo(embed_phase.KIND, source.id).read().get("error")
+        if error:
+            stopped.append(f"{source.id}: {error}")
+    db.session.rollback()
+    return f"degraded: {'; '.join(stopped)}" if stopped else model
+
+
+def ocr_status(source_id: str) -> dict:
+    """The source's `ocr` status, in the shape of `semantic`: state, documents done and
+    pending, the ETA at the observed rate, the error that stopped it."""
+    pending = pending_count(source_id)
+    done = (
+        db.session.query(func.count())
+        .select_from(IndexedFile)
+        .filter_by(source_id=source_id, ocr=DONE)
+        .scalar()
+    )
+    info = PhaseInfo("ocr", source_id).read()
+    available = availability(OcrSettings.from_config(current_app.config))[0]
+    conn = get_redis()
+    if available != OK:
+        state = available
+    elif info.get("error"):
+        state = "error"
+    elif conn.exists(keys.ocr_running(source_id)) or (pending and conn.exists(keys.ocr_queued(source_id))):
+        state = "reading"
+    else:
+        state = "idle"
+    rate = info.get("rate")
+    return {
+        "state": state,
+        "done": done or 0,
+        "pending": pending,
+        "eta_seconds": (round(pending / rate) if rate else None) if pending else 0,
+        "error": info.get("error"),
+    }
 
 
 def source_status(source: Source, by_status: dict[str, int] | None = None) -> dict:
@@ -99,6 +151,7 @@ def source_status(source: Source, by_status: dict[str, int] | None = None) -> di
         "failed": by_status.get(FileStatus.FAILED, 0),
         "skipped": by_status.get(FileStatus.SKIPPED, 0),
         "ocr_pending": pending_count(source.id),
+        "ocr": ocr_status(source.id),
         "semantic": embed_phase.status(source),
         "last_indexed_at": iso(last_indexed),
         "last_scan_at": iso(source.last_scan_at),
@@ -129,6 +182,8 @@ def overall(user: User | None) -> dict:
         "sources": [source_status(s, by_source.get(s.id, {})) for s in shown],
         "recent_runs": recent_runs(visible),
         "queue": queue_counts(all_queues(), visible),
+        # the parts whose last write failed for want of space: {part: {"error", "since"}}
+        "disk_full": diskfull.current(get_redis()),
     }
 
 

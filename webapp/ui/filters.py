@@ -136,6 +136,12 @@ def text_tables(marked: Markup) -> Markup:
     return Markup("".join(out))
 
 
+def bdi(value) -> Markup:
+    """User text (a name, a path) isolated from the line around it, escaped: its own bidi
+    characters (U+202E, U+2066-2069) or right-to-left letters cannot reorder that line."""
+    return Markup("<bdi>{}</bdi>").format("" if value is None else value)
+
+
 def container_parts(path: str) -> tuple[str, str]:
     """A member's path split into its container's path and its path inside (`!/`)."""
     container, _, inner = path.rpartition("!/")
@@ -268,6 +274,7 @@ def init_app(app: Flask) -> None:
         isotime,
         describe_schedule,
         highlighted,
+        bdi,
         container_parts,
         type_label,
         readable,

@@ -15,9 +15,9 @@ from webapp.search import FACETS, IndexRebuilding, SearchBackendError
 from webapp.search.syntax import parse_syntax
 from webapp.services import (
     copies,
+    document_preview,
     documents,
     files,
-    members,
     previews,
     saved_searches,
     search_args,
@@ -246,80 +246,53 @@ def _shown_address() -> str | None:
 SIMILAR_SHOWN = 8  # documents in the page's "Similar documents" list
 
 
+@bp.get("/documents/<doc_id>/similar")
+def document_similar(doc_id: str):
+    """The document page's "Similar documents" as result cards (an htmx fragment); a plain
+    request goes to the page with them shown."""
+    if not is_htmx():
+        return redirect(url_for("ui.document", doc_id=doc_id, similar=1, _anchor="similar"))
+    found = similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"]
+    resp = Response(render_template("_similar.html", doc_id=doc_id, similar=found))
+    resp.vary.add("HX-Request")
+    return resp
+
+
 @bp.get("/documents/<doc_id>")
 def document(doc_id: str):
-    """One document: facts, metadata and its preview: the image (and the text OCR read from
-    it), PDF pages drawn with the matches highlighted, rendered Markdown, a player, an e-mail
-    as mail (headers, body, attachments), an archive's members as a tree of links, or the
-    paged text with highlights (`view=text` asks for the text of a PDF, Markdown file, image
-    or archive)."""
+    """One document: facts, metadata and its preview (services/document_preview.py chooses
+    it: the image, PDF pages, rendered Markdown, a player, an e-mail, an archive's tree,
+    slides, a comic's pages or the paged text; `view=text` asks for the text)."""
     doc = documents.get(doc_id, g.user)
     q = (request.args.get("q") or "").strip()[:1000]
-    kind = previews.preview_kind(doc)
-    as_text = request.args.get("view") == "text"
-    if as_text and kind in ("pdf", "markdown", "image"):
-        kind = "text"
-    held = members.listing(doc)  # what an archive or e-mail holds
-    if kind == "text" and not as_text:
-        kind = "email" if doc["type"] == "email" else "archive" if held else "text"
-    context = {
-        "doc": doc,
-        "q": q,
-        "kind": kind,
-        "preview": None,
-        "members": held,
-        "back_url": _back_url(),
-        "similar": similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"],
-        # the other files of the same text the user may see ("also at")
-        "copies": copies.of_document(doc, visible_sources(g.user)),
-    }
-    text_of = doc  # the document whose text is shown, paged
-    if kind == "image":
-        context["has_thumbnail"] = documents.thumbnail_url(doc["id"]) is not None
-        if (doc.get("metadata") or {}).get("ocr") and doc.get("content"):
-            context["preview"] = _text_preview(doc, q)  # under the picture
-    elif kind == "pdf":
-        context["preview"] = _pdf_pager(doc, q)
-    elif kind == "markdown":
-        context["markdown"] = previews.markdown_html(doc, q)
-        kind = context["kind"] = "markdown" if context["markdown"] is not None else "text"
-        if context["markdown"] is not None:  # relative links go to the documents beside it
-            context["markdown"]["html"] = ui_support.link_siblings(
-                context["markdown"]["html"],
-                doc,
-                lambda sibling: url_for("ui.document", doc_id=sibling, q=q or None),
-            )
-    elif kind in ("audio", "video"):
-        context["mimetype"] = files.media_mimetype(doc)
-    elif kind == "email":
-        context["mail"] = members.mail(doc)
-        text_of = {**doc, "content": context["mail"]["body"]}
-    if kind == "text":  # a comic's or a book's cover (the thumbnail: its first picture)
-        context["cover_url"] = documents.thumbnail_url(doc["id"])
-    if kind in ("text", "email"):
-        context["preview"] = _text_preview(text_of, q)
-    return render_template("document.html", **context)
+    shown = document_preview.build(
+        doc,
+        q,
+        _page_number(),
+        request.args.get("view") == "text",
+        lambda sibling: url_for("ui.document", doc_id=sibling, q=q or None),
+    )
+    return render_template(
+        "document.html",
+        doc=doc,
+        q=q,
+        shown=shown,
+        back_url=_back_url(),
+        doc_id=doc["id"],
+        copies=copies.of_document(doc, visible_sources(g.user)),  # "also at": what the user may see
+        # loaded by htmx once the page shows (`_similar.html`); `similar=1`: without JavaScript
+        similar=similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"]
+        if request.args.get("similar")
+        else None,
+    )
 
 
-def _text_preview(doc: dict, q: str) -> dict:
-    """The page of the document's text this request asks for; without one, the first page
-    holding a match of q."""
+def _page_number() -> int | None:
+    """The preview page the request asks for (`?page=`), or None."""
     try:
-        page = int(request.args.get("page", ""))
+        return int(request.args.get("page", ""))
     except ValueError:
-        page = ui_support.first_match_page(doc, q)
-    return previews.text_page(doc, q, max(1, page))
-
-
-def _pdf_pager(doc: dict, q: str) -> dict:
-    """The drawn page this request asks for (clamped to the PDF's pages); without one, the
-    first page holding a match of q."""
-    pages = previews.page_count(doc)
-    try:
-        page = int(request.args.get("page", ""))
-    except ValueError:
-        page = previews.first_pdf_page(doc, q)
-    return {"page": min(max(1, page), pages), "pages": pages}
+        return None
 
 
 def _back_url() -> str | None:
@@ -335,7 +308,7 @@ def _back_url() -> str | None:
 def document_image(doc_id: str):
     """The scaled image (or a RAW file's preview) of an image document."""
     doc = documents.get(doc_id, g.user)
-    if not previews.is_image(doc):
+    if document_preview.kind_of(doc) != document_preview.Kind.IMAGE:
         abort(404)
     data, mimetype = previews.image_preview(doc)
     resp = Response(data, mimetype=mimetype)
@@ -348,7 +321,7 @@ def document_image(doc_id: str):
 def document_pdf_page(doc_id: str, page: int):
     """Page `page` of a PDF document as an image, the ?q= matches highlighted on it."""
     doc = documents.get(doc_id, g.user)
-    if previews.preview_kind(doc) != "pdf":
+    if not previews.has_pdf_pages(doc):
         abort(404)
     q = (request.args.get("q") or "").strip()[:1000]
     data, mimetype = previews.pdf_page_image(doc, page, q)
@@ -357,13 +330,40 @@ def document_pdf_page(doc_id: str, page: int):
     return resp
 
 
+@bp.get("/documents/<doc_id>/comic/<int:page>")
+def document_comic_page(doc_id: str, page: int):
+    """Page `page` of a comic (cbz, cbr) as an image."""
+    doc = documents.get(doc_id, g.user)
+    if document_preview.kind_of(doc) != document_preview.Kind.PAGES:
+        abort(404)
+    data, mimetype = previews.comic_page_image(doc, page)
+    resp = Response(data, mimetype=mimetype)
+    resp.headers["Cache-Control"] = "private, max-age=300"
+    return resp
+
+
+@bp.get("/documents/<doc_id>/slides/pictures/<int:number>")
+def document_slide_picture(doc_id: str, number: int):
+    """Picture `number` of a presentation (counted slide after slide) as an image."""
+    doc = documents.get(doc_id, g.user)
+    if document_preview.kind_of(doc) != document_preview.Kind.SLIDES:
+        abort(404)
+    data, mimetype = previews.slide_picture_image(doc, number)
+    resp = Response(data, mimetype=mimetype)
+    resp.headers["Cache-Control"] = "private, max-age=300"
+    return resp
+
+
 @bp.get("/documents/<doc_id>/media")
 def document_media(doc_id: str):
-    """The audio or video file for the page's player, inline, honouring Range (206/416)."""
+    """The audio or video file for the page's player, inline, honouring Range (206/416); a
+    navigation here goes to the document page (raw bytes are never shown as a page)."""
     doc = documents.get(doc_id, g.user)
     mimetype = files.media_mimetype(doc)
     if mimetype is None:
         abort(404)
+    if files.shown_as_page(request.headers):
+        return redirect(url_for("ui.document", doc_id=doc["id"]), 303)
     resp = send_file(
         files.download_target(doc),
         mimetype=mimetype,
@@ -373,6 +373,7 @@ def document_media(doc_id: str):
     )
     resp.headers["Content-Disposition"] = files.content_disposition("inline", doc["basename"])
     resp.headers["Cache-Control"] = "private, no-cache"
+    resp.headers["Vary"] = "Sec-Fetch-Dest, Sec-Fetch-Mode"
     return resp
 
 

@@ -3,7 +3,7 @@ inline, and the pages holding a match of the search with their hit boxes."""
 
 from __future__ import annotations
 
-from flask import abort, g, jsonify, request, send_file
+from flask import abort, g, jsonify, redirect, request, send_file, url_for
 
 from webapp.services import documents, files, previews
 from webapp.ui.blueprint import bp
@@ -12,7 +12,7 @@ from webapp.ui.blueprint import bp
 def _pdf(doc_id: str) -> dict:
     """The PDF document (404 when the user may not see it, or it is not a PDF with pages)."""
     doc = documents.get(doc_id, g.user)
-    if previews.preview_kind(doc) != "pdf":
+    if not previews.has_pdf_pages(doc):
         abort(404)
     return doc
 
@@ -20,8 +20,14 @@ def _pdf(doc_id: str) -> dict:
 @bp.get("/documents/<doc_id>/file")
 def document_file(doc_id: str):
     """The original PDF (an archive member's too) for the viewer, honouring Range (206/416).
-    A sandbox policy keeps the PDF's own scripts and forms inert if it is opened directly."""
+
+    Never shown as a page: the browser's own PDF viewer runs a PDF's JavaScript (an
+    OpenAction's `app.alert`) even under `sandbox`. A navigation here (a link, the address
+    bar, a frame) goes to the document page, whose pdf.js viewer runs nothing; the bytes go
+    as an attachment, which a fetch ignores and a browser without Fetch Metadata downloads."""
     doc = _pdf(doc_id)
+    if files.shown_as_page(request.headers):
+        return redirect(url_for("ui.document", doc_id=doc["id"]), 303)
     resp = send_file(
         files.download_target(doc),
         mimetype="application/pdf",
@@ -29,8 +35,9 @@ def document_file(doc_id: str):
         max_age=0,
         etag=not doc.get("container_id"),
     )
-    resp.headers["Content-Disposition"] = files.content_disposition("inline", doc["basename"])
+    resp.headers["Content-Disposition"] = files.content_disposition("attachment", doc["basename"])
     resp.headers["Cache-Control"] = "private, no-cache"
+    resp.headers["Vary"] = "Sec-Fetch-Dest, Sec-Fetch-Mode"
     resp.headers["Content-Security-Policy"] = "sandbox; default-src 'none'"
     return resp
 

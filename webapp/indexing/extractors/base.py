@@ -21,6 +21,7 @@ class Extracted:
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     thumbnail: bytes | None = None  # JPEG bytes, made in the extraction child (extractors.thumbnail)
+    holds_text: bool | None = None  # a picture's text test (ocr.holds_text); None: not tested
 
 
 class ExtractionError(Exception):
@@ -106,6 +107,7 @@ class ExtractionSettings:
     spool_dir: str = field(default_factory=lambda: os.path.join(tempfile.gettempdir(), "trawl"))
     thumbnail_px: int = 320
     max_pixels: int = 50_000_000
+    text_test: bool = True  # pictures are tested for text before they wait for OCR
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> ExtractionSettings:
@@ -126,6 +128,7 @@ class ExtractionSettings:
             "spool_dir": ("DATA_DIR", spool_dir),  # members are unpacked under DATA_DIR only
             "thumbnail_px": ("THUMBNAIL_PX", int),
             "max_pixels": ("PREVIEW_MAX_PIXELS", int),
+            "text_test": ("OCR_TEXT_TEST", _as_bool),
         }
         values = {name: convert(cfg[key]) for name, (key, convert) in keys.items() if key in cfg}
         return cls(**values)

@@ -227,6 +227,20 @@ def comic_cover(path: str, settings: ExtractionSettings) -> Any:
     return imaging.open_image(data) if data else None
 
 
+def comic_page(path: str, number: int) -> Any:
+    """Page `number` (1-based, pages in natural order) of a comic archive as a lazily opened
+    picture; ExtractionError when it has no such page or the page cannot be read."""
+    archive = _open_comic(path)
+    with archive.handle:
+        _, pages = _names_and_pages(archive)
+        if not 1 <= number <= len(pages):
+            raise ExtractionError(f"This comic has no page {number} (it has {len(pages)})")
+        data = archive.read(pages[number - 1], MAX_COVER_BYTES)
+    if not data:
+        raise ExtractionError("This page cannot be read out of the archive")
+    return imaging.open_image(data)
+
+
 COMIC = ExtractorSpec(
     type="comic",
     extract=extract_comic,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._util import local_name
+from webapp import imaging
+
+from ._util import MAX_COVER_BYTES, local_name, read_member
 from .base import Extracted, ExtractionError, ExtractionSettings, ExtractorSpec
 from .ooxml import open_package, package_metadata, paragraph_text, read_xml, relationships
 
@@ -67,6 +69,42 @@ def extract_pptx(path: str, settings: ExtractionSettings) -> Extracted:
     meta["slides_with_notes"] = note_count
     content = "\n\n".join(sections)
     return Extracted(type="pptx", content=content, title=meta.get("title"), metadata=meta)
+
+
+PICTURE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp")
+
+
+def _slide_pictures(archive: Any, part: str) -> list[str]:
+    """The picture parts a slide shows (`a:blip r:embed`), in the order they are placed."""
+    rels = relationships(archive, part)
+    root = read_xml(archive, part)
+    names: list[str] = []
+    for element in root.iter() if root is not None else ():
+        if local_name(element.tag) != "blip":
+            continue
+        rid = next((v for k, v in element.attrib.items() if local_name(k) == "embed"), "")
+        rel = rels.get(rid)
+        target = rel["target"] if rel and rel["type"] == "image" else ""
+        if target.lower().endswith(PICTURE_EXTENSIONS) and target not in names:
+            names.append(target)
+    return names
+
+
+def slide_pictures(path: str, settings: ExtractionSettings) -> list[list[str]]:
+    """Each slide's pictures (part names in the package), slides in presentation order."""
+    with open_package(path, "PPTX", settings) as archive:
+        return [_slide_pictures(archive, part) for part in _slide_parts(archive)]
+
+
+def slide_picture(path: str, number: int, settings: ExtractionSettings) -> Any:
+    """The `number`th picture (1-based) of the deck, counted slide after slide, opened lazily;
+    ExtractionError when there is no such picture."""
+    with open_package(path, "PPTX", settings) as archive:
+        names = [name for part in _slide_parts(archive) for name in _slide_pictures(archive, part)]
+        if not 1 <= number <= len(names):
+            raise ExtractionError(f"This presentation has no picture {number}")
+        data = read_member(archive, names[number - 1], MAX_COVER_BYTES)
+    return imaging.open_image(data)
 
 
 PPTX = ExtractorSpec(
