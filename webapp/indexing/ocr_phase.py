@@ -308,6 +308,36 @@ class OcrRun:
         archive timeout): a mailbox with many scans is not walked once for each. Nothing is
         read when the container changed since the scan."""
         self.close()
+        paths = self._members_to_read(row)
+        if not paths:
+            return
+        engine = get_engine(self.app)
+        os.makedirs(engine.settings.spool_dir, exist_ok=True)
+        self.folder = tempfile.mkdtemp(prefix=f"unpack-{os.getpid()}-", dir=engine.settings.spool_dir)
+        start = len(row.container) + len(MEMBER_SEPARATOR)
+        by_names = {tuple(path[start:].split(MEMBER_SEPARATOR)): path for path in paths}
+        names = [list(names) for names in by_names]
+        try:
+            result = engine.call(
+                read_out,
+                row.container,
+                names,
+                self.folder,
+                engine.settings,
+                doc_type="archive",
+                path=row.container,
+            )
+        except ExtractionError as exc:  # a bomb, found on this walk
+            log.info("OCR of %s: its container cannot be read: %s", row.path, exc)
+            return
+        if not result.ok:
+            log.info("OCR of %s: not read out of its container: %s", row.path, result.error)
+            return
+        self.copies = {by_names[names]: file for names, file in result.value.items() if names in by_names}
+
+    def _members_to_read(self, row) -> list[str]:
+        """The pending members of `row`'s container from `row` on, within MEMBER_BATCH and
+        MEMBER_BATCH_BYTES; none when the container changed since the scan (or is gone)."""
         container = db.session.execute(
             select(IndexedFile.size_bytes, IndexedFile.mtime_ns).where(
                 IndexedFile.source_id == self.source_id, IndexedFile.path == row.container
@@ -328,37 +358,16 @@ class OcrRun:
         try:
             stat = os.stat(row.container)
         except OSError:
-            return
+            return []
         if container is None or (stat.st_size, stat.st_mtime_ns) != tuple(container):
-            return
+            return []
         paths, total = [], 0
         for path, size in batch:
             total += size
             if paths and total > MEMBER_BATCH_BYTES:
                 break
             paths.append(path)
-        engine = get_engine(self.app)
-        os.makedirs(engine.settings.spool_dir, exist_ok=True)
-        self.folder = tempfile.mkdtemp(prefix=f"unpack-{os.getpid()}-", dir=engine.settings.spool_dir)
-        start = len(row.container) + len(MEMBER_SEPARATOR)
-        by_names = {tuple(path[start:].split(MEMBER_SEPARATOR)): path for path in paths}
-        try:
-            result = engine.call(
-                read_out,
-                row.container,
-                [list(names) for names in by_names],
-                self.folder,
-                engine.settings,
-                doc_type="archive",
-                path=row.container,
-            )
-        except ExtractionError as exc:  # a bomb, found on this walk
-            log.info("OCR of %s: its container cannot be read: %s", row.path, exc)
-            return
-        if not result.ok:
-            log.info("OCR of %s: not read out of its container: %s", row.path, result.error)
-            return
-        self.copies = {by_names[names]: file for names, file in result.value.items() if names in by_names}
+        return paths
 
     def close(self) -> None:
         """Remove this job's copies of members."""

@@ -52,6 +52,16 @@ def listing(doc: dict) -> dict | None:
         .order_by(IndexedFile.id)  # the container's own order (members are written in it)
         .limit(MAX_LISTED)
     ).all()
+    return {
+        "tree": _sorted(_tree(doc, prefix, rows)),
+        "total": total,
+        "more": max(0, total - len(rows)),
+        "cut": bool((doc.get("metadata") or {}).get("cut")),
+    }
+
+
+def _tree(doc: dict, prefix: str, rows: list) -> dict[str, dict]:
+    """The members' rows (path, type, size, status) as nested folders, unsorted."""
     subjects = _mailbox_subjects(doc, {path[len(prefix) :] for path, *_ in rows})
     root: dict[str, Any] = {"children": {}}
     for path, doc_type, size, status in rows:
@@ -68,12 +78,7 @@ def listing(doc: dict) -> dict | None:
             "status": status,
             "subject": subjects.get(name),
         }
-    return {
-        "tree": _sorted(root["children"]),
-        "total": total,
-        "more": max(0, total - len(rows)),
-        "cut": bool((doc.get("metadata") or {}).get("cut")),
-    }
+    return root["children"]
 
 
 def _sorted(children: dict[str, dict]) -> list[dict]:
