@@ -75,7 +75,9 @@ def test_search_results_have_the_contract_fields(client, auth, indexed):
         "container_id",
         "thumbnail_url",
         "match",
+        "copies",
     }
+    assert hit["copies"] == []  # no other file holds its text
     assert hit["match"] == "words"  # not embedded yet (the phase waits on the low-priority queue)
     assert hit["container_id"] is None  # a plain file (members name their container)
     assert hit["thumbnail_url"] is None  # a text file has no picture

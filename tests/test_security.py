@@ -658,8 +658,9 @@ def test_what_a_user_finds_does_not_depend_on_words_in_sources_they_cannot_see(
     word's presence in a source they may not see showed in their results."""
     from tests.test_access import bearer, create_user, login
 
-    hidden = make_source(
-        make_tree("hidden", {f"h{i}.txt": "quillwortzyx and more" for i in range(60)}), name="Hidden"
+    hidden = make_source(  # 60 texts, not 60 copies of one (a text is listed once)
+        make_tree("hidden", {f"h{i}.txt": f"quillwortzyx and more, note {i}" for i in range(60)}),
+        name="Hidden",
     )["id"]
     mine = make_source(make_tree("mine", {"v.txt": "quillwortzyv here"}), name="Mine")["id"]
     for sid in (hidden, mine):

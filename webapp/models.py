@@ -111,6 +111,8 @@ class IndexedFile(db.Model):
         Index("ix_indexed_files_source_ocr", "source_id", "ocr"),
         Index("ix_indexed_files_source_container", "source_id", "container"),
         Index("ix_indexed_files_source_embedded", "source_id", "embedded"),
+        # the copies of a text: in any source (the `copies` of a result), in one (the primary)
+        Index("ix_indexed_files_text_hash", "text_hash", "source_id"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     source_id: Mapped[str] = mapped_column(String(63), ForeignKey("sources.id", ondelete="CASCADE"))
@@ -130,6 +132,10 @@ class IndexedFile(db.Model):
     # its passages are in the vector store (indexing/embed_phase.py); every write of the record
     # (a new or changed file) makes it false again
     embedded: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # SHA-256 of the normalised extracted text, title and content (indexing/copies.py): files
+    # of the same hash are copies, listed and embedded once; None: no text, failed, or the text
+    # still waits for OCR (never a copy of anything)
+    text_hash: Mapped[str | None] = mapped_column(String(64))
 
 
 class RunRecord(db.Model):

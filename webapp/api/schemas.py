@@ -396,6 +396,11 @@ class SavedSearchSchema(ma.Schema):
 # --- search and documents -----------------------------------------------------------------------
 
 
+class CopySchema(ma.Schema):
+    id = fields.String(metadata={"description": "the copy's document id"})
+    path = fields.String()
+
+
 class SearchResultSchema(ma.Schema):
     id = fields.String()
     path = fields.String()
@@ -417,6 +422,14 @@ class SearchResultSchema(ma.Schema):
         metadata={
             "description": "/api/documents/{id}/thumbnail (a small JPEG, same auth as the "
             "document), or null when the document has no thumbnail"
+        },
+    )
+    copies = fields.List(
+        fields.Nested(CopySchema),
+        dump_default=list,
+        metadata={
+            "description": "the other files holding the same text (among the sources the asker "
+            "may see), or []: identical texts are listed once"
         },
     )
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from flask import Flask
 
 from webapp import procs
+from webapp.indexing.copies import text_hash
 from webapp.indexing.extractors import ExtractionSettings, extension
 from webapp.indexing.isolation import Extractor, FileResult, MemberResult
 from webapp.indexing.ocr import PENDING, needs_ocr
@@ -209,4 +210,8 @@ def _record(
         "error_message": result.error_message,
         "container": container,
         "ocr": PENDING if pending else None,
+        # text still waiting for OCR is not what the file holds: no hash until it is read
+        "text_hash": text_hash(doc.title, doc.content, doc.type)
+        if result.status == FileStatus.SUCCESS and not pending
+        else None,
     }

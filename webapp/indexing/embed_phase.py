@@ -38,6 +38,7 @@ from sqlalchemy import func, or_, select, update
 
 from webapp import keys, procs
 from webapp.extensions import db
+from webapp.indexing import copies
 from webapp.indexing.background import Phase, PhaseInfo, Stopped, Yielded
 from webapp.indexing.ocr import PENDING
 from webapp.indexing.scanner import doc_id
@@ -279,7 +280,7 @@ class EmbedRun:
         while True:
             phase.check()
             rows = db.session.execute(
-                select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns)
+                select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns, IndexedFile.text_hash)
                 .where(IndexedFile.source_id == self.source_id, IndexedFile.path > cursor, *_waiting())
                 .order_by(IndexedFile.path)
                 .limit(DOCS_PER_READ)
@@ -302,10 +303,16 @@ class EmbedRun:
         search = get_search(self.app)
         texts: list[tuple[str, str]] = []
         out: dict[str, np.ndarray] = {}
+        # a copy is done without vectors: its text is read once, for its primary; a text
+        # another source has read takes its vectors
+        skipped = copies.copies_among(self.source_id, rows)
+        elsewhere = copies.read_elsewhere(self.source_id, rows)
         for row in rows:
             id_ = doc_id(self.source_id, row.path)
-            doc = search.get(id_) or {}
             out[id_] = np.zeros((0, embedder.DIMENSIONS), dtype=np.float32)
+            if row.path in skipped or self._reuse(out, id_, elsewhere.get(row.path, [])):
+                continue
+            doc = search.get(id_) or {}
             cut = embedder.passages(doc.get("title"), doc.get("content"), doc.get("type"))
             texts += [(id_, p) for p in cut]
         for start in range(0, len(texts), PASSAGES_PER_CALL):
@@ -319,6 +326,15 @@ class EmbedRun:
                 out[id_] = np.vstack([out[id_], vector[None, :]])
             self.passages += len(chunk)
         return out
+
+    def _reuse(self, out: dict[str, np.ndarray], id_: str, others: list[str]) -> bool:
+        """Whether `id_` took the stored vectors of one of `others` (the same text)."""
+        for other in others[:3]:
+            found = get_meaning(self.app).vectors_of(other)
+            if found is not None and len(found):
+                out[id_] = found
+                return True
+        return False
 
     def _pause(self, cpu: float) -> None:
         """Keep the model to EMBED_CPU_SHARE of a core: after a call that took `cpu` seconds

@@ -20,7 +20,7 @@ from sqlalchemy import or_, select
 
 from webapp import keys
 from webapp.extensions import db
-from webapp.indexing import diskfull, live, thumbstore
+from webapp.indexing import copies, diskfull, live, thumbstore
 from webapp.indexing.batch import Batch, BatchResult, extract_batch
 from webapp.indexing.globs import PatternSet
 from webapp.indexing.healing import retry_paths
@@ -178,11 +178,13 @@ class ScanRun:
             gone = changes.deleted + [p for p, _ in member_paths(self.source_id, changes.deleted)]
             ids = [doc_id(self.source_id, p) for p in gone]
             with writer_lock(self.source_id, self.app):
+                planned = copies.plan(self.source_id, gone, {})  # a copy left becomes primary
                 # vectors first: search and records then go together, so what search no
                 # longer finds is not still counted by the source's status
                 get_meaning(self.app).delete_ids(ids)  # meaning
                 get_search(self.app).delete_ids(ids)
                 delete_records(self.source_id, gone)
+                copies.apply(self.app, self.source_id, planned)
             thumbstore.remove(self.app.config["DATA_DIR"], ids)
         if (unclean and scope is None) or self.full:
             self._remove_orphans()
@@ -335,6 +337,10 @@ class ScanRun:
             self._drop_members([p for result in buffer for p in result.reset])
             records = [r for result in buffer for r in result.records]
             docs = [d for result in buffer for d in result.docs]
+            # identical texts: the documents written carry their copy flag (indexing/copies.py)
+            planned = copies.plan(self.source_id, [], {r["path"]: r.get("text_hash") for r in records})
+            for doc in docs:
+                doc["copy"] = doc["path"] in planned.hidden
             # stored on the coordinator's host, where the web server reads them, before the
             # documents are written: a search that finds a document finds its thumbnail
             self._save_thumbnails(buffer)
@@ -343,6 +349,7 @@ class ScanRun:
                     get_search(self.app).upsert(docs)
             with diskfull.guard(self.redis, diskfull.DATABASE):
                 upsert_records(self.source_id, records)
+            copies.apply(self.app, self.source_id, planned)
             # a container that failed (a bomb found late) keeps none of the members sent before
             self._drop_members(
                 [r["path"] for r in records if r["container"] is None and r["status"] == FileStatus.FAILED]
@@ -368,9 +375,11 @@ class ScanRun:
         stale = [p for p, _ in member_paths(self.source_id, containers)]
         if stale:
             ids = [doc_id(self.source_id, p) for p in stale]
+            planned = copies.plan(self.source_id, stale, {})
             get_meaning(self.app).delete_ids(ids)  # meaning
             get_search(self.app).delete_ids(ids)
             delete_records(self.source_id, stale)
+            copies.apply(self.app, self.source_id, planned)
 
     def _count_batch(self, result: BatchResult) -> None:
         s = self.stats

@@ -26,6 +26,7 @@ _UPDATED = (
     "ocr",
     "container",
     "embedded",
+    "text_hash",
 )
 
 
@@ -44,6 +45,7 @@ class FileRow(_RowFields, total=False):
 
     container: str | None  # the file on disk holding a member (None: on disk itself)
     ocr: str | None  # `pending` when its document waits for the OCR phase
+    text_hash: str | None  # of its extracted text (indexing/copies.py); None: no text
 
 
 def _epoch(dt_ns: int) -> datetime:
@@ -58,6 +60,7 @@ def upsert_records(source_id: str, rows: list[FileRow]) -> None:
     values = [
         {
             "container": None,
+            "text_hash": None,
             **r,
             "ocr": r.get("ocr"),
             "source_id": source_id,

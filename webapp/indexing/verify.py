@@ -8,7 +8,7 @@ from sqlalchemy import update
 
 from webapp.embed_jobs import enqueue_embed
 from webapp.extensions import db
-from webapp.indexing import thumbstore
+from webapp.indexing import copies, thumbstore
 from webapp.indexing.background import PhaseInfo
 from webapp.indexing.embed_phase import KIND
 from webapp.indexing.globs import PatternSet
@@ -101,14 +101,16 @@ def _repair_note(found: dict, vectors: bool) -> str:
 
 def _repair(source_id: str, orphans: list[str], vanished: list[str], missing: list[str]) -> None:
     search = get_search()
+    stale = sorted(set(vanished) | set(missing))
+    planned = copies.plan(source_id, stale, {})  # a copy of a vanished primary is listed again
     gone = orphans + [doc_id(source_id, p) for p in vanished]
     if gone:
         search.delete_ids(gone)
         get_meaning().delete_ids(gone)
         thumbstore.remove(current_app.config["DATA_DIR"], gone)
-    stale = sorted(set(vanished) | set(missing))
     if stale:
         delete_records(source_id, stale)
+        copies.apply(None, source_id, planned)
 
 
 def _vector_problem(source: Source) -> str | None:

@@ -52,6 +52,9 @@ class Doc(_DocFields, total=False):
     title: str | None
     metadata: dict[str, Any]  # the extractor's, plus `ocr` once the OCR phase read it
     container_id: str | None  # the archive or e-mail holding a member
+    # another document of its source holds the same text and is listed for both (its
+    # primary: indexing/copies.py); a copy is found only where a filter could tell them apart
+    copy: bool
 
 
 DOC_FIELDS = tuple(Doc.__annotations__)  # every key, the required ones first
@@ -76,6 +79,7 @@ class Hit(_HitFields, total=False):
     """One search result, as the API lists it (built by `search_hit` for every backend)."""
 
     match: str  # hybrid search only: words, meaning or both (search/hybrid.py)
+    copies: list[dict[str, str]]  # the other files of the same text (services/copies.py)
 
 
 class SearchBackendError(RuntimeError):
@@ -127,6 +131,16 @@ class SearchQuery:
         return self.sort
 
 
+def collapses(query: SearchQuery) -> bool:
+    """Whether the query leaves copies out (each identical text listed once, by its primary).
+    Not under a filter that copies may differ on (a folder, a type or extension, a date, a
+    size, a camera): the primary may be outside it while a copy is inside, so both are listed."""
+    spec = query.syntax()
+    return query.type is None and not (
+        spec.paths or spec.types or spec.extensions or spec.modified or spec.size or spec.cameras
+    )
+
+
 @dataclass
 class SearchPage:
     """One page of results with the exact total number of matches."""
@@ -146,6 +160,9 @@ class SearchBackend(Protocol):
 
     def delete_ids(self, ids: list[str]) -> None:
         """Remove documents by id; unknown ids are ignored."""
+
+    def mark_copies(self, flags: dict[str, bool]) -> None:
+        """Set `copy` ({id: flag}) on these documents, text and vectors kept."""
 
     def delete_source(self, source_id: str) -> None:
         """Remove every document of a source."""

@@ -30,6 +30,7 @@ from webapp.search import (
     SearchBackendError,
     SearchPage,
     SearchQuery,
+    collapses,
     disk_folders,
     doc_camera,
     doc_date,
@@ -85,6 +86,7 @@ INDEX_SETTINGS = {
         "date",
         "camera",
         "dirs",
+        "copy",
     ],
     "sortableAttributes": ["modified_at", "size_bytes", "basename_sort", "date"],
     # The `folder` facet keeps the subfolders of the folder asked from every folder counted:
@@ -213,6 +215,16 @@ class MeiliBackend:
             self._delete_filter("id IN [" + ", ".join(_quote(x) for x in batch) + "]")
             chunks = [c for x in batch for c in self._chunks(prepared[x])]
             self._wait(self._call(self.index.add_documents, chunks, "uid"))
+
+    def mark_copies(self, flags: dict[str, bool]) -> None:
+        """Set `copy` on these documents ({id: flag}) and every chunk of them: a partial
+        update, so their vectors stay."""
+        ids = list(flags)
+        for i in range(0, len(ids), PAGE):
+            filter_ = "id IN [" + ", ".join(_quote(x) for x in ids[i : i + PAGE]) + "]"
+            updates = [{"uid": c["uid"], "copy": flags[c["id"]]} for c in self._list(filter_, ["uid", "id"])]
+            if updates:
+                self._wait(self._call(self.index.update_documents, updates, "uid"))
 
     def delete_ids(self, ids: list[str]) -> None:
         """Remove documents (all their chunks) by id."""
@@ -564,6 +576,8 @@ def _meili_filters(query: SearchQuery, spec: QuerySpec) -> list[str]:
         out.append("camera IN [" + ", ".join(_quote(c) for c in spec.cameras) + "]")
     out += [_meili_range("date", r) for r in spec.modified]
     out += [_meili_range("size_bytes", r) for r in spec.size]
+    if collapses(query):  # identical texts once (a document without the flag is no copy)
+        out.append("copy != true")
     return [f for f in out if f]
 
 

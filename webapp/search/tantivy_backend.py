@@ -25,6 +25,7 @@ from webapp.search import (
     SearchBackendError,
     SearchPage,
     SearchQuery,
+    collapses,
     doc_camera,
     doc_date,
     doc_folders,
@@ -99,6 +100,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("folders", tokenizer_name="raw")  # every folder above the path: `path:`
     sb.add_text_field("folder_edges", tokenizer_name="raw")  # the `folder` facet's terms
     sb.add_text_field("camera_key", tokenizer_name="raw")  # lower case: `camera:`
+    sb.add_text_field("copy", tokenizer_name="raw")  # `1` on a copy (Doc.copy): left out
     sb.add_bytes_field("doc", stored=True)  # the document as upserted minus its content, JSON
     return sb.build()
 
@@ -204,6 +206,8 @@ class TantivyBackend:
                 json.dumps({k: v for k, v in doc.items() if k != "content"}, ensure_ascii=False).encode()
             ],
         }
+        if doc.get("copy"):
+            fields["copy"] = ["1"]
         camera = doc_camera(doc)
         if camera:
             fields["camera"], fields["camera_key"] = [camera], [camera.casefold()]
@@ -227,6 +231,13 @@ class TantivyBackend:
             for doc in prepared.values():
                 writer.delete_documents_by_term("id", doc["id"])
                 writer.add_document(self._to_document(doc))
+
+    def mark_copies(self, flags: dict[str, bool]) -> None:
+        """Set `copy` on these documents ({id: flag}; unknown ids are ignored), one commit."""
+        docs = [doc for doc in map(self.get, flags) if doc is not None]
+        for doc in docs:
+            doc["copy"] = flags[doc["id"]]
+        self.upsert(docs)
 
     def delete_ids(self, ids: list[str]) -> None:
         """Remove documents by id (unknown ids are ignored)."""
@@ -528,6 +539,8 @@ class TantivyBackend:
             text_query = Query.boolean_query([(Occur.Should, text_query), (Occur.Should, also)])
         clauses = [(Occur.Must, text_query)]
         clauses += [(Occur.Must, Query.const_score_query(f, 0.0)) for f in filters]
+        if builder.dated and collapses(query):  # identical texts once (an older index: no flags)
+            clauses.append((Occur.MustNot, builder.term("copy", "1")))
         clauses += [(Occur.Must, builder.words_in(words, NAME_FIELDS)) for words in spec.title]
         clauses += [(Occur.MustNot, builder.words_in(words, tuple(FIELD_WEIGHTS))) for words in spec.excluded]
         return Query.boolean_query(clauses) if len(clauses) > 1 else text_query

@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 # 4: the document's date (`date`: when a photo was taken), `camera`, `camera_key` and
 # `folder_edges` (the facets and filters of browsing).
 # 5: an e-mail's date is the time it was sent (doc_date).
-INDEX_VERSION = 5
+# 6: `copy`, the flag of a document whose text its source holds under a smaller path.
+INDEX_VERSION = 6
 VERSION_FILE = "trawl-index.json"
 MISMATCH = "schema does not match"
 CHUNK = 500  # documents read and written at a time

@@ -22,7 +22,7 @@ from webapp.models import IndexedFile, User
 from webapp.runtime import get_search
 from webapp.search import Doc, SearchPage, SearchQuery
 from webapp.search.query import tokens
-from webapp.services import meaning, search_args
+from webapp.services import copies, meaning, search_args
 from webapp.services.access import can_see, visible_sources
 
 
@@ -32,13 +32,15 @@ def search(args: dict, user: User | None, fold_containers: bool = False) -> dict
     response echoes limit and offset. `fold_containers` (the search page): a container whose
     members match gives its place to its best member (members_over_containers)."""
     with search_duration.labels(current_app.config["SEARCH_BACKEND"]).time():
-        query: SearchQuery = search_args.to_query(args, visible_sources(user))
+        visible = visible_sources(user)
+        query: SearchQuery = search_args.to_query(args, visible)
         page: SearchPage = meaning.search(query, search_args.semantic_ratio(args))
     results = once_per_file(page.results)
     total = page.total
     if fold_containers and query.syntax().has_positive_text:
         results, dropped = members_over_containers(query, results)
         total -= dropped
+    copies.attach(results, visible)
     for result in results:
         result["thumbnail_url"] = thumbnail_url(result["id"])
     out = {

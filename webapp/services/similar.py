@@ -16,7 +16,7 @@ import html
 from webapp.models import User
 from webapp.runtime import get_meaning, get_search
 from webapp.search import Hit, SearchQuery, hybrid, meaning_index
-from webapp.services import documents, meaning
+from webapp.services import copies, documents, meaning
 from webapp.services.access import visible_sources
 
 # Types whose text is not prose: settings and data markup, code, spreadsheets' cells, the
@@ -56,7 +56,9 @@ def similar(doc_id: str, user: User | None, limit: int = 10) -> dict:
         q="", limit=len(kept), snippet_length=PROSE_SAMPLE, within_ids=tuple(kept), source_ids=granted
     )
     own = prose(doc["type"], doc.get("content") or "")
-    return {"results": neighbours(own, get_search().search(check).results, dict(near), limit)}
+    ranked = neighbours(own, get_search().search(check).results, dict(near), len(kept))
+    # each text once, and not the document's own copies (services/copies.py)
+    return {"results": copies.listed_once(ranked, visible, besides=doc)[:limit]}
 
 
 def neighbours(own_prose: bool, hits: list[Hit], sims: dict[str, float], limit: int) -> list[Hit]:

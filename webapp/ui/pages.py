@@ -14,6 +14,7 @@ from webapp.exceptions import InvalidInput, TrawlError
 from webapp.search import FACETS, IndexRebuilding, SearchBackendError
 from webapp.search.syntax import parse_syntax
 from webapp.services import (
+    copies,
     document_preview,
     documents,
     files,
@@ -23,6 +24,7 @@ from webapp.services import (
     similar,
     ui_support,
 )
+from webapp.services.access import visible_sources
 from webapp.ui import browse, querybox, saved, session
 from webapp.ui.blueprint import bp
 from webapp.ui.htmx import is_htmx, render
@@ -277,6 +279,7 @@ def document(doc_id: str):
         shown=shown,
         back_url=_back_url(),
         doc_id=doc["id"],
+        copies=copies.of_document(doc, visible_sources(g.user)),  # "also at": what the user may see
         # loaded by htmx once the page shows (`_similar.html`); `similar=1`: without JavaScript
         similar=similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"]
         if request.args.get("similar")
