@@ -74,17 +74,6 @@ def _phase(store: VectorStore):
     return phase
 
 
-def _phase(store: VectorStore):
-    """The phase's path on a batch: cut, embed, store."""
-    counter = iter(range(10**9))
-
-    def phase(chunk: list[str]) -> None:
-        cut = [p for text in chunk for p in embedder.passages(None, text)]
-        store.add("bench", {f"bench--{next(counter):012x}": embedder.embed_passages(cut)})
-
-    return phase
-
-
 def speed(keys: list[str]) -> dict:
     """Bare call and phase path, passages per CPU-second, per model (one core)."""
     texts = _sample()

@@ -333,22 +333,22 @@ def document_pdf_page(doc_id: str, page: int):
 @bp.get("/documents/<doc_id>/comic/<int:page>")
 def document_comic_page(doc_id: str, page: int):
     """Page `page` of a comic (cbz, cbr) as an image."""
-    doc = documents.get(doc_id, g.user)
-    if document_preview.kind_of(doc) != document_preview.Kind.PAGES:
-        abort(404)
-    data, mimetype = previews.comic_page_image(doc, page)
-    resp = Response(data, mimetype=mimetype)
-    resp.headers["Cache-Control"] = "private, max-age=300"
-    return resp
+    return _drawn(doc_id, document_preview.Kind.PAGES, lambda doc: previews.comic_page_image(doc, page))
 
 
 @bp.get("/documents/<doc_id>/slides/pictures/<int:number>")
 def document_slide_picture(doc_id: str, number: int):
     """Picture `number` of a presentation (counted slide after slide) as an image."""
+    return _drawn(doc_id, document_preview.Kind.SLIDES, lambda doc: previews.slide_picture_image(doc, number))
+
+
+def _drawn(doc_id: str, kind: document_preview.Kind, draw) -> Response:
+    """A picture drawn from a document whose preview is of `kind` (404 for any other), kept
+    by the browser for a while."""
     doc = documents.get(doc_id, g.user)
-    if document_preview.kind_of(doc) != document_preview.Kind.SLIDES:
+    if document_preview.kind_of(doc) != kind:
         abort(404)
-    data, mimetype = previews.slide_picture_image(doc, number)
+    data, mimetype = draw(doc)
     resp = Response(data, mimetype=mimetype)
     resp.headers["Cache-Control"] = "private, max-age=300"
     return resp
