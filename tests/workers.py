@@ -237,12 +237,9 @@ def records(app, sid: str) -> dict[str, tuple[str, str | None]]:
 
 
 def verify(app, sid: str, repair: bool = False) -> dict:
-    """verify_source's report for the source."""
-    from webapp.indexing.verify import verify_source
+    """`trawl verify` of the source, as a person runs it (`--repair` when asked): its report."""
+    import json
 
-    with app.app_context():
-        report = verify_source(sid, repair=repair)
-        from webapp.extensions import db
-
-        db.session.remove()
-    return report
+    out = app.test_cli_runner().invoke(args=["trawl", "verify", sid, *(["--repair"] if repair else [])])
+    assert out.exit_code in (0, 2), out.output
+    return json.loads(out.stdout)

@@ -10,6 +10,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from webapp.cli.common import fail, needs_trawl, print_json
+from webapp.embed_jobs import enqueue_embed
 from webapp.exceptions import TrawlError
 from webapp.indexing.verify import verify_source
 from webapp.runtime import init_data
@@ -41,6 +42,8 @@ def verify(source_id: str, repair: bool) -> None:
         report = verify_source(source_id, repair=repair)
     except TrawlError as exc:
         fail(exc)
+    if report.get("repaired") and report.get("vectors"):
+        enqueue_embed(source_id)  # the vectors were dropped: the source is read again
     print_json(report)
     if report["problems"] and not report.get("repaired"):
         sys.exit(2)

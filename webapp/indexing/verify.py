@@ -6,7 +6,6 @@ from __future__ import annotations
 from flask import current_app
 from sqlalchemy import update
 
-from webapp.embed_jobs import enqueue_embed
 from webapp.extensions import db
 from webapp.indexing import copies, thumbstore
 from webapp.indexing.background import PhaseInfo
@@ -119,7 +118,8 @@ def _vector_problem(source: Source) -> str | None:
 
 
 def rebuild_vectors(source_id: str) -> None:
-    """Drop the source's vectors and embed its documents again (a vector file was unreadable)."""
+    """Drop the source's vectors and mark its documents to be embedded again (a vector file was
+    unreadable); the caller queues the phase."""
     with writer_lock(source_id):  # after an embedding write in progress, not within
         get_meaning().delete_source(source_id)
         db.session.execute(
@@ -127,4 +127,3 @@ def rebuild_vectors(source_id: str) -> None:
         )
         db.session.commit()
     PhaseInfo(KIND, source_id).ran(0, 0)  # the error that stopped the phase is gone
-    enqueue_embed(source_id)
