@@ -1,8 +1,9 @@
 """Identical texts in one source: the hash of a file's extracted text, and which of the files
 that share it is the primary (the one listed and embedded; the others are its copies).
 
-A text's primary in a source is the record of the smallest path among those holding it: a rule
-with no state of its own, so the search index's `copy` flags (search/__init__.py, `Doc.copy`)
+A text's primary in a source is the record of the smallest path among those holding it, a file
+on disk before a member of an archive or mailbox (people look for the file itself): a rule with
+no state of its own, so the search index's `copy` flags (search/__init__.py, `Doc.copy`)
 can always be told from the records. The scan's coordinator, the only writer of its source,
 keeps them true: before a write it plans the flags (`plan`), the documents it writes carry
 theirs, and `apply` rewrites the few documents not written whose flag changed (a primary gone,
@@ -21,7 +22,7 @@ from flask import Flask
 from sqlalchemy import select, update
 
 from webapp.extensions import db
-from webapp.indexing.scanner import doc_id
+from webapp.indexing.scanner import MEMBER_SEPARATOR, doc_id
 from webapp.models import IndexedFile
 from webapp.runtime import get_meaning, get_search
 
@@ -32,6 +33,12 @@ CHUNK = 500  # values per IN (...): every database accepts that many parameters
 # format and size, a song's tags, an archive's member names), not its contents: a hundred
 # different screenshots read alike, so they are never copies of each other.
 DESCRIBED_TYPES = frozenset({"image", "raw_image", "media", "archive", "comic", "file"})
+
+
+def primary_order(path: str) -> tuple[bool, str]:
+    """How the holders of one text are ordered, the primary first: files on disk before
+    members of containers, then by path."""
+    return MEMBER_SEPARATOR in path, path
 
 
 def text_hash(title: str | None, content: str | None, doc_type: str) -> str | None:
@@ -102,9 +109,9 @@ def plan(source_id: str, removed: list[str], written: dict[str, str | None]) -> 
             after.setdefault(h, set()).add(path)
     out = Plan()
     for h, paths in after.items():
-        primary = min(paths) if paths else None
+        primary = min(paths, key=primary_order) if paths else None
         out.hidden |= {p for p in paths if p != primary and p in written}
-        was = min(before[h]) if before.get(h) else None
+        was = min(before[h], key=primary_order) if before.get(h) else None
         if primary == was:
             continue
         if primary is not None and primary not in written:
@@ -139,7 +146,7 @@ def copies_among(source_id: str, rows: list) -> set[str]:
     hashes = sorted({r.text_hash for r in rows if r.text_hash})
     if not hashes:
         return set()
-    first = {h: min(paths) for h, paths in holders(source_id, hashes).items()}
+    first = {h: min(paths, key=primary_order) for h, paths in holders(source_id, hashes).items()}
     return {r.path for r in rows if r.text_hash and first.get(r.text_hash, r.path) < r.path}
 
 
@@ -157,7 +164,7 @@ def read_elsewhere(source_id: str, rows: list) -> dict[str, list[str]]:
                 IndexedFile.embedded.is_(True),
             )
         )  # sorted here: an ORDER BY path would have SQLite walk a path index, not the hashes
-        for h, s, p in sorted(found, key=lambda row: row[2]):
+        for h, s, p in sorted(found, key=lambda row: primary_order(row[2])):
             if (h, s) not in seen:
                 seen.add((h, s))
                 by_hash.setdefault(h, []).append(doc_id(s, p))

@@ -58,7 +58,7 @@ from webapp.indexing.ocr import (
     read_one,
     result_of,
 )
-from webapp.indexing.scanner import doc_id
+from webapp.indexing.scanner import MEMBER_SEPARATOR, doc_id
 from webapp.indexing.state import held_lock, renewed, writer_lock
 from webapp.models import IndexedFile, Source
 from webapp.runtime import get_redis, get_search
@@ -66,7 +66,6 @@ from webapp.search import Doc
 
 log = logging.getLogger(__name__)
 WRITE_EVERY = 10  # documents per write (one index commit)
-MEMBER_SEPARATOR = "!/"  # a member's path: `<container>!/<name>[!/<name inside>...]`
 MEMBER_BATCH = 50  # pending members of one container read out of it in one walk
 MEMBER_BATCH_BYTES = 256 * 1024 * 1024  # ... holding this much at most (one, if larger)
 WRITE_SECONDS = 10.0  # ... or sooner, so text appears while a long queue is read

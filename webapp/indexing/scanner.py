@@ -28,6 +28,8 @@ ErrorCallback = Callable[[str, str], None]
 
 NOT_UTF8 = "File name is not valid UTF-8"
 
+MEMBER_SEPARATOR = "!/"  # a member's path: `<container>!/<name>[!/<name inside>...]`
+
 
 class FileStat(NamedTuple):
     """One file found on disk: absolute path, where in it the path relative to the root
