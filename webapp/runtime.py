@@ -20,7 +20,6 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from webapp import config, keys
 from webapp.extensions import db
-from webapp.previews.render import IsolatedRenderer
 from webapp.search import make_backend
 from webapp.search.meaning_index import MeaningIndex, make_meaning
 from webapp.search.vectors import VectorStore
@@ -52,7 +51,6 @@ def init_app(app: Flask) -> None:
         default_timeout=keys.DEFAULT_JOB_TIMEOUT,
     )
     app.extensions["trawl.search"] = None
-    app.extensions["trawl.previews"] = IsolatedRenderer(app.config["PREVIEW_CONCURRENCY"])
     with app.app_context():
         if db.engine.dialect.name == "sqlite":
             event.listen(db.engine, "connect", _sqlite_pragmas)
@@ -249,11 +247,6 @@ def get_ocr_queue(app: Flask | None = None) -> Queue:
 def get_extract_queue(app: Flask | None = None) -> Queue:
     """The RQ queue of extraction helpers, which every worker serves."""
     return (app or current_app).extensions["trawl.extract_queue"]
-
-
-def get_previews(app: Flask | None = None) -> IsolatedRenderer:
-    """The app's image preview renderer (decodes in child processes)."""
-    return (app or current_app).extensions["trawl.previews"]
 
 
 def get_vectors(app: Flask | None = None) -> VectorStore:

@@ -7,6 +7,7 @@ import html
 import json
 import math
 import re
+import threading
 
 from flask import current_app
 
@@ -15,19 +16,30 @@ from webapp.indexing.ocr import OcrSettings
 from webapp.indexing.ocr_phase import TextCache, file_digest
 from webapp.previews.markdown import render_markdown
 from webapp.previews.pdfhits import word_hits
-from webapp.previews.render import PreviewLimits
-from webapp.runtime import get_previews
+from webapp.previews.render import IsolatedRenderer, PreviewLimits
 from webapp.search.query import TermMatcher, parse_query
 from webapp.search.snippets import highlight_all
 from webapp.search.syntax import parse_syntax
 from webapp.services.files import local_copy
 
+_RENDERER = "trawl.previews"  # the app's renderer, in app.extensions
+_making = threading.Lock()  # a web process's threads make one renderer (its slots are the cap)
 PREVIEW_PAGE_CHARS = 20_000
 OCR_SEPARATOR = "\n\n"  # between an image's details and the text OCR read (ocr_phase.PAGE_SEPARATOR)
 IMAGE_TYPES = {"image", "raw_image"}
 # a tag of the sanitizer's output: it always quotes attributes with " and escapes " inside them
 _TAG = re.compile(r'(<(?:[^>"]|"[^"]*")*>)')
 MATCH_OPEN = '<mark class="match">'
+
+
+def get_previews() -> IsolatedRenderer:
+    """The app's preview renderer (decodes in children of a fork server), made on first use:
+    only web processes draw previews."""
+    app = current_app._get_current_object()
+    with _making:
+        if _RENDERER not in app.extensions:
+            app.extensions[_RENDERER] = IsolatedRenderer(app.config["PREVIEW_CONCURRENCY"])
+        return app.extensions[_RENDERER]
 
 
 def text_page(doc: dict, q: str, page: int) -> dict:
