@@ -678,8 +678,9 @@ def test_camera_filter_and_the_folder_facet_one_level_at_a_time(backend):
 
 def test_meilisearch_filters_and_folders_are_composed_without_a_server():
     from webapp.search import subfolders
-    from webapp.search.meili_backend import INDEX_SETTINGS, _meili_filters
+    from webapp.search.meili_backend import INDEX_SETTINGS
     from webapp.search.meili_backend import SORTS as MEILI_SORTS
+    from webapp.search.meili_query import meili_filters as _meili_filters
 
     spec = parse_syntax('camera:"NIKON D750" modified:2019')
     filters = _meili_filters(SearchQuery(q="x", spec=spec), spec)

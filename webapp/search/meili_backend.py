@@ -30,7 +30,6 @@ from webapp.search import (
     SearchBackendError,
     SearchPage,
     SearchQuery,
-    collapses,
     disk_folders,
     doc_camera,
     doc_date,
@@ -45,8 +44,8 @@ from webapp.search import (
 from webapp.search import meili_meaning as meaning
 from webapp.search.hybrid import CANDIDATES
 from webapp.search.meaning_index import confident
-from webapp.search.query import TOKEN_RE, ParsedQuery, QueryTerm, TermMatcher, parse_query
-from webapp.search.syntax import QuerySpec, Range
+from webapp.search.meili_query import any_of, meili_filters, meili_q, quote
+from webapp.search.query import TOKEN_RE, ParsedQuery, TermMatcher, parse_query
 
 MAX_POSITIONS = 60_000  # below the engine's 65,535 limit, with margin for our estimate
 HARD_SEPARATOR_COST = 8
@@ -120,11 +119,6 @@ def split_content(text: str, max_positions: int = MAX_POSITIONS) -> list[str]:
         positions += cost
     chunks.append(text[start:])
     return chunks
-
-
-def _quote(value: str) -> str:
-    """A string literal for a Meilisearch filter expression."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class MeiliBackend:
@@ -212,7 +206,7 @@ class MeiliBackend:
         ids = list(prepared)
         for i in range(0, len(ids), PAGE):
             batch = ids[i : i + PAGE]
-            self._delete_filter("id IN [" + ", ".join(_quote(x) for x in batch) + "]")
+            self._delete_filter(any_of("id", batch))
             chunks = [c for x in batch for c in self._chunks(prepared[x])]
             self._wait(self._call(self.index.add_documents, chunks, "uid"))
 
@@ -221,7 +215,7 @@ class MeiliBackend:
         update, so their vectors stay."""
         ids = list(flags)
         for i in range(0, len(ids), PAGE):
-            filter_ = "id IN [" + ", ".join(_quote(x) for x in ids[i : i + PAGE]) + "]"
+            filter_ = any_of("id", ids[i : i + PAGE])
             updates = [{"uid": c["uid"], "copy": flags[c["id"]]} for c in self._list(filter_, ["uid", "id"])]
             if updates:
                 self._wait(self._call(self.index.update_documents, updates, "uid"))
@@ -230,15 +224,15 @@ class MeiliBackend:
         """Remove documents (all their chunks) by id."""
         for i in range(0, len(ids), PAGE):
             batch = ids[i : i + PAGE]
-            self._delete_filter("id IN [" + ", ".join(_quote(x) for x in batch) + "]")
+            self._delete_filter(any_of("id", batch))
 
     def delete_source(self, source_id: str) -> None:
         """Remove every document of a source."""
-        self._delete_filter(f"source_id = {_quote(source_id)}")
+        self._delete_filter(f"source_id = {quote(source_id)}")
 
     def rename_source(self, source_id: str, name: str) -> None:
         """Partial update of `source_name` on every chunk of the source."""
-        uids = [d["uid"] for d in self._list(f"source_id = {_quote(source_id)}", ["uid"])]
+        uids = [d["uid"] for d in self._list(f"source_id = {quote(source_id)}", ["uid"])]
         for i in range(0, len(uids), PAGE):
             updates = [{"uid": u, "source_name": name} for u in uids[i : i + PAGE]]
             self._wait(self._call(self.index.update_documents, updates, "uid"))
@@ -251,7 +245,7 @@ class MeiliBackend:
 
     def get(self, doc_id: str) -> Doc | None:
         """The full document, chunks joined back in order, or None."""
-        chunks = sorted(self._list(f"id = {_quote(doc_id)}"), key=lambda c: c["chunk"])
+        chunks = sorted(self._list(f"id = {quote(doc_id)}"), key=lambda c: c["chunk"])
         if not chunks:
             return None
         derived = ("uid", "chunk", "basename_sort", "year", "folders", "date", "dirs", "camera")
@@ -263,12 +257,12 @@ class MeiliBackend:
         """Number of documents (first chunks), overall or of one source."""
         filter_ = "chunk = 0"
         if source_id is not None:
-            filter_ += f" AND source_id = {_quote(source_id)}"
+            filter_ += f" AND source_id = {quote(source_id)}"
         return self._call(self.index.get_documents, {"filter": filter_, "limit": 1}).total
 
     def ids(self, source_id: str) -> set[str]:
         """All document ids of a source."""
-        filter_ = f"source_id = {_quote(source_id)} AND chunk = 0"
+        filter_ = f"source_id = {quote(source_id)} AND chunk = 0"
         return {d["id"] for d in self._list(filter_, ["id"])}
 
     def disk_bytes(self) -> int:
@@ -287,11 +281,11 @@ class MeiliBackend:
         """The hits query and the count queries of a search (page mode: the total and facets,
         then the folder facet's when asked), its parsed text and its filter expression."""
         spec = query.syntax()
-        filters = _meili_filters(query, spec)
+        filters = meili_filters(query, spec)
         parsed = parse_query(spec.text)
         common: dict = {
             "indexUid": self.uid,
-            "q": _meili_q(spec, parsed),
+            "q": meili_q(spec, parsed),
             "matchingStrategy": query.matching_strategy,
         }
         filter_ = " AND ".join(filters) if filters else None
@@ -315,7 +309,7 @@ class MeiliBackend:
             count_query["facets"] = counted_facets
         counts = [count_query]
         if "folder" in query.facets:  # the folders under the asked ones
-            under = ", ".join(_quote(f) for f in query.folder_facet) or '""'
+            under = ", ".join(quote(f) for f in query.folder_facet) or '""'
             counts.append(
                 dict(
                     common,
@@ -353,7 +347,7 @@ class MeiliBackend:
 
     def _uids(self, doc_ids: list[str]) -> dict[str, list[str]]:
         """{doc id: its chunks' uids}."""
-        filter_ = "id IN [" + ", ".join(_quote(x) for x in doc_ids) + "]"
+        filter_ = any_of("id", doc_ids)
         out: dict[str, list[str]] = {}
         for chunk in self._list(filter_, ["uid", "id"]):
             out.setdefault(chunk["id"], []).append(chunk["uid"])
@@ -371,7 +365,7 @@ class MeiliBackend:
 
     def clear_vectors(self, source_id: str) -> None:
         """Remove the vectors of a source's documents (meaning switched off)."""
-        uids = [d["uid"] for d in self._list(f"source_id = {_quote(source_id)}", ["uid"])]
+        uids = [d["uid"] for d in self._list(f"source_id = {quote(source_id)}", ["uid"])]
         for i in range(0, len(uids), PAGE):
             updates = [{"uid": u, "_vectors": meaning.vectors_field(None)} for u in uids[i : i + PAGE]]
             self._wait(self._call(self.index.update_documents, updates, "uid"))
@@ -499,10 +493,9 @@ class MeiliBackend:
             return []
         centre = own.mean(axis=0)
         centre /= max(float(np.linalg.norm(centre)), 1e-9)
-        filters = ["chunk = 0", f"id != {_quote(doc_id)}"]
+        filters = ["chunk = 0", f"id != {quote(doc_id)}"]
         if source_ids is not None:
-            granted = ", ".join(_quote(s) for s in source_ids)
-            filters.append(f"source_id IN [{granted}]" if granted else "chunk < 0")
+            filters.append(any_of("source_id", source_ids))
         body = {
             "id": f"{doc_id}_c0",
             "embedder": meaning.EMBEDDER,
@@ -533,80 +526,6 @@ def _top(counts: dict) -> dict[str, int]:
     """The MAX_FACET_VALUES most frequent values of one facet."""
     ranked = sorted(counts.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
     return {str(k): int(v) for k, v in ranked[:MAX_FACET_VALUES]}
-
-
-def _meili_q(spec: QuerySpec, parsed: ParsedQuery) -> str:
-    """The q Meilisearch gets: its own `-word` / `-"phrase"` exclusions, then the text.
-
-    Meilisearch cannot limit one word to some attributes, so a `title:` term is sent as a
-    phrase that must match in any field (docs/api.md says so).
-    """
-    parts = ["-" + _phrase(words) for words in spec.excluded]
-    parts += ['"' + " ".join(words) + '"' for words in spec.title]
-    return " ".join(parts + [meili_text(parsed)]).lstrip()
-
-
-def _phrase(words: tuple[str, ...]) -> str:
-    return words[0] if len(words) == 1 else '"' + " ".join(words) + '"'
-
-
-def _meili_filters(query: SearchQuery, spec: QuerySpec) -> list[str]:
-    """The one place filters are composed: the access filter, the request's filters and the
-    query language's (field values any-of, ranges all-of)."""
-    out = []
-    if query.source_ids is not None:  # the sources the asker may see (none: no chunk < 0)
-        granted = ", ".join(_quote(s) for s in query.source_ids)
-        out.append(f"source_id IN [{granted}]" if granted else "chunk < 0")
-    if query.source_id is not None:
-        out.append(f"source_id = {_quote(query.source_id)}")
-    if query.type is not None:
-        out.append(f"type = {_quote(query.type)}")
-    if query.within_ids is not None:  # meaning's candidates (search/hybrid.py)
-        ids = ", ".join(_quote(i) for i in query.within_ids)
-        out.append(f"id IN [{ids}]" if ids else "chunk < 0")
-    for attribute, values in (
-        ("type", spec.types),
-        ("extension", spec.extensions),
-        ("source_id", spec.sources),
-        ("folders", spec.paths),
-    ):
-        if values:
-            out.append(f"{attribute} IN [" + ", ".join(_quote(v) for v in values) + "]")
-    if spec.cameras:
-        out.append("camera IN [" + ", ".join(_quote(c) for c in spec.cameras) + "]")
-    out += [_meili_range("date", r) for r in spec.modified]
-    out += [_meili_range("size_bytes", r) for r in spec.size]
-    if collapses(query):  # identical texts once (a document without the flag is no copy)
-        out.append("copy != true")
-    return [f for f in out if f]
-
-
-def _meili_range(attribute: str, bounds: Range) -> str:
-    parts = []
-    if bounds.low is not None:
-        parts.append(f"{attribute} >= {bounds.low}")
-    if bounds.high is not None:
-        parts.append(f"{attribute} < {bounds.high}")
-    return "(" + " AND ".join(parts) + ")" if parts else ""
-
-
-def meili_text(parsed: ParsedQuery) -> str:
-    """The query as Meilisearch reads it. It has no `OR`: the alternatives of a slot are
-    sent as words of their own (with `last` or `frequency` any of them may match); phrases
-    stay quoted, and a typed word our tokenizer splits (`file7`, `INV-2024-001`) is sent
-    quoted as typed, so that its parts match together (Meilisearch's phrases are exact: no
-    prefix while such a word is typed); a trailing space unless the last word is a prefix
-    being typed."""
-    parts = []
-    for slot in parsed.slots:
-        for alternative in slot.alternatives:
-            if isinstance(alternative, QueryTerm):
-                parts.append(alternative.text)
-            else:
-                parts.append('"' + alternative.raw.replace('"', " ") + '"')
-    last = parsed.terms[-1] if parsed.terms else None
-    prefix = bool(parsed.slots) and last is parsed.slots[-1].alternatives[-1] and last.prefix
-    return " ".join(parts) + ("" if prefix else " ")
 
 
 def _hit(hit: dict, matcher: TermMatcher, snippet_length: int) -> Hit:

@@ -48,6 +48,7 @@ import numpy as np
 
 from webapp.search.embedder import DIMENSIONS
 from webapp.search.hybrid import BOTH, MEANING, WORDS
+from webapp.search.meili_query import any_of
 
 EMBEDDER = "trawl-e5"
 EMBEDDERS = {EMBEDDER: {"source": "userProvided", "dimensions": DIMENSIONS}}
@@ -86,8 +87,7 @@ def related_query(
 ) -> dict:
     """A pure vector search (no words) for the `limit` documents closest to the question,
     within the query's filter and the sources with meaning on."""
-    named = ", ".join(_quote(s) for s in sources)
-    within = f"source_id IN [{named}]" if named else "chunk < 0"  # none: nothing (as grants)
+    within = any_of("source_id", sources)  # none: nothing (as grants)
     return {
         "indexUid": index_uid,
         "q": "",
@@ -98,11 +98,6 @@ def related_query(
         "filter": f"({filter_}) AND {within}" if filter_ else within,
         **hybrid_params(vector, 1.0),
     }
-
-
-def _quote(value: str) -> str:
-    """A string literal for a Meilisearch filter expression (as the backend writes them)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def passages_of(hit: Mapping) -> np.ndarray | None:
