@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from webapp.search import segments as segment_files
 from webapp.search import vectors
 from webapp.search.embedder import DIMENSIONS
-from webapp.search.vectors import NoSpace, VectorStore
+from webapp.search.segments import NoSpace
+from webapp.search.vectors import VectorStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,7 +52,7 @@ def test_a_write_adds_a_segment_and_leaves_the_others_untouched(tmp_path):
 
 
 def test_deletes_replacements_and_merges_keep_what_search_says(tmp_path, monkeypatch):
-    monkeypatch.setattr(vectors, "SIZE_CLASS_BASE", 1 << 30)  # every segment of one class
+    monkeypatch.setattr(segment_files, "SIZE_CLASS_BASE", 1 << 30)  # every segment of one class
     store, rng = VectorStore(tmp_path), np.random.default_rng(2)
     model: dict[str, np.ndarray] = {}
     for _ in range(10):
@@ -87,7 +89,7 @@ def test_a_large_segment_mostly_superseded_is_rewritten_alone(tmp_path, monkeypa
     first = {_id(n): _unit(rng, 2) for n in range(200)}
     store.add("s", first)  # one large segment (as after many merges)
     (large,) = (tmp_path / "s").glob("seg-*")
-    monkeypatch.setattr(vectors, "MERGE_MAX_BYTES", large.stat().st_size * 2)
+    monkeypatch.setattr(segment_files, "MERGE_MAX_BYTES", large.stat().st_size * 2)
     monkeypatch.setattr(vectors, "COMPACT_EVERY", 1)
     again = {_id(n): _unit(rng, 1) for n in range(150)}  # embedded again (a full rebuild)
     store.add("s", again)

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from webapp.procs import pid_alive
+
 VERSION = "0.1.0"
 
 
@@ -182,7 +184,7 @@ def service_settings(data_dir: Path) -> dict[str, str]:
     problem = _service_file_problem(data)
     if problem:
         raise SystemExit(f"Settings file {path}: {problem}")
-    if data["host"] != socket.gethostname() or not _alive(data["pid"]):
+    if data["host"] != socket.gethostname() or not pid_alive(data["pid"]):
         return {}  # left by a launcher that was killed: its settings are not the service's
     return data["settings"]
 
@@ -200,18 +202,6 @@ def _service_file_problem(data: Any) -> str | None:
         if not isinstance(value, str):
             return f"{key}: {value!r} is not a string"
     return None
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False  # 0 and negative numbers name process groups
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    return True
 
 
 def write_service_settings(data_dir: Path) -> Path:

@@ -34,7 +34,7 @@ import psutil
 import redis
 
 from webapp import config, logs, metrics_dir
-from webapp.procs import die_with_parent
+from webapp.procs import die_with_parent, pid_alive
 
 ROOT = Path(__file__).resolve().parent.parent
 STOP_GRACE = 15  # seconds children get to finish after a SIGTERM before they are killed
@@ -79,20 +79,10 @@ def clean_metrics(folder: Path) -> int:
     removed = 0
     for path in folder.glob("*.db"):
         match = METRICS_FILE.fullmatch(path.name)
-        if match and not _alive(int(match.group(1))):
+        if match and not pid_alive(int(match.group(1))):
             path.unlink(missing_ok=True)
             removed += 1
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
 
 
 # -- the embedded Redis --------------------------------------------------------------------------

@@ -18,6 +18,19 @@ T = TypeVar("T")
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this number runs on this host (someone else's counts)."""
+    if pid <= 0:
+        return False  # 0 and negative numbers name process groups
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def die_with_parent(signum: int, parent: int) -> None:
     """Have the kernel send `signum` to this process when `parent` exits (Linux only).
 

@@ -25,6 +25,7 @@ from webapp.extensions import db
 from webapp.indexing.scanner import MEMBER_SEPARATOR, doc_id
 from webapp.models import IndexedFile
 from webapp.runtime import get_meaning, get_search
+from webapp.search.tidy import METADATA_KINDS
 
 CHUNK = 500  # values per IN (...): every database accepts that many parameters
 
@@ -32,7 +33,7 @@ CHUNK = 500  # values per IN (...): every database accepts that many parameters
 # Types whose text is a summary of the file's metadata or a list of what it holds (an image's
 # format and size, a song's tags, an archive's member names), not its contents: a hundred
 # different screenshots read alike, so they are never copies of each other.
-DESCRIBED_TYPES = frozenset({"image", "raw_image", "media", "archive", "comic", "file"})
+DESCRIBED_TYPES = METADATA_KINDS | {"archive", "file"}
 
 
 def primary_order(path: str) -> tuple[bool, str]:

@@ -46,7 +46,7 @@ from webapp.indexing.state import held_lock, renewed, writer_lock
 from webapp.models import IndexedFile, Source
 from webapp.runtime import get_meaning, get_redis, get_search
 from webapp.search import embedder
-from webapp.search.vectors import NoSpace
+from webapp.search.segments import NoSpace
 
 log = logging.getLogger(__name__)
 DOCS_PER_READ = 8  # documents read from the index (and written) at a time

@@ -35,16 +35,11 @@ and moved into its folder by its next write.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import logging
 import os
-import re
 import shutil
-import socket
 import threading
-import time
-import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -52,22 +47,29 @@ from pathlib import Path
 
 import numpy as np
 
+from webapp.search import segments
 from webapp.search.embedder import DIMENSIONS
+from webapp.search.segments import (
+    MERGE_FANOUT,
+    SEGMENT_NAME,
+    TOMBSTONE_NAME,
+    SegmentFile,
+    Unreadable,
+    crc_of,
+    fsync_dir,
+    merge_run,
+    read_keys,
+    save_segment,
+    save_tombstone,
+    stale,
+)
 
 log = logging.getLogger(__name__)
 SUFFIX = ".usearch"
 EXPANSION_SEARCH = 200  # HNSW breadth when searching (usearch's 64 found 0.74 of the true top 10)
 THREADS = 1  # per call: usearch's default (every core) was 20x slower on a loaded 2-core machine
-MERGE_FANOUT = 4  # segments of one size class merged into one (docs/performance.md "Meaning")
-SIZE_CLASS_BASE = 64 * 1024  # bytes: segments smaller than this are of the smallest class
-MERGE_MAX_BYTES = 256 * 1024 * 1024  # no merge makes a larger segment (one takes ~2 CPU-minutes)
 COMPACT_EVERY = 256  # writes between two looks for large segments mostly superseded ...
 COMPACT_SHARE = 0.5  # ... by newer passages or deletions: such a one is rewritten alone
-TEMP_MAX_AGE = 3600.0  # seconds: another host's temporary file older than this is stale
-_SEGMENT = re.compile(r"^seg-(\d+)-(\d+)-([0-9a-f]{8})\.usearch$")
-_TOMBSTONE = re.compile(r"^del-(\d+)-([0-9a-f]{8})\.keys$")
-_TEMP = re.compile(r"^\.(.+)\.([^.]+)\.(\d+)\.tmp$")  # .<name>.<host>.<pid>.tmp
-_HOST = socket.gethostname().replace(".", "_")
 
 
 def _usearch():
@@ -93,61 +95,14 @@ def key_doc(source_id: str, key: int) -> str:
     return f"{source_id}--{int(key):012x}"
 
 
-class Unreadable(Exception):
-    """A source's vector file cannot be read (its source is left out of meaning)."""
-
-
-class NoSpace(OSError):
-    """A vector write failed for want of disk space (nothing of it was left behind)."""
-
-
-@dataclass(frozen=True)
-class _File:
-    """One segment or tombstone file of a source, as listed."""
-
-    path: Path
-    lo: int
-    hi: int
-    crc: int | None  # None: a file stored before segments (no checksum in its name)
-    stamp: tuple[int, int, int]  # (inode, size, mtime) when listed
-
-
 @dataclass
 class _Snapshot:
     """What a reader sees of a source: its segments (oldest first) and tombstones."""
 
     stamp: tuple
-    segments: list[tuple[_File, object]] = field(default_factory=list)  # (file, mapped index)
+    segments: list[tuple[SegmentFile, object]] = field(default_factory=list)  # (file, mapped index)
     deleted: dict[int, int] = field(default_factory=dict)  # key -> newest tombstone seq
     problem: str | None = None
-
-
-def _crc(path: Path) -> int:
-    crc = 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            crc = zlib.crc32(chunk, crc)
-    return crc
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _no_space(exc: BaseException, folder: Path) -> bool:
-    """Whether a failed write failed for space (usearch's errors carry no errno: asked of
-    the file system then)."""
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    try:
-        usage = shutil.disk_usage(folder)
-    except OSError:
-        return False
-    return usage.free < 4 * 1024 * 1024
 
 
 class VectorStore:
@@ -166,7 +121,7 @@ class VectorStore:
         return self.root / f"{source_id}{SUFFIX}"
 
     # -- listing and reading -------------------------------------------------------------------
-    def _listing(self, source_id: str) -> tuple[list[_File], list[_File]]:
+    def _listing(self, source_id: str) -> tuple[list[SegmentFile], list[SegmentFile]]:
         """The source's segments (oldest first: by hi, the wider of two equal) and tombstones."""
         segments, tombstones = [], []
         legacy = self._legacy(source_id)
@@ -181,17 +136,17 @@ class VectorStore:
                 continue  # merged away meanwhile
             stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
             if path == legacy:
-                segments.append(_File(path, 0, 0, None, stamp))
-            elif match := _SEGMENT.match(name):
+                segments.append(SegmentFile(path, 0, 0, None, stamp))
+            elif match := SEGMENT_NAME.match(name):
                 lo, hi, crc = int(match[1]), int(match[2]), int(match[3], 16)
-                segments.append(_File(path, lo, hi, crc, stamp))
-            elif match := _TOMBSTONE.match(name):
+                segments.append(SegmentFile(path, lo, hi, crc, stamp))
+            elif match := TOMBSTONE_NAME.match(name):
                 seq = int(match[1])
-                tombstones.append(_File(path, seq, seq, int(match[2], 16), stamp))
+                tombstones.append(SegmentFile(path, seq, seq, int(match[2], 16), stamp))
         segments.sort(key=lambda f: (f.hi, -f.lo))
         return segments, tombstones
 
-    def _view(self, file: _File):
+    def _view(self, file: SegmentFile):
         """A segment mapped read-only (kept while its file is unchanged); Unreadable."""
         cached = self._views.get(file.path)
         if cached is not None and cached[0] == file.stamp:
@@ -217,7 +172,7 @@ class VectorStore:
             try:
                 snap.segments = [(f, self._view(f)) for f in segments]
                 for tomb in sorted(tombstones, key=lambda f: f.hi):
-                    for key in _read_keys(tomb).tolist():
+                    for key in read_keys(tomb).tolist():
                         snap.deleted[key] = tomb.hi
             except FileNotFoundError:
                 snap = None  # merged away between listing and reading: list again
@@ -246,7 +201,7 @@ class VectorStore:
         segments, tombstones = self._listing(source_id)
         for file in segments + tombstones:
             try:
-                if file.crc is not None and _crc(file.path) != file.crc:
+                if file.crc is not None and crc_of(file.path) != file.crc:
                     return f"{file.path.name}: its bytes do not match their checksum"
             except FileNotFoundError:
                 continue
@@ -323,10 +278,10 @@ class VectorStore:
         """Move a file stored before segments into the folder as its first segment."""
         legacy = self._legacy(source_id)
         if legacy.exists():
-            crc = _crc(legacy)
+            crc = crc_of(legacy)
             os.replace(legacy, self._folder(source_id) / f"seg-{0:010d}-{0:010d}-{crc:08x}.usearch")
-            _fsync_dir(self._folder(source_id))
-            _fsync_dir(self.root)
+            fsync_dir(self._folder(source_id))
+            fsync_dir(self.root)
 
     def add(self, source_id: str, vectors: dict[str, np.ndarray]) -> None:
         """Replace the passages of these documents ({doc id: (n, DIMENSIONS) array}; an empty
@@ -348,9 +303,9 @@ class VectorStore:
             if keys:
                 index = _new_index()
                 index.add(np.array(keys, dtype=np.uint64), np.vstack(rows), threads=THREADS)
-                _save_segment(index, self._folder(source_id), seq, seq)
+                save_segment(index, self._folder(source_id), seq, seq)
             if emptied:
-                _save_tombstone(self._folder(source_id), seq, emptied)
+                save_tombstone(self._folder(source_id), seq, emptied)
 
     def delete_ids(self, doc_ids: Iterable[str]) -> None:
         """Remove the passages of these documents (of any source); unknown ids are ignored.
@@ -365,7 +320,7 @@ class VectorStore:
                 by_source.setdefault(source_id, []).append(doc_key(doc_id))
         for source_id, keys in by_source.items():
             with self._writing(source_id) as seq:
-                _save_tombstone(self._folder(source_id), seq, keys)
+                save_tombstone(self._folder(source_id), seq, keys)
 
     def delete_source(self, source_id: str) -> None:
         """Remove a source's vectors (its folder and files)."""
@@ -391,7 +346,7 @@ class VectorStore:
         merged = 0
         with self._locked(source_id, "merge", wait=False) as mine:
             while mine:
-                run = _merge_run(self._listing(source_id)[0])
+                run = merge_run(self._listing(source_id)[0])
                 if not run or not self._merge(source_id, run):
                     break
                 merged += len(run)
@@ -408,7 +363,7 @@ class VectorStore:
             return 0
         done = 0
         for position, (file, view) in enumerate(snap.segments):
-            if file.stamp[1] * MERGE_FANOUT < MERGE_MAX_BYTES or not len(view):
+            if file.stamp[1] * MERGE_FANOUT < segments.MERGE_MAX_BYTES or not len(view):
                 continue
             newer = [i for _, i in snap.segments[position + 1 :]]
             keys = np.unique(np.asarray(view.keys, dtype=np.uint64))
@@ -416,7 +371,7 @@ class VectorStore:
                 done += self._merge(source_id, [file], whole=snap)
         return done
 
-    def _merge(self, source_id: str, run: list[_File], whole: _Snapshot | None = None) -> bool:
+    def _merge(self, source_id: str, run: list[SegmentFile], whole: _Snapshot | None = None) -> bool:
         """Write the live passages of `run` (a suffix of the segments, or one segment) as one
         segment, then swap it in under the writers' lock; False when the source changed."""
         snap = whole or self._snapshot(source_id)
@@ -430,19 +385,19 @@ class VectorStore:
             newer = [i for _, i in snap.segments[position + 1 :]]
             _copy_live(view, index, file.hi, newer, snap.deleted)
         folder, lo, hi = self._folder(source_id), run[0].lo, run[-1].hi
-        tmp = _save_segment(index, folder, lo, hi, publish=False) if len(index) else None
+        tmp = save_segment(index, folder, lo, hi, publish=False) if len(index) else None
         with self._locked(source_id):
             if any(not f.path.exists() for f in run):
                 if tmp is not None:
                     tmp.unlink(missing_ok=True)
                 return False
             if tmp is not None:
-                os.replace(tmp, folder / f"seg-{lo:010d}-{hi:010d}-{_crc(tmp):08x}.usearch")
+                os.replace(tmp, folder / f"seg-{lo:010d}-{hi:010d}-{crc_of(tmp):08x}.usearch")
             for f in run:
                 f.path.unlink(missing_ok=True)
             if start == 0:
                 self._drop_applied(source_id, {name for name, _ in snap.stamp}, hi)
-            _fsync_dir(folder)
+            fsync_dir(folder)
         return True
 
     def _drop_applied(self, source_id: str, seen: set[str], merged: int) -> None:
@@ -462,7 +417,7 @@ class VectorStore:
         swept = 0
         for folder in [self.root, *(p for p in self.root.iterdir() if p.is_dir())]:
             for path in folder.iterdir():
-                if path.name.startswith(".") and _stale(path):
+                if path.name.startswith(".") and stale(path):
                     path.unlink(missing_ok=True)
                     swept += 1
         return swept
@@ -473,68 +428,6 @@ class VectorStore:
             return []
         names = {p.name for p in self.root.iterdir() if p.is_dir()}
         return sorted(names | {p.name[: -len(SUFFIX)] for p in self.root.glob(f"*{SUFFIX}")})
-
-
-# -- segments and tombstones ------------------------------------------------------------------------
-def _publish(tmp: Path, path: Path) -> None:
-    """Flush a written temporary file, rename it to `path`, flush the folder."""
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _space_error(tmp: Path, exc: BaseException) -> NoSpace | None:
-    """Remove a failed write's temporary file; NoSpace when it failed for space."""
-    tmp.unlink(missing_ok=True)
-    if isinstance(exc, Exception) and _no_space(exc, tmp.parent):
-        return NoSpace(errno.ENOSPC, f"no space left on the vectors' disk ({tmp.parent})")
-    return None
-
-
-def _save_segment(index, folder: Path, lo: int, hi: int, publish: bool = True) -> Path:
-    """Write a segment (temporary file, flush, rename, flush the folder); with `publish`
-    off, leave it flushed under its temporary name (returned) for the caller to rename."""
-    tmp = folder / f".seg-{lo:010d}-{hi:010d}.{_HOST}.{os.getpid()}.tmp"
-    try:
-        index.save(str(tmp))
-        if tmp.stat().st_size != index.serialized_length:  # usearch may not say it failed
-            raise OSError(f"{tmp.name}: written short of {index.serialized_length} bytes")
-        if not publish:
-            fd = os.open(tmp, os.O_RDONLY)
-            os.fsync(fd)
-            os.close(fd)
-            return tmp
-        _publish(tmp, folder / f"seg-{lo:010d}-{hi:010d}-{_crc(tmp):08x}.usearch")
-    except BaseException as exc:
-        if space := _space_error(tmp, exc):
-            raise space from exc
-        raise
-    return tmp
-
-
-def _save_tombstone(folder: Path, seq: int, keys: list[int]) -> None:
-    """Write the keys deleted by write `seq` (as a segment: atomically)."""
-    data = np.asarray(sorted(set(keys)), dtype="<u8").tobytes()
-    tmp = folder / f".del-{seq:010d}.{_HOST}.{os.getpid()}.tmp"
-    try:
-        tmp.write_bytes(data)
-        _publish(tmp, folder / f"del-{seq:010d}-{zlib.crc32(data):08x}.keys")
-    except BaseException as exc:
-        if space := _space_error(tmp, exc):
-            raise space from exc
-        raise
-
-
-def _read_keys(tomb: _File) -> np.ndarray:
-    """The keys of a tombstone; Unreadable when its bytes are not what was written."""
-    data = tomb.path.read_bytes()
-    if len(data) % 8 or zlib.crc32(data) != tomb.crc:
-        raise Unreadable(f"{tomb.path.name}: its bytes do not match their checksum")
-    return np.frombuffer(data, dtype="<u8")
 
 
 def _holder(snap: _Snapshot, key: int):
@@ -588,54 +481,3 @@ def _copy_live(view, index, hi: int, newer: list, deleted: dict[int, int]) -> No
         matrices = [np.asarray(m, dtype=np.float32).reshape(-1, DIMENSIONS) for m in view.get(chunk)]
         repeated = np.repeat(chunk, [len(m) for m in matrices])
         index.add(repeated, np.vstack(matrices), threads=THREADS)
-
-
-def _size_class(size: int) -> int:
-    """A segment's size class: 0 below SIZE_CLASS_BASE, then one per MERGE_FANOUT times more."""
-    classes = 0
-    while size >= SIZE_CLASS_BASE:
-        size //= MERGE_FANOUT
-        classes += 1
-    return classes
-
-
-def _merge_run(segments: list[_File]) -> list[_File] | None:
-    """The segments to merge: the newest ones of the newest's size class or smaller, when
-    they are MERGE_FANOUT or more; None otherwise."""
-    if len(segments) < MERGE_FANOUT:
-        return None
-    top = _size_class(segments[-1].stamp[1])
-    start, total = len(segments), 0
-    while start > 0:
-        size = segments[start - 1].stamp[1]
-        if _size_class(size) > top or total + size > MERGE_MAX_BYTES:
-            break
-        start, total = start - 1, total + size
-    run = segments[start:]
-    return run if len(run) >= MERGE_FANOUT else None
-
-
-def _stale(path: Path) -> bool:
-    """Whether a dot-file of the vectors' folders is a temporary file no writer will finish."""
-    match = _TEMP.match(path.name)
-    legacy = re.match(r"^\..+\.usearch\.(\d+)$", path.name)  # before segments: .<file>.<pid>
-    if legacy:
-        return not _alive(int(legacy[1]))
-    if not match:
-        return False
-    if match[2] == _HOST:
-        return not _alive(int(match[3]))
-    try:
-        return time.time() - path.stat().st_mtime > TEMP_MAX_AGE
-    except FileNotFoundError:
-        return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
