@@ -412,7 +412,7 @@ def threads():
     return psutil.Process().num_threads()
 
 import os
-phase = embed_phase._new_model_thread()  # the background phase's thread (Linux's idle class)
+phase = embed_phase._new_model_threads(1)  # the background phase's thread (Linux's idle class)
 idle = phase.submit(lambda: os.sched_getscheduler(threading.get_native_id()) == os.SCHED_IDLE).result()
 before = threads()
 phase.submit(embedder.embed_passages, ["a passage the background phase embeds"] * 4).result()

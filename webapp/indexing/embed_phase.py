@@ -26,10 +26,12 @@ source's writer lock, only for records that still describe what was read, then m
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +51,10 @@ from webapp.search import embedder
 from webapp.search.segments import NoSpace
 
 log = logging.getLogger(__name__)
-DOCS_PER_READ = 8  # documents read from the index (and written) at a time
-PASSAGES_PER_CALL = 16  # passages per model call: the stop checks fall between calls
+DOCS_PER_READ = 128  # documents read from the index (and written) at a time: their passages
+# are grouped by length (embedder.batches) and shared by the model's threads
+PASSAGES_PER_CALL = 4  # passages per model call (of one length): the stop checks fall between calls
+ALONE_SECONDS = 900.0  # a job goes on this long while no other background job waits
 NICE = 10  # without the idle class, the model's thread runs at this nice value (19 = lowest)
 
 IDLE, EMBEDDING, OFF, UNAVAILABLE, ERROR = "idle", "embedding", "off", "unavailable", "error"
@@ -193,21 +197,34 @@ def _lower_priority() -> None:
     embedder.one_thread()
 
 
-def _model_thread() -> ThreadPoolExecutor:
-    """The thread of this process that runs the model at low priority (a forked process makes
-    its own: procs.kept)."""
-    return procs.kept.get("embed-thread", None, _new_model_thread)
+def model_threads(app: Flask) -> int:
+    """Threads the phase runs the model on: EMBED_CPU_SHARE rounded up, at most the cores."""
+    return max(1, min(math.ceil(float(app.config["EMBED_CPU_SHARE"])), os.cpu_count() or 1))
 
 
-def _new_model_thread() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(1, "embed", initializer=_lower_priority)
+def _model_threads(count: int) -> ThreadPoolExecutor:
+    """The `count` threads of this process that run the model at low priority (a forked
+    process makes its own: procs.kept)."""
+    return procs.kept.get("embed-threads", count, lambda: _new_model_threads(count), _shut)
 
 
-def _timed_embed(texts: list[str]) -> tuple[np.ndarray, float]:
-    """The passages' vectors and the CPU seconds the call took (of the model's thread)."""
+def _new_model_threads(count: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(count, "embed", initializer=_lower_priority)
+
+
+def _shut(pool: ThreadPoolExecutor) -> None:
+    pool.shutdown(wait=True)
+
+
+def _timed_embed(texts: list[str], rest: float) -> tuple[np.ndarray, float]:
+    """The passages' vectors and the CPU seconds the call took (of the model's thread), which
+    then rests `rest` times as long (EMBED_CPU_SHARE)."""
     started = time.thread_time()
     matrix = embedder.embed_passages(texts)
-    return matrix, time.thread_time() - started
+    cpu = time.thread_time() - started
+    if rest > 0:
+        time.sleep(cpu * rest)
+    return matrix, cpu
 
 
 class EmbedRun:
@@ -252,7 +269,7 @@ class EmbedRun:
     def _in_slot(self) -> str | None:
         """Take a background slot and work in it; why the phase waits now (None: it does
         not). An error that stops it is kept in `error`."""
-        phase = Phase(self.app, KIND, self.source_id)
+        phase = Phase(self.app, KIND, self.source_id, ALONE_SECONDS)
         with phase.slot() as held:
             if not held:
                 return "a scan or live update has the worker"
@@ -289,17 +306,35 @@ class EmbedRun:
             if not rows:
                 return
             cursor = rows[-1].path
-            vectors = self._embed(rows, phase)
-            if vectors is None:
+            vectors, why = self._embed(rows, phase)
+            if isinstance(why, Stopped):
                 self.stopped = True
                 return
-            self._write(rows, vectors)
+            self._write([r for r in rows if doc_id(self.source_id, r.path) in vectors], vectors)
             get_meaning(self.app).merge(self.source_id)  # outside the writer lock: scans go on
             phase.page_done()
+            if why is not None:
+                raise why  # yielded: what was embedded before is kept
 
-    def _embed(self, rows: list, phase: Phase) -> dict[str, np.ndarray] | None:
-        """{doc id: passage vectors} of the rows' documents (an empty array: no text); None
-        when the phase must stop."""
+    def _embed(self, rows: list, phase: Phase) -> tuple[dict[str, np.ndarray], Exception | None]:
+        """{doc id: passage vectors} of the rows' documents read whole (an empty array: no
+        text), and why it stopped before the end (Yielded, Stopped) or None."""
+        out, texts = self._texts(rows)
+        found: dict[int, np.ndarray] = {}
+        try:
+            self._run_model(texts, found, phase)
+            why = None
+        except (Yielded, Stopped) as exc:
+            why = exc
+        for (id_, _), vector in zip(texts, (found.get(i) for i in range(len(texts))), strict=True):
+            if vector is None:
+                out.pop(id_, None)  # not read whole: it waits for the next job
+            elif id_ in out:
+                out[id_] = np.vstack([out[id_], vector[None, :]])
+        return out, why
+
+    def _texts(self, rows: list) -> tuple[dict[str, np.ndarray], list[tuple[str, str]]]:
+        """The rows' empty vectors by doc id and the (doc id, passage) pairs to embed."""
         search = get_search(self.app)
         texts: list[tuple[str, str]] = []
         out: dict[str, np.ndarray] = {}
@@ -315,17 +350,32 @@ class EmbedRun:
             doc = search.get(id_) or {}
             cut = embedder.passages(doc.get("title"), doc.get("content"), doc.get("type"))
             texts += [(id_, p) for p in cut]
-        for start in range(0, len(texts), PASSAGES_PER_CALL):
-            if not self._wanted():
-                return None
-            phase.check()  # a queued scan or live update takes the worker back
-            chunk = texts[start : start + PASSAGES_PER_CALL]
-            matrix, cpu = _model_thread().submit(_timed_embed, [t for _, t in chunk]).result()
-            self._pause(cpu)
-            for (id_, _), vector in zip(chunk, matrix, strict=True):
-                out[id_] = np.vstack([out[id_], vector[None, :]])
-            self.passages += len(chunk)
-        return out
+        return out, texts
+
+    def _run_model(self, texts: list[tuple[str, str]], found: dict[int, np.ndarray], phase: Phase) -> None:
+        """Embed the passages in groups of about one length, on the model's threads (one
+        call each at a time); the checks fall between calls, and the calls under way are
+        waited for whatever ends the loop."""
+        threads = model_threads(self.app)
+        rest = threads / float(self.app.config["EMBED_CPU_SHARE"]) - 1.0
+        pool, running = _model_threads(threads), deque()
+        try:
+            for group in embedder.batches([t for _, t in texts], PASSAGES_PER_CALL):
+                if not self._wanted():
+                    raise Stopped(self.source_id)
+                phase.check()  # a queued scan or live update takes the worker back
+                if len(running) >= threads:
+                    self._collect(running.popleft(), found)
+                running.append((group, pool.submit(_timed_embed, [texts[i][1] for i in group], rest)))
+        finally:
+            while running:
+                self._collect(running.popleft(), found)
+
+    def _collect(self, call: tuple[list[int], Future], found: dict[int, np.ndarray]) -> None:
+        group, future = call
+        matrix, _ = future.result()
+        found.update(zip(group, matrix, strict=True))
+        self.passages += len(group)
 
     def _reuse(self, out: dict[str, np.ndarray], id_: str, others: list[str]) -> bool:
         """Whether `id_` took the stored vectors of one of `others` (the same text)."""
@@ -335,13 +385,6 @@ class EmbedRun:
                 out[id_] = found
                 return True
         return False
-
-    def _pause(self, cpu: float) -> None:
-        """Keep the model to EMBED_CPU_SHARE of a core: after a call that took `cpu` seconds
-        of it, wait as long as the rest of the share asks."""
-        share = float(self.app.config["EMBED_CPU_SHARE"])
-        if share < 1.0:
-            time.sleep(cpu * (1.0 / share - 1.0))
 
     def _write(self, rows: list, vectors: dict[str, np.ndarray]) -> None:
         """Store the vectors of records that did not change meanwhile, then mark them."""
