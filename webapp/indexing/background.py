@@ -170,9 +170,16 @@ class Phase:
     def check(self) -> None:
         """Between two pages: raise Stopped or Yielded when the phase must end its job (a job
         whose time is up yields only once it has done a page: every job moves forward)."""
+        self.check_urgent()
+        if self.pages and self._time_up():
+            raise Yielded(self.source_id)
+
+    def check_urgent(self) -> None:
+        """Within a page: raise Stopped or Yielded only for a deleted source or a job waiting
+        on the main queue (the job's time is looked at between pages)."""
         if self.stopped():
             raise Stopped(self.source_id)
-        if indexing_waits(self.app) or (self.pages and self._time_up()):
+        if indexing_waits(self.app):
             raise Yielded(self.source_id)
 
     def _time_up(self) -> bool:

@@ -363,7 +363,7 @@ class EmbedRun:
             for group in embedder.batches([t for _, t in texts], PASSAGES_PER_CALL):
                 if not self._wanted():
                     raise Stopped(self.source_id)
-                phase.check()  # a queued scan or live update takes the worker back
+                phase.check_urgent()  # a queued scan or live update takes the worker back
                 if len(running) >= threads:
                     self._collect(running.popleft(), found)
                 running.append((group, pool.submit(_timed_embed, [texts[i][1] for i in group], rest)))
