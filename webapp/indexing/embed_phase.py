@@ -4,15 +4,17 @@ each into passages, embed them with the bundled model and store the vectors.
 It is a background phase like OCR (indexing/background.py): jobs of the low-priority queue
 that workers serve only when the main one is empty, one job per source at a time (Redis lock),
 each in one of the `workers - 1` background slots, yielding between model calls as soon as a
-scan or live update is queued (or after the policy's share of time) and queueing its successor
-behind it. The model runs in
-one thread of the process in Linux's idle scheduling class (nice NICE where it is missing;
-the model computes in that thread alone, embedder.one_thread), so web processes answering
-keyword searches go first.
+scan or live update is queued (keeping the documents read whole) and, between pages, after its
+share of time while another background job waits (ALONE_SECONDS while none does), queueing its
+successor behind it. A page is DOCS_PER_READ documents: their passages are grouped by length
+(embedder.batches: a call pads its texts to the longest) and the groups shared by the model's
+threads, EMBED_CPU_SHARE rounded up (two by default: both cores when nothing else wants them),
+each one call at a time, in Linux's idle scheduling class (nice NICE where it is missing; each
+computes alone, embedder.one_thread), so web processes answering keyword searches go first.
 Between two model calls (a few seconds at most) it stops when the source was deleted or
 switched off (`semantic: false`). A scan of the source does not stop it (a rescan that finds
 nothing changed leaves it running): what the scan changes is kept out by the write's check.
-EMBED_CPU_SHARE caps the share of a core the model takes (it pauses after each call).
+EMBED_CPU_SHARE caps the cores the model takes (each thread pauses after each call).
 
 Vectors go to the store as a new segment per write, merged in the background of the phase
 (search/vectors.py). A full disk stops the phase with an error in its status, tried again

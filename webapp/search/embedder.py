@@ -38,8 +38,8 @@ DIMENSIONS = 384  # both models'
 # about half the time of one. OpenMP's threads spin briefly at a barrier (SPIN_COUNT), then
 # sleep: spinning without end on busy cores made a question's p95 1.7 s, sleeping at once made
 # it wait for a wake-up at each of the model's barriers (docs/performance.md, "Threads"). The
-# background phase embeds on one core (one_thread): it lowers the priority of its own thread,
-# which a pool's threads would escape.
+# background phase's threads embed on one core each (one_thread): they lower their own
+# priority, which a pool's threads would escape.
 THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 SPIN_COUNT = 1_000  # libgomp's GOMP_SPINCOUNT: some tens of microseconds, then a thread sleeps
 PASSAGE_CHARS = 1_000  # about 220 tokens of English: within both models' reach (256 / 512)
