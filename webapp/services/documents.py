@@ -17,6 +17,7 @@ from sqlalchemy import select
 from webapp.exceptions import NotFound
 from webapp.extensions import db
 from webapp.indexing import scanner, thumbstore
+from webapp.indexing.runstats import FileStatus
 from webapp.metrics import search_duration
 from webapp.models import IndexedFile, User
 from webapp.runtime import get_search
@@ -136,6 +137,18 @@ def get(doc_id: str, user: User | None) -> Doc:
     if doc is None or doc["source_id"] != source_id:
         raise NotFound(_missing(doc_id))
     return doc
+
+
+def read_problem(doc: Doc) -> str | None:
+    """Why the document's file was not read (its record's message: a locked PDF, a file too
+    large, a timeout), or None when it was read."""
+    return db.session.scalar(
+        select(IndexedFile.error_message).where(
+            IndexedFile.source_id == doc["source_id"],
+            IndexedFile.path == doc["path"],
+            IndexedFile.status != FileStatus.SUCCESS,
+        )
+    )
 
 
 def _missing(doc_id: str) -> str:

@@ -57,6 +57,56 @@ SERVICE_MESSAGES = (
     N_("Directory vanished during the scan"),
     N_("Permission denied: directory is not readable"),
     N_("Permission denied"),
+    # why a file could not be read (indexing/extractors, indexing/isolation.py): the failed
+    # files' page, a failed document's page, an archive's members
+    N_("File is not readable"),
+    N_("File vanished or changed while it was read"),
+    N_("File needs too much memory to extract"),
+    N_("Extractor crashed on this file"),
+    N_("Extraction child did not start"),
+    N_("Extraction failed"),
+    N_("PDF is password protected"),
+    N_("Document is password protected"),
+    N_("Archive is password protected"),
+    N_("Archive is password protected; decrypting a rar member needs unar or unrar"),
+    N_("Reading this rar member needs unrar, unar, 7z or bsdtar"),
+    N_("Archive has too many entries"),
+    N_("Archive looks like a decompression bomb"),
+    N_("Archive member is too large"),
+    N_("Archive member could not be read (the archive may be damaged)"),
+    N_("Archive member uses a compression Trawl cannot read"),
+    N_("Image dimensions are too large"),
+    N_("Invalid XML"),
+    N_("Message is too large"),
+    N_("No preview image in this RAW file"),
+    N_("Not a valid image file"),
+    N_("Not a valid media file"),
+    N_("Not a valid comic archive"),
+    N_("Not a valid e-mail message"),
+    N_("Not a valid Outlook message"),
+    N_("Not a valid mailbox (no messages)"),
+    N_("Not a valid zip archive"),
+    N_("Not a valid rar archive"),
+    N_("Not a valid tar archive (it may be truncated)"),
+    N_("Not a valid 7z archive (it may be truncated)"),
+    N_("This page cannot be read out of the archive"),
+    N_("Tesseract is not installed"),
+    N_("unreadable EXIF"),
+)
+
+# the kinds of file extractors name in "Not a valid ... file" (extractors/__init__._LABELS)
+FILE_KINDS = (
+    N_("comic archive"),
+    N_("RAW image"),
+    N_("media"),
+    N_("image"),
+    N_("subtitle"),
+    N_("markdown"),
+    N_("text"),
+    N_("source"),
+    N_("configuration"),
+    N_("archive"),
+    N_("e-mail"),
 )
 
 # Messages that carry a value: (the English message as a pattern, its catalogue template with
@@ -121,5 +171,63 @@ VALUE_MESSAGES = tuple(
         (r"Directory cannot be read: (?P<why>.+)", N_("Directory cannot be read: %(why)s")),
         (r"File cannot be read: (?P<why>.+)", N_("File cannot be read: %(why)s")),
         (r"The search engine failed: (?P<why>.+)", N_("The search engine failed: %(why)s")),
+        # why a file could not be read; a `why` or `kind` is said in the page's language too
+        (r"Extraction timed out after (?P<num>[\d.]+) s", N_("Extraction timed out after %(num)s s")),
+        (r"Extraction failed: (?P<name>\w+)", N_("Extraction failed: %(name)s")),
+        (r"File is larger than (?P<num>\d+) MB", N_("File is larger than %(num)s MB")),
+        (r"Not a valid (?P<kind>.+?) file", N_("Not a valid %(kind)s file")),
+        (
+            r"Not a valid (?P<kind>.+?) file \(nested too deeply\)",
+            N_("Not a valid %(kind)s file (nested too deeply)"),
+        ),
+        (
+            r"Not a valid (?P<kind>.+?) file \(legacy binary Office format\)",
+            N_("Not a valid %(kind)s file (legacy binary Office format)"),
+        ),
+        (
+            r"Archive has an unsafe member name: (?P<name>.+)",
+            N_("Archive has an unsafe member name: %(name)s"),
+        ),
+        (r"Archive has a link member: (?P<name>.+)", N_("Archive has a link member: %(name)s")),
+        (r"Archive has more than (?P<num>[\d,]+) members", N_("Archive has more than %(num)s members")),
+        (
+            r"Archive looks like a decompression bomb \(too large when unpacked\)",
+            N_("Archive looks like a decompression bomb (too large when unpacked)"),
+        ),
+        (
+            r"Archive looks like a decompression bomb \(compressed too well\)",
+            N_("Archive looks like a decompression bomb (compressed too well)"),
+        ),
+        (
+            r"Archive looks like a decompression bomb \((?P<name>.+) is compressed too well\)",
+            N_("Archive looks like a decompression bomb (%(name)s is compressed too well)"),
+        ),
+        (
+            r"Archive looks like a decompression bomb \(a member is larger than declared\)",
+            N_("Archive looks like a decompression bomb (a member is larger than declared)"),
+        ),
+        (r"(?P<why>.+) \(in (?P<name>[^()]+)\)", N_("%(why)s (in %(name)s)")),
+        (
+            r"Cut at (?P<num>[\d,]+) members \((?P<setting>\w+), for this file and everything inside it\): "
+            r"indexing stopped in the file itself; what comes after it was not indexed",
+            N_(
+                "Cut at %(num)s members (%(setting)s, for this file and everything inside it): "
+                "indexing stopped in the file itself; what comes after it was not indexed"
+            ),
+        ),
+        (
+            r"Cut at (?P<num>[\d,]+) members \((?P<setting>\w+), for this file and everything inside it\): "
+            r"indexing stopped in (?P<name>.+); what comes after it was not indexed",
+            N_(
+                "Cut at %(num)s members (%(setting)s, for this file and everything inside it): "
+                "indexing stopped in %(name)s; what comes after it was not indexed"
+            ),
+        ),
+        (
+            r"This comic has no page (?P<num>\d+) \(it has (?P<pages>\d+)\)",
+            N_("This comic has no page %(num)s (it has %(pages)s)"),
+        ),
+        (r"This presentation has no picture (?P<num>\d+)", N_("This presentation has no picture %(num)s")),
+        (r"Tesseract failed \((?P<code>-?\d+)\)", N_("Tesseract failed (%(code)s)")),
     )
 )

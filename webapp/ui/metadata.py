@@ -11,6 +11,8 @@ from flask_babel import format_date, format_datetime
 from flask_babel import lazy_gettext as _l
 from markupsafe import Markup, escape
 
+from webapp.ui.tag_labels import TAG_LABELS
+
 # the extractors' keys (webapp/indexing/extractors), as the page names them
 LABELS = {
     "attachments": _l("Attachments"),
@@ -59,13 +61,18 @@ LABELS = {
     "unpacked_bytes": _l("Unpacked size"),
     "width": _l("Width"),
 }
+# keys whose values Trawl writes itself (a message, said in the page's language by
+# `filters.localized`), not the file's own words
+MESSAGE_KEYS = frozenset({"cut", "exif_error"})
 _EXIF = re.compile(r"(\d{4}):(\d{2}):(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2}))?")
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?")
 
 
 def meta_label(key: str) -> str:
-    """A metadata key in the page's language; one not listed is shown as it is written."""
-    return str(LABELS[key]) if key in LABELS else key
+    """A metadata key or a picture's tag in the page's language; one not listed (a PNG text
+    chunk's own keyword) is shown as it is written."""
+    label = LABELS.get(key) or TAG_LABELS.get(key)
+    return key if label is None else str(label)
 
 
 def _parsed(value: str) -> datetime | None:
@@ -102,4 +109,5 @@ def meta_date(value: object) -> Markup | None:
 def init_app(app: Flask) -> None:
     """Register the filters."""
     app.add_template_filter(meta_label)
+    app.add_template_test(MESSAGE_KEYS.__contains__, "trawl_message")
     app.add_template_filter(meta_date)

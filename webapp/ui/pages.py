@@ -279,6 +279,7 @@ def document(doc_id: str):
         shown=shown,
         back_url=_back_url(),
         doc_id=doc["id"],
+        problem=documents.read_problem(doc),
         copies=copies.of_document(doc, visible_sources(g.user)),  # "also at": what the user may see
         # loaded by htmx once the page shows (`_similar.html`); `similar=1`: without JavaScript
         similar=similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"]
