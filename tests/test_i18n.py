@@ -13,6 +13,7 @@ import pytest
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 
+from tests.conftest import require_corpus
 from tests.ui_helpers import ADMIN, csrf, post, setup_admin
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -336,13 +337,73 @@ def test_every_page_in_german_has_no_english_left(ui, make_tree, run_jobs):
         assert german in said, german
     labels = _german_strings()
     for path, html in pages.items():
-        text = _visible(html)
-        found = sorted(p for p in phrases if re.search(rf"(?<!\w){re.escape(p)}(?!\w)", text))
-        found += sorted({m.group(0) for m in ENGLISH_WORDS.finditer(text)})
-        found += sorted(f"label {label!r}" for label in _row_labels(html) if label not in labels | NAMES)
+        found = _english_left(html, phrases, labels)
         if found:
             left[path] = found
     assert left == {}, f"English on German pages (mark them and run `make translations`): {left}"
+
+
+def _english_left(html: str, phrases: set[str], labels: set[str]) -> list[str]:
+    """The English a German page shows: phrases of the catalogue's English, plainly English
+    words, and row labels that are not strings of the catalogue."""
+    text = _visible(html)
+    found = sorted(p for p in phrases if re.search(rf"(?<!\w){re.escape(p)}(?!\w)", text))
+    found += sorted({m.group(0) for m in ENGLISH_WORDS.finditer(text)})
+    return found + sorted(f"label {label!r}" for label in _row_labels(html) if label not in labels | NAMES)
+
+
+def test_form_errors_in_german(ui, make_tree):
+    """What the forms say back (a folder outside the roots or another source's, a schedule, a
+    pattern, the path test, a saved search without a name) reads German."""
+    root = make_tree("hafen", {"a.txt": "Möwe"})
+    other = str(make_tree("andere", {"b.txt": "Möwe"}))
+    assert post(ui, "/sources/new", {"name": "Hafen", "root_path": str(root)}).status_code == 302
+    sent = {
+        "outside": ("/sources/new", {"name": "X", "root_path": "/etc"}),
+        "overlap": ("/sources/new", {"name": "X", "root_path": str(root)}),
+        "cron": ("/sources/new", {"name": "X", "root_path": other, "schedule_choice": "custom", "cron": "x"}),
+        "pattern": ("/sources/new", {"name": "X", "root_path": other, "include_patterns": "/abs"}),
+        "path": ("/sources/test-path", {"root_path": "relative"}),
+        "saved": ("/saved-searches", {"name": "", "q": "Möwe"}),
+    }
+    said = {
+        key: _html(post(ui, path, form, page="/sources/new", headers=DE, follow_redirects=True))
+        for key, (path, form) in sent.items()
+    }
+    assert "Ordner: der Pfad liegt außerhalb der erlaubten Wurzelordner" in said["outside"]
+    assert "ist der Ordner der Quelle „Hafen“" in said["overlap"]
+    assert "muss aus 5 Feldern bestehen" in said["cron"]
+    assert "muss relativ zum Wurzelordner sein, nicht absolut" in said["pattern"]
+    assert (
+        "Der Pfad muss absolut sein" in said["path"]
+        and "Verwenden Sie einen vollständigen Pfad" in said["path"]
+    )
+    assert "Nicht gespeichert: Name muss 1 bis 100 Zeichen lang sein" in said["saved"]
+    phrases, labels = _english_phrases(), _german_strings()
+    left = {key: _english_left(html, phrases, labels) for key, html in said.items()}
+    assert left == dict.fromkeys(said, []), left
+
+
+def test_every_metadata_key_has_a_label():
+    """The keys the extractors write for the corpus's files (a few of each kind) each have a
+    label of the catalogue: a German document page names none by its key."""
+    from webapp.indexing.extractors import extract, find_extractor
+    from webapp.indexing.extractors.base import ExtractionError, ExtractionSettings
+    from webapp.ui.metadata import LABELS
+    from webapp.ui.tag_labels import TAG_LABELS
+
+    corpus = require_corpus() / "real"
+    files = [path for kind in sorted(corpus.iterdir()) for path in sorted(kind.iterdir())[:4]]
+    keys = set()
+    for path in files:
+        if find_extractor(str(path)) is None:
+            continue
+        try:
+            keys |= set(extract(str(path), ExtractionSettings()).metadata or {})
+        except ExtractionError:
+            continue
+    assert len(keys) > 40
+    assert sorted(keys - LABELS.keys() - TAG_LABELS.keys()) == []
 
 
 # -- why a file was not read, and a picture's tags ----------------------------------------------

@@ -215,7 +215,8 @@ FIELD_LABELS = {
     "source_ids": _l("Sources"),
 }
 _FIELD_MESSAGE = re.compile(r"([a-z][a-z_]*): (.+)", re.S)
-SAID_AGAIN = ("why", "kind")  # the groups of VALUE_MESSAGES that are words, not values
+# the groups of VALUE_MESSAGES that are words, not values
+SAID_AGAIN = ("why", "kind", "field", "action", "relation")
 _VERBS = ("is ", "are ", "must ", "was ", "has ", "cannot ", "does ")
 
 
