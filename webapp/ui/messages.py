@@ -325,7 +325,11 @@ VALUE_MESSAGES = tuple(
             r"(?P<field>[a-z-]+): '(?P<value>.*)' is not a valid value",
             N_("%(field)s: '%(value)s' is not a valid value"),
         ),
-        (r"'(?P<pattern>.*?)' (?P<why>.+)", N_("'%(pattern)s' %(why)s")),
+        (  # a source's pattern and why globs.validate_pattern refuses it
+            r"'(?P<pattern>.*?)' (?P<why>(?:pattern|invalid pattern|a character class|unbalanced|segment) "
+            r".+)",
+            N_("'%(pattern)s' %(why)s"),
+        ),
         (r"invalid pattern '(?P<pattern>.*)': (?P<why>.+)", N_("invalid pattern '%(pattern)s': %(why)s")),
         (
             r"pattern '(?P<pattern>.*)' must be relative to the root, not absolute",
