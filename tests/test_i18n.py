@@ -332,7 +332,9 @@ def test_every_page_in_german_has_no_english_left(ui, make_tree, run_jobs):
         "13.01.2021, 14:12:00",  # an EXIF date in German form
         "Fehler: der Beobachter läuft nicht",
         "Trawl konnte diese Datei nicht lesen: PDF ist passwortgeschützt.",  # a failed file's page
-        "Einheit der Auflösung",  # an EXIF tag (ResolutionUnit) under "All fields"
+        "Einheit der AuflösungZoll",  # an EXIF tag (ResolutionUnit 2) under "All fields"
+        "BelichtungsmessungMehrfeld",  # MeteringMode 5: a choice in words
+        "BlitzNicht ausgelöst",  # Flash 16: did not fire
     ):
         assert german in said, german
     labels = _german_strings()

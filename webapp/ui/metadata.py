@@ -11,7 +11,7 @@ from flask_babel import format_date, format_datetime
 from flask_babel import lazy_gettext as _l
 from markupsafe import Markup, escape
 
-from webapp.ui.tag_labels import TAG_LABELS
+from webapp.ui.tag_labels import TAG_LABELS, tag_value
 
 # the extractors' keys (webapp/indexing/extractors), as the page names them
 LABELS = {
@@ -166,5 +166,6 @@ def meta_date(value: object) -> Markup | None:
 def init_app(app: Flask) -> None:
     """Register the filters."""
     app.add_template_filter(meta_label)
+    app.add_template_filter(tag_value)
     app.add_template_test(MESSAGE_KEYS.__contains__, "trawl_message")
     app.add_template_filter(meta_date)

@@ -2,9 +2,12 @@
 and of a comic's fields (ComicInfo, CoMet, ComicBookInfo) as the page shows them:
 `ui.metadata.meta_label` looks a tag up here after the extractors' own keys. Every tag the
 image extractors keep has its label (tests/test_i18n.py checks Pillow's list), so a German
-page shows none by its English tag name."""
+page shows none by its English tag name; a tag that names one of a few choices (Orientation,
+MeteringMode, ...) shows its value in words (`tag_value`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from flask_babel import lazy_gettext as _l
 
@@ -344,3 +347,77 @@ TAG_LABELS = {
     "Year": _l("Year"),
     "YResolution": _l("Vertical resolution"),
 }
+
+# what the numbers of an EXIF tag that names one of a few choices mean (EXIF 2.32)
+TAG_VALUES = {
+    "Orientation": {
+        1: _l("Normal"),
+        2: _l("Mirrored horizontally"),
+        3: _l("Rotated 180°"),
+        4: _l("Mirrored vertically"),
+        5: _l("Mirrored and rotated 270° clockwise"),
+        6: _l("Rotated 90° clockwise"),
+        7: _l("Mirrored and rotated 90° clockwise"),
+        8: _l("Rotated 270° clockwise"),
+    },
+    "ResolutionUnit": {1: _l("No unit"), 2: _l("Inch"), 3: _l("Centimetre")},
+    "ColorSpace": {1: _l("sRGB"), 2: _l("Adobe RGB"), 65535: _l("Uncalibrated")},
+    "ExposureProgram": {
+        0: _l("Not defined"),
+        1: _l("Manual"),
+        2: _l("Normal program"),
+        3: _l("Aperture priority"),
+        4: _l("Shutter priority"),
+        5: _l("Creative program"),
+        6: _l("Action program"),
+        7: _l("Portrait"),
+        8: _l("Landscape"),
+    },
+    "MeteringMode": {
+        0: _l("Unknown"),
+        1: _l("Average"),
+        2: _l("Centre-weighted average"),
+        3: _l("Spot"),
+        4: _l("Multi-spot"),
+        5: _l("Pattern"),
+        6: _l("Partial"),
+        255: _l("Other"),
+    },
+    "WhiteBalance": {0: _l("Automatic"), 1: _l("Manual")},
+    "ExposureMode": {0: _l("Automatic"), 1: _l("Manual"), 2: _l("Bracketing")},
+    "SceneCaptureType": {0: _l("Standard"), 1: _l("Landscape"), 2: _l("Portrait"), 3: _l("Night scene")},
+    "CustomRendered": {0: _l("Normal processing"), 1: _l("Custom processing")},
+    "SensingMethod": {
+        1: _l("Not defined"),
+        2: _l("One-chip colour sensor"),
+        3: _l("Two-chip colour sensor"),
+        4: _l("Three-chip colour sensor"),
+        7: _l("Trilinear sensor"),
+    },
+    "Contrast": {0: _l("Normal"), 1: _l("Soft"), 2: _l("Hard")},
+    "Sharpness": {0: _l("Normal"), 1: _l("Soft"), 2: _l("Hard")},
+    "Saturation": {0: _l("Normal"), 1: _l("Low"), 2: _l("High")},
+    "SubjectDistanceRange": {0: _l("Unknown"), 1: _l("Macro"), 2: _l("Close view"), 3: _l("Distant view")},
+    "YCbCrPositioning": {1: _l("Centred"), 2: _l("Co-sited")},
+    "LightSource": {
+        0: _l("Unknown"),
+        1: _l("Daylight"),
+        2: _l("Fluorescent"),
+        3: _l("Tungsten"),
+        4: _l("Flash"),
+        9: _l("Fine weather"),
+        10: _l("Cloudy"),
+        11: _l("Shade"),
+        255: _l("Other"),
+    },
+}
+TAG_VALUES["FocalPlaneResolutionUnit"] = TAG_VALUES["ResolutionUnit"]
+
+
+def tag_value(value: Any, key: str) -> Any:
+    """A tag's value in words when the tag names a choice (Orientation 6 -> 'Rotated 90°
+    clockwise'; Flash: whether it fired), else the value as it is."""
+    if key == "Flash" and isinstance(value, int):
+        return str(_l("Fired") if value & 1 else _l("Did not fire"))
+    said = TAG_VALUES.get(key, {}).get(value) if isinstance(value, int) else None
+    return value if said is None else str(said)
