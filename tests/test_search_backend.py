@@ -604,6 +604,40 @@ def test_members_carry_their_container_id(backend):
     assert backend.get("docs--zip").get("container_id") is None
 
 
+def _held(key: str, content: str, path: str, container: str, **extra) -> dict:
+    return make_doc(key, content, path.rsplit("/", 1)[-1], path=path, container_id=container, **extra)
+
+
+HELD = [
+    make_doc("zip", "reports/q1-grebe.txt\nnotes.txt", "backup.zip", type="archive"),
+    _held("q1", "quarterly grebe figures", "/data/docs/backup.zip!/reports/q1-grebe.txt", "docs--zip"),
+    _held("notes", "tide times", "/data/docs/backup.zip!/notes.txt", "docs--zip"),
+    make_doc("mail", "see the grebe count attached", "count.eml", type="email"),
+    _held("count", "grebe count: 12", "/data/docs/count.eml!/count.txt", "docs--mail"),
+]
+
+
+def test_a_container_gives_way_to_its_matching_members(backend):
+    """A container (an archive: its text lists what it holds) whose member matches is left
+    out, in the results, the total and the facets alike; one the query names, or whose list
+    alone answers, stays; a message keeps its place beside its attachment."""
+    backend.upsert(HELD)
+    page = backend.search(SearchQuery(q="grebe", facets=("type",)))
+    assert sorted(r["id"].split("--")[1] for r in page.results) == ["count", "mail", "q1"]
+    assert page.total == 3 and page.facet_distribution == {"type": {"text": 2, "email": 1}}
+    assert sorted(ids_of(backend, "backup grebe")) == ["count", "mail", "notes", "q1", "zip"]  # path: backup
+    assert ids_of(backend, "notes grebe", matching_strategy="all") == ["zip"]
+    assert ids_of(backend, "grebe type:archive") == ["zip"]
+    assert ids_of(backend, "grebe", within_ids=("docs--zip", "docs--q1")) == ["q1"]
+    assert ids_of(backend, "grebe", within_ids=("docs--zip",)) == []
+    assert [len(backend.search(SearchQuery(q="grebe", limit=1, offset=n)).results) for n in range(4)] == [
+        1,
+        1,
+        1,
+        0,
+    ]
+
+
 def test_within_ids_keeps_only_those_documents_under_the_query_and_its_filters(corpus):
     some = ("docs--garden", "docs--hostile", "other--minutes")
     assert sorted(ids_of(corpus, "", within_ids=some)) == ["garden", "hostile", "minutes"]
