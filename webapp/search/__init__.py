@@ -117,6 +117,9 @@ class SearchQuery:
     # The absolute folders whose direct subfolders the `folder` facet counts (the service
     # turns the asked folder, relative to the sources' roots, into these).
     folder_facet: tuple[str, ...] = ()
+    # Copies match too (internal): a container's members are counted with those whose text
+    # is listed under another file, their primary (search.folds).
+    with_copies: bool = False
 
     def syntax(self) -> QuerySpec:
         """The query language terms of `q` (see search/syntax.py)."""
@@ -136,8 +139,10 @@ def collapses(query: SearchQuery) -> bool:
     Not under a filter that copies may differ on (a folder, a type or extension, a date, a
     size, a camera): the primary may be outside it while a copy is inside, so both are listed."""
     spec = query.syntax()
-    return query.type is None and not (
-        spec.paths or spec.types or spec.extensions or spec.modified or spec.size or spec.cameras
+    return (
+        not query.with_copies
+        and query.type is None
+        and not (spec.paths or spec.types or spec.extensions or spec.modified or spec.size or spec.cameras)
     )
 
 

@@ -345,7 +345,7 @@ class MeiliBackend:
         ids = [h["id"] for h in found["hits"] if folded(query, h["basename"])]
         if not ids:
             return []
-        whole = meili_filters(dataclasses.replace(query, within_ids=None), spec)
+        whole = meili_filters(dataclasses.replace(query, within_ids=None, with_copies=True), spec)
         members = " AND ".join([*whole, any_of("container_id", ids)])
         counted = self._one(dict(asked, filter=members, hitsPerPage=1, page=1, facets=["container_id"]))
         held = (counted.get("facetDistribution") or {}).get("container_id") or {}

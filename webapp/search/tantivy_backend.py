@@ -517,14 +517,16 @@ class TantivyBackend:
     def _fold(self, query: SearchQuery, spec: QuerySpec, builder: TextQuery, match: Query) -> Query | None:
         """What is left out so that a container and its members are listed once: the
         containers (FOLDED_TYPES) whose names hold no word of the query (search.folded) and
-        that hold a member matching it (counted by `container_id` over every match: one
-        more pass over the matches, skipped while the index holds no container); None when
-        there is none. Counted without meaning's candidates (`within_ids`): whether a
-        container is listed does not depend on which others are asked about."""
+        that hold a member matching it (counted by `container_id` over every match, copies
+        too, whose text is listed under their primary: one more pass over the matches,
+        skipped while the index holds no container); None when there is none. Counted
+        without meaning's candidates (`within_ids`): whether a container is listed does not
+        depend on which others are asked about."""
         searcher = builder.searcher
         if not (builder.held and folds(query)) or not any(searcher.doc_freq("type", t) for t in FOLDED_TYPES):
             return None
-        whole = self._build_query(match, dataclasses.replace(query, within_ids=None), spec, builder)
+        every = dataclasses.replace(query, within_ids=None, with_copies=True)
+        whole = self._build_query(match, every, spec, builder)
         members = Query.boolean_query([(Occur.Must, whole), (Occur.Must, Query.exists_query("container_id"))])
         aggs = {"held": {"terms": {"field": "container_id", "size": MAX_FOLDED}}}
         held = [str(b["key"]) for b in searcher.aggregate(members, aggs)["held"]["buckets"]]
