@@ -156,12 +156,12 @@ def _run_search(args: Mapping) -> tuple[dict, dict | None, str | None]:
         form["q"] = form["q"][:1000]
         return {"form": form, "args": None, "limit": 20, "page": 1}, None, exc.detail
     try:
-        result = documents.search(parsed["args"], g.user, fold_containers=True)
+        result = documents.search(parsed["args"], g.user)
         last = max(1, math.ceil(result["total"] / parsed["limit"]))
         if parsed["page"] > last:  # "page 999 of 71" shows page 71
             parsed["page"] = last
             parsed["args"] = {**parsed["args"], "offset": (last - 1) * parsed["limit"]}
-            result = documents.search(parsed["args"], g.user, fold_containers=True)
+            result = documents.search(parsed["args"], g.user)
         return parsed, result, None
     except TrawlError as exc:
         return parsed, None, exc.detail
