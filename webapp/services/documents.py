@@ -11,12 +11,14 @@ import os
 from urllib.parse import quote
 
 from flask import current_app
+from sqlalchemy import select
 
 from webapp.exceptions import NotFound
+from webapp.extensions import db
 from webapp.indexing import scanner, thumbstore
 from webapp.indexing.runstats import FileStatus
 from webapp.metrics import search_duration
-from webapp.models import User
+from webapp.models import IndexedFile, User
 from webapp.runtime import get_search
 from webapp.search import Doc, SearchPage, SearchQuery
 from webapp.services import copies, meaning, search_args
