@@ -218,6 +218,12 @@ def _shut(pool: ThreadPoolExecutor) -> None:
     pool.shutdown(wait=True)
 
 
+def _model_loads(app: Flask) -> bool:
+    """Whether the model loads, loaded by a thread that embeds: a worker then makes the
+    model's one-core session alone, not also the one questions use."""
+    return _model_threads(model_threads(app)).submit(embedder.load).result() is not None
+
+
 def _timed_embed(texts: list[str], rest: float) -> tuple[np.ndarray, float]:
     """The passages' vectors and the CPU seconds the call took (of the model's thread), which
     then rests `rest` times as long (EMBED_CPU_SHARE)."""
@@ -247,7 +253,7 @@ class EmbedRun:
         is always left to scans and live updates, and yields between model calls as soon as
         one is queued."""
         info = PhaseInfo(KIND, self.source_id, get_redis(self.app))
-        if not self._wanted() or not info.retry_due() or embedder.load() is None:
+        if not self._wanted() or not info.retry_due() or not _model_loads(self.app):
             return 0
         if problem(self.source_id):
             return 0  # its status says so; verify --repair embeds the source again
