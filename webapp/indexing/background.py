@@ -114,8 +114,9 @@ class Phase:
         self.app = app
         self.source_id = source_id
         self.holder = f"{kind}:{source_id}:{uuid.uuid4().hex}"
-        self.deadline = time.monotonic() + JOB_SECONDS
-        self.last = self.deadline - JOB_SECONDS + max(JOB_SECONDS, alone_seconds)  # alone, up to
+        started = time.monotonic()
+        self.deadline = started + JOB_SECONDS
+        self.last = started + max(JOB_SECONDS, alone_seconds)  # the latest end while alone
         self.pages = 0  # pages (or other units of work) this job has done
         self._conn: redis.Redis = get_redis(app)
         self._checked = 0.0

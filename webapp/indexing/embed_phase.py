@@ -201,7 +201,8 @@ def _lower_priority() -> None:
 
 def model_threads(app: Flask) -> int:
     """Threads the phase runs the model on: EMBED_CPU_SHARE rounded up, at most the cores."""
-    return max(1, min(math.ceil(float(app.config["EMBED_CPU_SHARE"])), os.cpu_count() or 1))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(math.ceil(float(app.config["EMBED_CPU_SHARE"])), cores))
 
 
 def _model_threads(count: int) -> ThreadPoolExecutor:
