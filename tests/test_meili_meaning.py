@@ -19,11 +19,12 @@ import pytest
 from tests.test_search_backend import MEILI_SKIP, make_doc
 from webapp.search import SearchQuery, embedder, make_backend
 from webapp.search.hybrid import CANDIDATES
-from webapp.search.meaning_index import confident
+from webapp.search.meaning_index import NativeMeaning, UsearchMeaning, confident
 from webapp.search.meili_backend import INDEX_SETTINGS, MeiliBackend
 from webapp.search.meili_meaning import (
     EMBEDDER,
     classify,
+    embedders,
     floor_params,
     floor_score,
     hybrid_params,
@@ -68,6 +69,21 @@ def test_the_index_declares_a_user_provided_embedder_of_the_models_size():
     )
     # userProvided embedders take no document template (Meilisearch refuses one)
     assert "documentTemplate" not in INDEX_SETTINGS["embedders"][EMBEDDER]
+
+
+def test_the_embedder_is_named_after_no_model_and_an_older_one_is_deleted():
+    """The vectors Meilisearch holds are the active model's, under a name that says nothing
+    of it; an index holding an embedder of another name (`trawl-e5`, as before) gets it set
+    to null (Meilisearch deletes it with its vectors), and the vectors are recorded as made by
+    the model *as* that embedder, so an index filled under another name or by another model
+    is embedded again (embed_phase.follow_model)."""
+    ours = {"source": "userProvided", "dimensions": 384}
+    assert embedders({"trawl-e5": ours}) == {"trawl-e5": None, EMBEDDER: ours}
+    assert embedders({EMBEDDER: ours}) == embedders({}) == {EMBEDDER: ours}
+    assert embedder.active().key not in EMBEDDER and "e5" not in EMBEDDER
+    native = NativeMeaning(_offline()).made_by()
+    assert native == f"{embedder.model_id()} as {EMBEDDER}"
+    assert native != UsearchMeaning(_offline(), None).made_by() == embedder.model_id()
 
 
 def test_every_chunk_of_a_document_carries_all_its_passages():
@@ -240,6 +256,27 @@ def test_meili_meaning_follows_filters_and_similar_documents(meili):
     near = meili.similar("docs--invoice", ("docs",), 3)
     assert near[0][0] == "docs--quote" and "docs--invoice" not in [i for i, _ in near]
     assert meili.similar("docs--invoice", (), 3) == []
+
+
+@needs_meili
+def test_meili_deletes_the_embedder_of_an_older_name():
+    index = f"trawl-test-{uuid.uuid4().hex[:10]}"
+    config = {
+        "SEARCH_BACKEND": "meilisearch",
+        "MEILI_URL": os.environ["MEILI_URL"],
+        "MEILI_MASTER_KEY": os.environ.get("MEILI_MASTER_KEY"),
+        "MEILI_INDEX": index,
+    }
+    older = make_backend(config)
+    older.ensure_index()
+    older._wait(older.index.update_embedders({"trawl-e5": {"source": "userProvided", "dimensions": 384}}))
+    try:
+        assert set(older.index.get_settings()["embedders"]) == {"trawl-e5", EMBEDDER}
+        fresh = make_backend(config)  # a process of the new version opens the index
+        fresh.ensure_index()
+        assert set(fresh.index.get_settings()["embedders"]) == {EMBEDDER}
+    finally:
+        older.client.delete_index(index)
 
 
 @needs_meili

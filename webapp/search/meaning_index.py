@@ -74,6 +74,10 @@ class MeaningIndex(Protocol):
     def sweep(self) -> None:
         """Remove what killed writers left behind (temporary files), as a process starts."""
 
+    def made_by(self) -> str:
+        """What the vectors this index holds are recorded as made by (embed_phase.follow_model
+        embeds everything again when the record names something else)."""
+
 
 def question(text: str) -> np.ndarray | None:
     """The question's vector (None: the model is unavailable)."""
@@ -178,9 +182,15 @@ class UsearchMeaning:
         """Remove the temporary files of killed vector writes."""
         self.store.sweep()
 
+    def made_by(self) -> str:
+        """The model (`embedder.model_id()`): the store keeps nothing else of it."""
+        return embedder.model_id()
+
 
 class NativeEngine(SearchBackend, Protocol):
     """A search engine that holds the vectors itself (search/meili_backend.py)."""
+
+    embedder_name: str  # the name the engine keeps Trawl's vectors under
 
     def set_vectors(self, vectors: Mapping[str, np.ndarray]) -> None: ...
     def clear_vectors(self, source_id: str) -> None: ...
@@ -249,6 +259,11 @@ class NativeMeaning:
 
     def sweep(self) -> None:
         """Nothing: the engine keeps its own files."""
+
+    def made_by(self) -> str:
+        """The model and the engine's embedder the vectors are sent to: a new name (the
+        embedder was `trawl-e5` before) is an empty embedder, to be filled again."""
+        return f"{embedder.model_id()} as {self.engine.embedder_name}"
 
 
 def make_meaning(settings: Mapping, backend: SearchBackend, store: VectorStore) -> MeaningIndex:
