@@ -88,7 +88,7 @@ def lists(docs: dict[str, dict], store, rule: str) -> dict[str, list[str]]:
             out[doc_id] = [i for i, s in index.similar(doc_id, ["corpus"], SHOWN) if s >= embedder.RELATED]
             continue
         near = index.similar(doc_id, ["corpus"], hybrid.CANDIDATES)
-        kept = set(meaning_index.confident(near, similar.SIMILAR_OUTLIER))
+        kept = set(meaning_index.confident(near, similar.SIMILAR_OUTLIER, embedder.RELATED))
         out[doc_id] = [i for i, _ in near if i in kept and kind[i] == kind[doc_id]][:SHOWN]
     return out
 

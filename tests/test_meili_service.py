@@ -65,7 +65,7 @@ def test_meaning_with_meilisearch_end_to_end(app, client, auth, indexed, run_ocr
         assert get_vectors().passages("pets") == 0  # Meilisearch holds them, not Trawl's store
         kitten = next(r["id"] for r in _search(client, auth, "type:text")["results"] if "kitten" in r["path"])
         assert get_meaning().vectors_of(kitten).shape == (1, 384)
-    answer = _search(client, auth, "feline napping")
+    answer = _search(client, auth, "kitty sleeping beside sunny window ledge")
     assert _names(answer)[0] == "kitten.txt" and answer["results"][0]["match"] == "meaning"
     assert "recipe.txt" not in _names(answer) and answer["total"] == len(answer["results"])
     matches = {r["basename"]: r["match"] for r in _search(client, auth, "bake bread")["results"]}
@@ -79,7 +79,7 @@ def test_meaning_with_meilisearch_end_to_end(app, client, auth, indexed, run_ocr
     assert [r["basename"] for r in similar["results"]][0] == "quote.txt"
     # off: searches leave the source out at once, the job removes its vectors
     assert client.put("/api/sources/pets", headers=auth, json={"semantic": False}).status_code == 200
-    assert "kitten.txt" not in _names(_search(client, auth, "feline napping"))
+    assert "kitten.txt" not in _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))
     run_ocr()
     with app.app_context():
         assert get_meaning().vectors_of(kitten) is None
@@ -95,9 +95,9 @@ def test_a_change_of_model_sends_the_vectors_again(app, client, auth, indexed, r
         assert record.read_text().strip() == f"{embedder.model_id()} as {meili_meaning.EMBEDDER}"
         kitten = next(r["id"] for r in _search(client, auth, "type:text")["results"] if "kitten" in r["path"])
         assert get_meaning().vectors_of(kitten) is None
-    assert "kitten.txt" not in _names(_search(client, auth, "feline napping"))
+    assert "kitten.txt" not in _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))
     run_ocr()
-    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+    assert _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))[0] == "kitten.txt"
     with app.app_context():
         assert get_meaning().vectors_of(kitten).shape == (1, 384)
         assert not embed_phase.follow_model(app)  # the model and name that made them: nothing to do

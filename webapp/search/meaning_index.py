@@ -25,7 +25,7 @@ from webapp.search.vectors import VectorStore
 
 Scored = list[tuple[str, float]]  # (doc id, cosine similarity), best first
 CANDIDATES = hybrid.CANDIDATES
-OUTLIER = 2.0  # standard deviations above the nearest's mean: the floor (docs/relevance.md)
+OUTLIER = 2.0  # standard deviations above the nearest's mean: with CONFIDENT, the floor (docs/relevance.md)
 MIN_SAMPLE = 20  # candidates from which their spread is read
 MIN_SPREAD = 0.005  # a spread below it (near-equal similarities) is taken as this
 
@@ -91,18 +91,20 @@ def judged(near: Scored) -> hybrid.Meaning:
     return hybrid.Meaning(related, frozenset(confident(near)))
 
 
-def confident(near: Scored, outlier: float = OUTLIER) -> list[str]:
+def confident(near: Scored, outlier: float = OUTLIER, floor: float | None = None) -> list[str]:
     """The documents meaning is confident enough about to list when no word reaches them:
-    those whose similarity stands out of the question's nearest, at least `outlier` standard
-    deviations above their mean, and at least the model's floor (RELATED). Scale-free (a
-    model whose scores are compressed has a narrow spread too), and a question close to
-    nothing in particular lists nothing. With fewer than MIN_SAMPLE candidates (a small
-    collection) the model's floor alone decides."""
+    those at least `floor` similar to the question (the model's CONFIDENT) that also stand out
+    of its nearest, at least `outlier` standard deviations above their mean. The first says
+    close in the model's own terms (a question of another field reaches no document that
+    close), the second that it is this document the question is about, not a crowd of similar
+    ones. With fewer than MIN_SAMPLE candidates (a small collection) the similarity alone
+    decides."""
+    least = embedder.CONFIDENT if floor is None else floor
     if len(near) < MIN_SAMPLE:
-        return [doc_id for doc_id, sim in near if sim >= embedder.RELATED]
+        return [doc_id for doc_id, sim in near if sim >= least]
     sims = np.array([sim for _, sim in near], dtype=np.float64)
     cut = float(sims.mean()) + outlier * max(float(sims.std()), MIN_SPREAD)
-    return [doc_id for doc_id, sim in near if sim >= max(cut, embedder.RELATED)]
+    return [doc_id for doc_id, sim in near if sim >= max(cut, least)]
 
 
 def centre(passages: np.ndarray) -> np.ndarray:
