@@ -15,6 +15,10 @@ their three rarest words, for every rule:
 - the better plain BM25 reference's nDCG@10 on both query sets, beside which the rules'
   nDCG@10 is read (the default search must reach 1.1x it).
 
+`--rrf-k 60 30 20 10 5` measures instead the default search (this floor) at each constant of
+the reciprocal rank fusion (search/hybrid.py's RRF_K), in one build per collection, beside the
+best plain BM25 and Trawl by words alone: bench/results/floor-<date>-rrf.json.
+
 Passage vectors are cached per collection (`--vectors-dir`, embedding CISI takes 5 to 35
 minutes). Results: bench/results/floor-<date>.json and a Markdown table on stdout.
 """
@@ -41,12 +45,13 @@ OFF_TOPIC = 100  # questions taken from each other collection
 
 def rules() -> dict[str, Rule]:
     """The rules compared: none, every related candidate (the floor before issue 43), the
-    question's outliers alone (z), and outliers that also reach a similarity (the production
-    rule, meaning_index.confident, with the model's CONFIDENT) at several values."""
+    question's outliers (z standard deviations above its nearest's mean, at least RELATED:
+    the floor of 2026-11-28), outliers that also reach a similarity, and a similarity alone
+    (the production rule, meaning_index.confident, at the model's CONFIDENT)."""
     from webapp.search import embedder, meaning_index
 
     def outlier(z: float, floor: float) -> Rule:
-        return lambda near: frozenset(meaning_index.confident(near, z, floor))
+        return lambda near: frozenset(meaning_index.standing_out(near, z, floor))
 
     out: dict[str, Rule] = {
         "none": lambda near: frozenset(),
@@ -54,9 +59,10 @@ def rules() -> dict[str, Rule]:
     }
     for z in (2.0, 3.0):
         out[f"z>={z}"] = outlier(z, embedder.RELATED)
-    for floor in SIMILARITIES:
+    for floor in (0.55, 0.62):
         out[f"z>=2, sim>={floor}"] = outlier(2.0, floor)
-    out[f"sim>={embedder.CONFIDENT} alone"] = outlier(float("-inf"), embedder.CONFIDENT)
+    for floor in SIMILARITIES:
+        out[f"sim>={floor}"] = lambda near, f=floor: frozenset(meaning_index.confident(near, f))
     return out
 
 
@@ -83,12 +89,39 @@ def run(name: str, coll: Collection, folder_work: Path, vectors: Path, off_topic
     return out
 
 
+def fusion(name: str, coll: Collection, folder_work: Path, vectors: Path, ks: list[int]) -> dict:
+    """nDCG@10 of the default search (the production floor) at each reciprocal rank fusion
+    constant, in one build (the vector index's graph differs a little between builds), beside
+    the best plain BM25 and Trawl by words alone."""
+    from webapp.search import hybrid, meaning_index
+
+    backend, store, _, _ = build(coll, folder_work, vectors)
+    index = meaning_index.UsearchMeaning(backend, store)
+    refs, out, kept = references(coll), {}, hybrid.RRF_K
+    for set_name, queries in (("full", coll.judged()), ("short", short_queries(coll))):
+        near = {t: index.nearest(t, ["cisi"], hybrid.CANDIDATES) for t in queries.values()}
+        rule: Rule = lambda n: frozenset(meaning_index.confident(n))  # noqa: E731
+        row = {"bm25": _best_bm25(refs, queries, coll.qrels)}
+        for k in ks:
+            hybrid.RRF_K = k
+            rows = [(_ranked(backend, t, near[t], rule), coll.qrels[q]) for q, t in queries.items()]
+            row[f"k={k}"] = summary(rows)["ndcg@10"]
+        hybrid.RRF_K = kept
+        words = [(_ranked(backend, t, near[t], rule, 0.0), coll.qrels[q]) for q, t in queries.items()]
+        row["words"] = summary(words)["ndcg@10"]
+        out[set_name] = row
+        print(name, set_name, json.dumps(row), file=sys.stderr, flush=True)
+    return out
+
+
 def _best_bm25(refs: dict, queries: dict[str, str], qrels: dict[str, set[str]]) -> float:
     """nDCG@10 of the better of the two plain BM25 references."""
     return max(evaluate(search, queries, qrels)["ndcg@10"] for search in refs.values())
 
 
-def _ranked(backend, text: str, near: list[tuple[str, float]], rule: Rule) -> list[tuple[str, str]]:
+def _ranked(
+    backend, text: str, near: list[tuple[str, float]], rule: Rule, ratio: float = RATIO
+) -> list[tuple[str, str]]:
     """Trawl's hybrid ranking of a question with this rule picking meaning's own documents:
     (document key, match) best first."""
     from webapp.search import SearchQuery, embedder, hybrid
@@ -96,7 +129,7 @@ def _ranked(backend, text: str, near: list[tuple[str, float]], rule: Rule) -> li
     related = {i: s for i, s in near if s >= embedder.RELATED}
     meaning = hybrid.Meaning(related, rule(near) & frozenset(related))
     query = SearchQuery(q=_plain(text), limit=DEPTH, snippet_length=0)
-    page = hybrid.search(backend, query, RATIO, lambda: meaning)
+    page = hybrid.search(backend, query, ratio, lambda: meaning)
     return [(key_of_id(r["id"]), r["match"]) for r in page.results]
 
 
@@ -179,6 +212,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--collection", type=Path, action="append", help="CISI-format folders")
     parser.add_argument("--vectors-dir", type=Path, default=Path(tempfile.gettempdir()) / "trawl-floor")
+    parser.add_argument("--rrf-k", type=int, nargs="*", help="instead: the default search at these constants")
     args = parser.parse_args()
     from webapp.search import embedder
 
@@ -190,7 +224,10 @@ def main() -> None:
     for name, coll in colls.items():
         with tempfile.TemporaryDirectory() as work:
             vectors = args.vectors_dir / f"{name}.npy"
-            results[name] = run(name, coll, Path(work), vectors, off_topic(colls, name))
+            if args.rrf_k:
+                results[name] = fusion(name, coll, Path(work), vectors, args.rrf_k)
+            else:
+                results[name] = run(name, coll, Path(work), vectors, off_topic(colls, name))
     report = {
         "date": date.today().isoformat(),
         "model": embedder.model_id(),
@@ -200,9 +237,9 @@ def main() -> None:
         "results": results,
     }
     RESULTS.mkdir(exist_ok=True)
-    model = embedder.active().key  # the model measured, in the file name
-    (RESULTS / f"floor-{date.today().isoformat()}-{model}.json").write_text(json.dumps(report, indent=1))
-    print(table(results))
+    kind = "rrf" if args.rrf_k else embedder.active().key  # what was measured, in the file name
+    (RESULTS / f"floor-{date.today().isoformat()}-{kind}.json").write_text(json.dumps(report, indent=1))
+    print(json.dumps(results, indent=1) if args.rrf_k else table(results))
 
 
 if __name__ == "__main__":

