@@ -467,7 +467,7 @@ def test_a_search_from_the_shell_finds_by_meaning_and_loads_the_model_only_then(
     """`trawl search` in its own process (the model loads in a thread while the command's
     modules import) finds a document that shares no word with the question; a search by words
     alone (exact words, a sort by date) does not load the model."""
-    page, loaded = _shell_search(app_config, "feline napping")
+    page, loaded = _shell_search(app_config, "kitty sleeping beside sunny window ledge")
     assert page["results"][0]["basename"] == "kitten.txt", page
     assert page["results"][0]["match"] == "meaning" and loaded
     for args in (["450 EUR"], ["office chairs", "--sort", "modified_at:desc"]):
