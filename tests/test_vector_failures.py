@@ -85,7 +85,7 @@ def test_an_unreadable_vector_file_leaves_its_source_out_of_meaning_alone(
     # words still answer, the other source's meaning still answers, nothing is a 500
     assert "invoice.txt" in _names(_search(client, auth, "invoice chairs"))
     assert _names(_search(client, auth, "automobile overheating"))[0] == "engine.txt"
-    assert "kitten.txt" not in _names(_search(client, auth, "feline napping"))
+    assert "kitten.txt" not in _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))
     kitten = next(r["id"] for r in _search(client, auth, "windowsill")["results"])
     similar = client.get(f"/api/documents/{kitten}/similar", headers=auth)
     assert similar.status_code == 200 and similar.get_json()["results"] == []
@@ -107,7 +107,7 @@ def test_an_unreadable_vector_file_leaves_its_source_out_of_meaning_alone(
     # repaired: embedded again, meaning back
     assert verify(app, "pets", repair=True)["repaired"]
     run_ocr()
-    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+    assert _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))[0] == "kitten.txt"
     assert client.get("/api/status/pets", headers=auth).get_json()["semantic"]["state"] == "idle"
     assert client.get("/api/health").get_json()["status"] == "ok"
     assert verify(app, "pets")["problems"] == 0
@@ -199,7 +199,7 @@ def test_a_full_vectors_disk_is_an_error_and_the_phase_retries_when_space_return
     status = client.get("/api/status/pets", headers=auth).get_json()["semantic"]
     assert (status["state"], status["pending"], status["error"]) == ("idle", 0, None)
     assert client.get("/api/health").get_json()["status"] == "ok"
-    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+    assert _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))[0] == "kitten.txt"
 
 
 def test_the_status_has_an_eta_and_the_cpu_share_caps_the_phase(

@@ -154,7 +154,7 @@ def follow_model(app: Flask) -> bool:
     if not embedder.status()[0]:
         return False  # no model to embed with: the vectors wait for it
     record = Path(app.config["DATA_DIR"]) / "vectors" / MODEL_FILE  # beside the vector store's files
-    current = embedder.model_id()
+    current = get_meaning(app).made_by()  # the model, and where an engine keeps its vectors
     recorded = record.read_text(encoding="utf-8").strip() if record.exists() else UNRECORDED
     if recorded == UNRECORDED and not _count(IndexedFile.embedded.is_(True)):
         recorded = current  # a new installation: nothing was embedded by any model yet

