@@ -33,6 +33,7 @@ import gzip
 import random
 import re
 import subprocess
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -89,27 +90,46 @@ def _wordnet_nouns() -> dict[str, tuple[list[str], list[str], str]]:
     return senses
 
 
+def _one_answer_each(
+    ups: dict[str, list[str]],
+    askable: list[str],
+    sizes: tuple[int, int],
+    doc_of: Callable[[str], tuple[str, str]],
+    question_of: Callable[[str], str],
+) -> tuple[Docs, dict[str, str], dict[str, set[str]]]:
+    """A collection of one relevant document a question, from a taxonomy (`ups`: each entry's
+    broader entries): `sizes[0]` entries of `askable` asked (`question_of`), each beside up
+    to SIBLINGS of its siblings (near misses), then random entries up to `sizes[1]`
+    documents (`doc_of`: title, body)."""
+    children: dict[str, list[str]] = {}
+    for key, up in ups.items():
+        for parent in up:
+            children.setdefault(parent, []).append(key)
+    rng = random.Random(SEED)
+    asked = rng.sample(askable, sizes[0])
+    chosen = dict.fromkeys(asked)
+    for key in asked:
+        siblings = sorted({s for p in ups[key] for s in children.get(p, ()) if s != key})
+        chosen.update(dict.fromkeys(rng.sample(siblings, min(SIBLINGS, len(siblings)))))
+    rest = sorted(set(ups) - set(chosen))
+    chosen.update(dict.fromkeys(rng.sample(rest, max(0, sizes[1] - len(chosen)))))
+    keys = {key: str(i + 1) for i, key in enumerate(chosen)}
+    docs = {keys[key]: doc_of(key) for key in chosen}
+    queries = {str(i + 1): question_of(key) for i, key in enumerate(asked)}
+    qrels = {str(i + 1): {keys[key]} for i, key in enumerate(asked)}
+    return docs, queries, qrels
+
+
 def wordnet() -> tuple[Docs, dict[str, str], dict[str, set[str]]]:
     """The WordNet collection (see the module's docstring)."""
     senses = _wordnet_nouns()
-    children: dict[str, list[str]] = {}
-    for off, (_, up, _) in senses.items():
-        for parent in up:
-            children.setdefault(parent, []).append(off)
-    rng = random.Random(SEED)
-    askable = sorted(o for o, (w, up, _) in senses.items() if len(w) >= 3 and up)
-    asked = rng.sample(askable, WORDNET_ASKED)
-    chosen = dict.fromkeys(asked)
-    for off in asked:
-        siblings = sorted({s for p in senses[off][1] for s in children.get(p, ()) if s != off})
-        chosen.update(dict.fromkeys(rng.sample(siblings, min(SIBLINGS, len(siblings)))))
-    rest = sorted(set(senses) - set(chosen))
-    chosen.update(dict.fromkeys(rng.sample(rest, max(0, WORDNET_DOCS - len(chosen)))))
-    keys = {off: str(i + 1) for i, off in enumerate(chosen)}
-    docs = {keys[o]: (senses[o][0][0], senses[o][2]) for o in chosen}
-    queries = {str(i + 1): " ".join(senses[o][0][1:]) for i, o in enumerate(asked)}
-    qrels = {str(i + 1): {keys[o]} for i, o in enumerate(asked)}
-    return docs, queries, qrels
+    return _one_answer_each(
+        {o: up for o, (_, up, _) in senses.items()},
+        sorted(o for o, (w, up, _) in senses.items() if len(w) >= 3 and up),
+        (WORDNET_ASKED, WORDNET_DOCS),
+        lambda o: (senses[o][0][0], senses[o][2]),
+        lambda o: " ".join(senses[o][0][1:]),
+    )
 
 
 # --- manual pages -----------------------------------------------------------------------------
@@ -217,24 +237,15 @@ def _layperson_question(name: str, body: str, lay: list[str]) -> str | None:
 def hpo() -> tuple[Docs, dict[str, str], dict[str, set[str]]]:
     """The phenotype collection (see the module's docstring)."""
     terms = _hpo_terms()
-    children: dict[str, list[str]] = {}
-    for term, (_, _, _, up) in terms.items():
-        for parent in up:
-            children.setdefault(parent, []).append(term)
-    rng = random.Random(SEED)
     question = {t: _layperson_question(n, b, lay) for t, (n, b, lay, _) in terms.items()}
-    asked = rng.sample(sorted(t for t, q in question.items() if q and terms[t][3]), HPO_ASKED)
-    chosen = dict.fromkeys(asked)
-    for term in asked:
-        siblings = sorted({s for p in terms[term][3] for s in children.get(p, ()) if s != term})
-        chosen.update(dict.fromkeys(rng.sample(siblings, min(SIBLINGS, len(siblings)))))
-    rest = sorted(set(terms) - set(chosen))
-    chosen.update(dict.fromkeys(rng.sample(rest, max(0, HPO_DOCS - len(chosen)))))
-    keys = {t: str(i + 1) for i, t in enumerate(chosen)}
-    docs = {keys[t]: (terms[t][0], terms[t][1]) for t in chosen}
-    queries = {str(i + 1): str(question[t]) for i, t in enumerate(asked)}
-    qrels = {str(i + 1): {keys[t]} for i, t in enumerate(asked)}
-    return docs, queries, qrels
+    askable = sorted(t for t, q in question.items() if q and terms[t][3])
+    return _one_answer_each(
+        {t: up for t, (_, _, _, up) in terms.items()},
+        askable,
+        (HPO_ASKED, HPO_DOCS),
+        lambda t: (terms[t][0], terms[t][1]),
+        lambda t: str(question[t]),
+    )
 
 
 BUILDERS = {"wordnet": wordnet, "manpages": manpages, "hpo": hpo}
