@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 
 import numpy as np
 import pytest
 
-from tests.test_search_backend import MEILI_SKIP, make_doc
+from tests.test_search_backend import MEILI_SKIP, make_doc, meili_settings
 from webapp.search import SearchQuery, embedder, make_backend
 from webapp.search.hybrid import CANDIDATES
 from webapp.search.meaning_index import NativeMeaning, UsearchMeaning, confident
@@ -215,15 +214,9 @@ needs_meili = pytest.mark.skipif(not os.environ.get("MEILI_URL"), reason=MEILI_S
 
 @pytest.fixture
 def meili():
-    index = f"trawl-test-{uuid.uuid4().hex[:10]}"
-    backend = make_backend(
-        {
-            "SEARCH_BACKEND": "meilisearch",
-            "MEILI_URL": os.environ["MEILI_URL"],
-            "MEILI_MASTER_KEY": os.environ.get("MEILI_MASTER_KEY"),
-            "MEILI_INDEX": index,
-        }
-    )
+    settings = meili_settings()
+    index = settings["MEILI_INDEX"]
+    backend = make_backend(settings)
     backend.upsert([make_doc(key, text) for key, text in PETS.items()])
     backend.set_vectors(_embedded(PETS))
     yield backend
@@ -275,13 +268,8 @@ def test_meili_meaning_follows_filters_and_similar_documents(meili):
 
 @needs_meili
 def test_meili_deletes_the_embedder_of_an_older_name():
-    index = f"trawl-test-{uuid.uuid4().hex[:10]}"
-    config = {
-        "SEARCH_BACKEND": "meilisearch",
-        "MEILI_URL": os.environ["MEILI_URL"],
-        "MEILI_MASTER_KEY": os.environ.get("MEILI_MASTER_KEY"),
-        "MEILI_INDEX": index,
-    }
+    config = meili_settings()
+    index = config["MEILI_INDEX"]
     older = make_backend(config)
     older.ensure_index()
     older._wait(older.index.update_embedders({"trawl-e5": {"source": "userProvided", "dimensions": 384}}))
