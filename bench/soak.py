@@ -2,7 +2,7 @@
 a random Trawl process killed (SIGKILL) every two minutes; at the end nothing may be lost.
 
 Usage: python -m bench.soak [--minutes 30] [--clients 20] [--kill-every 120] [--seed-files 2000]
-                            [--scan-files 5000] [--no-doc] [--json FILE]
+                            [--scan-files 5000] [--no-doc] [--json FILE] [--log FILE]
 
 What runs (bench/load.py's Service: `python -m webapp.launcher` on a fresh data folder, a free
 port on 127.0.0.1, its own Redis):
@@ -307,7 +307,7 @@ def run(args: argparse.Namespace) -> dict:
         sources = data / "sources"
         make_tree(sources / "seed", args.seed_files, seed=1)
         make_tree(sources / "incoming", args.scan_files, seed=2)
-        with Service(data, workers=args.workers) as service:
+        with Service(data, workers=args.workers, log_file=args.log) as service:
             service.data = data
             service.relogin = lambda: _relogin(service)
             service.add_source("seed", sources / "seed")
@@ -425,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-doc", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--log", type=Path, help="keep the launcher's output (its children's too) here")
     args = parser.parse_args(argv)
     result = run(args)
     print(json.dumps({k: v for k, v in result.items() if k != "per_minute"}, indent=2))
