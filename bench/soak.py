@@ -211,8 +211,10 @@ def kill_one(service: Service, rng: random.Random) -> str:
     if not choices:
         return "none"
     role = rng.choice(choices)
+    victim = rng.choice(roles[role])
     try:
-        rng.choice(roles[role]).send_signal(signal.SIGKILL)
+        victim.send_signal(signal.SIGKILL)
+        log(f"SIGKILL to the {role}, pid {victim.pid}")
     except psutil.Error:
         return f"{role} (gone already)"
     return role
@@ -277,17 +279,22 @@ def per_minute(samples: list, started: float, kills: list[tuple[float, str]]) ->
     the web server or Redis), p50 and p95 of each minute."""
     grace = [t for t, role in kills if role in ("web master", "web worker", "redis")]
     minutes: dict[int, list] = defaultdict(list)
-    for at, seconds, status, _kind in samples:
-        minutes[int((at - started) // 60)].append((at, seconds, status))
+    for at, seconds, status, kind in samples:
+        minutes[int((at - started) // 60)].append((at, seconds, status, kind))
     rows = []
     for minute in sorted(minutes):
         batch = minutes[minute]
-        bad = [(at, s) for at, _sec, s in batch if s == -1 or s >= 500]
+        bad = [(at, s) for at, _sec, s, _kind in batch if s == -1 or s >= 500]
         unexplained = [at for at, _s in bad if not any(0 <= at - t <= GRACE for t in grace)]
-        ok = [sec for _at, sec, s in batch if 0 <= s < 500]
+        ok = [sec for _at, sec, s, _kind in batch if 0 <= s < 500]
         rows.append(
             {
                 "minute": minute + 1,
+                "unexplained": [
+                    f"{time.strftime('%H:%M:%S', time.gmtime(at))} {kind} {s}"
+                    for at, _sec, s, kind in batch
+                    if (s == -1 or s >= 500) and not any(0 <= at - t <= GRACE for t in grace)
+                ],
                 "requests": len(batch),
                 "errors": len(bad),
                 "unexplained_errors": len(unexplained),
@@ -318,6 +325,7 @@ def run(args: argparse.Namespace) -> dict:
             clients.start()
             editor.start()
             started, kills = time.time(), []
+            log(f"load started; launcher pid {service.proc.pid}, data in {data}")
             end = started + args.minutes * 60
             while time.time() < end:
                 time.sleep(min(args.kill_every, max(0.0, end - time.time())))
@@ -429,6 +437,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = run(args)
     print(json.dumps({k: v for k, v in result.items() if k != "per_minute"}, indent=2))
+    for row in result["per_minute"]:
+        for line in row["unexplained"]:
+            print(f"minute {row['minute']}: unexplained {line}")
     print(markdown(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
