@@ -110,8 +110,8 @@ class Clients:
             try:
                 ui = ui or self._ui_session()
                 kind, status = self._one(rng, api, ui)
-            except (requests.RequestException, ValueError):
-                kind, status, ui = "connect", -1, None
+            except (requests.RequestException, ValueError) as exc:
+                kind, status, ui = f"failed ({type(exc).__name__})", -1, None
             with self._lock:
                 self.samples.append((started, time.time() - started, status, kind))
             if status in (401, -1):

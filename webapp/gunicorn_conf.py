@@ -171,12 +171,16 @@ def _thread_worker_class():
         one left listening while no one accepts from it would hold the connections the kernel
         gives it until the drain ends (up to graceful_timeout). New connections then go to the
         other workers, or to the replacement master the launcher starts beside a stopping one.
-        `shutdown` ends the listening at once (the socket is closed with the worker)."""
+        A worker whose master died (`kill -9`: gthread stops when its parent changes, with
+        `alive` still set) stops listening the same way; it kept its socket until its drain
+        ended, and the connections the kernel gave it meanwhile waited in vain (the soak's
+        failed requests 30 s after a web kill). `shutdown` ends the listening at once (the
+        socket is closed with the worker)."""
 
         def set_accept_enabled(self, enabled: bool) -> None:
             super().set_accept_enabled(enabled)
-            if enabled or self.alive:
-                return
+            if enabled or (self.alive and self.ppid == os.getppid()):
+                return  # every thread busy for a moment: still listening
             import socket
 
             for listener in self.sockets:
