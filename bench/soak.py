@@ -67,6 +67,7 @@ class Clients:
         self.ids: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._doing = threading.local()  # what each thread was asking when a request failed
 
     def _ui_session(self) -> requests.Session:
         session = requests.Session()
@@ -85,6 +86,7 @@ class Clients:
         with self._lock:
             doc = rng.choice(self.ids) if self.ids else None
         if pick < 0.4 or doc is None:
+            self._doing.kind = "words"
             resp = api.post(url + "/api/search", json={"q": words, "limit": 20}, timeout=30)
             kind = "words"
             if resp.status_code == 200:
@@ -93,10 +95,13 @@ class Clients:
                     del self.ids[:-500]
         elif pick < 0.7:
             body = {"q": words, "limit": 20, "hybrid": {"semantic_ratio": 0.5}}
+            self._doing.kind = "hybrid"
             resp, kind = api.post(url + "/api/search", json=body, timeout=30), "hybrid"
         elif pick < 0.85:
+            self._doing.kind = "similar"
             resp, kind = api.get(f"{url}/api/documents/{doc}/similar", timeout=30), "similar"
         else:
+            self._doing.kind = "page"
             resp, kind = ui.get(f"{url}/documents/{doc}", timeout=30), "page"
         status = resp.status_code
         return kind, 0 if status == 404 else status  # a document deleted meanwhile is fine
@@ -107,12 +112,13 @@ class Clients:
         api.headers["Authorization"] = f"Bearer {self.service.token}"
         ui = None
         while not self._stop.is_set():
-            started = time.time()
+            started, self._doing.kind = time.time(), "login"
             try:
                 ui = ui or self._ui_session()
                 kind, status = self._one(rng, api, ui)
             except (requests.RequestException, ValueError) as exc:
-                kind, status, ui = f"failed ({type(exc).__name__})", -1, None
+                why = f"{type(exc).__name__}: {str(exc)[-120:]}"
+                kind, status, ui = f"{self._doing.kind} failed ({why})", -1, None
             with self._lock:
                 self.samples.append((started, time.time() - started, status, kind))
             if status in (401, -1):
@@ -413,6 +419,8 @@ def markdown(r: dict) -> str:
         "| minute | requests | errors | unexplained | p50 ms | p95 ms | killed |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
+    unexplained = [f"- minute {m['minute']}: {line}" for m in r["per_minute"] for line in m["unexplained"]]
+    lines[5:5] = ["", "The failed requests not explained by a kill:", "", *unexplained] if unexplained else []
     for m in r["per_minute"]:
         lines.append(
             f"| {m['minute']} | {m['requests']} | {m['errors']} | {m['unexplained_errors']} | "
