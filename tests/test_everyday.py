@@ -317,7 +317,7 @@ def test_saved_searches_in_the_page(ui, make_tree, run_jobs):
     assert link in page
     assert "b.md" in page and "a.txt" not in page
     dup = ui.post("/saved-searches", data={"csrf_token": csrf(ui, "/"), "name": "Wonder notes", "q": "other"})
-    assert "Not saved: name: you already have a saved search named" in _text(ui.get(dup.headers["Location"]))
+    assert "Not saved: Name: you already have a saved search named" in _text(ui.get(dup.headers["Location"]))
     saved_id = re.search(r'action="/saved-searches/(\d+)/delete"', page).group(1)
     gone = ui.post(f"/saved-searches/{saved_id}/delete", data={"csrf_token": csrf(ui, "/")})
     assert gone.status_code == 302

@@ -13,6 +13,7 @@ import pytest
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 
+from tests.conftest import require_corpus
 from tests.ui_helpers import ADMIN, csrf, post, setup_admin
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,6 +184,7 @@ def test_catalogue_is_up_to_date_with_the_templates(tmp_path):
 # words that are English and never German: the catalogue's English misses them when a page
 # writes text that was never marked for translation
 ENGLISH_WORDS = re.compile(r"\b(the|and|of|is|not|found|with|from|waiting|files?|never|read|left|sent)\b")
+NAMES = {"Redis"}  # labels that are names, the same in every language
 _PIECES = re.compile(r"%\(\w+\)s|<[^>]+>|[.:;,()…“”„\"'!?·—–/]")
 
 
@@ -224,22 +226,20 @@ def _visible(html: str) -> str:
 
 def _german_pages(ui, make_tree, run_jobs) -> dict[str, str]:
     """Every page of a source with a text, a message and a photo, asked for in German."""
-    import io
     from email.message import EmailMessage
-
-    from PIL import Image
 
     mail = EmailMessage()
     mail["Subject"], mail["From"], mail["To"] = "Möwenzählung", "Ada <ada@example.org>", "bob@example.org"
     mail["Date"] = "Mon, 14 Jan 2019 09:30:00 +0000"
     mail.set_content("Die Möwen am Hafen wurden gezählt.")
-    photo = io.BytesIO()
-    exif = Image.Exif()
-    exif[0x0132] = "2021:01:13 14:12:00"  # DateTime
-    Image.new("RGB", (64, 48), (30, 60, 220)).save(photo, "JPEG", exif=exif)
     root = make_tree(
         "logbuch",
-        {"brief.txt": "Die Möwe sitzt am Hafen.", "gruss.eml": bytes(mail), "hafen.jpg": photo.getvalue()},
+        {
+            "brief.txt": "Die Möwe sitzt am Hafen.",
+            "gruss.eml": bytes(mail),
+            "hafen.jpg": _photo(),
+            "tresor.pdf": _sealed_pdf(),  # a file that fails: its reason is shown
+        },
     )
     assert post(ui, "/sources/new", {"name": "Logbuch", "root_path": str(root)}).status_code == 302
     post(ui, "/sources/logbuch/reindex")
@@ -268,8 +268,52 @@ def _german_pages(ui, make_tree, run_jobs) -> dict[str, str]:
         "/users",
         "/users/1",
     ]
-    assert len(found) == 3, found
+    assert len(found) == 4, found
     return {path: _html(ui.get(path, headers=DE)) for path in paths}
+
+
+def _german_strings() -> set[str]:
+    """Every German string of the catalogue."""
+    catalog = read_po(PO.open("rb"), locale="de")
+    strings = [m.string for m in catalog if m.id]
+    return {t for s in strings for t in (s if isinstance(s, tuple) else (s,))}
+
+
+def _row_labels(html: str) -> list[str]:
+    """The labels of a page's tables and lists of facts (metadata keys, EXIF tags, a mail's
+    headers): each must be a string of the catalogue, never a key as the file wrote it."""
+    import lxml.html
+
+    tree = lxml.html.fromstring(html)
+    cells = tree.xpath("//th[@scope='row']|//dl/div/dt|//dl[contains(@class, 'meta-nested')]/dt")
+    return [" ".join(cell.text_content().split()) for cell in cells]
+
+
+def _photo() -> bytes:
+    """A JPEG with the EXIF tags a camera writes (the page's "All fields" names each one)."""
+    import io
+
+    from PIL import ExifTags, Image
+
+    exif = Image.Exif()
+    exif[0x0132] = "2021:01:13 14:12:00"  # DateTime
+    exif.update({0x010F: "Nikon", 0x0110: "D750", 0x0112: 1, 0x011A: 300.0, 0x011B: 300.0})
+    exif.update({0x0128: 2, 0x0131: "Lightroom", 0x0213: 1})  # ResolutionUnit, Software, YCbCr
+    sub = exif.get_ifd(ExifTags.IFD.Exif)
+    sub.update({0x9003: "2021:01:13 14:12:00", 0x829A: 0.004, 0x829D: 5.6, 0x8827: 400})
+    sub.update({0x9209: 16, 0x9207: 5, 0xA403: 0, 0xA001: 1, 0x9204: 0.0, 0xA002: 64, 0xA003: 48})
+    photo = io.BytesIO()
+    Image.new("RGB", (64, 48), (30, 60, 220)).save(photo, "JPEG", exif=exif)
+    return photo.getvalue()
+
+
+def _sealed_pdf() -> bytes:
+    """A PDF locked with a password Trawl does not know."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "Geheim")
+    return doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="owner", user_pw="user")
 
 
 def test_every_page_in_german_has_no_english_left(ui, make_tree, run_jobs):
@@ -287,12 +331,182 @@ def test_every_page_in_german_has_no_english_left(ui, make_tree, run_jobs):
         "BildJPEG 64 × 48 px",  # a photo's table: its labels (a <th> then its <td>)
         "13.01.2021, 14:12:00",  # an EXIF date in German form
         "Fehler: der Beobachter läuft nicht",
+        "Trawl konnte diese Datei nicht lesen: PDF ist passwortgeschützt.",  # a failed file's page
+        "Einheit der AuflösungZoll",  # an EXIF tag (ResolutionUnit 2) under "All fields"
+        "BelichtungsmessungMehrfeld",  # MeteringMode 5: a choice in words
+        "BlitzNicht ausgelöst",  # Flash 16: did not fire
     ):
         assert german in said, german
+    labels = _german_strings()
     for path, html in pages.items():
-        text = _visible(html)
-        found = sorted(p for p in phrases if re.search(rf"(?<!\w){re.escape(p)}(?!\w)", text))
-        found += sorted({m.group(0) for m in ENGLISH_WORDS.finditer(text)})
+        found = _english_left(html, phrases, labels)
         if found:
             left[path] = found
     assert left == {}, f"English on German pages (mark them and run `make translations`): {left}"
+
+
+def _english_left(html: str, phrases: set[str], labels: set[str]) -> list[str]:
+    """The English a German page shows: phrases of the catalogue's English, plainly English
+    words, and row labels that are not strings of the catalogue."""
+    text = _visible(html)
+    found = sorted(p for p in phrases if re.search(rf"(?<!\w){re.escape(p)}(?!\w)", text))
+    found += sorted({m.group(0) for m in ENGLISH_WORDS.finditer(text)})
+    return found + sorted(f"label {label!r}" for label in _row_labels(html) if label not in labels | NAMES)
+
+
+def test_form_errors_in_german(ui, make_tree):
+    """What the forms say back (a folder outside the roots or another source's, a schedule, a
+    pattern, the path test, a saved search without a name) reads German."""
+    root = make_tree("hafen", {"a.txt": "Möwe"})
+    other = str(make_tree("andere", {"b.txt": "Möwe"}))
+    assert post(ui, "/sources/new", {"name": "Hafen", "root_path": str(root)}).status_code == 302
+    sent = {
+        "outside": ("/sources/new", {"name": "X", "root_path": "/etc"}),
+        "overlap": ("/sources/new", {"name": "X", "root_path": str(root)}),
+        "cron": ("/sources/new", {"name": "X", "root_path": other, "schedule_choice": "custom", "cron": "x"}),
+        "pattern": ("/sources/new", {"name": "X", "root_path": other, "include_patterns": "/abs"}),
+        "path": ("/sources/test-path", {"root_path": "relative"}),
+        "saved": ("/saved-searches", {"name": "", "q": "Möwe"}),
+    }
+    said = {
+        key: _html(post(ui, path, form, page="/sources/new", headers=DE, follow_redirects=True))
+        for key, (path, form) in sent.items()
+    }
+    assert "Ordner: der Pfad liegt außerhalb der erlaubten Wurzelordner" in said["outside"]
+    assert "ist der Ordner der Quelle „Hafen“" in said["overlap"]
+    assert "muss aus 5 Feldern bestehen" in said["cron"]
+    assert "muss relativ zum Wurzelordner sein, nicht absolut" in said["pattern"]
+    assert (
+        "Der Pfad muss absolut sein" in said["path"]
+        and "Verwenden Sie einen vollständigen Pfad" in said["path"]
+    )
+    assert "Nicht gespeichert: Name muss 1 bis 100 Zeichen lang sein" in said["saved"]
+    phrases, labels = _english_phrases(), _german_strings()
+    left = {key: _english_left(html, phrases, labels) for key, html in said.items()}
+    assert left == dict.fromkeys(said, []), left
+
+
+def test_every_metadata_key_has_a_label():
+    """The keys the extractors write for the corpus's files (a few of each kind) each have a
+    label of the catalogue: a German document page names none by its key."""
+    from webapp.indexing.extractors import extract, find_extractor
+    from webapp.indexing.extractors.base import ExtractionError, ExtractionSettings
+    from webapp.ui.metadata import LABELS
+    from webapp.ui.tag_labels import TAG_LABELS
+
+    corpus = require_corpus() / "real"
+    files = [path for kind in sorted(corpus.iterdir()) for path in sorted(kind.iterdir())[:4]]
+    keys = set()
+    for path in files:
+        if find_extractor(str(path)) is None:
+            continue
+        try:
+            keys |= set(extract(str(path), ExtractionSettings()).metadata or {})
+        except ExtractionError:
+            continue
+    assert len(keys) > 40
+    assert sorted(keys - LABELS.keys() - TAG_LABELS.keys()) == []
+
+
+# -- why a file was not read, and a picture's tags ----------------------------------------------
+
+
+def test_every_picture_tag_has_a_label():
+    """Each tag the image extractors can keep (Pillow's EXIF names, XMP, IPTC) has a label
+    of the catalogue, so no photo's page shows one by its English tag name."""
+    from PIL import ExifTags
+
+    from webapp.indexing.extractors.exif import IPTC_FIELDS, SKIP_TAGS, XMP_FIELDS
+    from webapp.ui.metadata import LABELS
+    from webapp.ui.tag_labels import TAG_LABELS
+
+    exif = {name for name in ExifTags.TAGS.values() if name not in SKIP_TAGS and not name.startswith("GPS")}
+    kept = exif | XMP_FIELDS | set(IPTC_FIELDS.values())
+    kept |= {"GPSLatitude", "GPSLongitude", "GPSAltitude", "Comment"}  # set by the extractors
+    assert sorted(kept - LABELS.keys() - TAG_LABELS.keys()) == []
+
+
+def _extractor_messages() -> set[str]:
+    """The messages the extractors and their child process give for a file they could not
+    read, from the source (`ExtractionError(...)`, `*_MESSAGE = ...`, `member.error = ...`,
+    `Called(error=...)`), a value in a message written as 7."""
+    import ast
+
+    trees = [ast.parse(path.read_text()) for path in (ROOT / "webapp" / "indexing").rglob("*.py")]
+    names = {
+        node.targets[0].id: node.value.value
+        for tree in trees
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    }
+    said = [_said_node(node) for tree in trees for node in ast.walk(tree)]
+    found = {_message(node, names) for node in said if node is not None}
+    return found - {None, names["TIMEOUT_MESSAGE"]}  # the first words of the timeout's message
+
+
+def _said_node(node):
+    """The expression of a message in `node`, when it gives one for a file."""
+    import ast
+
+    called = getattr(node.func, "id", "") if isinstance(node, ast.Call) else ""
+    if called in ("ExtractionError", "ContainerBomb"):
+        return node.args[0] if node.args else None
+    if called == "Called":
+        return next((k.value for k in node.keywords if k.arg == "error"), None)
+    if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name | ast.Attribute):
+        target = node.targets[0]
+        name = target.id if isinstance(target, ast.Name) else target.attr
+        return node.value if name.endswith("_MESSAGE") or name == "error" else None
+    return None
+
+
+def _message(node, names: dict[str, str]) -> str | None:
+    """The text of a message's expression: literals, module constants, f-strings (a value
+    in them written as 7, a message before more words left out), sums of them."""
+    import ast
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _message(node.left, names), _message(node.right, names)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.JoinedStr):
+        values = node.values
+        parts = [_message(v.value, names) if isinstance(v, ast.FormattedValue) else v.value for v in values]
+        if parts[0] is None:
+            return None  # another message with more said after it
+        return "".join(p if p is not None else "7" for p in parts)
+    return None
+
+
+def test_why_a_file_was_not_read_is_said_in_german(app):
+    """Every message of the extractors, and those that carry a value or another message,
+    reads German on a German page (the failed files, a failed document's page)."""
+    from webapp.indexing.isolation import cut_message
+    from webapp.ui.filters import localized
+
+    messages = _extractor_messages()
+    assert {"PDF is password protected", "Extraction timed out after 7 s", "Not a valid 7 file"} <= messages
+    messages |= {
+        "Not a valid RAW image file",
+        "Archive has more than 10,000 members (in inner.zip)",
+        "Extraction failed",
+        "Extraction failed: MemoryError",
+        cut_message(10_000, "a.zip", ""),
+        cut_message(10_000, "a.mbox", "b.zip"),
+    }
+    with app.test_request_context("/", headers=DE):
+        english = sorted(m for m in messages if localized(m) == m)
+        assert english == []
+        assert localized("Not a valid RAW image file") == "Keine gültige Datei vom Typ RAW-Bild"
+        assert localized("Archive has more than 10,000 members (in inner.zip)") == (
+            "Das Archiv hat mehr als 10.000 Einträge (in inner.zip)"
+        )
+        assert localized("Extraction timed out after 2.5 s") == "Auslesen nach 2,5 s abgebrochen (Zeitlimit)"
+    with app.test_request_context("/", headers=EN):
+        assert localized("Not a valid RAW image file") == "Not a valid RAW image file"

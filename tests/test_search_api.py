@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import zipfile
 
 import pytest
 
@@ -139,3 +141,111 @@ def test_cli_search_uses_the_same_validator_and_language(app, indexed):
     ):
         result = runner.invoke(args=["trawl", "search", "x", *args])
         assert result.exit_code == 1 and f"Error: {detail}" in result.output, result.output
+
+
+# -- a container and its members listed once --------------------------------------------------
+
+
+def _message(n: int, subject: str, body: str) -> bytes:
+    return (
+        f"From a@example.org Mon Jan  1 00:00:00 2024\nSubject: {subject}\nFrom: a@example.org\n"
+        f"Date: Mon, 0{n} Jan 2024 12:00:00 +0000\n\n{body}\n\n"
+    ).encode()
+
+
+def _zip(files: dict[str, str]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return buf.getvalue()
+
+
+CLUB = {
+    "club-newsletter.mbox": b"".join(
+        (
+            _message(1, "Spring regatta", "the regatta starts at noon from the slipway"),
+            _message(2, "Winter berths", "boat storage over winter: the shed opens in November"),
+            _message(3, "Winter dinner", "the winter dinner is at the clubhouse"),
+        )
+    ),
+    "season.zip": _zip(
+        {
+            "tide-table.txt": "high water at dawn and dusk",
+            "crew-list.txt": "Ada, Charles and Mary",
+            "harbour-map.txt": "the slipway is beside the pier",
+        }
+    ),
+    "boat-notes.txt": "boat storage costs more than the mooring",
+}
+
+
+@pytest.fixture
+def club(client, auth, make_tree, make_source, run_jobs) -> str:
+    """A folder of a mailbox, a zip and a note, scanned (their members are documents)."""
+    root = make_tree("club", CLUB)
+    src = make_source(root, name="Club")
+    assert client.post(f"/api/sources/{src['id']}/reindex", headers=auth).status_code == 200
+    run_jobs()
+    return str(root)
+
+
+def _found(client, auth, q: str, **body) -> dict:
+    resp = search(client, auth, q=q, limit=50, **body)
+    assert resp.status_code == 200, resp.get_json()
+    return resp.get_json()
+
+
+def test_a_mailbox_gives_way_to_the_message_that_answers(client, auth, club):
+    """`boat storage over winter` lists the message that answers it, in its mailbox, and not
+    the mailbox (whose list of subjects says `winter`) beside it; total and facets count the
+    listed hits. A container the query names, or whose list alone answers, is listed."""
+    body = _found(client, auth, "boat storage over winter", facets=["type"])
+    listed = {r["path"].removeprefix(club + "/"): r for r in body["results"]}
+    assert "club-newsletter.mbox" not in listed
+    berths = listed["club-newsletter.mbox!/message-2.eml"]
+    mbox = _found(client, auth, "newsletter type:archive")["results"][0]
+    assert mbox["basename"] == "club-newsletter.mbox" and berths["container_id"] == mbox["id"]
+    assert "boat-notes.txt" in listed
+    assert body["total"] == len(body["results"]) == len(listed)
+    assert sum(body["facet_distribution"]["type"].values()) == body["total"]
+    assert "archive" not in body["facet_distribution"]["type"]
+    tide = _found(client, auth, "tide table")
+    assert [r["path"].removeprefix(club + "/") for r in tide["results"]] == ["season.zip!/tide-table.txt"]
+    assert tide["total"] == 1
+    # a container whose own name holds a word of the query is an answer of its own (beside
+    # its members), and so is one whose list answers when no member does
+    named = _found(client, auth, "newsletter winter")
+    paths = [r["path"].removeprefix(club + "/") for r in named["results"]]
+    assert "club-newsletter.mbox" in paths and "club-newsletter.mbox!/message-2.eml" in paths
+    assert named["total"] == len(paths)
+    both = _found(client, auth, "crew harbour", matching_strategy="all")  # two members' names
+    assert [r["path"].removeprefix(club + "/") for r in both["results"]] == ["season.zip"]
+    assert [r["basename"] for r in _found(client, auth, "season")["results"]][0] == "season.zip"
+
+
+def test_pages_of_one_never_repeat_a_hit(client, auth, club):
+    """Page after page of one hit, every hit comes once and the container never: the fold is
+    decided over every match, not per page."""
+    whole = _found(client, auth, "winter slipway")
+    assert whole["total"] == len(whole["results"]) >= 4
+    pages = [
+        search(client, auth, q="winter slipway", limit=1, offset=n).get_json() for n in range(whole["total"])
+    ]
+    ids = [p["results"][0]["id"] for p in pages]
+    assert len(set(ids)) == len(ids) and set(ids) == {r["id"] for r in whole["results"]}
+    assert {p["total"] for p in pages} == {whole["total"]}
+    assert not [r for r in whole["results"] if r["type"] == "archive"]
+    assert (
+        search(client, auth, q="winter slipway", limit=1, offset=whole["total"]).get_json()["results"] == []
+    )
+
+
+def test_cli_search_lists_a_container_and_its_members_once(app, club):
+    runner = app.test_cli_runner()
+    found = runner.invoke(args=["trawl", "search", "boat storage over winter", "--json"])
+    assert found.exit_code == 0, found.output
+    body = json.loads(found.output)
+    paths = [r["path"].removeprefix(club + "/") for r in body["results"]]
+    assert "club-newsletter.mbox!/message-2.eml" in paths and "club-newsletter.mbox" not in paths
+    assert body["total"] == len(paths)

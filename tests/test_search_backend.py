@@ -604,6 +604,41 @@ def test_members_carry_their_container_id(backend):
     assert backend.get("docs--zip").get("container_id") is None
 
 
+def _held(key: str, content: str, path: str, container: str, **extra) -> dict:
+    return make_doc(key, content, path.rsplit("/", 1)[-1], path=path, container_id=container, **extra)
+
+
+HELD = [
+    make_doc("zip", "reports/q1-grebe.txt\nnotes.txt", "backup.zip", type="archive"),
+    _held("q1", "quarterly grebe figures", "/data/docs/backup.zip!/reports/q1-grebe.txt", "docs--zip"),
+    _held("notes", "tide times", "/data/docs/backup.zip!/notes.txt", "docs--zip"),
+    make_doc("mail", "see the grebe count attached", "count.eml", type="email"),
+    _held("count", "grebe count: 12", "/data/docs/count.eml!/count.txt", "docs--mail"),
+    make_doc("birds", "osprey.txt", "birds.zip", type="archive"),
+    _held("copied", "an osprey nest", "/data/docs/birds.zip!/osprey.txt", "docs--birds", copy=True),
+    make_doc("osprey", "an osprey nest", "osprey.txt"),  # the copy's primary
+]
+
+
+def test_a_container_gives_way_to_its_matching_members(backend):
+    """A container (an archive: its text lists what it holds) whose member matches is left
+    out, in the results, the total and the facets alike; one the query names, or whose list
+    alone answers, stays; a message keeps its place beside its attachment. A member that is
+    a copy counts: its text is listed, under its primary."""
+    backend.upsert(HELD)
+    page = backend.search(SearchQuery(q="grebe", facets=("type",)))
+    assert sorted(r["id"].split("--")[1] for r in page.results) == ["count", "mail", "q1"]
+    assert page.total == 3 and page.facet_distribution == {"type": {"text": 2, "email": 1}}
+    assert sorted(ids_of(backend, "backup grebe")) == ["count", "mail", "notes", "q1", "zip"]  # path: backup
+    assert ids_of(backend, "notes grebe", matching_strategy="all") == ["zip"]
+    assert ids_of(backend, "grebe type:archive") == ["zip"]
+    assert ids_of(backend, "grebe", within_ids=("docs--zip", "docs--q1")) == ["q1"]
+    assert ids_of(backend, "grebe", within_ids=("docs--zip",)) == []
+    pages = [backend.search(SearchQuery(q="grebe", limit=1, offset=n)).results for n in range(4)]
+    assert sorted(p[0]["id"] for p in pages[:3]) == ["docs--count", "docs--mail", "docs--q1"] and not pages[3]
+    assert ids_of(backend, "osprey") == ["osprey"]
+
+
 def test_within_ids_keeps_only_those_documents_under_the_query_and_its_filters(corpus):
     some = ("docs--garden", "docs--hostile", "other--minutes")
     assert sorted(ids_of(corpus, "", within_ids=some)) == ["garden", "hostile", "minutes"]

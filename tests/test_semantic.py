@@ -5,9 +5,15 @@ a change of model embeds every document again."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from tests import test_ocr
+from tests.conftest import REPO
 from tests.test_access import bearer, create_user, login
 from tests.ui_helpers import login as ui_login
 from webapp import embed_jobs
@@ -377,6 +383,56 @@ def test_the_cli_numbers_hits_and_marks_those_found_by_meaning(app, indexed):
     words = app.test_cli_runner().invoke(args=["trawl", "search", "bake bread", "--offset", "0"])
     first, where = words.output.splitlines()[1:3]
     assert "(by meaning)" not in first and where.endswith("recipe.txt"), words.output
+
+
+# `trawl search ARGS` as the console script runs it, in a process of its own; then whether the
+# model was loaded (its engine imported), once the thread loading it beside the imports ended
+SHELL_SEARCH = (
+    "import sys, threading\nfrom flask.cli import ScriptInfo\nfrom webapp.cli import early, trawl\n"
+    "info = ScriptInfo(app_import_path='webapp.cli.app:create_cli_app')\n"
+    "trawl.main(['search', *sys.argv[1:]], prog_name='trawl', obj=info, standalone_mode=False)\n"
+    "[t.join() for t in threading.enumerate() if t.name == early.MODEL_THREAD]\n"
+    "print('MODEL', 'onnxruntime' in sys.modules)\n"
+)
+
+
+def _shell_search(app_config: dict, *args: str) -> tuple[dict, bool]:
+    """The page `trawl search ARGS --json` prints, and whether that process loaded the model."""
+    env = {**os.environ, **{k: v for k, v in app_config.items() if isinstance(v, str) and v}}
+    done = subprocess.run(
+        [sys.executable, "-c", SHELL_SEARCH, *args, "--json"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    page, _, model = done.stdout.rpartition("MODEL ")
+    return json.loads(page), model.strip() == "True"
+
+
+@pytest.mark.slow  # three processes, each loading the app
+def test_a_search_from_the_shell_finds_by_meaning_and_loads_the_model_only_then(app_config, indexed):
+    """`trawl search` in its own process (the model loads in a thread while the command's
+    modules import) finds a document that shares no word with the question; a search by words
+    alone (exact words, a sort by date) does not load the model."""
+    page, loaded = _shell_search(app_config, "feline napping")
+    assert page["results"][0]["basename"] == "kitten.txt", page
+    assert page["results"][0]["match"] == "meaning" and loaded
+    for args in (["450 EUR"], ["office chairs", "--sort", "modified_at:desc"]):
+        page, loaded = _shell_search(app_config, *args)
+        assert page["results"][0]["basename"] == "invoice.txt", args
+        assert not loaded, args
+
+
+def test_a_process_that_asks_questions_holds_the_model_once():
+    """The model is loaded with the session its loading thread uses: a process that only asks
+    questions (a search from the shell, a web process) makes one, not also the background
+    phase's one-core session (about 0.2 s of CPU and 90 MB more: docs/performance.md)."""
+    model = embedder._MiniLM()
+    assert model.query("feline napping").shape == (embedder.DIMENSIONS,)
+    assert list(model.sessions) == [embedder.THREADS]
 
 
 def test_a_repeated_question_gets_the_same_vector_and_callers_cannot_spoil_it():

@@ -16,21 +16,25 @@ import importlib
 import logging
 import os
 import sys
-from typing import NamedTuple, NoReturn
+from collections.abc import Callable
+from typing import Any, NamedTuple, NoReturn
 
 import click
 from flask import Flask
 from flask.cli import ScriptInfo
 
 from webapp import metrics_dir
+from webapp.cli import early
 
 
 class Lazy(NamedTuple):
-    """Where a command is defined, and its one-line help for the group's list."""
+    """Where a command is defined, its one-line help for the group's list, and what to start
+    with the command's arguments before its module loads (webapp/cli/early.py)."""
 
     module: str
     name: str
     help: str
+    early: Callable[[list[str]], Any] | None = None
 
 
 # name -> where it lives; tests/test_cli.py checks each help against the command's own
@@ -53,7 +57,10 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "failed": Lazy("scans", "failed", "The source's failed files, grouped by error message."),
     "search": Lazy(
-        "search", "search", "Search from the shell: rank, title, type, where and a snippet of each result."
+        "search",
+        "search",
+        "Search from the shell: rank, title, type, where and a snippet of each result.",
+        early.search,
     ),
     "verify": Lazy(
         "doctor",
@@ -92,6 +99,16 @@ class LazyGroup(click.Group):
         if not isinstance(command, click.Command):
             raise TypeError(f"{where.module}.{where.name} is not a click command")
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command named first in `args`; what it starts early is started before its
+        module is imported."""
+        where = self.lazy.get(args[0]) if args else None
+        if where is not None and where.early is not None:
+            where.early(args[1:])
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The list of commands with the help written in `COMMANDS` (importing none of them)."""

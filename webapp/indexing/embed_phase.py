@@ -203,6 +203,12 @@ def _new_model_thread() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(1, "embed", initializer=_lower_priority)
 
 
+def _model_loads() -> bool:
+    """Whether the model loads, loaded by the thread that embeds: a worker then makes the
+    model's one-core session alone, not also the one questions use."""
+    return _model_thread().submit(embedder.load).result() is not None
+
+
 def _timed_embed(texts: list[str]) -> tuple[np.ndarray, float]:
     """The passages' vectors and the CPU seconds the call took (of the model's thread)."""
     started = time.thread_time()
@@ -228,7 +234,7 @@ class EmbedRun:
         is always left to scans and live updates, and yields between model calls as soon as
         one is queued."""
         info = PhaseInfo(KIND, self.source_id, get_redis(self.app))
-        if not self._wanted() or not info.retry_due() or embedder.load() is None:
+        if not self._wanted() or not info.retry_due() or not _model_loads():
             return 0
         if problem(self.source_id):
             return 0  # its status says so; verify --repair embeds the source again

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypedDict, cast, runtime_checkable
 
-from webapp.search.query import TermMatcher
+from webapp.search.query import TermMatcher, tokens
 from webapp.search.snippets import build_snippet
 from webapp.search.syntax import QuerySpec, parse_syntax
 
@@ -117,6 +117,9 @@ class SearchQuery:
     # The absolute folders whose direct subfolders the `folder` facet counts (the service
     # turns the asked folder, relative to the sources' roots, into these).
     folder_facet: tuple[str, ...] = ()
+    # Copies match too (internal): a container's members are counted with those whose text
+    # is listed under another file, their primary (search.folds).
+    with_copies: bool = False
 
     def syntax(self) -> QuerySpec:
         """The query language terms of `q` (see search/syntax.py)."""
@@ -136,9 +139,39 @@ def collapses(query: SearchQuery) -> bool:
     Not under a filter that copies may differ on (a folder, a type or extension, a date, a
     size, a camera): the primary may be outside it while a copy is inside, so both are listed."""
     spec = query.syntax()
-    return query.type is None and not (
-        spec.paths or spec.types or spec.extensions or spec.modified or spec.size or spec.cameras
+    return (
+        not query.with_copies
+        and query.type is None
+        and not (spec.paths or spec.types or spec.extensions or spec.modified or spec.size or spec.cameras)
     )
+
+
+# Containers whose own text is the list of what they hold (an archive's files, a mailbox's
+# messages' names and subjects): where a member answers the query, it is listed, not they. A
+# message's body is its own text: a message and its matching attachment are both listed.
+FOLDED_TYPES = ("archive",)
+# At most this many containers whose members match one query are left out (the engines'
+# bucket limit); past it, the rest are listed beside their members.
+MAX_FOLDED = 65_000
+
+
+def folds(query: SearchQuery) -> bool:
+    """Whether a container whose members match the query gives way to them (`folded`): when
+    its words must match something (a listing by filters alone lists every document)."""
+    return query.syntax().has_positive_text
+
+
+def naming_words(query: SearchQuery) -> list[str]:
+    """The words of which one, in a container's file name, keeps it listed beside its
+    matching members (`charts` finds charts.zip as well as what it holds): the query's
+    words, folded as the index holds them."""
+    return list(dict.fromkeys(tokens(query.syntax().text)))
+
+
+def folded(query: SearchQuery, basename: str) -> bool:
+    """Whether a container of FOLDED_TYPES named `basename`, which matches the query and holds
+    a member that does too, is left out (its name holds none of the query's words)."""
+    return not set(naming_words(query)) & set(tokens(basename))
 
 
 @dataclass

@@ -136,8 +136,9 @@ def _sha256(path: Path) -> str:
 
 class _MiniLM:
     """all-MiniLM-L6-v2 on onnxruntime: WordPiece tokens, the model's last hidden states
-    averaged over the real tokens (its pooling), L2-normalised. Two sessions: THREADS cores
-    for questions, one core for the background phase (one_thread)."""
+    averaged over the real tokens (its pooling), L2-normalised. A session per number of cores
+    its callers use (THREADS for questions, one for the background phase: one_thread), each
+    made by the first thread that needs it."""
 
     def __init__(self) -> None:
         # its batch encoding would otherwise run on a pool of threads of normal priority
@@ -155,7 +156,10 @@ class _MiniLM:
         self.tokenizer.enable_padding()
         self.onnx = onnx
         self.sessions: dict[int, Any] = {}
-        self.session(1)  # a broken file fails here, as the model loads
+        # a broken file fails here, as the model loads; the session made is the loading
+        # thread's own, so a process that only asks questions makes one (each takes about
+        # 0.2 s of CPU and its own copy of the weights: docs/performance.md, "The CLI")
+        self.session(_threads())
 
     def session(self, threads: int):
         """The session running on `threads` cores, made on first use: the phase's thread makes
@@ -180,7 +184,7 @@ class _MiniLM:
         encoded = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        threads = 1 if getattr(_local, "one", False) else THREADS
+        threads = _threads()
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         states = self.session(threads).run(None, feed)[0]
         weights = mask[..., None].astype(np.float32)
@@ -194,6 +198,12 @@ class _MiniLM:
     def query(self, text: str) -> np.ndarray:
         """The vector of a question."""
         return self._embed([text])[0]
+
+
+def _threads() -> int:
+    """The cores the calling thread's model calls use: one in the background phase's thread
+    (one_thread), THREADS elsewhere."""
+    return 1 if getattr(_local, "one", False) else THREADS
 
 
 def _own_openmp(package) -> ctypes.CDLL | None:

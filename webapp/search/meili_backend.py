@@ -24,6 +24,7 @@ import numpy as np
 from meilisearch.errors import MeilisearchError
 
 from webapp.search import (
+    FOLDED_TYPES,
     MAX_FACET_VALUES,
     Doc,
     Hit,
@@ -36,6 +37,8 @@ from webapp.search import (
     doc_folders,
     doc_year,
     embedder,
+    folded,
+    folds,
     ranking,
     search_hit,
     subfolders,
@@ -52,6 +55,9 @@ HARD_SEPARATOR_COST = 8
 _HARD_SEPARATORS = re.compile(r"[.!?;:\n]")
 _WORD_RE = re.compile(r"\S+\s*|\s+")
 PAGE = 1000  # documents per page when listing, per batch when writing
+# Containers matching one query that are checked for matching members (search.folds): the
+# index's maxValuesPerFacet, so the `container_id` facet counts every one of them.
+FOLDED_LIMIT = 1000
 SORTS = {  # newest/oldest: by the document's date (doc_date: when a photo was taken)
     "modified_at:desc": "date:desc",
     "modified_at:asc": "date:asc",
@@ -86,6 +92,7 @@ INDEX_SETTINGS = {
         "camera",
         "dirs",
         "copy",
+        "container_id",  # a member's container: a container and its members listed once
     ],
     "sortableAttributes": ["modified_at", "size_bytes", "basename_sort", "date"],
     # The `folder` facet keeps the subfolders of the folder asked from every folder counted:
@@ -281,8 +288,8 @@ class MeiliBackend:
         """The hits query and the count queries of a search (page mode: the total and facets,
         then the folder facet's when asked), its parsed text and its filter expression."""
         spec = query.syntax()
-        filters = meili_filters(query, spec)
         parsed = parse_query(spec.text)
+        filters = meili_filters(query, spec) + self._folded_out(query, meili_q(spec, parsed))
         common: dict = {
             "indexUid": self.uid,
             "q": meili_q(spec, parsed),
@@ -321,6 +328,33 @@ class MeiliBackend:
                 )
             )
         return hits_query, counts, parsed, filter_
+
+    def _folded_out(self, query: SearchQuery, q: str) -> list[str]:
+        """The filter leaving out the containers whose members answer (search.folds): of the
+        first FOLDED_LIMIT containers (FOLDED_TYPES) the words match, those the query does not
+        name (search.folded) that hold a matching member (counted by the `container_id`
+        facet). Meaning's candidates (`within_ids`) limit the containers, not their members."""
+        if not folds(query):
+            return []
+        spec = query.syntax()
+        asked = {"indexUid": self.uid, "q": q, "matchingStrategy": query.matching_strategy}
+        boxes = " AND ".join([*meili_filters(query, spec), any_of("type", FOLDED_TYPES)])
+        found = self._one(
+            dict(asked, filter=boxes, limit=FOLDED_LIMIT, attributesToRetrieve=["id", "basename"])
+        )
+        ids = [h["id"] for h in found["hits"] if folded(query, h["basename"])]
+        if not ids:
+            return []
+        whole = meili_filters(dataclasses.replace(query, within_ids=None, with_copies=True), spec)
+        members = " AND ".join([*whole, any_of("container_id", ids)])
+        counted = self._one(dict(asked, filter=members, hitsPerPage=1, page=1, facets=["container_id"]))
+        held = (counted.get("facetDistribution") or {}).get("container_id") or {}
+        out = [i for i in ids if held.get(i)]
+        return [f"NOT {any_of('id', out)}"] if out else []
+
+    def _one(self, request: dict) -> dict:
+        """The answer to one search request."""
+        return self._call(self.client.multi_search, [request])["results"][0]
 
     def _facets(self, query: SearchQuery, counted: list[dict]) -> dict | None:
         """The facets of a search from its count queries' answers (`_queries`)."""

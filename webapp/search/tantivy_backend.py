@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -18,8 +19,10 @@ from tantivy import Occur, Order, Query
 
 from webapp.memtune import PageOut
 from webapp.search import (
+    FOLDED_TYPES,
     FOLDER_EDGE,
     MAX_FACET_VALUES,
+    MAX_FOLDED,
     Doc,
     IndexRebuilding,
     SearchBackendError,
@@ -31,6 +34,8 @@ from webapp.search import (
     doc_folders,
     doc_year,
     folder_edges,
+    folds,
+    naming_words,
     ranking,
     search_hit,
     validate_doc,
@@ -47,6 +52,7 @@ from webapp.search.tantivy_text import (
     TOKENIZER,
     TextQuery,
     folding,
+    index_words,
     stemmed_text,
     stemming,
 )
@@ -101,6 +107,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("folder_edges", tokenizer_name="raw")  # the `folder` facet's terms
     sb.add_text_field("camera_key", tokenizer_name="raw")  # lower case: `camera:`
     sb.add_text_field("copy", tokenizer_name="raw")  # `1` on a copy (Doc.copy): left out
+    sb.add_text_field("container_id", tokenizer_name="raw", fast=True)  # a member's: folds
     sb.add_bytes_field("doc", stored=True)  # the document as upserted minus its content, JSON
     return sb.build()
 
@@ -208,6 +215,8 @@ class TantivyBackend:
         }
         if doc.get("copy"):
             fields["copy"] = ["1"]
+        if doc.get("container_id"):
+            fields["container_id"] = [doc["container_id"]]
         camera = doc_camera(doc)
         if camera:
             fields["camera"], fields["camera_key"] = [camera], [camera.casefold()]
@@ -419,6 +428,7 @@ class TantivyBackend:
                 register(self._older)
             older = TextQuery(self._older.schema, self._older.searcher(), stemmed=False, visible=visible)
             older.dated = False  # no `date` field: it sorts and filters by modified_at
+            older.held = False  # no `container_id` field: nothing is folded meanwhile
             return older
         except ValueError as exc:
             raise IndexRebuilding(REBUILDING) from exc
@@ -433,7 +443,8 @@ class TantivyBackend:
         sort = SORT_FIELDS.get(query.effective_sort())
         if sort and not builder.dated:
             sort = ("modified_at", sort[1])
-        tquery = self._build_query(text.scored, query, spec, builder)
+        fold = self._fold(query, spec, builder, text.match)
+        tquery = self._build_query(text.scored, query, spec, builder, fold)
         kwargs = {"order_by_field": sort[0], "order": sort[1]} if sort else {}
         # limit=0 panics inside tantivy: fetch one and drop it.
         found = searcher.search(tquery, max(1, limit), count=True, offset=offset, **kwargs)
@@ -454,7 +465,7 @@ class TantivyBackend:
         ]
         facets = None
         if query.facets:
-            matched = self._build_query(text.match, query, spec, builder)
+            matched = self._build_query(text.match, query, spec, builder, fold)
             facets = self._facets(searcher, matched, tuple(f for f in query.facets if f != "folder"))
             if "folder" in query.facets:  # (an older index being rebuilt has no folder_edges)
                 parents = query.folder_facet if builder.dated else ()
@@ -503,12 +514,42 @@ class TantivyBackend:
 
     # --- query building ------------------------------------------------------------------
 
+    def _fold(self, query: SearchQuery, spec: QuerySpec, builder: TextQuery, match: Query) -> Query | None:
+        """What is left out so that a container and its members are listed once: the
+        containers (FOLDED_TYPES) whose names hold no word of the query (search.folded) and
+        that hold a member matching it (counted by `container_id` over every match, copies
+        too, whose text is listed under their primary: one more pass over the matches,
+        skipped while the index holds no container); None when there is none. Counted
+        without meaning's candidates (`within_ids`): whether a container is listed does not
+        depend on which others are asked about."""
+        searcher = builder.searcher
+        if not (builder.held and folds(query)) or not any(searcher.doc_freq("type", t) for t in FOLDED_TYPES):
+            return None
+        every = dataclasses.replace(query, within_ids=None, with_copies=True)
+        whole = self._build_query(match, every, spec, builder)
+        members = Query.boolean_query([(Occur.Must, whole), (Occur.Must, Query.exists_query("container_id"))])
+        aggs = {"held": {"terms": {"field": "container_id", "size": MAX_FOLDED}}}
+        held = [str(b["key"]) for b in searcher.aggregate(members, aggs)["held"]["buckets"]]
+        if not held:
+            return None
+        shape = [
+            (Occur.Must, Query.term_set_query(builder.schema, "id", held)),
+            (Occur.Must, Query.term_set_query(builder.schema, "type", list(FOLDED_TYPES))),
+        ]
+        shape += [(Occur.MustNot, builder.term("basename", w)) for w in index_words(naming_words(query))]
+        return Query.boolean_query(shape)
+
     def _build_query(
-        self, text_query: Query, query: SearchQuery, spec: QuerySpec, builder: TextQuery
+        self,
+        text_query: Query,
+        query: SearchQuery,
+        spec: QuerySpec,
+        builder: TextQuery,
+        fold: Query | None = None,
     ) -> Query:
         """The one place filters are composed: the text part AND the access filter, the
         request's filters and the query language's filters (scored 0), its `title:` terms
-        (scored) and -exclusions."""
+        (scored), -exclusions and the containers `fold` leaves out (_fold)."""
         schema = builder.schema
         filters = []
         if builder.visible is not None:  # the sources the asker may see (None: all there are)
@@ -543,6 +584,8 @@ class TantivyBackend:
             clauses.append((Occur.MustNot, builder.term("copy", "1")))
         clauses += [(Occur.Must, builder.words_in(words, NAME_FIELDS)) for words in spec.title]
         clauses += [(Occur.MustNot, builder.words_in(words, tuple(FIELD_WEIGHTS))) for words in spec.excluded]
+        if fold is not None:
+            clauses.append((Occur.MustNot, fold))
         return Query.boolean_query(clauses) if len(clauses) > 1 else text_query
 
 

@@ -33,7 +33,9 @@ log = logging.getLogger(__name__)
 # `folder_edges` (the facets and filters of browsing).
 # 5: an e-mail's date is the time it was sent (doc_date).
 # 6: `copy`, the flag of a document whose text its source holds under a smaller path.
-INDEX_VERSION = 6
+# 7: `container_id`, a member's container (fast), by which a container and its matching
+# members are listed once (search.folds).
+INDEX_VERSION = 7
 VERSION_FILE = "trawl-index.json"
 MISMATCH = "schema does not match"
 CHUNK = 500  # documents read and written at a time

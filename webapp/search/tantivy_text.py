@@ -140,6 +140,7 @@ class TextQuery:
         self._languages: list[str] | None = None
         self.parsed = ParsedQuery()
         self.dated = True  # False: an index of an older version, without the `date` field
+        self.held = True  # False: an index of an older version, without `container_id`
 
     def term(self, field: str, value: str) -> Query:
         return Query.term_query(self.schema, field, value)

@@ -7,7 +7,6 @@ the document page shows of it (text pages, images, PDF pages, Markdown, highligh
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from urllib.parse import quote
 
@@ -17,35 +16,32 @@ from sqlalchemy import select
 from webapp.exceptions import NotFound
 from webapp.extensions import db
 from webapp.indexing import scanner, thumbstore
+from webapp.indexing.runstats import FileStatus
 from webapp.metrics import search_duration
 from webapp.models import IndexedFile, User
 from webapp.runtime import get_search
 from webapp.search import Doc, SearchPage, SearchQuery
-from webapp.search.query import tokens
 from webapp.services import copies, meaning, search_args
 from webapp.services.access import can_see, visible_sources
 
 
-def search(args: dict, user: User | None, fold_containers: bool = False) -> dict:
+def search(args: dict, user: User | None) -> dict:
     """Run a search request loaded by search_args.load (or the API's schema) over the sources
     `user` may see (None: all); 400 when its query language, type or source is bad. The
-    response echoes limit and offset. `fold_containers` (the search page): a container whose
-    members match gives its place to its best member (members_over_containers)."""
+    response echoes limit and offset. A container whose members match is listed as those
+    members (search.folds, decided in the engine's query: total and facets count what is
+    listed, and pages never repeat a hit)."""
     with search_duration.labels(current_app.config["SEARCH_BACKEND"]).time():
         visible = visible_sources(user)
         query: SearchQuery = search_args.to_query(args, visible)
         page: SearchPage = meaning.search(query, search_args.semantic_ratio(args))
     results = once_per_file(page.results)
-    total = page.total
-    if fold_containers and query.syntax().has_positive_text:
-        results, dropped = members_over_containers(query, results)
-        total -= dropped
     copies.attach(results, visible)
     for result in results:
         result["thumbnail_url"] = thumbnail_url(result["id"])
     out = {
         "results": results,
-        "total": total,
+        "total": page.total,
         "limit": query.limit,
         "offset": query.offset,
         "processing_time_ms": page.processing_time_ms,
@@ -70,59 +66,6 @@ def once_per_file(results: list[dict]) -> list[dict]:
     return kept
 
 
-# containers whose own text is the list of what they hold (an archive's files, a mailbox's
-# messages): a member that matches is the answer. A message's body is its own text: a message
-# and its attachment are both listed.
-CONTAINER_TYPES = ("archive",)
-
-
-def members_over_containers(query: SearchQuery, results: list[dict]) -> tuple[list[dict], int]:
-    """Each container listed once: a container hit whose members match the query is replaced
-    by its best-matching member (the hit that answers, shown "in <container>"), or dropped
-    when that member is listed already. Returns the results and how many were dropped."""
-    words = set(tokens(query.syntax().text))
-    # a container named by the query (`charts` finds charts.zip) is an answer of its own
-    candidates = [
-        r for r in results if r["type"] in CONTAINER_TYPES and not words & set(tokens(r["basename"]))
-    ]
-    held = _holding_members(candidates)
-    if not held:
-        return results, 0
-    listed = {r["id"] for r in results}
-    out, dropped = [], 0
-    for result in results:
-        member = _best_member(query, result["path"]) if result["path"] in held else None
-        if member is None:
-            out.append(result)
-        elif member["id"] in listed:
-            dropped += 1
-        else:
-            listed.add(member["id"])
-            out.append({**member, "match": "words"})  # found by its words inside the container
-    return out, dropped
-
-
-def _holding_members(candidates: list[dict]) -> set[str]:
-    """The paths among `candidates` whose file on disk holds indexed members (one query)."""
-    outer = {r["path"].split("!/", 1)[0]: r for r in candidates}
-    if not outer:
-        return set()
-    found = set(
-        db.session.scalars(select(IndexedFile.container).where(IndexedFile.container.in_(outer)).distinct())
-    )
-    return {r["path"] for r in candidates if r["path"].split("!/", 1)[0] in found}
-
-
-def _best_member(query: SearchQuery, container_path: str) -> dict | None:
-    """The best words hit of `query` inside the container at `container_path`, or None."""
-    spec = dataclasses.replace(query.syntax(), paths=(container_path,))
-    inside = dataclasses.replace(
-        query, spec=spec, offset=0, limit=1, facets=(), within_ids=None, sort="relevance"
-    )
-    found = get_search().search(inside).results
-    return dict(found[0]) if found else None
-
-
 def get(doc_id: str, user: User | None) -> Doc:
     """The full indexed document, or 404 (also when `user` may not see its source).
 
@@ -136,6 +79,18 @@ def get(doc_id: str, user: User | None) -> Doc:
     if doc is None or doc["source_id"] != source_id:
         raise NotFound(_missing(doc_id))
     return doc
+
+
+def read_problem(doc: Doc) -> str | None:
+    """Why the document's file was not read (its record's message: a locked PDF, a file too
+    large, a timeout), or None when it was read."""
+    return db.session.scalar(
+        select(IndexedFile.error_message).where(
+            IndexedFile.source_id == doc["source_id"],
+            IndexedFile.path == doc["path"],
+            IndexedFile.status != FileStatus.SUCCESS,
+        )
+    )
 
 
 def _missing(doc_id: str) -> str:

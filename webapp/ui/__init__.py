@@ -9,6 +9,7 @@ from webapp.ui import (  # noqa: F401
     account,
     filters,
     i18n,
+    media_details,
     metadata,
     pages,
     pdfview,
@@ -29,6 +30,7 @@ def register_ui(app: Flask) -> None:
     filters.init_app(app)
     progress.init_app(app)
     metadata.init_app(app)
+    media_details.init_app(app)
     app.register_blueprint(bp)
     app.add_url_rule("/favicon.ico", "favicon", _favicon)
 

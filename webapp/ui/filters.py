@@ -215,6 +215,8 @@ FIELD_LABELS = {
     "source_ids": _l("Sources"),
 }
 _FIELD_MESSAGE = re.compile(r"([a-z][a-z_]*): (.+)", re.S)
+# the groups of VALUE_MESSAGES that are words, not values
+SAID_AGAIN = ("why", "kind", "field", "action", "relation")
 _VERBS = ("is ", "are ", "must ", "was ", "has ", "cannot ", "does ")
 
 
@@ -227,7 +229,12 @@ def _said(message: str) -> str:
     for pattern, template in VALUE_MESSAGES:
         match = pattern.fullmatch(message)
         if match:
-            return gettext(template, **match.groupdict())
+            values = match.groupdict()
+            # a message inside a message ('… (in b.zip)') and a file's kind are words too
+            values.update({k: _said(values[k]) for k in SAID_AGAIN if k in values})
+            if "num" in values:  # '10,000' or '2.5' as the service wrote it
+                values["num"] = num(float(values["num"].replace(",", "")))
+            return gettext(template, **values)
     return message
 
 

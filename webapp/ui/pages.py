@@ -156,12 +156,12 @@ def _run_search(args: Mapping) -> tuple[dict, dict | None, str | None]:
         form["q"] = form["q"][:1000]
         return {"form": form, "args": None, "limit": 20, "page": 1}, None, exc.detail
     try:
-        result = documents.search(parsed["args"], g.user, fold_containers=True)
+        result = documents.search(parsed["args"], g.user)
         last = max(1, math.ceil(result["total"] / parsed["limit"]))
         if parsed["page"] > last:  # "page 999 of 71" shows page 71
             parsed["page"] = last
             parsed["args"] = {**parsed["args"], "offset": (last - 1) * parsed["limit"]}
-            result = documents.search(parsed["args"], g.user, fold_containers=True)
+            result = documents.search(parsed["args"], g.user)
         return parsed, result, None
     except TrawlError as exc:
         return parsed, None, exc.detail
@@ -279,6 +279,7 @@ def document(doc_id: str):
         shown=shown,
         back_url=_back_url(),
         doc_id=doc["id"],
+        problem=documents.read_problem(doc),
         copies=copies.of_document(doc, visible_sources(g.user)),  # "also at": what the user may see
         # loaded by htmx once the page shows (`_similar.html`); `similar=1`: without JavaScript
         similar=similar.similar(doc_id, g.user, SIMILAR_SHOWN)["results"]

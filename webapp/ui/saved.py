@@ -8,6 +8,7 @@ from flask_babel import gettext as _
 from webapp.exceptions import TrawlError
 from webapp.services import saved_searches
 from webapp.ui.blueprint import bp
+from webapp.ui.filters import readable
 
 # The page's filters that have no field of their own in a saved search: kept as query terms.
 _AS_TERMS = (("ext", "ext"), ("year", "modified"), ("camera", "camera"), ("folder", "path"))
@@ -52,7 +53,7 @@ def saved_search_create():
     try:
         saved = saved_searches.to_json(saved_searches.create(g.user, data))
     except TrawlError as exc:
-        flash(_("Not saved: %(reason)s", reason=exc.detail), "error")
+        flash(_("Not saved: %(reason)s", reason=readable(exc.detail)), "error")
         return redirect(search_url({"sort": "relevance", **data}))
     flash(_("Search saved as “%(name)s”.", name=saved["name"]), "success")
     return redirect(search_url(saved))

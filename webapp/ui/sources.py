@@ -109,13 +109,13 @@ LABELS = {
 def form_error(detail: str) -> tuple[str | None, str]:
     """(the form field an error names, the message in that field's label).
 
-    'scan_schedule: must be 5 fields' -> ('cron', 'Cron expression: must be 5 fields');
-    a message naming no field of the form stays as it is."""
+    'scan_schedule: must be 5 fields' -> ('cron', 'Cron expression: must be 5 fields'), the
+    rule in the page's language; a message naming no field of the form is said whole."""
     name, _sep, rule = detail.partition(":")
     field = "cron" if name == "scan_schedule" else name
     if field not in LABELS or not rule:
-        return None, detail
-    return field, f"{LABELS[field]}: {rule.strip()}"
+        return None, localized(detail)
+    return field, f"{LABELS[field]}: {localized(rule.strip())}"
 
 
 def _render_form(source, values: dict, error: TrawlError | None = None, status_code: int = 200):
@@ -217,7 +217,7 @@ def _schedule_preview(values) -> dict:
         return {"value": None, "text": _("Scans run only when you start them."), "runs": [], "error": None}
     problem = schedule.validate_schedule(value)
     if problem:
-        error = _("Invalid schedule: %(problem)s", problem=problem)
+        error = _("Invalid schedule: %(problem)s", problem=localized(problem))
         return {"value": value, "text": "", "runs": [], "error": error}
     tz = current_app.config["SCHEDULE_TIMEZONE"]
     runs = schedule.next_runs(value, utcnow(), tz, 3)
