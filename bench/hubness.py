@@ -6,7 +6,7 @@ phase cuts them, embedded by the bundled model and stored in a VectorStore. Then
 document's similar documents (its 10 first) are listed by two rules:
 
 - before: every neighbour at least RELATED from the document (the rule until 2026-11-28);
-- after: services/similar.py's: the floor (meaning_index.confident over the document's
+- after: services/similar.py's: the floor (meaning_index.standing_out over the document's
   CANDIDATES nearest) and kinds kept apart (prose beside prose only).
 
 Hubness is how often each document appears in the others' lists: the largest count, how many
@@ -88,7 +88,7 @@ def lists(docs: dict[str, dict], store, rule: str) -> dict[str, list[str]]:
             out[doc_id] = [i for i, s in index.similar(doc_id, ["corpus"], SHOWN) if s >= embedder.RELATED]
             continue
         near = index.similar(doc_id, ["corpus"], hybrid.CANDIDATES)
-        kept = set(meaning_index.confident(near, similar.SIMILAR_OUTLIER))
+        kept = set(meaning_index.standing_out(near, similar.SIMILAR_OUTLIER, embedder.RELATED))
         out[doc_id] = [i for i, _ in near if i in kept and kind[i] == kind[doc_id]][:SHOWN]
     return out
 

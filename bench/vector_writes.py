@@ -31,7 +31,7 @@ from webapp.search.embedder import DIMENSIONS
 from webapp.search.vectors import VectorStore
 
 RESULTS = Path(__file__).resolve().parent / "results"
-DOCS_PER_WRITE = 8  # embed_phase.DOCS_PER_READ
+DOCS_PER_WRITE = 8  # embed_phase.DOCS_PER_READ when measured (128 since, docs/performance.md)
 PASSAGES = 2
 QUERIES = 100  # nearest() calls timed on each store
 

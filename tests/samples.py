@@ -1,4 +1,4 @@
-"""Small generated files of the preview tests: pictures, a PDF with known words, a book, a comic."""
+"""Small generated files of the tests: pictures, a PDF with known words, a book, a comic, a zip."""
 
 from __future__ import annotations
 
@@ -6,6 +6,16 @@ import io
 import zipfile
 
 from PIL import Image
+
+
+def archive(members: dict[str, bytes] | dict[str, str], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    """A zip file of these members (name: content), in the order given."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as out:
+        for name, data in members.items():
+            out.writestr(name, data)
+    return buf.getvalue()
+
 
 RED, GREEN, BLUE, MAGENTA = (220, 30, 30), (30, 200, 60), (30, 60, 220), (200, 30, 200)
 

@@ -21,18 +21,11 @@ import py7zr
 import pytest
 from ui_helpers import login
 
+from tests import samples
 from tests.conftest import require_corpus
 from tests.msgfile import write_msg
 
 SECRET = "hunter2-correct-horse"
-
-
-def _zip(members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", method) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buf.getvalue()
 
 
 def _tar(members: dict[str, bytes], mode: str = "w:gz", links: dict[str, str] = {}) -> bytes:  # noqa: B006
@@ -335,9 +328,9 @@ ATTACHMENT = b"%PDF-like bytes \x00\xff" + os.urandom(2000)
 
 
 def _good_files() -> dict[str, bytes]:
-    inner = _zip({"c.txt": b"deep puffin inside two archives"})
+    inner = samples.archive({"c.txt": b"deep puffin inside two archives"})
     return {
-        "a.zip": _zip(
+        "a.zip": samples.archive(
             {"docs/readme.txt": b"hello walrus archive member", "b.zip": inner, "data.bin": BINARY}
         ),
         "t.tar.gz": _tar({"x/notes.md": b"# Otter\ntar member otter notes", "x/blob.bin": BINARY}),
@@ -349,7 +342,10 @@ def _good_files() -> dict[str, bytes]:
             "Quarterly ostrich report",
             "plain body",
             "<p>html <b>ostrich</b></p>",
-            {"report.bin": ATTACHMENT, "inner.zip": _zip({"deep.txt": b"attachment zip cormorant"})},
+            {
+                "report.bin": ATTACHMENT,
+                "inner.zip": samples.archive({"deep.txt": b"attachment zip cormorant"}),
+            },
         ),
         "box.mbox": _mbox(5, broken_at=3),
         "news.eml": _html_only_eml(),
@@ -453,7 +449,7 @@ def test_outlook_messages_fields_bodies_and_attachments(
         message_id="<census-7@example.org>",
         attachments={
             "tally.txt": b"avocet tally sheet",
-            "inner.zip": _zip({"deep.txt": b"attached zip godwit"}),
+            "inner.zip": samples.archive({"deep.txt": b"attached zip godwit"}),
         },
     )
     html = write_msg(
@@ -519,7 +515,7 @@ def test_member_of_changed_or_deleted_container(client, auth, scanned, run_jobs)
     walrus = _one(client, auth, "walrus")
     otter = _one(client, auth, "otter")
     assert client.get(f"/api/documents/{walrus['id']}/preview", headers=auth).status_code == 200
-    (root / "a.zip").write_bytes(_zip({"docs/other.txt": b"new dolphin member"}))
+    (root / "a.zip").write_bytes(samples.archive({"docs/other.txt": b"new dolphin member"}))
     os.utime(root / "a.zip", (1_800_000_000, 1_800_000_000))
     (root / "t.tar.gz").unlink()
     for doc in (walrus, otter):  # before a rescan: the member is not served from a new file
@@ -537,7 +533,7 @@ def test_member_of_changed_or_deleted_container(client, auth, scanned, run_jobs)
 
 def _bombs() -> dict[str, bytes]:
     zeros = b"\0" * (24 * 1024 * 1024)
-    bomb = _zip({"zeros.txt": zeros})
+    bomb = samples.archive({"zeros.txt": zeros})
     many = io.BytesIO()
     with zipfile.ZipFile(many, "w", zipfile.ZIP_STORED) as archive:
         for n in range(100_000):
@@ -547,8 +543,8 @@ def _bombs() -> dict[str, bytes]:
         "bomb.zip": bomb,
         "bomb.7z": _7z({"zeros.txt": zeros}),
         "bomb.tar.gz": _tar({"zeros.txt": zeros}),
-        "nested.zip": _zip({"ok.txt": b"nested shell", "inner.zip": bomb}),
-        "escape.zip": _zip({"../evil.txt": b"escape tern"}),
+        "nested.zip": samples.archive({"ok.txt": b"nested shell", "inner.zip": bomb}),
+        "escape.zip": samples.archive({"../evil.txt": b"escape tern"}),
         "absolute.tar": _tar({"/etc/evil.txt": b"absolute tern"}, "w"),
         "link.tar": _tar({"ok.txt": b"link tern"}, "w", links={"passwd": "/etc/passwd"}),
         "many.zip": many.getvalue(),
@@ -607,7 +603,7 @@ def with_passwords(app_config, tmp_path):
 
 
 def _protected() -> dict[str, bytes]:
-    plain = _zip({"open.txt": b"open grebe text", "locked.txt": b"locked grebe text"})
+    plain = samples.archive({"open.txt": b"open grebe text", "locked.txt": b"locked grebe text"})
     return {
         "locked.7z": _7z({"l.txt": b"sealed avocet text"}, password=SECRET),
         "mixed.zip": _encrypt_member(plain, "locked.txt"),
@@ -839,10 +835,10 @@ def test_nesting_stops_at_three_levels(tmp_path):
     from webapp.indexing.extractors import ExtractionSettings
     from webapp.indexing.isolation import Extractor
 
-    level4 = _zip({"e.txt": b"too deep"})
-    level3 = _zip({"d.zip": level4, "c.txt": b"third level"})
-    level2 = _zip({"c.zip": level3})
-    (tmp_path / "a.zip").write_bytes(_zip({"b.zip": level2}))
+    level4 = samples.archive({"e.txt": b"too deep"})
+    level3 = samples.archive({"d.zip": level4, "c.txt": b"third level"})
+    level2 = samples.archive({"c.zip": level3})
+    (tmp_path / "a.zip").write_bytes(samples.archive({"b.zip": level2}))
     spool = tmp_path / "data" / "tmp" / "unpack"
     with Extractor(ExtractionSettings(spool_dir=str(spool))) as extractor:
         result = extractor.run(str(tmp_path / "a.zip"))
@@ -875,9 +871,9 @@ def test_spool_folders_of_dead_workers_are_removed(tmp_path):
 def _zip_tree(per_level: int, levels: int, leaf: bytes = b"tiny tern") -> bytes:
     """A zip of zips: `per_level` members at each of `levels` levels, text files at the last."""
     if levels == 1:
-        return _zip({f"t{n}.txt": leaf for n in range(per_level)})
+        return samples.archive({f"t{n}.txt": leaf for n in range(per_level)})
     inner = _zip_tree(per_level, levels - 1, leaf)
-    return _zip({f"z{n}.zip": inner for n in range(per_level)})
+    return samples.archive({f"z{n}.zip": inner for n in range(per_level)})
 
 
 def _member_records(app, root) -> tuple[dict, list]:

@@ -5,14 +5,13 @@ archive's page lists its members as a tree of links (a long list is capped, and 
 
 from __future__ import annotations
 
-import io
 import os
-import zipfile
 from email.message import EmailMessage
 
 import lxml.html
 import pytest
 
+from tests import samples
 from tests.ui_helpers import login
 from webapp.services import members
 
@@ -32,14 +31,6 @@ def _eml(subject: str, date: str, body: str, attachments: dict[str, bytes] | Non
         else:
             msg.add_attachment(data, maintype=maintype, subtype=subtype, filename=name)
     return bytes(msg)
-
-
-def _zip(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buf.getvalue()
 
 
 @pytest.fixture
@@ -183,7 +174,7 @@ def test_the_sent_date_is_the_date_of_sorting_date_filters_and_the_year_facet(
 def test_an_archive_page_lists_its_members_as_a_tree_of_links(
     client, auth, ui, make_tree, make_source, run_jobs, monkeypatch
 ):
-    inner = _zip({"deep/walrus.txt": b"walrus deep inside"})
+    inner = samples.archive({"deep/walrus.txt": b"walrus deep inside"})
     _index(
         client,
         auth,
@@ -191,7 +182,7 @@ def test_an_archive_page_lists_its_members_as_a_tree_of_links(
         make_source,
         run_jobs,
         {
-            "box.zip": _zip(
+            "box.zip": samples.archive(
                 {
                     "readme.txt": b"walrus readme",
                     "docs/2024/report.txt": b"walrus report",

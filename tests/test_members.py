@@ -7,24 +7,18 @@ from __future__ import annotations
 import io
 import os
 import time
-import zipfile
 from pathlib import Path
 
+from tests import samples
 from tests.ui_helpers import login
 
 PAYLOAD = bytes(range(256)) * 400 + b"lemming payload"  # 102,415 bytes
 
 
-def _zip(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buf.getvalue()
-
-
 def _member(client, auth, make_tree, make_source, run_jobs) -> tuple[dict, str]:
-    root = make_tree("media", {"box.zip": _zip({"notes/lemming.txt": PAYLOAD, "tone.wav": PAYLOAD})})
+    root = make_tree(
+        "media", {"box.zip": samples.archive({"notes/lemming.txt": PAYLOAD, "tone.wav": PAYLOAD})}
+    )
     sid = make_source(root, id="media")["id"]
     client.post(f"/api/sources/{sid}/reindex", headers=auth)
     run_jobs()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import zipfile
 
 import pytest
+
+from tests import samples
 
 FILES = {
     "projects/2024/plan.md": "# Budget plan\n\nThe budget plan for the new office.",
@@ -153,14 +153,6 @@ def _message(n: int, subject: str, body: str) -> bytes:
     ).encode()
 
 
-def _zip(files: dict[str, str]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as archive:
-        for name, text in files.items():
-            archive.writestr(name, text)
-    return buf.getvalue()
-
-
 CLUB = {
     "club-newsletter.mbox": b"".join(
         (
@@ -169,7 +161,7 @@ CLUB = {
             _message(3, "Winter dinner", "the winter dinner is at the clubhouse"),
         )
     ),
-    "season.zip": _zip(
+    "season.zip": samples.archive(
         {
             "tide-table.txt": "high water at dawn and dusk",
             "crew-list.txt": "Ada, Charles and Mary",

@@ -19,6 +19,16 @@ from webapp.search.tantivy_backend import TantivyBackend
 MEILI_SKIP = "MEILI_URL not set: Meilisearch contract tests skipped"
 
 
+def meili_settings() -> dict:
+    """The settings of a Meilisearch backend on a fresh index of the server at MEILI_URL."""
+    return {
+        "SEARCH_BACKEND": "meilisearch",
+        "MEILI_URL": os.environ["MEILI_URL"],
+        "MEILI_MASTER_KEY": os.environ.get("MEILI_MASTER_KEY"),
+        "MEILI_INDEX": f"trawl-test-{uuid.uuid4().hex[:10]}",
+    }
+
+
 def make_doc(key: str, content: str, basename: str | None = None, **extra) -> dict:
     """A document shaped like the scanner's, with sensible defaults."""
     source_id = extra.pop("source_id", "docs")
@@ -89,13 +99,8 @@ def backend(request, tmp_path):
     if request.param == "tantivy":
         yield make_backend({"SEARCH_BACKEND": "tantivy", "SEARCH_INDEX_DIR": str(tmp_path / "ix")})
         return
-    index = f"trawl-test-{uuid.uuid4().hex[:10]}"
-    settings = {
-        "SEARCH_BACKEND": "meilisearch",
-        "MEILI_URL": os.environ["MEILI_URL"],
-        "MEILI_MASTER_KEY": os.environ.get("MEILI_MASTER_KEY"),
-        "MEILI_INDEX": index,
-    }
+    settings = meili_settings()
+    index = settings["MEILI_INDEX"]
     b = make_backend(settings)
     yield b
     b.client.delete_index(index)

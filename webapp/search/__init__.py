@@ -157,8 +157,11 @@ MAX_FOLDED = 65_000
 
 def folds(query: SearchQuery) -> bool:
     """Whether a container whose members match the query gives way to them (`folded`): when
-    its words must match something (a listing by filters alone lists every document)."""
-    return query.syntax().has_positive_text
+    its words must match something (a listing by filters alone lists every document) and its
+    type filters, if any, admit a container."""
+    spec = query.syntax()
+    asked = {t for t in (query.type, *spec.types) if t}
+    return spec.has_positive_text and (not asked or bool(asked & set(FOLDED_TYPES)))
 
 
 def naming_words(query: SearchQuery) -> list[str]:

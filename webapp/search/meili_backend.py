@@ -131,6 +131,8 @@ def split_content(text: str, max_positions: int = MAX_POSITIONS) -> list[str]:
 class MeiliBackend:
     """SearchBackend over one Meilisearch index; writes wait for their tasks."""
 
+    embedder_name = meaning.EMBEDDER
+
     def __init__(
         self, url: str, api_key: str | None, index: str = "trawl", task_timeout: float = 300.0
     ) -> None:
@@ -159,7 +161,8 @@ class MeiliBackend:
         except SearchBackendError as exc:
             if "index_already_exists" not in str(exc):
                 raise
-        self._wait(self.index.update_settings(dict(INDEX_SETTINGS)))
+        present = self.index.get_settings().get("embedders") or {}
+        self._wait(self.index.update_settings({**INDEX_SETTINGS, "embedders": meaning.embedders(present)}))
         self._ready = True
 
     def _call(self, fn, *args, **kwargs):

@@ -3,13 +3,16 @@ what the adapter asks and derives for a hybrid search and for similar documents.
 
 The requests follow Meilisearch's documented API (v1.13, the version docker compose runs):
 
-- Index settings: `embedders: {"trawl-e5": {"source": "userProvided", "dimensions": 384}}`.
-- A document's vectors: `_vectors: {"trawl-e5": {"embeddings": [[...], ...], "regenerate":
+- Index settings: `embedders: {"trawl": {"source": "userProvided", "dimensions": 384}}`, named
+  after no model: the vectors under it are the active model's (a change of model sends them all
+  again: embed_phase.follow_model, with `NativeMeaning.made_by`). Any other embedder the index
+  holds (`trawl-e5`, the name before) is set to null, which deletes it and its vectors.
+- A document's vectors: `_vectors: {"trawl": {"embeddings": [[...], ...], "regenerate":
   false}}`, one array per passage (Meilisearch holds several vectors per document and ranks
   a document by its closest one, as Trawl's own store does). Every content chunk of a long
   document carries them, so whichever chunk `distinctAttribute: id` keeps has them.
-  `{"trawl-e5": null}` removes them (meaning switched off for the source).
-- A search: `hybrid: {"embedder": "trawl-e5", "semanticRatio": r}` and `vector` (the
+  `{"trawl": null}` removes them (meaning switched off for the source).
+- A search: `hybrid: {"embedder": "trawl", "semanticRatio": r}` and `vector` (the
   question embedded by the same bundled model, "query: " prefix); Meilisearch merges its
   keyword and its vector ranking by their ratio-weighted scores.
 - Meaning's candidates: a pure vector search (`semanticRatio: 1.0`, `q` empty, the same
@@ -50,10 +53,16 @@ from webapp.search.embedder import DIMENSIONS
 from webapp.search.hybrid import BOTH, MEANING, WORDS
 from webapp.search.meili_query import any_of
 
-EMBEDDER = "trawl-e5"
+EMBEDDER = "trawl"  # named after no model: a model change re-sends the vectors under it
 EMBEDDERS = {EMBEDDER: {"source": "userProvided", "dimensions": DIMENSIONS}}
 MIN_WINDOW = 20  # hits read at least for a page (twice what the page reaches, at least)
 MAX_EXTRA = 1000  # hits read at most beyond what the page reaches, doubling while too few
+
+
+def embedders(present: Iterable[str]) -> dict:
+    """The `embedders` setting for an index that holds these: ours, and null for every other
+    (an older name of ours), which Meilisearch deletes with its vectors."""
+    return {**{name: None for name in present if name != EMBEDDER}, **EMBEDDERS}
 
 
 def vectors_field(passages: np.ndarray | None) -> dict:

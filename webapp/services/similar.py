@@ -15,7 +15,7 @@ import html
 
 from webapp.models import User
 from webapp.runtime import get_meaning, get_search
-from webapp.search import Hit, SearchQuery, hybrid, meaning_index
+from webapp.search import Hit, SearchQuery, embedder, hybrid, meaning_index
 from webapp.services import copies, documents, meaning
 from webapp.services.access import visible_sources
 
@@ -25,7 +25,9 @@ LITTLE_PROSE = frozenset({"config", "code", "xlsx", "image", "raw_image", "media
 PROSE_SAMPLE = 200  # characters of a text's beginning read (a result's snippet holds as many)
 PROSE_LETTERS = 0.8  # share of letters and spaces from which a text reads as prose
 PROSE_WORDS = 4  # words at least in that beginning (a line of prose, not a key and a value)
-SIMILAR_OUTLIER = meaning_index.OUTLIER  # the floor: the same rule and strength as search's
+# The floor: a neighbour stands out of the document's nearest (meaning_index.standing_out), at
+# least the model's RELATED (search's CONFIDENT was measured for questions, not for neighbours)
+SIMILAR_OUTLIER = meaning_index.OUTLIER
 
 
 def prose(kind: str, text: str) -> bool:
@@ -49,7 +51,7 @@ def similar(doc_id: str, user: User | None, limit: int = 10) -> dict:
     if not sources:
         return {"results": []}
     near = get_meaning().similar(doc_id, sources, hybrid.CANDIDATES)
-    kept = meaning_index.confident(near, SIMILAR_OUTLIER)
+    kept = meaning_index.standing_out(near, SIMILAR_OUTLIER, embedder.RELATED)
     if not kept:
         return {"results": []}
     check = SearchQuery(
