@@ -167,13 +167,16 @@ class _Scheduler(Scheduler):
         return super().enqueue_jobs()
 
     def _requeue_stalled(self) -> None:
-        """Every STALL_SWEEP_SECONDS: queue again the background phases that stalled."""
+        """Every STALL_SWEEP_SECONDS: queue again the background phases that stalled, and the
+        scans that failed for want of space whose pause is over."""
         now = time.monotonic()
         if now < getattr(self, "_next_stall_sweep", 0.0):
             return
         self._next_stall_sweep = now + STALL_SWEEP_SECONDS
         for phase in jobs.requeue_stalled(self.app):
             log.warning("scheduler: %s had pending work and no job; queued again", phase)
+        for source_id in jobs.retry_scans_for_space(self.app):
+            log.warning("scheduler: the scan of %s that failed for want of space queued again", source_id)
 
 
 def run_scheduler() -> None:

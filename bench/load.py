@@ -65,8 +65,9 @@ def make_tree(root: Path, n: int, seed: int) -> None:
 class Service:
     """The whole Trawl of `make run` on a temp data folder; stopped with SIGTERM like Ctrl-C."""
 
-    def __init__(self, data_dir: Path, workers: int = 2):
+    def __init__(self, data_dir: Path, workers: int = 2, log_file: Path | None = None):
         self.port = free_port()
+        self.log_file = log_file  # the launcher's output (its lines and its children's), or none
         self.url = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}}
         env.update(
@@ -81,14 +82,17 @@ class Service:
         self.session = requests.Session()
 
     def __enter__(self) -> Service:
+        out = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "webapp.launcher"],
             cwd=ROOT,
             env=self.env,
             start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
+        if self.log_file:
+            out.close()  # the launcher holds its own copy
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:

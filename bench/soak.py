@@ -2,7 +2,7 @@
 a random Trawl process killed (SIGKILL) every two minutes; at the end nothing may be lost.
 
 Usage: python -m bench.soak [--minutes 30] [--clients 20] [--kill-every 120] [--seed-files 2000]
-                            [--scan-files 5000] [--no-doc] [--json FILE]
+                            [--scan-files 5000] [--no-doc] [--json FILE] [--log FILE]
 
 What runs (bench/load.py's Service: `python -m webapp.launcher` on a fresh data folder, a free
 port on 127.0.0.1, its own Redis):
@@ -20,9 +20,10 @@ port on 127.0.0.1, its own Redis):
 
 At the end (clients and editor stopped, then the service left to settle): every edited file
 must be findable by its unique word, `verify` must report no problem, no temporary file may be
-left in the data folder, and no request may have answered 5xx (or failed to connect) outside
-the seconds after a kill of the web server or Redis (`GRACE` seconds). Figures per minute (requests,
-errors, p50/p95) are written to docs/operations.md between the soak markers.
+left in the data folder, and no request may have answered 5xx (or failed to connect) unless it
+was in flight at a kill of the web server or Redis or began within `GRACE` seconds after one.
+Figures per minute (requests, errors, p50/p95) are written to docs/operations.md between the
+soak markers.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class Clients:
         self.ids: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._doing = threading.local()  # what each thread was asking when a request failed
 
     def _ui_session(self) -> requests.Session:
         session = requests.Session()
@@ -84,6 +86,7 @@ class Clients:
         with self._lock:
             doc = rng.choice(self.ids) if self.ids else None
         if pick < 0.4 or doc is None:
+            self._doing.kind = "words"
             resp = api.post(url + "/api/search", json={"q": words, "limit": 20}, timeout=30)
             kind = "words"
             if resp.status_code == 200:
@@ -92,10 +95,13 @@ class Clients:
                     del self.ids[:-500]
         elif pick < 0.7:
             body = {"q": words, "limit": 20, "hybrid": {"semantic_ratio": 0.5}}
+            self._doing.kind = "hybrid"
             resp, kind = api.post(url + "/api/search", json=body, timeout=30), "hybrid"
         elif pick < 0.85:
+            self._doing.kind = "similar"
             resp, kind = api.get(f"{url}/api/documents/{doc}/similar", timeout=30), "similar"
         else:
+            self._doing.kind = "page"
             resp, kind = ui.get(f"{url}/documents/{doc}", timeout=30), "page"
         status = resp.status_code
         return kind, 0 if status == 404 else status  # a document deleted meanwhile is fine
@@ -106,12 +112,13 @@ class Clients:
         api.headers["Authorization"] = f"Bearer {self.service.token}"
         ui = None
         while not self._stop.is_set():
-            started = time.time()
+            started, self._doing.kind = time.time(), "login"
             try:
                 ui = ui or self._ui_session()
                 kind, status = self._one(rng, api, ui)
-            except (requests.RequestException, ValueError):
-                kind, status, ui = "connect", -1, None
+            except (requests.RequestException, ValueError) as exc:
+                why = f"{type(exc).__name__}: {str(exc)[-120:]}"
+                kind, status, ui = f"{self._doing.kind} failed ({why})", -1, None
             with self._lock:
                 self.samples.append((started, time.time() - started, status, kind))
             if status in (401, -1):
@@ -201,21 +208,24 @@ def embedding_horse(service: Service) -> psutil.Process | None:
     return None
 
 
-def kill_one(service: Service, rng: random.Random) -> str:
-    """SIGKILL one Trawl process chosen at random; its role."""
+def kill_one(service: Service, rng: random.Random) -> tuple[float, str]:
+    """SIGKILL one Trawl process chosen at random; when, and its role."""
     roles = trawl_processes(service.proc.pid)
     horse = embedding_horse(service)
     if horse is not None:
         roles["embedding job"] = [horse]
     choices = sorted(role for role, procs in roles.items() if procs)
     if not choices:
-        return "none"
+        return time.time(), "none"
     role = rng.choice(choices)
+    victim = rng.choice(roles[role])
+    at = time.time()
     try:
-        rng.choice(roles[role]).send_signal(signal.SIGKILL)
+        victim.send_signal(signal.SIGKILL)
+        log(f"SIGKILL to the {role}, pid {victim.pid}")
     except psutil.Error:
-        return f"{role} (gone already)"
-    return role
+        return at, f"{role} (gone already)"
+    return at, role
 
 
 def settle(service: Service, deadline: float) -> None:
@@ -272,22 +282,33 @@ def verify(service: Service, source_ids: tuple[str, ...] = ("seed", "incoming"))
     return worst, said[-2000:]
 
 
+def _explained(at: float, seconds: float, grace: list[float]) -> bool:
+    """A failed request that was in flight at a kill of the web server or Redis, or began
+    within GRACE after one."""
+    return any(at <= t + GRACE and at + seconds >= t for t in grace)
+
+
 def per_minute(samples: list, started: float, kills: list[tuple[float, str]]) -> list[dict]:
-    """Requests, errors (5xx and failed connections, and those outside GRACE after a kill of
-    the web server or Redis), p50 and p95 of each minute."""
+    """Requests, errors (5xx and failed connections, and those not explained by a kill of the
+    web server or Redis: `_explained`, listed), p50 and p95 of each minute."""
     grace = [t for t, role in kills if role in ("web master", "web worker", "redis")]
     minutes: dict[int, list] = defaultdict(list)
-    for at, seconds, status, _kind in samples:
-        minutes[int((at - started) // 60)].append((at, seconds, status))
+    for sample in samples:
+        minutes[int((sample[0] - started) // 60)].append(sample)
     rows = []
     for minute in sorted(minutes):
         batch = minutes[minute]
-        bad = [(at, s) for at, _sec, s in batch if s == -1 or s >= 500]
-        unexplained = [at for at, _s in bad if not any(0 <= at - t <= GRACE for t in grace)]
-        ok = [sec for _at, sec, s in batch if 0 <= s < 500]
+        bad = [(at, sec, s, kind) for at, sec, s, kind in batch if s == -1 or s >= 500]
+        unexplained = [
+            f"{time.strftime('%H:%M:%S', time.gmtime(at))} {kind} {s}"
+            for at, sec, s, kind in bad
+            if not _explained(at, sec, grace)
+        ]
+        ok = [sec for _at, sec, s, _kind in batch if 0 <= s < 500]
         rows.append(
             {
                 "minute": minute + 1,
+                "unexplained": unexplained,
                 "requests": len(batch),
                 "errors": len(bad),
                 "unexplained_errors": len(unexplained),
@@ -307,7 +328,7 @@ def run(args: argparse.Namespace) -> dict:
         sources = data / "sources"
         make_tree(sources / "seed", args.seed_files, seed=1)
         make_tree(sources / "incoming", args.scan_files, seed=2)
-        with Service(data, workers=args.workers) as service:
+        with Service(data, workers=args.workers, log_file=args.log) as service:
             service.data = data
             service.relogin = lambda: _relogin(service)
             service.add_source("seed", sources / "seed")
@@ -318,13 +339,14 @@ def run(args: argparse.Namespace) -> dict:
             clients.start()
             editor.start()
             started, kills = time.time(), []
+            log(f"load started; launcher pid {service.proc.pid}, data in {data}")
             end = started + args.minutes * 60
             while time.time() < end:
                 time.sleep(min(args.kill_every, max(0.0, end - time.time())))
                 if time.time() >= end:
                     break
-                role = kill_one(service, rng)
-                kills.append((time.time(), role))
+                at, role = kill_one(service, rng)
+                kills.append((at, role))
                 log(f"{(time.time() - started) / 60:5.1f} min: killed {role}")
                 _rescan(service, "incoming")
             clients.stop()
@@ -390,12 +412,15 @@ def markdown(r: dict) -> str:
         f"- files edited live: {r['edited_files']}; not findable by their unique word at the end: "
         f"{len(r['lost'])}",
         f"- `verify` exit code: {r['verify_exit']}; temporary files left: {len(r['temporary_files_left'])}",
-        f"- requests: {r['requests']}; 5xx or failed connections: {r['errors']}, of them outside "
-        f"{GRACE:.0f} s after a kill of the web server or Redis: {r['unexplained_errors']}",
+        f"- requests: {r['requests']}; 5xx or failed connections: {r['errors']}, of them neither in "
+        f"flight at a kill of the web server or Redis nor begun within {GRACE:.0f} s after one: "
+        f"{r['unexplained_errors']}",
         "",
         "| minute | requests | errors | unexplained | p50 ms | p95 ms | killed |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
+    unexplained = [f"- minute {m['minute']}: {line}" for m in r["per_minute"] for line in m["unexplained"]]
+    lines[5:5] = ["", "The failed requests not explained by a kill:", "", *unexplained] if unexplained else []
     for m in r["per_minute"]:
         lines.append(
             f"| {m['minute']} | {m['requests']} | {m['errors']} | {m['unexplained_errors']} | "
@@ -425,9 +450,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-doc", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--log", type=Path, help="keep the launcher's output (its children's too) here")
     args = parser.parse_args(argv)
     result = run(args)
     print(json.dumps({k: v for k, v in result.items() if k != "per_minute"}, indent=2))
+    for row in result["per_minute"]:
+        for line in row["unexplained"]:
+            print(f"minute {row['minute']}: unexplained {line}")
     print(markdown(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

@@ -128,6 +128,39 @@ def test_a_full_index_disk_is_reported_leaves_nothing_and_the_next_scan_works(
     assert client.get("/api/status", headers=auth).get_json()["disk_full"] == {}
 
 
+def test_a_scan_that_failed_for_space_is_tried_again_by_itself_once_space_returns(
+    index_disk, app, client, auth, make_tree, make_source, run_jobs, monkeypatch
+):
+    """Nobody asks for a scan again: the scheduler's sweep queues it after a pause (doubled at
+    each failure), and the first try after space returns indexes everything."""
+    from webapp.jobs import retry_scans_for_space
+
+    monkeypatch.setattr(diskfull, "RETRY_FIRST", 4.0)  # 30 s in service: the test waits less
+    tree = make_tree("terns", {f"note{i:02d}.txt": words(i) for i in range(40)})
+    make_source(tree, name="Terns", id="terns")
+    assert client.post("/api/search", headers=auth, json={"q": "petrel7"}).status_code == 200  # index made
+    fill(index_disk)
+    assert _scan(client, auth, run_jobs, "terns")["last_run"]["state"] == "failed"
+    assert retry_scans_for_space(app) == []  # its pause is not over
+
+    def tried_again() -> dict:
+        deadline = time.monotonic() + 30
+        while not retry_scans_for_space(app):
+            assert time.monotonic() < deadline, "the failed scan was never queued again"
+            time.sleep(0.2)
+        with contextlib.suppress(Exception):
+            run_jobs()
+        return client.get("/api/status/terns", headers=auth).get_json()
+
+    assert tried_again()["last_run"]["state"] == "failed"  # still full: tried, and waits longer
+    free(index_disk)  # space returns
+    status = tried_again()
+    assert status["last_run"]["state"] == "finished", status["last_run"]
+    assert client.post("/api/search", headers=auth, json={"q": "petrel7"}).get_json()["total"] == 1
+    assert _health(client)[1]["components"]["disk"] == "ok"
+    assert retry_scans_for_space(app) == []  # done: nothing is tried again
+
+
 @pytest.fixture
 def thumbs_disk(data_dir):
     with small_disk(data_dir / "thumbs", "1m") as disk:

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 from rq import SimpleWorker
+from rq import Worker as RQWorker
 from rq.registry import FinishedJobRegistry, StartedJobRegistry
 
 from tests.ui_helpers import csrf, login
 from tests.workers import Worker, inotify_limit
-from webapp.indexing.state import ScanLock
-from webapp.runtime import get_queue, get_redis
+from webapp.indexing.state import ENQUEUE_GRACE, ScanLock
+from webapp.runtime import get_extract_queue, get_ocr_queue, get_queue, get_redis
 
 WAIT = 20.0  # seconds a change may take to show here (the machine is shared; the target is 3)
 
@@ -299,6 +300,44 @@ def test_a_killed_watcher_process_catches_up_when_restarted(
     assert found(client, auth, "albatross")
     # stopped (SIGTERM), it takes its alive mark along: the status says so at once
     assert status(client, auth, sid)["watch_state"] == "error: the watcher is not running"
+
+
+class TakesAndDies(RQWorker):
+    """An RQ worker killed right after it took a job: the job never begins, and its heartbeat
+    lapses after HEARTBEAT seconds (a real worker's lapses after 90 s)."""
+
+    def get_heartbeat_ttl(self, job, working_time: float = 0.0) -> int:
+        return HEARTBEAT
+
+
+HEARTBEAT = 3
+
+
+@pytest.mark.slow
+def test_changes_taken_by_a_worker_killed_before_it_began_are_indexed_by_the_next(
+    app, client, auth, make_tree, make_source, watcher
+):
+    """The soak's kill of the workers' parent: a worker took the live update and died before
+    the update began. RQ keeps such a job `queued` in no queue, and its source's lock queued;
+    once the dead worker's heartbeat has lapsed the changes go to the next worker, with no
+    new change to wake the watcher."""
+    root = make_tree("taken", {"old.txt": "heron"})
+    sid = make_source(root)["id"]
+    with Worker(app):
+        scan(client, auth, sid)
+        watcher.start()
+        watching(client, auth, sid)
+    (root / "new.txt").write_text("egret written as the workers died")
+    eventually(lambda: get_queue(app).count == 1, "the live update queued")
+    queues = [get_queue(app), get_extract_queue(app), get_ocr_queue(app)]  # as worker.py listens
+    dead = TakesAndDies(queues, connection=get_redis(app))
+    job, _queue = dead.dequeue_job_and_maintain_ttl(timeout=5)
+    assert job.id.startswith("live-")
+    dead.prepare_execution(job)  # and no more: the process is gone
+    with Worker(app):
+        eventually(lambda: found(client, auth, "egret"), "indexed by the next worker", ENQUEUE_GRACE + WAIT)
+    assert found(client, auth, "heron") == [str(root / "old.txt")]
+    assert status(client, auth, sid)["state"] == "idle"
 
 
 class OwnRedis:

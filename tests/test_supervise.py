@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from webapp.launcher import STOP_GRACE
 pytestmark = pytest.mark.slow
 RECOVERY_LIMIT = 20.0  # seconds a recovery may take on this shared 2-core machine
 SCAN_LOCK_SECONDS = Settings.SCAN_LOCK_SECONDS
+GRACEFUL_TIMEOUT = 30  # gunicorn's, webapp/gunicorn_conf.py
 
 
 def _free_port() -> int:
@@ -278,6 +280,37 @@ def test_sigterm_to_gunicorn_master_restarts_the_web_server(launcher, api):
         assert _search_total(launcher, api) == 2  # the new master serves
     master.wait(timeout=40)
     assert launcher.child("gunicorn").pid != master.pid
+
+
+def test_a_killed_gunicorn_master_lets_its_kept_alive_clients_go(launcher, api):
+    """kill -9 of the master: a client on a kept-alive connection to its worker is answered
+    `Connection: close` and goes to the replacement. The worker used to go on answering it
+    until its drain ended (graceful_timeout, 30 s), then cut the request in flight: the
+    soak's failed requests 30 s after each web kill."""
+    master = launcher.child("gunicorn")
+    session, failed, stop = requests.Session(), [], threading.Event()
+
+    def client() -> None:  # one request after another on one kept-alive connection
+        while not stop.is_set():
+            try:
+                session.get(launcher.url + "/api/health", timeout=10)
+            except requests.RequestException as exc:
+                failed.append((time.monotonic(), type(exc).__name__))
+                time.sleep(0.2)
+
+    thread = threading.Thread(target=client, daemon=True)
+    thread.start()
+    time.sleep(1)
+    master.kill()
+    killed = time.monotonic()
+    time.sleep(1.5)  # the old worker saw its master gone (it looks once a second)
+    launcher.wait_healthy()  # the replacement answers (the client may fail until now)
+    answered = time.monotonic()
+    while time.monotonic() - killed < GRACEFUL_TIMEOUT + 5:  # past the old worker's drain
+        time.sleep(0.5)
+    stop.set()
+    thread.join(timeout=15)
+    assert [f for f in failed if f[0] > answered + 1] == []
 
 
 def test_sigterm_to_the_launcher_stops_everything(launcher, api):

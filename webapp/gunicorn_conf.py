@@ -171,12 +171,25 @@ def _thread_worker_class():
         one left listening while no one accepts from it would hold the connections the kernel
         gives it until the drain ends (up to graceful_timeout). New connections then go to the
         other workers, or to the replacement master the launcher starts beside a stopping one.
-        `shutdown` ends the listening at once (the socket is closed with the worker)."""
+        `shutdown` ends the listening at once (the socket is closed with the worker).
+
+        A worker whose master died (`kill -9`) stops the same way. gthread leaves its loop when
+        its parent changes but keeps `alive` set, so it kept listening through its drain and
+        kept answering its kept-alive connections as if nothing happened, until the drain's
+        end (graceful_timeout, 30 s) cut the request in flight on each: the soak's failed
+        requests 30 s after each web kill. With `alive` cleared, a kept-alive client gets
+        `Connection: close` on its next answer and reconnects to the replacement."""
+
+        def is_parent_alive(self) -> bool:
+            if super().is_parent_alive():
+                return True
+            self.alive = False
+            return False
 
         def set_accept_enabled(self, enabled: bool) -> None:
             super().set_accept_enabled(enabled)
             if enabled or self.alive:
-                return
+                return  # every thread busy for a moment: still listening
             import socket
 
             for listener in self.sockets:

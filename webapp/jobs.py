@@ -19,7 +19,7 @@ from webapp import keys, logs
 from webapp import schedule as cron
 from webapp.embed_jobs import enqueue_embed, requeue_stalled_embed  # meaning
 from webapp.extensions import db
-from webapp.indexing import live
+from webapp.indexing import diskfull, live
 from webapp.indexing.background import enqueue_once, stalled
 from webapp.indexing.ocr_phase import OcrRun, pending_count, pending_sources
 from webapp.indexing.pipeline import ScanRun, help_extract
@@ -79,8 +79,9 @@ def live_job(source_id: str, run_id: str) -> dict | None:
         started = time.monotonic()
         try:
             stats = run.run()
-        except Exception:
-            live.done(conn, source_id, upto)  # a failing path must not come back forever
+        except Exception as exc:
+            if not diskfull.no_space(exc):  # for space, the paths wait for the retry (diskfull.py)
+                live.done(conn, source_id, upto)  # a failing path must not come back forever
             raise
         # what the update cost: a polled source is polled less often when it costs more
         conn.set(keys.live_cost(source_id), time.monotonic() - started, ex=keys.DAY)
@@ -245,6 +246,27 @@ def requeue_stalled(app: Flask) -> list[str]:
         for source_id in again:
             enqueue_ocr(source_id)
     return [f"ocr:{s}" for s in again] + [f"embed:{s}" for s in requeue_stalled_embed(app)]
+
+
+def retry_scans_for_space(app: Flask) -> list[str]:
+    """The scheduler's sweep: queue again the scans that failed for want of space and whose
+    pause is over (a busy source is tried at the next sweep); the sources queued."""
+    queued = []
+    with app.app_context():
+        conn = get_redis(app)
+        for source_id in diskfull.scans_due(conn):
+            if db.session.get(Source, source_id) is None:
+                diskfull.forget(conn, source_id)
+                continue
+            lock = scan_lock(source_id)
+            run_id = lock.acquire_queued("", False)
+            if run_id is not None:
+                job_id = f"scan-{source_id}-{run_id[:12]}"
+                lock.set_job(run_id, job_id)
+                enqueue_scan(source_id, run_id, False, job_id)
+                queued.append(source_id)
+        db.session.remove()
+    return queued
 
 
 def rebuild_schedules(app: Flask) -> int:

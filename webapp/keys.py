@@ -121,6 +121,9 @@ def run_lists(run_id: str) -> dict[str, str]:
 # hash: part (index, database, thumbnails) -> {"error", "since"} of a write that failed for want
 # of space; kept until a write of that part succeeds (indexing/diskfull.py)
 DISK_FULL = "trawl:disk-full"
+# hash: source id -> {"at", "backoff", "scan"} of a scan or live update that failed for want of
+# space: tried again at "at" (indexing/diskfull.py), dropped when a run of the source ends otherwise
+SPACE_RETRY = "trawl:space-retry"
 
 
 def revoked_token(session_id: str) -> str:

@@ -34,6 +34,7 @@ from webapp import keys
 from webapp.extensions import db
 from webapp.indexing import inotify, live
 from webapp.indexing.globs import PatternSet
+from webapp.indexing.runstats import SourceState
 from webapp.indexing.scanner import root_problem
 from webapp.indexing.state import ScanLock
 from webapp.memtune import release_freed
@@ -415,13 +416,14 @@ class Watcher:
             followed.writing.clear()
 
     def _check_waiting(self, now: float) -> None:
-        """Paths left in Redis by an update that did not finish (its worker died) go again."""
+        """Paths left in Redis by an update that did not finish (its worker died, while the
+        update ran or before it began: a queued lock whose job died reads idle) go again."""
         for followed in self.sources.values():
             if followed.waiting_since:
                 continue
             if (
                 self._safe(lambda f=followed: live.count(self.conn, f.id))
-                and ScanLock(self.conn, followed.id).read() is None
+                and ScanLock(self.conn, followed.id).state() == SourceState.IDLE
             ):
                 followed.waiting_since = now
                 followed.last_event = min(followed.last_event, now - self.debounce)

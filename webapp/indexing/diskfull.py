@@ -6,6 +6,12 @@ health (`components.disk`: `degraded`, naming the parts) and cleared by the next
 that part that succeeds. The write itself leaves nothing half done behind (the index rolls
 back and drops the files of the segment it was writing; a thumbnail's temporary file goes);
 sweep() removes what a killed process left.
+
+A scan or live update that failed for want of space is tried again by itself (keys.SPACE_RETRY):
+the scheduler's sweep queues the scan again after a pause that doubles with each failure in a
+row (RETRY_FIRST up to RETRY_MAX, the background phases' pace), and the watcher holds the
+source's changed paths until then; the first run that ends otherwise settles it. So once space
+returns, what failed is indexed within the pause, without a person.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import redis as redis_lib
 
 from webapp import keys
 from webapp.indexing import thumbstore
+from webapp.indexing.background import RETRY_FIRST, RETRY_MAX
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +126,56 @@ def guard(redis: redis_lib.Redis, part: str) -> Iterator[None]:
         record(redis, part, exc)
         raise DiskFull(part, exc) from exc
     clear(redis, part)
+
+
+def _retry(redis: redis_lib.Redis, source_id: str) -> dict | None:
+    raw = redis.hget(keys.SPACE_RETRY, source_id)
+    return json.loads(raw) if raw else None
+
+
+def retry_later(redis: redis_lib.Redis, source_id: str, scan: bool) -> None:
+    """A scan (`scan`) or live update of the source failed for want of space: try it again after
+    the next pause (a scan waiting to be retried stays one when a live update fails after it)."""
+    with contextlib.suppress(redis_lib.RedisError):
+        before = _retry(redis, source_id) or {}
+        backoff = min(RETRY_MAX, before.get("backoff", RETRY_FIRST / 2) * 2)
+        entry = {"at": time.time() + backoff, "backoff": backoff, "scan": scan or before.get("scan", False)}
+        redis.hset(keys.SPACE_RETRY, source_id, json.dumps(entry))
+        log.warning("%s: tried again for space in %.0f s", source_id, backoff)
+
+
+def settled(redis: redis_lib.Redis, source_id: str, scan: bool) -> None:
+    """A run of the source ended other than for want of space. After a scan nothing waits; after
+    a live update a scan waiting to be retried is due at once (its disk has room again)."""
+    with contextlib.suppress(redis_lib.RedisError):
+        before = _retry(redis, source_id)
+        if before is None:
+            return
+        if scan or not before.get("scan"):
+            redis.hdel(keys.SPACE_RETRY, source_id)
+        else:
+            redis.hset(keys.SPACE_RETRY, source_id, json.dumps({**before, "at": time.time()}))
+
+
+def waiting_for_space(redis: redis_lib.Redis, source_id: str) -> bool:
+    """Whether the source's runs wait for their next try (a live update is not asked for yet)."""
+    entry = _retry(redis, source_id)
+    return entry is not None and time.time() < entry["at"]
+
+
+def scans_due(redis: redis_lib.Redis) -> list[str]:
+    """The sources whose scan failed for want of space and is due to be tried again."""
+    now, due = time.time(), []
+    for source_id, raw in (redis.hgetall(keys.SPACE_RETRY) or {}).items():
+        entry = json.loads(raw)
+        if entry.get("scan") and now >= entry["at"]:
+            due.append(source_id.decode() if isinstance(source_id, bytes) else source_id)
+    return sorted(due)
+
+
+def forget(redis: redis_lib.Redis, source_id: str) -> None:
+    """The source is gone: nothing of it is tried again."""
+    redis.hdel(keys.SPACE_RETRY, source_id)
 
 
 def sweep(data_dir: str) -> int:

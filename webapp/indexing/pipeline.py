@@ -121,7 +121,10 @@ class ScanRun:
                 self._scan(beat)
         except Exception as exc:
             self._finish(RunState.FAILED, f"Scan failed: {exc}")
+            self._retry_for_space(exc)
             raise
+        else:
+            self._retry_for_space(None)
         finally:
             self.lock.release(self.run_id)
             self.redis.delete(*self.lists.values())
@@ -130,6 +133,14 @@ class ScanRun:
             self.publish(force=True)
             self._summarize(time.monotonic() - started)
         return self.stats
+
+    def _retry_for_space(self, exc: Exception | None) -> None:
+        """A run that failed for want of space is tried again by itself, after a pause; any
+        other end settles an earlier such failure (diskfull.retry_later, settled)."""
+        if exc is not None and diskfull.no_space(exc):
+            diskfull.retry_later(self.redis, self.source_id, scan=self.paths is None)
+        else:
+            diskfull.settled(self.redis, self.source_id, scan=self.paths is None)
 
     def _summarize(self, seconds: float) -> None:
         """One log line and the run counter for the run that just ended."""

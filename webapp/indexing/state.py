@@ -24,6 +24,8 @@ from redis.exceptions import LockNotOwnedError
 from redis.lock import Lock
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
+from rq.queue import Queue
+from rq.utils import as_text
 
 from webapp import keys
 from webapp.extensions import db
@@ -44,7 +46,6 @@ _SET_IF_EQUAL = (
     "if redis.call('get', KEYS[1]) == ARGV[1] then "
     "return redis.call('set', KEYS[1], ARGV[2], 'KEEPTTL') end return 0"
 )
-_ALIVE_JOB = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED}
 INTERRUPTED = "Interrupted: the worker running this scan stopped before it finished"
 PUBLISHED_AT = "published_at"  # beside the stats in Redis: when the run last published them
 
@@ -194,11 +195,12 @@ class ScanLock:
         return SourceState(lock["state"])
 
     def _stale(self, lock: dict) -> bool:
-        """Whether a queued lock's RQ job is gone."""
+        """Whether a queued lock's RQ job is gone: ended, unknown, or taken by a worker that
+        died before the run began (`_job_alive`)."""
         if lock["state"] != SourceState.QUEUED or time.time() - lock.get("since", 0) < ENQUEUE_GRACE:
             return False  # running, being enqueued right now, or just picked up
         try:
-            return Job.fetch(lock["job_id"], connection=self.conn).get_status() not in _ALIVE_JOB
+            return not _job_alive(Job.fetch(lock["job_id"], connection=self.conn))
         except NoSuchJobError:
             return True
 
@@ -247,6 +249,27 @@ class ScanLock:
     def forget(self) -> None:
         """Drop everything Redis holds about the source."""
         self.conn.delete(self.key, keys.run_stats(self.source_id))
+
+
+def _job_alive(job: Job) -> bool:
+    """Whether an RQ job will still run or is running: waiting in its queue, deferred,
+    scheduled, or held by a worker whose heartbeat has not lapsed (RQ renews the expiry of
+    each execution, its score in the queue's registry of started jobs, while its worker lives).
+
+    A worker killed after it took the job and before the job began leaves it `queued` in no
+    queue (RQ never fails such a job: its queued lock would hold the source for good), and one
+    killed as the job began leaves it `started` until RQ's maintenance, every ten minutes.
+    Read only."""
+    status = job.get_status()
+    if status in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
+        return True
+    if status not in (JobStatus.QUEUED, JobStatus.STARTED):
+        return False
+    conn = job.connection
+    if status == JobStatus.QUEUED and conn.lpos(Queue(job.origin, connection=conn).key, job.id) is not None:
+        return True
+    beating = conn.zrangebyscore(job.started_job_registry.key, time.time(), "+inf")  # job:execution
+    return any(as_text(member).startswith(f"{job.id}:") for member in beating)
 
 
 class Heartbeat(Renewal):

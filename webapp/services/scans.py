@@ -9,7 +9,7 @@ from flask import current_app
 from webapp import jobs, keys
 from webapp.exceptions import Conflict, InvalidInput
 from webapp.extensions import db
-from webapp.indexing import live, thumbstore
+from webapp.indexing import diskfull, live, thumbstore
 from webapp.indexing.records import delete_records
 from webapp.indexing.runstats import FileStatus, RunState, RunStats, SourceState
 from webapp.indexing.scanner import doc_id, root_problem
@@ -54,7 +54,10 @@ def request_scan(source_id: str, full: bool = False, wait: int = 0) -> dict:
 
 def request_live_update(source_id: str) -> str | None:
     """Queue a live update of the source's changed paths; None while the source is busy
-    (the paths wait in Redis and the watcher asks again)."""
+    (the paths wait in Redis and the watcher asks again), or while an update that failed for
+    want of space waits for its next try."""
+    if diskfull.waiting_for_space(get_redis(), source_id):
+        return None
     lock = scan_lock(source_id)
     run_id = lock.acquire_queued("", False, live=True)
     if run_id is None:
