@@ -361,3 +361,41 @@ def test_a_start_ends_with_its_address_and_ctrl_c_stops_everything_at_once(tmp_p
         assert not (launched.data / "service-settings.json").exists()
     finally:
         launched.stop()
+
+
+def test_a_request_that_arrives_as_its_keepalive_runs_out_is_served_not_reset():
+    """On a loaded machine gthread's loop comes round late: a kept-alive connection whose
+    keepalive has just run out may already hold the client's next request. Closing it then
+    resets the connection under a request the client had every right to send (the soak's
+    `Connection reset by peer`); it is served instead, and only an idle one is closed."""
+    import selectors
+    from collections import deque
+
+    from gunicorn.workers.gthread import TConn
+
+    from webapp.gunicorn_conf import ThreadWorker
+
+    worker = ThreadWorker.__new__(ThreadWorker)  # the loop's state only: no process, no app
+    worker.poller, worker.keepalived_conns, worker.nr_conns = selectors.DefaultSelector(), deque(), 0
+    served: list = []
+    worker.enqueue_req = served.append  # what the thread pool would be handed
+    pairs = []
+    for asks in (True, False):
+        server, client = socket.socketpair()
+        conn = TConn(None, server, ("127.0.0.1", 1), ("127.0.0.1", 2))
+        conn.timeout = time.monotonic() - 0.01  # its keepalive ran out a moment ago
+        worker.poller.register(server, selectors.EVENT_READ, None)
+        worker.keepalived_conns.append(conn)
+        worker.nr_conns += 1
+        if asks:
+            client.sendall(b"GET /api/health HTTP/1.1\r\nHost: trawl\r\n\r\n")
+        pairs.append((conn, client))
+    worker.murder_keepalived()
+    (asked, asking), (idle, idle_client) = pairs
+    assert served == [asked] and asked.sock.fileno() != -1  # handed on to be answered
+    asking.settimeout(0.2)
+    with pytest.raises(TimeoutError):  # waiting for its answer, not reset
+        asking.recv(1)
+    assert idle.sock.fileno() == -1 and worker.nr_conns == 1  # the idle one closed, as before
+    idle_client.settimeout(1)
+    assert idle_client.recv(1) == b""
