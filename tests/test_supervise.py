@@ -373,7 +373,7 @@ def test_a_request_that_arrives_as_its_keepalive_runs_out_is_served_not_reset():
 
     from gunicorn.workers.gthread import TConn
 
-    from webapp.gunicorn_conf import ThreadWorker
+    from webapp.web_worker import ThreadWorker
 
     worker = ThreadWorker.__new__(ThreadWorker)  # the loop's state only: no process, no app
     worker.poller, worker.keepalived_conns, worker.nr_conns = selectors.DefaultSelector(), deque(), 0
