@@ -1,7 +1,7 @@
 """Search latency over HTTP with and without meaning at 50k documents, in one run; and keyword
 latency while the embedding phase runs.
 
-Usage: python -m bench.hybrid_http [--n 50000] [--queries 100] [--passages 2] [--embedding 300]
+Usage: python -m bench.hybrid_http [--n 50000] [--queries 100] [--passages 2] [--embedding 600]
 
 The documents are bench/search.py's synthetic corpus, indexed in process as bench.search does,
 then served by the whole service (`make run`'s launcher) over that index. What is timed:
@@ -9,8 +9,9 @@ then served by the whole service (`make run`'s launcher) over that index. What i
   8-12 word questions), each sent with `hybrid: {"semantic_ratio": 0}` (words only) and with the
   default ratio: every hybrid request embeds its question with the bundled model in the web
   process, searches the HNSW vectors of the four sources and fuses;
-- the same words-only requests again while the embedding phase works through a real source of
-  `--embedding` text files (written from the same corpus), in the service's own worker.
+- the same requests, words only and hybrid, again while the embedding phase works through a
+  real source of `--embedding` text files (written from the same corpus), in the service's
+  own worker.
 
 Vectors of the 50k documents: the bundled model embeds 4-12 passages a second here
 (docs/performance.md), so 50k documents would take hours before the first query. What a hybrid
@@ -143,7 +144,8 @@ def background_cpu(service) -> float:
 def while_embedding(
     service, corpus: Corpus, files: int, classes: dict[str, list[str]], warm_up: list[str]
 ) -> dict:
-    """Words-only latency while the embedding phase works through a new source of `files`."""
+    """Latency, words only and hybrid, while the embedding phase works through a new source
+    of `files` (its two model threads in the idle class, as in the service)."""
     folder = service.corpus_root / EMBED_SOURCE
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(files):
@@ -166,7 +168,11 @@ def while_embedding(
     else:
         raise RuntimeError(f"the embedding phase did not start: {state}")
     before, cpu, t0 = semantic_state(service, EMBED_SOURCE), background_cpu(service), time.perf_counter()
-    out = {name: timed(service, texts, 0.0, warm_up) for name, texts in classes.items()}
+    out = {
+        f"{mode} {name}": timed(service, texts, ratio, warm_up)
+        for mode, ratio in (("words", 0.0), ("hybrid", None))
+        for name, texts in classes.items()
+    }
     after = semantic_state(service, EMBED_SOURCE)
     window = time.perf_counter() - t0
     # `done` moves per few documents (each a few seconds of model time): the CPU the workers
@@ -189,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=50_000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--passages", type=int, default=2, help="vectors per document")
-    parser.add_argument("--embedding", type=int, default=300, help="files the embedding phase works on")
+    parser.add_argument("--embedding", type=int, default=600, help="files the embedding phase works on")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dir", help="index directory to build or reuse (default: a temporary one)")
     parser.add_argument("--anchors", type=Path, default=Path(tempfile.gettempdir()) / "trawl-anchors.npy")
@@ -233,9 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             report["vectors_seconds"] = round(time.perf_counter() - t0, 1)
             report["words"] = {name: timed(service, texts, 0.0, warm_up) for name, texts in classes.items()}
             report["hybrid"] = {name: timed(service, texts, None, warm_up) for name, texts in classes.items()}
-            report["words_while_embedding"] = while_embedding(
-                service, corpus, args.embedding, classes, warm_up
-            )
+            report["while_embedding"] = while_embedding(service, corpus, args.embedding, classes, warm_up)
             # its documents out of the index again, so that the next run reuses it as built
             service.http.delete(f"{service.base}/api/sources/{EMBED_SOURCE}", timeout=300).raise_for_status()
         report["load_after"] = [round(x, 2) for x in os.getloadavg()]

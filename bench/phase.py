@@ -57,17 +57,32 @@ def write_files(root: Path, n: int, seed: int = 7) -> dict[str, int]:
     return counts
 
 
-def wait(service: TrawlService, done, timeout: float) -> dict:
+def wait(service: TrawlService, done, timeout: float, timeline: list | None = None) -> dict:
     """Poll the source's meaning status until done(status) or timeout (a poll the loaded
-    machine's web server drops is tried again at the next)."""
-    deadline = time.monotonic() + timeout
+    machine's web server drops is tried again at the next). With `timeline`, a sample a minute
+    (seconds, documents done, pending, the status's ETA, the workers' CPU, load) is appended
+    and printed, to show whether the rate holds as the vectors grow."""
+    started = time.monotonic()
+    deadline = started + timeout
     state: dict = {}
     while True:
         try:
             state = semantic_state(service, SOURCE_ID)
         except requests.RequestException as exc:
             print(f"status poll failed ({exc}); polling on", flush=True)
-        if done(state) or time.monotonic() >= deadline:
+        now = time.monotonic()
+        if timeline is not None and (not timeline or now - started - timeline[-1]["seconds"] >= 60):
+            sample = {
+                "seconds": round(now - started),
+                "done": state.get("done"),
+                "pending": state.get("pending"),
+                "eta_seconds": state.get("eta_seconds"),
+                "workers_cpu_seconds": round(background_cpu(service), 1),
+                "load": round(os.getloadavg()[0], 2),
+            }
+            timeline.append(sample)
+            print(json.dumps(sample), flush=True)
+        if done(state) or now >= deadline:
             return state
         time.sleep(POLL)
 
@@ -83,7 +98,9 @@ def run(n: int, timeout: float) -> dict:
             service.http.post(reindex, timeout=30).raise_for_status()
             wait(service, lambda s: s.get("state") == "embedding" or s.get("done"), 1800)
             t0, cpu0, load0 = time.perf_counter(), background_cpu(service), os.getloadavg()
-            last = wait(service, lambda s: s.get("state") == "idle" and not s.get("pending"), timeout)
+            timeline: list[dict] = []
+            finished = lambda s: s.get("state") == "idle" and not s.get("pending")  # noqa: E731
+            last = wait(service, finished, timeout, timeline)
             wall, cpu = time.perf_counter() - t0, background_cpu(service) - cpu0
             passages = VectorStore(work / "data" / "vectors").passages(SOURCE_ID)
             stored = wait(service, lambda s: True, 60).get("done") or 1  # the documents of those passages
@@ -105,6 +122,7 @@ def run(n: int, timeout: float) -> dict:
             "million_cpu_hours": round(per_doc_cpu * MILLION / 3600, 1),
             "million_hours_one_core": round(per_doc_cpu * MILLION / 3600, 1),
             "million_hours_two_cores": round(per_doc_cpu * MILLION / 3600 / 2, 1),
+            "timeline": timeline,
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)

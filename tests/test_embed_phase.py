@@ -20,7 +20,7 @@ from webapp.extensions import db
 from webapp.indexing import background, embed_phase
 from webapp.indexing.scanner import doc_id
 from webapp.models import IndexedFile
-from webapp.runtime import get_meaning, get_ocr_queue
+from webapp.runtime import get_meaning, get_ocr_queue, get_redis
 from webapp.search import embedder
 
 run_ocr = test_ocr.run_ocr  # both queues: the embedding jobs wait on the low-priority one
@@ -99,9 +99,14 @@ def test_a_phase_alone_is_not_cut_into_a_job_a_minute_but_yields_to_another_phas
     make_source(make_tree("alone", _texts(12)), name="Alone", id="alone")
     assert client.post("/api/sources/alone/reindex", headers=auth).status_code == 200
     run_jobs()
+    conn, etas = get_redis(app), []
+    Calls(
+        monkeypatch, then=lambda _: etas.append(background.PhaseInfo("embed", "alone", conn).eta_seconds(8))
+    )
     run_ocr()  # no other background job waits: one job reads its three pages
     assert _embedded(client, auth, "alone")["pending"] == 0
     assert len(FinishedJobRegistry(queue=get_ocr_queue(app)).get_job_ids()) == 1
+    assert etas[0] is None and etas[-1] > 0  # the ETA is known from the first page, not the job's end
 
     make_source(make_tree("first", _texts(12)), name="First", id="first")
     make_source(make_tree("second", _texts(3)), name="Second", id="second")

@@ -227,11 +227,12 @@ class PhaseInfo:
             )
         self.conn.set(self.key, json.dumps({"rate": rate} if rate else {}), ex=keys.PHASE_INFO_TTL)
 
-    def eta_seconds(self, pending: int) -> int | None:
-        """Seconds until `pending` units are done at the observed rate (None: no rate yet)."""
+    def eta_seconds(self, pending: int, info: dict | None = None) -> int | None:
+        """Seconds until `pending` units are done at the observed rate (None: no rate yet);
+        `info` is what read() gave, when the caller has it already."""
         if not pending:
             return 0
-        rate = self.read().get("rate")
+        rate = (self.read() if info is None else info).get("rate")
         return round(pending / rate) if rate else None
 
     def waiting(self, reason: str | None) -> None:

@@ -105,7 +105,8 @@ def status(source: Source) -> dict:
     """The source's `semantic` status: state, documents done and pending, the ETA at the
     observed rate, the error that stopped the phase and why it waits."""
     done, pending = done_count(source.id), pending_count(source.id)
-    info = PhaseInfo(KIND, source.id).read()
+    phase_info = PhaseInfo(KIND, source.id)
+    info = phase_info.read()
     error = problem(source.id) or info.get("error")
     if not source.semantic:
         state, error = OFF, None
@@ -119,12 +120,11 @@ def status(source: Source) -> dict:
         state = EMBEDDING
     else:
         state = IDLE
-    rate = info.get("rate")
     return {
         "state": state,
         "done": done,
         "pending": pending,
-        "eta_seconds": (round(pending / rate) if rate else None) if pending else 0,
+        "eta_seconds": phase_info.eta_seconds(pending, info),
         "error": error,
         "waiting": info.get("waiting") if state == EMBEDDING else _ocr_first(source.id, state),
     }
@@ -265,10 +265,7 @@ class EmbedRun:
             if not taken:
                 return 0
             self.ran = True
-            started = time.monotonic()
             waiting = self._in_slot()
-            if self.done:  # the observed rate (the ETA); an error of before is gone
-                info.ran(self.done, time.monotonic() - started)
             if self.error:
                 info.failed(self.error)  # queued again by the scheduler after the backoff
             elif waiting:
@@ -303,8 +300,10 @@ class EmbedRun:
 
     def _work(self, phase: Phase) -> None:
         cursor = ""
+        info = PhaseInfo(KIND, self.source_id, get_redis(self.app))
         while True:
             phase.check()
+            started, before = time.monotonic(), self.done
             rows = db.session.execute(
                 select(IndexedFile.path, IndexedFile.size_bytes, IndexedFile.mtime_ns, IndexedFile.text_hash)
                 .where(IndexedFile.source_id == self.source_id, IndexedFile.path > cursor, *_waiting())
@@ -322,6 +321,8 @@ class EmbedRun:
             self._write([r for r in rows if doc_id(self.source_id, r.path) in vectors], vectors)
             get_meaning(self.app).merge(self.source_id)  # outside the writer lock: scans go on
             phase.page_done()
+            if self.done > before:  # the observed rate, each page (a job alone lasts minutes)
+                info.ran(self.done - before, time.monotonic() - started)  # an error of before is gone
             if why is not None:
                 raise why  # yielded: what was embedded before is kept
 

@@ -98,7 +98,8 @@ def ocr_status(source_id: str) -> dict:
         .filter_by(source_id=source_id, ocr=DONE)
         .scalar()
     )
-    info = PhaseInfo("ocr", source_id).read()
+    phase_info = PhaseInfo("ocr", source_id)
+    info = phase_info.read()
     available = availability(OcrSettings.from_config(current_app.config))[0]
     conn = get_redis()
     if available != OK:
@@ -109,12 +110,11 @@ def ocr_status(source_id: str) -> dict:
         state = "reading"
     else:
         state = "idle"
-    rate = info.get("rate")
     return {
         "state": state,
         "done": done or 0,
         "pending": pending,
-        "eta_seconds": (round(pending / rate) if rate else None) if pending else 0,
+        "eta_seconds": phase_info.eta_seconds(pending, info),
         "error": info.get("error"),
     }
 
