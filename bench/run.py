@@ -19,9 +19,9 @@ from datetime import date
 from pathlib import Path
 
 from bench import corpus as corpus_mod
-from bench import recoll_runner, relevance, report, semantic
+from bench import hybrid_http, recoll_runner, relevance, report, semantic
 from bench.measure import machine
-from bench.trawl_runner import TrawlService
+from bench.trawl_runner import SOURCE_ID, TrawlService
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -78,7 +78,9 @@ def run_trawl(corp: corpus_mod.Corpus, queries: dict, touched: list[Path], worke
             f"Trawl: rescans {out['unchanged']['seconds']} s / {out['changed_1pct']['seconds']} s;"
             f" timing {sum(map(len, queries.values()))} queries over HTTP ..."
         )
+        before = meaning_now(svc)
         out["search_http"] = svc.search_latency(queries)
+        out["meaning_while_searching"] = {"before": before, "after": meaning_now(svc)}
         out["web_memory"] = svc.search_memory(queries)
         out["pages"] = svc.page_latency()
         out["listing"] = svc.listing()
@@ -86,6 +88,17 @@ def run_trawl(corp: corpus_mod.Corpus, queries: dict, touched: list[Path], worke
         with Removed(corp, touched):
             out["deleted_1pct"] = svc.reindex()
     return out
+
+
+def meaning_now(svc: TrawlService) -> dict:
+    """The source's meaning status with the time and the workers' CPU so far: two of them
+    around the search timing show the embedding phase ran meanwhile (the searches time
+    keyword search beside it, the latency target's condition)."""
+    return {
+        "at": round(time.time(), 1),
+        "workers_cpu_seconds": round(hybrid_http.background_cpu(svc), 1),
+        **hybrid_http.semantic_state(svc, SOURCE_ID),
+    }
 
 
 def run_recoll(corp: corpus_mod.Corpus, queries: dict, touched: list[Path]) -> dict:
