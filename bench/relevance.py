@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(result))
     if not args.in_process:
         RESULTS.mkdir(exist_ok=True)
-        path = RESULTS / f"relevance-{result['date']}{'-meaning' if args.meaning else ''}.json"
+        named = "" if result["collection"] == "cisi" else f"-{result['collection']}"  # CISI's names as before
+        path = RESULTS / f"relevance-{result['date']}{named}{'-meaning' if args.meaning else ''}.json"
         path.write_text(json.dumps(result, indent=2) + "\n")
         print(f"wrote {path}", file=sys.stderr)
     return 0

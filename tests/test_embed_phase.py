@@ -1,12 +1,14 @@
 """The meaning phase's rate, with the real bundled model: it runs the model on two threads in
 Linux's idle class, grouped by length, and stores each document's passages once and in order;
 a phase alone is not cut into a job a minute; a scan queued meanwhile still takes the worker
-back, and what was read whole before it is kept."""
+back, and what was read whole before it is kept; no model call starts while a search is being
+answered."""
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ from sqlalchemy import select
 
 from tests import test_ocr
 from tests.test_vector_failures import _prose
+from webapp import keys
 from webapp.extensions import db
 from webapp.indexing import background, embed_phase
 from webapp.indexing.scanner import doc_id
@@ -143,3 +146,29 @@ def test_a_scan_queued_mid_page_takes_the_worker_back_and_what_was_read_whole_is
     assert sorted(calls.passages()) == sorted(
         _prose(i, 200 + 20 * i) for i in range(24)
     )  # every document read once
+
+
+def test_no_model_call_starts_while_a_search_is_being_answered(
+    app, client, auth, make_tree, make_source, run_jobs, monkeypatch
+):
+    monkeypatch.setattr(background, "STEP_ASIDE_SECONDS", 3.0)
+    monkeypatch.setattr(background, "STEP_ASIDE_MAX", 5.0)
+    make_source(make_tree("aside", _texts(4)), name="Aside", id="aside")
+    assert client.post("/api/sources/aside/reindex", headers=auth).status_code == 200
+    run_jobs()
+    get_ocr_queue(app).empty()  # the job is run here, by hand
+    started, real = [], embed_phase._timed_embed
+
+    def spied(texts: list[str], *rest: float):
+        started.append(time.monotonic())
+        return real(texts, *rest)
+
+    monkeypatch.setattr(embed_phase, "_timed_embed", spied)
+    with app.app_context():
+        embedder.load()
+    assert client.post("/api/search", json={"q": "harbour"}, headers=auth).status_code == 200
+    searched, quiet = time.monotonic(), get_redis(app).pttl(keys.SEARCHING) / 1000
+    assert quiet > 1.0  # the search said so, for STEP_ASIDE_SECONDS from its start
+    with app.app_context():
+        assert embed_phase.EmbedRun(app, "aside").run() == 4  # then the phase reads them all
+    assert started[0] >= searched + quiet - 0.1  # not one model call before the moment was over

@@ -62,6 +62,10 @@ def embed_queued(source_id: str) -> str:
     return f"trawl:embed:queued:{source_id}"
 
 
+# set for background.STEP_ASIDE_SECONDS after each search: the phases start no new work meanwhile
+SEARCHING = "trawl:searching"
+
+
 def phase_info(kind: str, source_id: str) -> str:
     """A background phase's account of a source (indexing/background.py): its observed rate,
     why it waits, the error that stopped it and when it tries again."""

@@ -13,6 +13,9 @@ Scans and live updates must never wait behind a background phase, so every phase
   its share of time (JOB_SECONDS; a phase that asks for it goes on up to `alone_seconds` while
   no other background job waits: each new job is a fork and a fresh start), and **stops** when
   its source was deleted;
+- **steps aside** before each piece of work while searches are being answered (`step_aside`:
+  a search marks the moment in Redis, `searched`), so that searching never shares the cores
+  with the background;
 - passes `stopped` to the extraction child's wait (`isolation.Extractor.interrupt`), so a
   deleted source ends the page being read within about a second.
 
@@ -51,6 +54,8 @@ STALL_SECONDS = 60.0  # pending work with no job for this long: the scheduler qu
 RETRY_FIRST = 30.0  # seconds before a phase stopped by an error (full disk) tries again ...
 RETRY_MAX = 600.0  # ... doubling up to this
 RATE_WEIGHT = 0.3  # weight of the newest job's rate in the smoothed rate (the ETA)
+STEP_ASIDE_SECONDS = 0.5  # after a search the phases start no new piece of work for this long ...
+STEP_ASIDE_MAX = 2.0  # ... waiting at most this long in a row: a stream of searches leaves them some
 # Take a slot if fewer than ARGV[3] unexpired holders have one (ARGV: now, expiry, limit, holder).
 _TAKE_SLOT = """
 redis.call('zremrangebyscore', KEYS[1], '-inf', ARGV[1])
@@ -105,6 +110,13 @@ def enqueue_once(
         func, source_id, job_timeout=timeout, result_ttl=result_ttl, failure_ttl=failure_ttl
     )
     conn.set(queued_key, job.id, ex=keys.OCR_QUEUED_TTL)
+
+
+def searched(conn: redis.Redis) -> None:
+    """A search is being answered: the phases step aside for a moment (Phase.step_aside).
+    Redis unreachable (a command line beside a stopped service): nothing to step aside."""
+    with contextlib.suppress(redis.RedisError):
+        conn.set(keys.SEARCHING, b"1", px=int(STEP_ASIDE_SECONDS * 1000))
 
 
 class Phase:
@@ -182,6 +194,16 @@ class Phase:
             raise Stopped(self.source_id)
         if indexing_waits(self.app):
             raise Yielded(self.source_id)
+
+    def step_aside(self) -> None:
+        """Before a piece of work (a model call, a page read by OCR): wait while searches are
+        being answered (one began in the last STEP_ASIDE_SECONDS), at most STEP_ASIDE_MAX in a
+        row. A search on a busy machine then does not share the cores, nor their caches, with
+        the model; the urgent checks go on meanwhile."""
+        until = time.monotonic() + STEP_ASIDE_MAX
+        while self._conn.exists(keys.SEARCHING) and time.monotonic() < until:
+            self.check_urgent()
+            time.sleep(0.05)
 
     def _time_up(self) -> bool:
         """Whether the job has run its share: JOB_SECONDS, or up to `last` while no other

@@ -374,6 +374,7 @@ class EmbedRun:
                 if not self._wanted():
                     raise Stopped(self.source_id)
                 phase.check_urgent()  # a queued scan or live update takes the worker back
+                phase.step_aside()  # and a search the cores, for a moment
                 if len(running) >= threads:
                     self._collect(running.popleft(), found)
                 running.append((group, pool.submit(_timed_embed, [texts[i][1] for i in group], rest)))

@@ -408,6 +408,7 @@ class OcrRun:
         while done.next < (done.count or 0) and done.taken < self.settings.max_pages:
             try:
                 phase.check()
+                phase.step_aside()
             except Yielded:
                 self.cache.keep(digest, done)
                 raise

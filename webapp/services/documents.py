@@ -15,11 +15,11 @@ from sqlalchemy import select
 
 from webapp.exceptions import NotFound
 from webapp.extensions import db
-from webapp.indexing import scanner, thumbstore
+from webapp.indexing import background, scanner, thumbstore
 from webapp.indexing.runstats import FileStatus
 from webapp.metrics import search_duration
 from webapp.models import IndexedFile, User
-from webapp.runtime import get_search
+from webapp.runtime import get_redis, get_search
 from webapp.search import Doc, SearchPage, SearchQuery
 from webapp.services import copies, meaning, search_args
 from webapp.services.access import can_see, visible_sources
@@ -31,6 +31,7 @@ def search(args: dict, user: User | None) -> dict:
     response echoes limit and offset. A container whose members match is listed as those
     members (search.folds, decided in the engine's query: total and facets count what is
     listed, and pages never repeat a hit)."""
+    background.searched(get_redis())  # the background phases step aside meanwhile
     with search_duration.labels(current_app.config["SEARCH_BACKEND"]).time():
         visible = visible_sources(user)
         query: SearchQuery = search_args.to_query(args, visible)
