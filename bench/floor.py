@@ -126,6 +126,8 @@ def _ranked(
     (document key, match) best first."""
     from webapp.search import SearchQuery, embedder, hybrid
 
+    if not _plain(text):
+        return []  # no word to search (bench.cisi.evaluate): an empty query would list everything
     related = {i: s for i, s in near if s >= embedder.RELATED}
     meaning = hybrid.Meaning(related, rule(near) & frozenset(related))
     query = SearchQuery(q=_plain(text), limit=DEPTH, snippet_length=0)

@@ -61,8 +61,16 @@ def trawl_http_search(svc, strategy: str | None, ratio: float | None = None) -> 
         if ratio is not None:
             body["hybrid"] = {"semantic_ratio": ratio}
         resp = svc.http.post(f"{svc.base}/api/search", json=body, timeout=60)
+        if resp.status_code == 400:  # a question the query language refuses: say which
+            raise RuntimeError(f"{text!r}: {resp.json().get('detail')}")
         resp.raise_for_status()
-        return [key_of(r["basename"]) for r in resp.json()["results"]]
+        # a result stands for its copies (the page shows them on its card: "also at ..."); a
+        # collection holding identical documents (the man pages' aliases) judges one of them
+        return [
+            key_of(name)
+            for r in resp.json()["results"]
+            for name in (r["basename"], *(Path(c["path"]).name for c in r.get("copies") or []))
+        ]
 
     return search
 
