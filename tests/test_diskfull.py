@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import samples
-from webapp.indexing import diskfull
+from webapp.indexing import background, diskfull
 
 FILLER = ".filler"
 
@@ -135,7 +135,7 @@ def test_a_scan_that_failed_for_space_is_tried_again_by_itself_once_space_return
     each failure), and the first try after space returns indexes everything."""
     from webapp.jobs import retry_scans_for_space
 
-    monkeypatch.setattr(diskfull, "RETRY_FIRST", 4.0)  # 30 s in service: the test waits less
+    monkeypatch.setattr(background, "RETRY_FIRST", 4.0)  # 30 s in service: the test waits less
     tree = make_tree("terns", {f"note{i:02d}.txt": words(i) for i in range(40)})
     make_source(tree, name="Terns", id="terns")
     assert client.post("/api/search", headers=auth, json={"q": "petrel7"}).status_code == 200  # index made

@@ -112,6 +112,12 @@ def enqueue_once(
     conn.set(queued_key, job.id, ex=keys.OCR_QUEUED_TTL)
 
 
+def next_backoff(info: dict) -> float:
+    """The pause before the next try after a failure: RETRY_FIRST, doubling with each failure
+    in a row (`info["backoff"]`, the pause before) up to RETRY_MAX."""
+    return min(RETRY_MAX, info.get("backoff", RETRY_FIRST / 2) * 2)
+
+
 def searched(conn: redis.Redis) -> None:
     """A search is being answered: the phases step aside for a moment (Phase.step_aside).
     Redis unreachable (a command line beside a stopped service): nothing to step aside."""
@@ -263,7 +269,7 @@ class PhaseInfo:
 
     def failed(self, error: str) -> None:
         """The phase stopped on `error`: tried again after a backoff that doubles each time."""
-        backoff = min(RETRY_MAX, self.read().get("backoff", RETRY_FIRST / 2) * 2)
+        backoff = next_backoff(self.read())
         self._update(error=error, backoff=backoff, retry_at=time.time() + backoff, waiting=None)
 
     def retry_due(self) -> bool:

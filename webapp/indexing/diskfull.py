@@ -29,7 +29,7 @@ import redis as redis_lib
 
 from webapp import keys
 from webapp.indexing import thumbstore
-from webapp.indexing.background import RETRY_FIRST, RETRY_MAX
+from webapp.indexing.background import next_backoff
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def retry_later(redis: redis_lib.Redis, source_id: str, scan: bool) -> None:
     the next pause (a scan waiting to be retried stays one when a live update fails after it)."""
     with contextlib.suppress(redis_lib.RedisError):
         before = _retry(redis, source_id) or {}
-        backoff = min(RETRY_MAX, before.get("backoff", RETRY_FIRST / 2) * 2)
+        backoff = next_backoff(before)
         entry = {"at": time.time() + backoff, "backoff": backoff, "scan": scan or before.get("scan", False)}
         redis.hset(keys.SPACE_RETRY, source_id, json.dumps(entry))
         log.warning("%s: tried again for space in %.0f s", source_id, backoff)

@@ -247,13 +247,14 @@ class EmbedRun:
         self.ran = False  # whether this job held the source's lock
         self.stopped = False  # left early: source gone or switched off, or a full disk
         self.error: str | None = None  # why it stopped (a full disk)
+        self.info = PhaseInfo(KIND, source_id, get_redis(app))  # the source's account: rate, error
 
     def run(self) -> int:
         """Work for one job's time; returns the documents finished (0 when another job runs).
         A background phase like OCR (indexing/background.py): it runs in a slot, so a worker
         is always left to scans and live updates, and yields between model calls as soon as
         one is queued."""
-        info = PhaseInfo(KIND, self.source_id, get_redis(self.app))
+        info = self.info
         if not self._wanted() or not info.retry_due() or not _model_loads(self.app):
             return 0
         if problem(self.source_id):
@@ -300,7 +301,6 @@ class EmbedRun:
 
     def _work(self, phase: Phase) -> None:
         cursor = ""
-        info = PhaseInfo(KIND, self.source_id, get_redis(self.app))
         while True:
             phase.check()
             started, before = time.monotonic(), self.done
@@ -322,7 +322,7 @@ class EmbedRun:
             get_meaning(self.app).merge(self.source_id)  # outside the writer lock: scans go on
             phase.page_done()
             if self.done > before:  # the observed rate, each page (a job alone lasts minutes)
-                info.ran(self.done - before, time.monotonic() - started)  # an error of before is gone
+                self.info.ran(self.done - before, time.monotonic() - started)  # an error of before is gone
             if why is not None:
                 raise why  # yielded: what was embedded before is kept
 
